@@ -1,0 +1,73 @@
+//! Builds the example operators and the test guests as wasm32-wasip2 components.
+//!
+//! The examples are embedded in the `weir` binary (`weir demo`, `builtin:` modules); every
+//! guest's path is exported to the crate as `WEIR_GUEST_<NAME>` for tests and benchmarks.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// (crate name, short name, embedded in the binary)
+const GUESTS: &[(&str, &str, bool)] = &[
+    ("weir-example-tokenizer", "tokenizer", true),
+    ("weir-example-wordcount", "wordcount", true),
+    ("weir-example-nexmark-q1", "nexmark-q1", true),
+    ("weir-example-nexmark-q2", "nexmark-q2", true),
+    ("weir-example-tumbling-window", "tumbling-window", true),
+    ("weir-test-faulty", "faulty", false),
+    ("weir-test-other-world", "other-world", false),
+];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest.parent().unwrap().to_path_buf();
+    for dir in ["wit", "guest-sdk", "examples", "engine/test-guests"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("guests");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--profile", "guest", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    for (krate, _, _) in GUESTS {
+        cmd.args(["-p", krate]);
+    }
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to run cargo for the guest components");
+    assert!(
+        status.success(),
+        "building the guest components failed; is the target installed? run `rustup target add wasm32-wasip2`"
+    );
+
+    let mut builtin = String::from(
+        "/// Example operators embedded in the binary: (name, component bytes).\npub const BUILTIN: &[(&str, &[u8])] = &[\n",
+    );
+    for (krate, short, embed) in GUESTS {
+        let path = target_dir.join("wasm32-wasip2/guest").join(format!("{}.wasm", krate.replace('-', "_")));
+        assert!(path.exists(), "guest component {} was not produced", path.display());
+        let var = format!("WEIR_GUEST_{}", short.to_uppercase().replace('-', "_"));
+        println!("cargo:rustc-env={var}={}", path.display());
+        if *embed {
+            builtin
+                .push_str(&format!("    ({short:?}, include_bytes!({:?})),\n", path.display().to_string()));
+        }
+    }
+    builtin.push_str("];\n");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtin.rs");
+    std::fs::write(out, builtin).unwrap();
+}

@@ -1,0 +1,166 @@
+//! `weir bench`: records per second per core of Nexmark q1 and q2 through the Wasm
+//! operators versus the same logic compiled natively into the host.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::connectors::NexmarkSourceConfig;
+use crate::connectors::nexmark::push_event;
+use crate::guest::bindings::Context;
+use crate::guest::{GuestHost, InstanceLimits, OperatorInstance};
+use crate::record::Batch;
+
+/// A bid as the queries read and write it (the `nexmark` crate's field names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bid {
+    /// Auction id.
+    pub auction: u64,
+    /// Bidder id.
+    pub bidder: u64,
+    /// Price in cents.
+    pub price: u64,
+    /// Channel.
+    pub channel: String,
+    /// URL.
+    pub url: String,
+    /// Event time, ms.
+    pub date_time: u64,
+    /// Padding.
+    pub extra: String,
+}
+
+/// q2's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuctionPrice {
+    /// Auction id.
+    pub auction: u64,
+    /// Price.
+    pub price: u64,
+}
+
+/// Native q1: dollars to euros. Same work as the Wasm operator: decode, map, encode.
+pub fn q1_native(input: &Batch) -> Batch {
+    let mut out = Batch::with_capacity(input.len(), input.byte_len());
+    for r in input.iter() {
+        let mut bid: Bid = rmp_serde::from_slice(r.value).expect("a bid");
+        bid.price = bid.price * 908 / 1000;
+        out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &bid).expect("vec"));
+    }
+    out
+}
+
+/// Native q2: bids of every 123rd auction, projected to (auction, price).
+pub fn q2_native(input: &Batch) -> Batch {
+    let mut out = Batch::with_capacity(input.len() / 64, 64);
+    for r in input.iter() {
+        let bid: Bid = rmp_serde::from_slice(r.value).expect("a bid");
+        if bid.auction % 123 == 0 {
+            let ap = AuctionPrice { auction: bid.auction, price: bid.price };
+            out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &ap).expect("vec"));
+        }
+    }
+    out
+}
+
+/// One line of the benchmark's result.
+#[derive(Debug, Clone)]
+pub struct BenchResult {
+    /// `q1` or `q2`.
+    pub query: &'static str,
+    /// Records per batch.
+    pub batch_size: usize,
+    /// Records per second through the Wasm operator (one core).
+    pub wasm: f64,
+    /// Records per second natively (one core).
+    pub native: f64,
+}
+
+fn batches(records: usize, batch_size: usize) -> Vec<Batch> {
+    let config = NexmarkSourceConfig {
+        event_type: "bid".into(),
+        count: records as u64,
+        base_time: 1_700_000_000_000,
+        events_per_second: 10_000,
+    };
+    let mut g = config.generator(0, 1);
+    let mut out = Vec::new();
+    while (g.offset() as usize) < records {
+        let mut b = Batch::with_capacity(batch_size, batch_size * 200);
+        while b.len() < batch_size && (g.offset() as usize) < records {
+            push_event(&mut b, &g.next().expect("endless"));
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// Repeats `pass` (which processes `records` records) for at least `min` and returns
+/// records per second.
+async fn measure<F, Fut>(records: usize, min: Duration, mut pass: F) -> f64
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    pass().await; // warm-up
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < min || n < 2 {
+        pass().await;
+        n += 1;
+    }
+    (records as u64 * n) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Runs the benchmark: each query at each batch size, `min` per measurement.
+pub async fn run(host: &GuestHost, records: usize, min: Duration) -> anyhow::Result<Vec<BenchResult>> {
+    let mut results = Vec::new();
+    for (query, module, native) in [
+        ("q1", "nexmark-q1", q1_native as fn(&Batch) -> Batch),
+        ("q2", "nexmark-q2", q2_native as fn(&Batch) -> Batch),
+    ] {
+        let bytes = crate::builtin::get(module).expect("builtin module");
+        let module = host.load(&format!("builtin:{module}"), bytes)?;
+        for batch_size in [64usize, 1024, 8192] {
+            let input = batches(records, batch_size);
+            let mut inst = OperatorInstance::new(&module, query, 0, InstanceLimits::default()).await?;
+            inst.open(&Context {
+                operator_id: query.into(),
+                config: "{}".into(),
+                subtask_index: 0,
+                parallelism: 1,
+                max_parallelism: 128,
+                key_group_start: 0,
+                key_group_end: 128,
+                inputs: 1,
+                restored: false,
+            })
+            .await?;
+            let wasm_out: usize = {
+                let mut n = 0;
+                for b in &input {
+                    n += inst.process(0, b).await?.len();
+                }
+                n
+            };
+            let native_out: usize = input.iter().map(|b| native(b).len()).sum();
+            anyhow::ensure!(wasm_out == native_out, "{query}: wasm emitted {wasm_out}, native {native_out}");
+            let inst = std::cell::RefCell::new(inst);
+            let wasm = measure(records, min, || async {
+                let mut inst = inst.borrow_mut();
+                for b in &input {
+                    std::hint::black_box(inst.process(0, b).await.expect("process"));
+                }
+            })
+            .await;
+            let native_rate = measure(records, min, || async {
+                for b in &input {
+                    std::hint::black_box(native(b));
+                }
+            })
+            .await;
+            results.push(BenchResult { query, batch_size, wasm, native: native_rate });
+        }
+    }
+    Ok(results)
+}

@@ -1,0 +1,165 @@
+//! A source that reads JSON-lines files. Each file is a partition; subtask `i` of `p` reads
+//! the files whose index (in name order) is `i` modulo `p`. The position is the byte offset
+//! reached in each file.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ConnectorError, Source};
+use crate::record::{Batch, to_msgpack};
+
+/// Config of the file source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSourceConfig {
+    /// A file, or a directory whose regular files (not starting with `.`) are read.
+    pub path: PathBuf,
+    /// Field of each JSON object whose value becomes the record key.
+    #[serde(default)]
+    pub key_field: Option<String>,
+    /// Field holding the event time (integer ms); records without it get time 0.
+    #[serde(default)]
+    pub timestamp_field: Option<String>,
+}
+
+struct Partition {
+    path: PathBuf,
+    offset: u64,
+    line: u64,
+    reader: Option<BufReader<File>>,
+    done: bool,
+}
+
+/// A file-source subtask.
+pub struct FileSource {
+    config: FileSourceConfig,
+    batch_size: usize,
+    partitions: Vec<Partition>,
+    current: usize,
+}
+
+impl std::fmt::Debug for FileSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileSource").field("position", &self.position()).finish()
+    }
+}
+
+fn io(path: &Path, source: std::io::Error) -> ConnectorError {
+    ConnectorError::Io { path: path.display().to_string(), source }
+}
+
+impl FileSource {
+    /// Lists the files and keeps those of subtask `index`.
+    pub fn open(
+        config: &FileSourceConfig,
+        batch_size: usize,
+        index: u32,
+        parallelism: u32,
+    ) -> Result<Self, ConnectorError> {
+        let meta = std::fs::metadata(&config.path).map_err(|e| io(&config.path, e))?;
+        let mut files = Vec::new();
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&config.path).map_err(|e| io(&config.path, e))? {
+                let entry = entry.map_err(|e| io(&config.path, e))?;
+                let hidden = entry.file_name().to_string_lossy().starts_with('.');
+                if !hidden && entry.file_type().map_err(|e| io(&entry.path(), e))?.is_file() {
+                    files.push(entry.path());
+                }
+            }
+            files.sort();
+        } else {
+            files.push(config.path.clone());
+        }
+        let partitions = files
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i as u64 % u64::from(parallelism) == u64::from(index))
+            .map(|(_, path)| Partition { path, offset: 0, line: 0, reader: None, done: false })
+            .collect();
+        Ok(FileSource { config: config.clone(), batch_size, partitions, current: 0 })
+    }
+
+    /// Resumes each file at the given byte offset (from a checkpoint).
+    pub fn seek(&mut self, offsets: &[(PathBuf, u64)]) {
+        for (path, offset) in offsets {
+            if let Some(p) = self.partitions.iter_mut().find(|p| &p.path == path) {
+                p.offset = *offset;
+                p.reader = None;
+            }
+        }
+    }
+
+    fn record(&self, p: &Partition, text: &str, batch: &mut Batch) -> Result<(), ConnectorError> {
+        let parse_err = |message: String| ConnectorError::Parse {
+            path: p.path.display().to_string(),
+            line: p.line,
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| parse_err(format!("not valid JSON: {e}")))?;
+        let key = match &self.config.key_field {
+            Some(f) => value.get(f).map(to_msgpack).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let ts = match &self.config.timestamp_field {
+            Some(f) => match value.get(f) {
+                None => 0,
+                Some(v) => {
+                    v.as_i64().ok_or_else(|| parse_err(format!("field `{f}` is not an integer: {v}")))?
+                }
+            },
+            None => 0,
+        };
+        batch.push(&key, &to_msgpack(&value), ts);
+        Ok(())
+    }
+}
+
+impl Source for FileSource {
+    fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
+        let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 64);
+        let mut line = String::new();
+        while batch.len() < self.batch_size && self.current < self.partitions.len() {
+            let idx = self.current;
+            if self.partitions[idx].done {
+                self.current += 1;
+                continue;
+            }
+            if self.partitions[idx].reader.is_none() {
+                let p = &mut self.partitions[idx];
+                let mut file = File::open(&p.path).map_err(|e| io(&p.path, e))?;
+                file.seek(SeekFrom::Start(p.offset)).map_err(|e| io(&p.path, e))?;
+                p.reader = Some(BufReader::with_capacity(1 << 16, file));
+            }
+            line.clear();
+            let p = &mut self.partitions[idx];
+            let n = p.reader.as_mut().expect("opened").read_line(&mut line).map_err(|e| io(&p.path, e))?;
+            if n == 0 {
+                p.done = true;
+                p.reader = None;
+                continue;
+            }
+            p.offset += n as u64;
+            p.line += 1;
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let p = &self.partitions[idx];
+            self.record(p, text, &mut batch)?;
+        }
+        if batch.is_empty() { Ok(None) } else { Ok(Some(batch)) }
+    }
+
+    fn position(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.partitions
+                .iter()
+                .map(|p| serde_json::json!({ "file": p.path.display().to_string(), "offset": p.offset }))
+                .collect(),
+        )
+    }
+}

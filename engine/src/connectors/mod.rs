@@ -1,0 +1,186 @@
+//! Sources and sinks: where a job's records come from and where they go.
+//!
+//! A connector's config is parsed when the job is planned (so a wrong field fails before
+//! anything runs) and opened once per subtask when the job starts.
+
+mod blackhole;
+mod file_sink;
+mod file_source;
+pub mod generator;
+pub mod nexmark;
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::record::Batch;
+
+pub use blackhole::{BlackholeConfig, BlackholeSink};
+pub use file_sink::{FileSink, FileSinkConfig};
+pub use file_source::{FileSource, FileSourceConfig};
+pub use generator::{GeneratorConfig, GeneratorSource};
+pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
+
+/// Default number of records per source batch.
+pub const DEFAULT_BATCH_SIZE: usize = 1024;
+
+/// Why a connector failed while running.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectorError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Input data is malformed.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The 1-based line number.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A parallel instance of a source: produces batches until it is exhausted.
+pub trait Source: Send {
+    /// The next batch, or `None` when the source has no more records.
+    fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError>;
+    /// The current position (what a checkpoint records), as JSON.
+    fn position(&self) -> serde_json::Value;
+}
+
+/// A parallel instance of a sink.
+pub trait Sink: Send {
+    /// Writes a batch.
+    fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError>;
+    /// How long to pause after each batch (a deliberately slow sink); `None` for no pause.
+    fn pause(&self) -> Option<Duration> {
+        None
+    }
+    /// Flushes and closes at the end of the stream.
+    fn close(&mut self) -> Result<(), ConnectorError>;
+}
+
+/// What a source node reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    /// Deterministic generated records.
+    Generator(GeneratorConfig),
+    /// Nexmark events.
+    Nexmark(NexmarkSourceConfig),
+    /// JSON-lines files.
+    File(FileSourceConfig),
+}
+
+/// A parsed source config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceConfig {
+    /// The connector and its settings.
+    pub kind: SourceKind,
+    /// Records per batch.
+    pub batch_size: usize,
+    /// Watermarks trail the highest event time seen by this much (bounded out-of-orderness);
+    /// `None` disables watermarks (only the final one at the end of input is sent).
+    pub out_of_orderness_ms: Option<i64>,
+}
+
+/// A parsed sink config.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SinkConfig {
+    /// JSON-lines files.
+    File(FileSinkConfig),
+    /// Counts and drops.
+    Blackhole(BlackholeConfig),
+}
+
+fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, String> {
+    serde_json::from_value(value).map_err(|e| format!("invalid config for connector `{connector}`: {e}"))
+}
+
+fn take_object(config: &serde_json::Value) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match config {
+        serde_json::Value::Object(m) => Ok(m.clone()),
+        serde_json::Value::Null => Ok(serde_json::Map::new()),
+        other => Err(format!("config must be a JSON object, got {other}")),
+    }
+}
+
+impl SourceConfig {
+    /// Parses the `config` of a source node using connector `connector`.
+    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, String> {
+        let mut map = take_object(config)?;
+        let batch_size = match map.remove("batch_size") {
+            None => DEFAULT_BATCH_SIZE,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=1_000_000).contains(&n) => n as usize,
+                _ => return Err(format!("batch_size must be an integer from 1 to 1000000, got {v}")),
+            },
+        };
+        let out_of_orderness_ms = match map.remove("out_of_orderness_ms") {
+            None => Some(0),
+            Some(serde_json::Value::Null) => None,
+            Some(v) => match v.as_i64() {
+                Some(n) if n >= 0 => Some(n),
+                _ => {
+                    return Err(format!(
+                        "out_of_orderness_ms must be a non-negative integer or null, got {v}"
+                    ));
+                }
+            },
+        };
+        let rest = serde_json::Value::Object(map);
+        let kind = match connector {
+            "generator" => SourceKind::Generator(parse(connector, rest)?),
+            "nexmark" => SourceKind::Nexmark(parse(connector, rest)?),
+            "file" => SourceKind::File(parse(connector, rest)?),
+            other => {
+                return Err(format!("unknown source connector `{other}` (known: generator, nexmark, file)"));
+            }
+        };
+        if let SourceKind::Nexmark(c) = &kind {
+            c.validate()?;
+        }
+        if let SourceKind::Generator(c) = &kind {
+            c.validate()?;
+        }
+        Ok(SourceConfig { kind, batch_size, out_of_orderness_ms })
+    }
+
+    /// Opens subtask `index` of `parallelism`.
+    pub fn open(&self, index: u32, parallelism: u32) -> Result<Box<dyn Source>, ConnectorError> {
+        Ok(match &self.kind {
+            SourceKind::Generator(c) => {
+                Box::new(GeneratorSource::new(c.clone(), self.batch_size, index, parallelism))
+            }
+            SourceKind::Nexmark(c) => Box::new(NexmarkSource::new(c, self.batch_size, index, parallelism)),
+            SourceKind::File(c) => Box::new(FileSource::open(c, self.batch_size, index, parallelism)?),
+        })
+    }
+}
+
+impl SinkConfig {
+    /// Parses the `config` of a sink node using connector `connector`.
+    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, String> {
+        let rest = serde_json::Value::Object(take_object(config)?);
+        match connector {
+            "file" => Ok(SinkConfig::File(parse(connector, rest)?)),
+            "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
+            other => Err(format!("unknown sink connector `{other}` (known: file, blackhole)")),
+        }
+    }
+
+    /// Opens subtask `index` of `parallelism`.
+    pub fn open(&self, index: u32, _parallelism: u32) -> Result<Box<dyn Sink>, ConnectorError> {
+        Ok(match self {
+            SinkConfig::File(c) => Box::new(FileSink::open(c, index)?),
+            SinkConfig::Blackhole(c) => Box::new(BlackholeSink::new(c.clone())),
+        })
+    }
+}

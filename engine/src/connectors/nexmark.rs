@@ -1,0 +1,125 @@
+//! Nexmark events (persons, auctions, bids) from the `nexmark` crate's generator, with a
+//! fixed start time so that every run produces the same events.
+
+use nexmark::EventGenerator;
+use nexmark::config::NexmarkConfig;
+use nexmark::event::{Event, EventType};
+use serde::{Deserialize, Serialize};
+
+use super::{ConnectorError, Source};
+use crate::record::Batch;
+
+pub use nexmark::event::{Auction, Bid, Person};
+
+/// Config of the Nexmark source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NexmarkSourceConfig {
+    /// Which events to emit: `bid`, `auction` or `person` (one stream per type, as the
+    /// Nexmark topics; ids and times are those of the mixed stream).
+    #[serde(default = "bid")]
+    pub event_type: String,
+    /// How many events of that type in all.
+    pub count: u64,
+    /// Event time of the first event, ms since the epoch.
+    #[serde(default = "base_time")]
+    pub base_time: u64,
+    /// Events per second of event time (the generator's rate).
+    #[serde(default = "rate")]
+    pub events_per_second: usize,
+}
+
+fn bid() -> String {
+    "bid".into()
+}
+fn base_time() -> u64 {
+    1_700_000_000_000
+}
+fn rate() -> usize {
+    10_000
+}
+
+impl NexmarkSourceConfig {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        self.event_kind()?;
+        if self.events_per_second == 0 {
+            return Err("nexmark: events_per_second must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    fn event_kind(&self) -> Result<EventType, String> {
+        match self.event_type.as_str() {
+            "bid" => Ok(EventType::Bid),
+            "auction" => Ok(EventType::Auction),
+            "person" => Ok(EventType::Person),
+            other => Err(format!("nexmark: unknown event_type `{other}` (bid, auction or person)")),
+        }
+    }
+
+    /// The generator for subtask `index` of `parallelism`.
+    pub fn generator(&self, index: u32, parallelism: u32) -> EventGenerator {
+        let config = NexmarkConfig {
+            base_time: self.base_time,
+            first_rate: self.events_per_second,
+            next_rate: self.events_per_second,
+            ..NexmarkConfig::default()
+        };
+        EventGenerator::new(config)
+            .with_type_filter(self.event_kind().expect("validated"))
+            .with_offset(u64::from(index))
+            .with_step(u64::from(parallelism))
+    }
+}
+
+/// A Nexmark subtask. Its position is the generator offset.
+pub struct NexmarkSource {
+    generator: EventGenerator,
+    count: u64,
+    batch_size: usize,
+}
+
+impl std::fmt::Debug for NexmarkSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NexmarkSource").field("offset", &self.generator.offset()).finish()
+    }
+}
+
+impl NexmarkSource {
+    /// Subtask `index` of `parallelism`.
+    pub fn new(config: &NexmarkSourceConfig, batch_size: usize, index: u32, parallelism: u32) -> Self {
+        NexmarkSource { generator: config.generator(index, parallelism), count: config.count, batch_size }
+    }
+}
+
+/// Appends one event to `batch` (value = the event's named MessagePack, no key, event time).
+pub fn push_event(batch: &mut Batch, event: &Event) {
+    let (ts, write): (u64, &dyn Fn(&mut Vec<u8>)) = match event {
+        Event::Bid(b) => (b.date_time, &|buf| encode(buf, b)),
+        Event::Auction(a) => (a.date_time, &|buf| encode(buf, a)),
+        Event::Person(p) => (p.date_time, &|buf| encode(buf, p)),
+    };
+    batch.push_with(&[], ts as i64, write);
+}
+
+fn encode<T: Serialize>(buf: &mut Vec<u8>, v: &T) {
+    rmp_serde::encode::write_named(buf, v).expect("MessagePack into a Vec cannot fail");
+}
+
+impl Source for NexmarkSource {
+    fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
+        if self.generator.offset() >= self.count {
+            return Ok(None);
+        }
+        let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 128);
+        while batch.len() < self.batch_size && self.generator.offset() < self.count {
+            let event = self.generator.next().expect("the generator is endless");
+            push_event(&mut batch, &event);
+        }
+        Ok(Some(batch))
+    }
+
+    fn position(&self) -> serde_json::Value {
+        serde_json::json!({ "offset": self.generator.offset() })
+    }
+}

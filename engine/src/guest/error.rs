@@ -1,0 +1,148 @@
+//! Errors of loading and running Wasm operators.
+
+use super::bindings::GuestOperatorError;
+
+/// The export or call in which an operator failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// `describe`
+    Describe,
+    /// `open`
+    Open,
+    /// `process`
+    Process,
+    /// `on-watermark`
+    OnWatermark,
+    /// `on-timer`
+    OnTimer,
+    /// `snapshot`
+    Snapshot,
+    /// `restore`
+    Restore,
+    /// instantiation
+    Instantiate,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Call::Describe => "describe",
+            Call::Open => "open",
+            Call::Process => "process",
+            Call::OnWatermark => "on-watermark",
+            Call::OnTimer => "on-timer",
+            Call::Snapshot => "snapshot",
+            Call::Restore => "restore",
+            Call::Instantiate => "instantiation",
+        })
+    }
+}
+
+/// Why a module could not be loaded or an operator call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuestError {
+    /// The bytes are not a WebAssembly component at all.
+    #[error("module `{module}` is not a WebAssembly component: {reason}")]
+    NotAComponent {
+        /// The module's name.
+        module: String,
+        /// The parser's explanation.
+        reason: String,
+    },
+    /// A valid component that does not implement `weir:operator/operator-world`.
+    #[error("module `{module}` does not implement the weir:operator@0.1.0 operator world: {reason}")]
+    WrongWorld {
+        /// The module's name.
+        module: String,
+        /// What is missing or unexpected.
+        reason: String,
+    },
+    /// The module could not be read or the compiled-module cache failed.
+    #[error("module `{module}`: {reason}")]
+    Load {
+        /// The module's name.
+        module: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The guest trapped (panic, out-of-bounds access, memory limit, stack overflow...).
+    /// The instance cannot be used again.
+    #[error("operator `{operator}` (subtask {subtask}) trapped in {call}: {message}")]
+    Trap {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that trapped.
+        call: Call,
+        /// The guest's last error log line (its panic message) and the trap.
+        message: String,
+    },
+    /// The guest ran past its CPU time limit in one call and was stopped.
+    #[error(
+        "operator `{operator}` (subtask {subtask}) exceeded its CPU limit of {limit_ms} ms in one {call} call and was stopped"
+    )]
+    CpuLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that ran too long.
+        call: Call,
+        /// The limit.
+        limit_ms: u64,
+    },
+    /// The operator returned its own error.
+    #[error("operator `{operator}` (subtask {subtask}) failed in {call}: {error}")]
+    Operator {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that failed.
+        call: Call,
+        /// The operator's error.
+        error: OperatorError,
+    },
+    /// The guest returned a malformed batch or state delta.
+    #[error("operator `{operator}` (subtask {subtask}) returned malformed data from {call}: {reason}")]
+    Malformed {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call.
+        call: Call,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// An error an operator returned (the WIT `error` variant).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OperatorError {
+    /// A record could not be decoded.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The configuration is wrong.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    /// Restored state could not be read.
+    #[error("invalid state: {0}")]
+    InvalidState(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<GuestOperatorError> for OperatorError {
+    fn from(e: GuestOperatorError) -> Self {
+        match e {
+            GuestOperatorError::InvalidInput(s) => OperatorError::InvalidInput(s),
+            GuestOperatorError::InvalidConfig(s) => OperatorError::InvalidConfig(s),
+            GuestOperatorError::InvalidState(s) => OperatorError::InvalidState(s),
+            GuestOperatorError::Other(s) => OperatorError::Other(s),
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Job plans: a JSON [`JobSpec`] validated and resolved into a [`Plan`] of nodes, edges and
+//! subtasks that the runtime executes.
+
+mod error;
+pub mod key_groups;
+mod planner;
+mod spec;
+
+pub use error::PlanError;
+pub use planner::{ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
+pub use spec::{EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, Settings};

@@ -1,0 +1,259 @@
+//! Validation of a job spec and its expansion into a plan.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{JobSpec, NodeKind, Partitioning, PlanError};
+use crate::connectors::{SinkConfig, SourceConfig};
+use crate::guest::OperatorModule;
+
+/// Resolves the `module` reference of an operator node to a compiled module.
+pub trait ModuleLoader {
+    /// Loads (or fetches from a cache) the module named by `reference`.
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String>;
+}
+
+/// What a node runs.
+#[derive(Clone)]
+pub enum NodeBody {
+    /// A source connector.
+    Source(SourceConfig),
+    /// A Wasm operator with its configuration as JSON text.
+    Operator {
+        /// The compiled module.
+        module: Arc<OperatorModule>,
+        /// The node's `config` object as JSON text.
+        config: String,
+    },
+    /// A sink connector.
+    Sink(SinkConfig),
+}
+
+impl std::fmt::Debug for NodeBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeBody::Source(c) => write!(f, "Source({c:?})"),
+            NodeBody::Operator { module, .. } => write!(f, "Operator({})", module.name()),
+            NodeBody::Sink(c) => write!(f, "Sink({c:?})"),
+        }
+    }
+}
+
+/// An edge of the plan, between node indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanEdge {
+    /// Index of the upstream node.
+    pub from: usize,
+    /// Index of the downstream node.
+    pub to: usize,
+    /// The partitioning.
+    pub partitioning: Partitioning,
+    /// The downstream input index (port) this edge feeds: its position among the
+    /// downstream node's inputs, in spec order.
+    pub port: u32,
+}
+
+/// A validated node.
+#[derive(Debug, Clone)]
+pub struct PlanNode {
+    /// The node id.
+    pub id: String,
+    /// Source, operator or sink.
+    pub kind: NodeKind,
+    /// Number of subtasks.
+    pub parallelism: u32,
+    /// Incoming edges, by port.
+    pub inputs: Vec<PlanEdge>,
+    /// Outgoing edges.
+    pub outputs: Vec<PlanEdge>,
+    /// What the node runs.
+    pub body: NodeBody,
+}
+
+/// A validated job, ready to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The spec it was made from.
+    pub spec: JobSpec,
+    /// The nodes, in spec order.
+    pub nodes: Vec<PlanNode>,
+    /// Node indices in topological order (sources first).
+    pub topo_order: Vec<usize>,
+}
+
+impl Plan {
+    /// Total number of subtasks.
+    pub fn subtask_count(&self) -> u32 {
+        self.nodes.iter().map(|n| n.parallelism).sum()
+    }
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Validates `spec` and resolves its modules and connectors.
+pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanError> {
+    let s = &spec.settings;
+    if s.max_parallelism == 0 || s.max_parallelism > 32_768 {
+        return Err(PlanError::Settings(format!(
+            "max_parallelism must be between 1 and 32768, got {}",
+            s.max_parallelism
+        )));
+    }
+    if s.channel_capacity == 0 || s.channel_capacity > 65_536 {
+        return Err(PlanError::Settings(format!(
+            "channel_capacity must be between 1 and 65536, got {}",
+            s.channel_capacity
+        )));
+    }
+    if s.cpu_limit_ms == 0 {
+        return Err(PlanError::Settings("cpu_limit_ms must be at least 1".into()));
+    }
+    if s.memory_limit_mb == 0 {
+        return Err(PlanError::Settings("memory_limit_mb must be at least 1".into()));
+    }
+    if spec.nodes.is_empty() {
+        return Err(PlanError::Empty);
+    }
+
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in spec.nodes.iter().enumerate() {
+        if !valid_id(&n.id) {
+            return Err(PlanError::InvalidId(n.id.clone()));
+        }
+        if index.insert(n.id.as_str(), i).is_some() {
+            return Err(PlanError::DuplicateId(n.id.clone()));
+        }
+        if n.parallelism == 0 || n.parallelism > s.max_parallelism {
+            return Err(PlanError::Parallelism {
+                node: n.id.clone(),
+                got: n.parallelism,
+                max: s.max_parallelism,
+            });
+        }
+    }
+
+    let mut inputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    let mut outputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    for e in &spec.edges {
+        let lookup = |id: &str| {
+            index.get(id).copied().ok_or_else(|| PlanError::UnknownNode {
+                from: e.from.clone(),
+                to: e.to.clone(),
+                missing: id.to_string(),
+            })
+        };
+        let (from, to) = (lookup(&e.from)?, lookup(&e.to)?);
+        let (fp, tp) = (spec.nodes[from].parallelism, spec.nodes[to].parallelism);
+        let partitioning =
+            e.partitioning.unwrap_or(if fp == tp { Partitioning::Forward } else { Partitioning::Rebalance });
+        if partitioning == Partitioning::Forward && fp != tp {
+            return Err(PlanError::ForwardParallelism {
+                from: e.from.clone(),
+                to: e.to.clone(),
+                from_p: fp,
+                to_p: tp,
+            });
+        }
+        let port = inputs[to].len() as u32;
+        let edge = PlanEdge { from, to, partitioning, port };
+        inputs[to].push(edge);
+        outputs[from].push(edge);
+    }
+
+    let topo_order = topological_order(spec, &outputs, &inputs)?;
+
+    let mut nodes = Vec::with_capacity(spec.nodes.len());
+    for (i, n) in spec.nodes.iter().enumerate() {
+        let shape = |problem: &str| PlanError::Shape { node: n.id.clone(), problem: problem.into() };
+        let connector_err = |message: String| PlanError::Connector { node: n.id.clone(), message };
+        let body = match n.kind {
+            NodeKind::Source => {
+                if !inputs[i].is_empty() {
+                    return Err(shape("a source cannot have inputs"));
+                }
+                if outputs[i].is_empty() {
+                    return Err(shape("a source needs at least one outgoing edge"));
+                }
+                if n.module.is_some() {
+                    return Err(shape("a source takes a `connector`, not a `module`"));
+                }
+                let connector =
+                    n.connector.as_deref().ok_or_else(|| shape("a source needs a `connector`"))?;
+                NodeBody::Source(SourceConfig::parse(connector, &n.config).map_err(connector_err)?)
+            }
+            NodeKind::Sink => {
+                if inputs[i].is_empty() {
+                    return Err(shape("a sink needs at least one incoming edge"));
+                }
+                if !outputs[i].is_empty() {
+                    return Err(shape("a sink cannot have outgoing edges"));
+                }
+                if n.module.is_some() {
+                    return Err(shape("a sink takes a `connector`, not a `module`"));
+                }
+                let connector = n.connector.as_deref().ok_or_else(|| shape("a sink needs a `connector`"))?;
+                NodeBody::Sink(SinkConfig::parse(connector, &n.config).map_err(connector_err)?)
+            }
+            NodeKind::Operator => {
+                if inputs[i].is_empty() {
+                    return Err(shape("an operator needs at least one incoming edge"));
+                }
+                if n.connector.is_some() {
+                    return Err(shape("an operator takes a `module`, not a `connector`"));
+                }
+                let reference = n.module.as_deref().ok_or_else(|| shape("an operator needs a `module`"))?;
+                let module = modules
+                    .load(reference)
+                    .map_err(|message| PlanError::Module { node: n.id.clone(), message })?;
+                NodeBody::Operator { module, config: n.config.to_string() }
+            }
+        };
+        nodes.push(PlanNode {
+            id: n.id.clone(),
+            kind: n.kind,
+            parallelism: n.parallelism,
+            inputs: inputs[i].clone(),
+            outputs: outputs[i].clone(),
+            body,
+        });
+    }
+    Ok(Plan { spec: spec.clone(), nodes, topo_order })
+}
+
+/// Kahn's algorithm; on a cycle, names a node that lies on it.
+fn topological_order(
+    spec: &JobSpec,
+    outputs: &[Vec<PlanEdge>],
+    inputs: &[Vec<PlanEdge>],
+) -> Result<Vec<usize>, PlanError> {
+    let n = spec.nodes.len();
+    let mut indegree: Vec<usize> = inputs.iter().map(Vec::len).collect();
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    ready.reverse();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for e in &outputs[i] {
+            indegree[e.to] -= 1;
+            if indegree[e.to] == 0 {
+                ready.push(e.to);
+            }
+        }
+    }
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Every node left has an input from another node left: walk backwards until a node
+    // repeats; that node is on a cycle.
+    let mut seen = vec![false; n];
+    let mut at = (0..n).find(|&i| indegree[i] > 0).expect("a node is left");
+    while !seen[at] {
+        seen[at] = true;
+        at = inputs[at].iter().map(|e| e.from).find(|&f| indegree[f] > 0).expect("cycle");
+    }
+    Err(PlanError::Cycle(spec.nodes[at].id.clone()))
+}

@@ -1,0 +1,113 @@
+//! The output side of a task: routes batches to the downstream subtasks of every outgoing
+//! edge by the edge's partitioning.
+
+use super::channel::{Closed, Sender};
+use super::message::Message;
+use crate::plan::Partitioning;
+use crate::plan::key_groups::{key_group, subtask_for_key_group};
+use crate::record::Batch;
+
+/// The senders of one outgoing edge, by downstream subtask index (one sender for forward).
+#[derive(Debug)]
+pub struct EdgeOutput {
+    partitioning: Partitioning,
+    targets: Vec<Sender>,
+    max_parallelism: u32,
+    round_robin: usize,
+    scratch: Vec<Batch>,
+}
+
+impl EdgeOutput {
+    /// An edge output over `targets` (indexed by downstream subtask).
+    pub fn new(partitioning: Partitioning, targets: Vec<Sender>, max_parallelism: u32, start: usize) -> Self {
+        let n = targets.len();
+        EdgeOutput {
+            partitioning,
+            targets,
+            max_parallelism,
+            round_robin: start % n.max(1),
+            scratch: (0..n).map(|_| Batch::empty()).collect(),
+        }
+    }
+
+    async fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
+        match self.partitioning {
+            Partitioning::Forward => self.targets[0].send(Message::Batch(batch)).await,
+            Partitioning::Rebalance => {
+                let i = self.round_robin;
+                self.round_robin = (i + 1) % self.targets.len();
+                self.targets[i].send(Message::Batch(batch)).await
+            }
+            Partitioning::Broadcast => {
+                let (last, rest) = self.targets.split_last().expect("an edge has a target");
+                for t in rest {
+                    t.send(Message::Batch(batch.clone())).await?;
+                }
+                last.send(Message::Batch(batch)).await
+            }
+            Partitioning::Hash => {
+                let p = self.targets.len() as u32;
+                if p == 1 {
+                    return self.targets[0].send(Message::Batch(batch)).await;
+                }
+                for r in batch.iter() {
+                    let target = subtask_for_key_group(
+                        key_group(r.key, self.max_parallelism),
+                        p,
+                        self.max_parallelism,
+                    );
+                    self.scratch[target as usize].push(r.key, r.value, r.timestamp);
+                }
+                for (i, t) in self.targets.iter().enumerate() {
+                    if !self.scratch[i].is_empty() {
+                        let part = std::mem::replace(&mut self.scratch[i], Batch::empty());
+                        t.send(Message::Batch(part)).await?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn broadcast(&self, message: &Message) -> Result<(), Closed> {
+        for t in &self.targets {
+            t.send(message.clone()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Every outgoing edge of a task.
+#[derive(Debug, Default)]
+pub struct Output {
+    edges: Vec<EdgeOutput>,
+}
+
+impl Output {
+    /// An output over the given edges.
+    pub fn new(edges: Vec<EdgeOutput>) -> Self {
+        Output { edges }
+    }
+
+    /// Routes a batch (an empty batch is dropped).
+    pub async fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if let Some((last, rest)) = self.edges.split_last_mut() {
+            for e in rest {
+                e.emit(batch.clone()).await?;
+            }
+            last.emit(batch).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends a control message (watermark, end of stream) on every channel.
+    pub async fn broadcast(&self, message: Message) -> Result<(), Closed> {
+        for e in &self.edges {
+            e.broadcast(&message).await?;
+        }
+        Ok(())
+    }
+}

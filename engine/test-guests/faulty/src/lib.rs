@@ -1,0 +1,145 @@
+//! A test component for the engine: a pass-through operator over u64 values that fails on
+//! demand, so that tests can exercise traps, errors, timeouts and memory limits.
+//!
+//! Config (JSON, every field optional): when a record's value equals
+//! - `panic_at`: panics with "poison record {n}";
+//! - `error_at`: returns `error::other("refused record {n}")`;
+//! - `loop_at`: spins forever;
+//! - `alloc_at`: allocates memory without bound;
+//! - `stack_at`: recurses without bound.
+//!
+//! With `tag_input: true` each output record's key is its input index (MessagePack u32).
+//!
+//! A value that is not a u64 fails with the SDK's `invalid-input` error. The keyed state
+//! "seen" counts every value (key = the value, MessagePack u64).
+
+use std::hint::black_box;
+
+use serde::Deserialize;
+use weir_guest::{Context, Error, KeyedState, Operator, Output, Record, Result, States};
+
+/// Which values make the operator fail, and how.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    panic_at: Option<u64>,
+    error_at: Option<u64>,
+    loop_at: Option<u64>,
+    alloc_at: Option<u64>,
+    stack_at: Option<u64>,
+    tag_input: bool,
+}
+
+/// The faulty operator.
+#[derive(Default)]
+pub struct Faulty {
+    config: Config,
+    seen: KeyedState<u64, u64>,
+}
+
+impl Operator for Faulty {
+    fn states<'a>(&'a mut self, states: &mut States<'a>) {
+        states.register("seen", &mut self.seen);
+    }
+
+    fn open(&mut self, context: &Context) -> Result<()> {
+        self.config = context.config()?;
+        Ok(())
+    }
+
+    fn process(&mut self, record: Record<'_>, out: &mut Output) -> Result<()> {
+        let n: u64 = record.value()?;
+        let c = &self.config;
+        if c.panic_at == Some(n) {
+            panic!("poison record {n}");
+        }
+        if c.error_at == Some(n) {
+            return Err(Error::other(format!("refused record {n}")));
+        }
+        if c.loop_at == Some(n) {
+            spin();
+        }
+        if c.alloc_at == Some(n) {
+            hog_memory();
+        }
+        if c.stack_at == Some(n) {
+            black_box(recurse(n));
+        }
+        *self.seen.get_or_insert_with(&n, || 0) += 1;
+        if c.tag_input {
+            out.emit(&record.input(), &n, record.timestamp())?;
+        } else {
+            out.forward(&record);
+        }
+        Ok(())
+    }
+}
+
+weir_guest::export_operator!(Faulty, name = "faulty");
+
+/// Loops forever; `black_box` keeps the compiler from removing the loop.
+fn spin() -> ! {
+    let mut i = 0u64;
+    loop {
+        i = black_box(i.wrapping_add(1));
+    }
+}
+
+/// Grows memory, touching every page, until allocation fails or the host stops the call.
+fn hog_memory() {
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = Vec::with_capacity(1 << 20);
+        chunk.resize(1 << 20, 1u8);
+        chunks.push(black_box(chunk));
+        if black_box(chunks.len()) == usize::MAX {
+            break;
+        }
+    }
+}
+
+/// Recurses until the stack overflows; the frame holds data that the compiler must keep.
+fn recurse(depth: u64) -> u64 {
+    let frame = black_box([depth; 32]);
+    if black_box(depth) == u64::MAX {
+        return frame[0];
+    }
+    recurse(depth + 1).wrapping_add(frame[31])
+}
+
+#[cfg(test)]
+mod tests {
+    use weir_guest::testing::{Harness, TestRecord};
+
+    use super::*;
+
+    #[test]
+    fn passes_values_through_and_counts_them() {
+        let mut h = Harness::<Faulty>::new();
+        h.open(r#"{"error_at": 3}"#).unwrap();
+        let input = [TestRecord::unkeyed(&1u64, 0), TestRecord::unkeyed(&1u64, 1)];
+        assert_eq!(h.process(&input).unwrap(), input);
+        let saved = h.snapshot(false).unwrap();
+        assert_eq!(saved.len(), 1);
+        assert_eq!((saved[0].state.as_str(), saved[0].decode_value::<u64>()), ("seen", Some(2)));
+    }
+
+    #[test]
+    fn errors_on_demand_and_on_bad_input() {
+        let mut h = Harness::<Faulty>::new();
+        h.open(r#"{"error_at": 3}"#).unwrap();
+        let err = h.process(&[TestRecord::unkeyed(&3u64, 0)]).unwrap_err();
+        assert_eq!(err, Error::other("refused record 3"));
+        let err = h.process(&[TestRecord::unkeyed("x", 0)]).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput(_)));
+        assert!(matches!(Harness::<Faulty>::new().open(r#"{"nope": 1}"#), Err(Error::InvalidConfig(_))));
+    }
+
+    #[test]
+    #[should_panic(expected = "poison record 7")]
+    fn panics_on_demand() {
+        let mut h = Harness::<Faulty>::new();
+        h.open(r#"{"panic_at": 7}"#).unwrap();
+        let _ = h.process(&[TestRecord::unkeyed(&7u64, 0)]);
+    }
+}

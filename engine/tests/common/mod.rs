@@ -1,0 +1,73 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use weir::guest::{GuestHost, OperatorModule};
+use weir::plan::{JobSpec, ModuleLoader, Plan, PlanError};
+use weir::runtime::{JobError, JobReport};
+
+/// One engine per test binary (compiled modules are cached in it).
+pub fn host() -> Arc<GuestHost> {
+    static HOST: OnceLock<Arc<GuestHost>> = OnceLock::new();
+    HOST.get_or_init(|| GuestHost::new(None).expect("engine")).clone()
+}
+
+/// Path of a guest component built by the build script.
+pub fn guest_path(name: &str) -> PathBuf {
+    PathBuf::from(match name {
+        "faulty" => env!("WEIR_GUEST_FAULTY"),
+        "other-world" => env!("WEIR_GUEST_OTHER_WORLD"),
+        "tokenizer" => env!("WEIR_GUEST_TOKENIZER"),
+        "wordcount" => env!("WEIR_GUEST_WORDCOUNT"),
+        "nexmark-q1" => env!("WEIR_GUEST_NEXMARK_Q1"),
+        "nexmark-q2" => env!("WEIR_GUEST_NEXMARK_Q2"),
+        "tumbling-window" => env!("WEIR_GUEST_TUMBLING_WINDOW"),
+        other => panic!("no guest {other}"),
+    })
+}
+
+/// Loads `builtin:` modules from the binary, `test:<name>` from the build's guests, and
+/// anything else as a path.
+pub struct TestModules;
+
+impl ModuleLoader for TestModules {
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String> {
+        if let Some(name) = reference.strip_prefix("test:") {
+            let bytes = std::fs::read(guest_path(name)).map_err(|e| e.to_string())?;
+            return host().load(reference, &bytes).map_err(|e| e.to_string());
+        }
+        weir::modules::LocalModules::new(host(), ".").load(reference)
+    }
+}
+
+/// Parses and plans a job.
+pub fn plan_json(spec: serde_json::Value) -> Result<Plan, PlanError> {
+    let spec: JobSpec = serde_json::from_value(spec).map_err(|e| PlanError::Json(e.to_string()))?;
+    weir::plan::plan(&spec, &TestModules)
+}
+
+/// Plans and runs a job on a fresh multi-threaded runtime.
+pub fn run(spec: serde_json::Value) -> Result<JobReport, JobError> {
+    let plan = plan_json(spec)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(weir::runtime::run_job(&plan))
+}
+
+/// Every line of every `part-*.jsonl` file in `dir`, parsed, file by file in name order.
+pub fn read_output(dir: &Path) -> Vec<serde_json::Value> {
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for line in std::fs::read_to_string(&f).unwrap().lines() {
+            out.push(serde_json::from_str(line).unwrap());
+        }
+    }
+    out
+}

@@ -1,0 +1,234 @@
+//! Operator state kept in guest memory and handed to the host as keyed changes.
+//!
+//! Each state remembers which of its entries changed since the last snapshot, so that
+//! `snapshot(full = false)` returns only puts and deletes and costs as much as the changes,
+//! not the state. An entry that was created and removed between two snapshots produces
+//! nothing (the host never saw it); an entry that a snapshot saw and that was removed since
+//! produces a delete.
+
+mod keyed;
+mod value;
+
+use serde::Serialize;
+
+pub use self::keyed::{KeyedState, RawKey};
+pub use self::value::ValueState;
+use crate::__bindings::weir::operator::types::{ChangeKind, StateDelta, StateEntry};
+use crate::codec::write_msgpack;
+use crate::{Error, Result};
+
+/// A state that checkpoints itself as keyed entries.
+///
+/// [`ValueState`] and [`KeyedState`] implement it; implement it for a state of your own
+/// kind only if neither fits.
+pub trait StateStore {
+    /// Writes the changes since the last snapshot into `delta`, or every live entry as a
+    /// put when `full`, and forgets the changes.
+    fn snapshot(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<()>;
+
+    /// Applies one saved entry (`restore` runs before `open`). `value` is `None` for a
+    /// delete, which a restore normally never carries.
+    fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()>;
+}
+
+/// Writes one state's entries into a snapshot.
+#[derive(Debug)]
+pub struct DeltaWriter<'d> {
+    delta: &'d mut StateDelta,
+    state: u32,
+}
+
+impl DeltaWriter<'_> {
+    /// Records that `key` (encoded; empty for operator state) now holds `value`, encoded as
+    /// MessagePack.
+    pub fn put<V: Serialize + ?Sized>(&mut self, key: &[u8], value: &V) -> Result<()> {
+        let start = self.delta.data.len();
+        self.delta.data.extend_from_slice(key);
+        if let Err(e) = write_msgpack(&mut self.delta.data, value) {
+            self.delta.data.truncate(start);
+            return Err(e);
+        }
+        let value_len = self.delta.data.len() - start - key.len();
+        self.push(ChangeKind::Put, key.len(), value_len);
+        Ok(())
+    }
+
+    /// Records that `key` now holds the already encoded `value`.
+    pub fn put_raw(&mut self, key: &[u8], value: &[u8]) {
+        self.delta.data.extend_from_slice(key);
+        self.delta.data.extend_from_slice(value);
+        self.push(ChangeKind::Put, key.len(), value.len());
+    }
+
+    /// Records that `key` was removed.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.delta.data.extend_from_slice(key);
+        self.push(ChangeKind::Delete, key.len(), 0);
+    }
+
+    fn push(&mut self, kind: ChangeKind, key_len: usize, value_len: usize) {
+        self.delta.entries.push(StateEntry {
+            state: self.state,
+            kind,
+            key_len: u32::try_from(key_len).expect("a state key larger than 4 GiB"),
+            value_len: u32::try_from(value_len).expect("a state value larger than 4 GiB"),
+        });
+    }
+}
+
+/// The named states of an operator, filled by [`Operator::states`](crate::Operator::states).
+pub struct States<'a> {
+    list: Vec<(&'a str, &'a mut dyn StateStore)>,
+}
+
+impl std::fmt::Debug for States<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.list.iter().map(|(name, _)| name)).finish()
+    }
+}
+
+impl<'a> States<'a> {
+    pub(crate) fn new() -> Self {
+        Self { list: Vec::new() }
+    }
+
+    /// Registers `state` under `name`. The name identifies the state in checkpoints: keep it
+    /// stable across versions of the operator, and unique within it.
+    pub fn register(&mut self, name: &'a str, state: &'a mut dyn StateStore) -> &mut Self {
+        self.list.push((name, state));
+        self
+    }
+
+    /// Fails when a name is empty or registered twice.
+    pub(crate) fn check(&self) -> Result<()> {
+        for (i, (name, _)) in self.list.iter().enumerate() {
+            if name.is_empty() {
+                return Err(Error::other("a state is registered with an empty name"));
+            }
+            if self.list[..i].iter().any(|(other, _)| other == name) {
+                return Err(Error::other(format!("the state name \"{name}\" is registered twice")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The changes of every state since the last snapshot, or every live entry when `full`.
+    pub(crate) fn snapshot(&mut self, full: bool) -> Result<StateDelta> {
+        self.check()?;
+        let mut delta = StateDelta {
+            names: self.list.iter().map(|(name, _)| (*name).to_owned()).collect(),
+            data: Vec::new(),
+            entries: Vec::new(),
+        };
+        for (index, (name, state)) in self.list.iter_mut().enumerate() {
+            let mut writer = DeltaWriter { delta: &mut delta, state: index as u32 };
+            state
+                .snapshot(full, &mut writer)
+                .map_err(|e| Error::other(format!("snapshot of state \"{name}\": {}", e.message())))?;
+        }
+        Ok(delta)
+    }
+
+    /// Applies one restored chunk. Entries naming a state that is not registered fail with
+    /// [`Error::InvalidState`].
+    pub(crate) fn restore(&mut self, chunk: &StateDelta) -> Result<()> {
+        self.check()?;
+        let targets: Vec<Option<usize>> = chunk
+            .names
+            .iter()
+            .map(|name| self.list.iter().position(|(registered, _)| *registered == name))
+            .collect();
+        let mut offset = 0usize;
+        for (i, entry) in chunk.entries.iter().enumerate() {
+            let key_end = offset + entry.key_len as usize;
+            let value_end = key_end + entry.value_len as usize;
+            let (Some(key), Some(value)) =
+                (chunk.data.get(offset..key_end), chunk.data.get(key_end..value_end))
+            else {
+                return Err(Error::invalid_state(format!(
+                    "restore entry {i} runs past the end of the chunk data ({} bytes)",
+                    chunk.data.len()
+                )));
+            };
+            offset = value_end;
+            let Some(&Some(target)) = targets.get(entry.state as usize) else {
+                let name = chunk.names.get(entry.state as usize).map_or("<no name>", String::as_str);
+                return Err(Error::invalid_state(format!(
+                    "restore entry {i} belongs to state \"{name}\", which this operator does not have"
+                )));
+            };
+            let (name, state) = &mut self.list[target];
+            let value = match entry.kind {
+                ChangeKind::Put => Some(value),
+                ChangeKind::Delete => None,
+            };
+            state
+                .restore(key, value)
+                .map_err(|e| Error::invalid_state(format!("restore of state \"{name}\": {}", e.message())))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::testing::{StateChange, changes_of, delta_of};
+    use crate::to_msgpack;
+
+    /// Snapshots one state registered as "s".
+    pub(crate) fn snapshot_of(state: &mut dyn StateStore, full: bool) -> Vec<StateChange> {
+        let mut states = States::new();
+        states.register("s", state);
+        changes_of(&states.snapshot(full).unwrap())
+    }
+
+    #[test]
+    fn snapshot_names_every_state_and_restore_routes_by_name() {
+        let mut counts = KeyedState::<String, u64>::default();
+        let mut total = ValueState::<u64>::default();
+        counts.insert("a", 1);
+        total.set(1);
+        let delta = {
+            let mut states = States::new();
+            states.register("counts", &mut counts).register("total", &mut total);
+            states.snapshot(true).unwrap()
+        };
+        assert_eq!(delta.names, ["counts", "total"]);
+        assert_eq!(delta.entries.len(), 2);
+
+        // Restore through a chunk that lists the names in another order.
+        let mut changes = changes_of(&delta);
+        changes.reverse();
+        let (mut counts2, mut total2) = (KeyedState::<String, u64>::default(), ValueState::<u64>::default());
+        let mut states = States::new();
+        states.register("counts", &mut counts2).register("total", &mut total2);
+        states.restore(&delta_of(&changes)).unwrap();
+        assert_eq!(counts2.get("a"), Some(&1));
+        assert_eq!(total2.get(), Some(&1));
+    }
+
+    #[test]
+    fn restore_rejects_unknown_states_and_bad_chunks() {
+        let mut counts = KeyedState::<String, u64>::default();
+        let mut states = States::new();
+        states.register("counts", &mut counts);
+        let unknown =
+            StateChange { state: "gone".into(), key: to_msgpack("k").unwrap(), value: Some(vec![1]) };
+        let err = states.restore(&delta_of(&[unknown])).unwrap_err();
+        assert!(matches!(&err, Error::InvalidState(m) if m.contains("\"gone\"")), "{err}");
+
+        let mut short =
+            delta_of(&[StateChange { state: "counts".into(), key: vec![0xa1, b'k'], value: Some(vec![1]) }]);
+        short.data.pop();
+        assert!(matches!(states.restore(&short), Err(Error::InvalidState(_))));
+    }
+
+    #[test]
+    fn duplicate_state_names_are_refused() {
+        let (mut a, mut b) = (ValueState::<u8>::default(), ValueState::<u8>::default());
+        let mut states = States::new();
+        states.register("x", &mut a).register("x", &mut b);
+        assert!(states.snapshot(false).unwrap_err().to_string().contains("registered twice"));
+    }
+}

@@ -1,0 +1,285 @@
+//! Running an operator natively, in its crate's unit tests (`cargo test`).
+//!
+//! A [`Harness`] drives an [`Operator`] the way the host does — process, watermarks and the
+//! timers they fire, snapshot and restore — with records given as plain byte vectors. Host
+//! services are simulated per thread: use one harness per test.
+//!
+//! ```
+//! use weir_guest::testing::{Harness, TestRecord};
+//! # use weir_guest::{Operator, Output, Record, Result};
+//! # #[derive(Default)]
+//! # struct Double;
+//! # impl Operator for Double {
+//! #     fn process(&mut self, r: Record<'_>, out: &mut Output) -> Result<()> {
+//! #         out.emit_value(&(r.value::<u64>()? * 2), r.timestamp())
+//! #     }
+//! # }
+//! let mut harness = Harness::<Double>::new();
+//! harness.open("{}").unwrap();
+//! let out = harness.process(&[TestRecord::unkeyed(&21u64, 5)]).unwrap();
+//! assert_eq!(out[0].decode_value::<u64>(), 42);
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::__bindings::weir::operator::types::{Batch, ChangeKind, Entry, StateDelta, StateEntry};
+use crate::__private::Instance;
+use crate::host::native;
+use crate::logging::Level;
+use crate::{Context, Operator, Result, to_msgpack};
+
+/// A record as plain bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRecord {
+    /// The encoded key; empty for no key.
+    pub key: Vec<u8>,
+    /// The encoded value.
+    pub value: Vec<u8>,
+    /// Event time in milliseconds.
+    pub timestamp: i64,
+}
+
+impl TestRecord {
+    /// A record with `key` and `value` encoded as MessagePack.
+    ///
+    /// # Panics
+    /// If either does not encode.
+    pub fn keyed<K: Serialize + ?Sized, V: Serialize + ?Sized>(key: &K, value: &V, timestamp: i64) -> Self {
+        Self {
+            key: to_msgpack(key).expect("key encodes"),
+            value: to_msgpack(value).expect("value encodes"),
+            timestamp,
+        }
+    }
+
+    /// A record without a key, with `value` encoded as MessagePack.
+    ///
+    /// # Panics
+    /// If the value does not encode.
+    pub fn unkeyed<V: Serialize + ?Sized>(value: &V, timestamp: i64) -> Self {
+        Self { key: Vec::new(), value: to_msgpack(value).expect("value encodes"), timestamp }
+    }
+
+    /// The key decoded from MessagePack.
+    ///
+    /// # Panics
+    /// If it does not decode as `K`.
+    pub fn decode_key<'a, K: Deserialize<'a>>(&'a self) -> K {
+        rmp_serde::from_slice(&self.key).expect("the key decodes")
+    }
+
+    /// The value decoded from MessagePack.
+    ///
+    /// # Panics
+    /// If it does not decode as `V`.
+    pub fn decode_value<'a, V: Deserialize<'a>>(&'a self) -> V {
+        rmp_serde::from_slice(&self.value).expect("the value decodes")
+    }
+}
+
+/// One entry of a snapshot or a restore chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateChange {
+    /// The state's registered name.
+    pub state: String,
+    /// The encoded key; empty for a [`ValueState`](crate::ValueState).
+    pub key: Vec<u8>,
+    /// The encoded value of a put; `None` for a delete.
+    pub value: Option<Vec<u8>>,
+}
+
+impl StateChange {
+    /// The value of a put decoded from MessagePack; `None` for a delete.
+    ///
+    /// # Panics
+    /// If the value does not decode as `V`.
+    pub fn decode_value<V: DeserializeOwned>(&self) -> Option<V> {
+        self.value.as_ref().map(|v| rmp_serde::from_slice(v).expect("the state value decodes"))
+    }
+}
+
+/// Drives one operator instance natively. See the [module docs](self).
+pub struct Harness<T> {
+    instance: Instance<T>,
+}
+
+impl<T: Operator + Default> Default for Harness<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Operator + Default> Harness<T> {
+    /// A fresh instance, with the simulated host of this thread reset.
+    pub fn new() -> Self {
+        native::with(|host| *host = native::NativeHost::default());
+        Self { instance: Instance::default() }
+    }
+
+    /// The operator, to inspect its fields.
+    pub fn operator(&mut self) -> &mut T {
+        self.instance.operator()
+    }
+
+    /// Opens the instance with configuration `config` (JSON text).
+    pub fn open(&mut self, config: &str) -> Result<()> {
+        self.instance.open(&Context::with_config(config))
+    }
+
+    /// Opens the instance with `context`.
+    pub fn open_with(&mut self, context: &Context) -> Result<()> {
+        self.instance.open(context)
+    }
+
+    /// Processes `records` as one batch on input 0.
+    pub fn process(&mut self, records: &[TestRecord]) -> Result<Vec<TestRecord>> {
+        self.process_input(0, records)
+    }
+
+    /// Processes `records` as one batch on input `input`.
+    pub fn process_input(&mut self, input: u32, records: &[TestRecord]) -> Result<Vec<TestRecord>> {
+        let out = self.instance.process(input, &batch_of(records))?;
+        Ok(records_of(&out))
+    }
+
+    /// Advances the watermark to `timestamp`: fires every due timer in time order (as the
+    /// host does), then calls `on_watermark`. Returns everything emitted.
+    pub fn watermark(&mut self, timestamp: i64) -> Result<Vec<TestRecord>> {
+        let mut emitted = Vec::new();
+        while let Some((at, key)) = native::with(|host| {
+            let due = host.timers.first().filter(|(at, _)| *at <= timestamp).cloned();
+            if let Some(due) = &due {
+                host.timers.remove(due);
+            }
+            due
+        }) {
+            emitted.extend(records_of(&self.instance.on_timer(&key, at)?));
+        }
+        emitted.extend(records_of(&self.instance.on_watermark(timestamp)?));
+        Ok(emitted)
+    }
+
+    /// Fires the timer of the encoded key `key` at `timestamp` directly.
+    pub fn fire_timer(&mut self, key: &[u8], timestamp: i64) -> Result<Vec<TestRecord>> {
+        native::with(|host| host.timers.remove(&(timestamp, key.to_vec())));
+        Ok(records_of(&self.instance.on_timer(key, timestamp)?))
+    }
+
+    /// The registered timers, as (time, encoded key), in time order.
+    pub fn timers(&self) -> Vec<(i64, Vec<u8>)> {
+        native::with(|host| host.timers.iter().cloned().collect())
+    }
+
+    /// The value of metrics counter `name` (0 if never added to).
+    pub fn counter(&self, name: &str) -> u64 {
+        native::with(|host| host.counters.get(name).copied().unwrap_or(0))
+    }
+
+    /// The lines logged so far.
+    pub fn logs(&self) -> Vec<(Level, String)> {
+        native::with(|host| host.logs.clone())
+    }
+
+    /// Takes a snapshot: the changes since the last one, or every live entry when `full`.
+    pub fn snapshot(&mut self, full: bool) -> Result<Vec<StateChange>> {
+        Ok(changes_of(&self.instance.snapshot(full)?))
+    }
+
+    /// Restores one chunk of saved entries (call before [`Harness::open`]).
+    pub fn restore(&mut self, changes: &[StateChange]) -> Result<()> {
+        self.instance.restore(&delta_of(changes))
+    }
+}
+
+/// Encodes `records` as a flat batch.
+pub(crate) fn batch_of(records: &[TestRecord]) -> Batch {
+    let mut batch = Batch { data: Vec::new(), entries: Vec::with_capacity(records.len()) };
+    for r in records {
+        batch.data.extend_from_slice(&r.key);
+        batch.data.extend_from_slice(&r.value);
+        batch.entries.push(Entry {
+            key_len: r.key.len() as u32,
+            value_len: r.value.len() as u32,
+            timestamp: r.timestamp,
+        });
+    }
+    batch
+}
+
+/// Splits a flat batch into records.
+///
+/// # Panics
+/// If the batch's entries do not match its data.
+pub(crate) fn records_of(batch: &Batch) -> Vec<TestRecord> {
+    let mut offset = 0;
+    let records: Vec<TestRecord> = batch
+        .entries
+        .iter()
+        .map(|e| {
+            let key_end = offset + e.key_len as usize;
+            let value_end = key_end + e.value_len as usize;
+            let record = TestRecord {
+                key: batch.data[offset..key_end].to_vec(),
+                value: batch.data[key_end..value_end].to_vec(),
+                timestamp: e.timestamp,
+            };
+            offset = value_end;
+            record
+        })
+        .collect();
+    assert_eq!(offset, batch.data.len(), "the batch data holds bytes that no entry describes");
+    records
+}
+
+/// Splits a state delta into changes.
+///
+/// # Panics
+/// If the delta's entries do not match its data or names.
+pub(crate) fn changes_of(delta: &StateDelta) -> Vec<StateChange> {
+    let mut offset = 0;
+    let changes: Vec<StateChange> = delta
+        .entries
+        .iter()
+        .map(|e| {
+            let key_end = offset + e.key_len as usize;
+            let value_end = key_end + e.value_len as usize;
+            let change = StateChange {
+                state: delta.names[e.state as usize].clone(),
+                key: delta.data[offset..key_end].to_vec(),
+                value: match e.kind {
+                    ChangeKind::Put => Some(delta.data[key_end..value_end].to_vec()),
+                    ChangeKind::Delete => None,
+                },
+            };
+            offset = value_end;
+            change
+        })
+        .collect();
+    assert_eq!(offset, delta.data.len(), "the delta data holds bytes that no entry describes");
+    changes
+}
+
+/// Encodes changes as a state delta, naming each state once.
+pub(crate) fn delta_of(changes: &[StateChange]) -> StateDelta {
+    let mut delta = StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() };
+    for c in changes {
+        let state = match delta.names.iter().position(|n| *n == c.state) {
+            Some(i) => i,
+            None => {
+                delta.names.push(c.state.clone());
+                delta.names.len() - 1
+            }
+        };
+        delta.data.extend_from_slice(&c.key);
+        let value = c.value.as_deref().unwrap_or_default();
+        delta.data.extend_from_slice(value);
+        delta.entries.push(StateEntry {
+            state: state as u32,
+            kind: if c.value.is_some() { ChangeKind::Put } else { ChangeKind::Delete },
+            key_len: c.key.len() as u32,
+            value_len: value.len() as u32,
+        });
+    }
+    delta
+}
