@@ -59,7 +59,7 @@ fn q1_native(b: &Bid) -> OutBid {
 }
 
 fn q2_native(b: &Bid) -> Option<AuctionPrice> {
-    (b.auction % 123 == 0).then(|| AuctionPrice { auction: b.auction as u64, price: b.price as u64 })
+    b.auction.is_multiple_of(123).then_some(AuctionPrice { auction: b.auction as u64, price: b.price as u64 })
 }
 
 fn job(query: &str, parallelism: u32, count: u64, out: &std::path::Path) -> serde_json::Value {

@@ -94,12 +94,11 @@ impl NexmarkSource {
 
 /// Appends one event to `batch` (value = the event's named MessagePack, no key, event time).
 pub fn push_event(batch: &mut Batch, event: &Event) {
-    let (ts, write): (u64, &dyn Fn(&mut Vec<u8>)) = match event {
-        Event::Bid(b) => (b.date_time, &|buf| encode(buf, b)),
-        Event::Auction(a) => (a.date_time, &|buf| encode(buf, a)),
-        Event::Person(p) => (p.date_time, &|buf| encode(buf, p)),
-    };
-    batch.push_with(&[], ts as i64, write);
+    match event {
+        Event::Bid(b) => batch.push_with(&[], b.date_time as i64, |buf| encode(buf, b)),
+        Event::Auction(a) => batch.push_with(&[], a.date_time as i64, |buf| encode(buf, a)),
+        Event::Person(p) => batch.push_with(&[], p.date_time as i64, |buf| encode(buf, p)),
+    }
 }
 
 fn encode<T: Serialize>(buf: &mut Vec<u8>, v: &T) {

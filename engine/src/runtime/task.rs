@@ -24,8 +24,7 @@ pub async fn run_source(
 ) -> Result<(), TaskError> {
     let mut max_ts = i64::MIN;
     let mut watermark = i64::MIN;
-    loop {
-        let Some(batch) = source.next_batch()? else { break };
+    while let Some(batch) = source.next_batch()? {
         if let Some(delay) = out_of_orderness_ms {
             for e in &batch.entries {
                 max_ts = max_ts.max(e.timestamp);
