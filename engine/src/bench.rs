@@ -129,18 +129,7 @@ pub async fn run(host: &GuestHost, records: usize, min: Duration) -> anyhow::Res
         for batch_size in [64usize, 1024, 8192] {
             let input = batches(records, batch_size);
             let mut inst = OperatorInstance::new(&module, query, 0, InstanceLimits::default()).await?;
-            inst.open(&Context {
-                operator_id: query.into(),
-                config: "{}".into(),
-                subtask_index: 0,
-                parallelism: 1,
-                max_parallelism: 128,
-                key_group_start: 0,
-                key_group_end: 128,
-                inputs: 1,
-                restored: false,
-            })
-            .await?;
+            inst.open(&Context::standalone(query, "{}", 128)).await?;
             let wasm_out: usize = {
                 let mut n = 0;
                 for b in &input {

@@ -10,17 +10,7 @@ use weir::guest::{InstanceLimits, OperatorInstance};
 use weir::record::{Batch, to_msgpack};
 
 fn context(restored: bool) -> Context {
-    Context {
-        operator_id: "count".into(),
-        config: "{}".into(),
-        subtask_index: 0,
-        parallelism: 1,
-        max_parallelism: 128,
-        key_group_start: 0,
-        key_group_end: 128,
-        inputs: 1,
-        restored,
-    }
+    Context { restored, ..Context::standalone("count", "{}", 128) }
 }
 
 fn words(ws: &[&str]) -> Batch {
