@@ -163,3 +163,63 @@ impl Source for FileSource {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(source: &mut FileSource) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        while let Some(b) = source.next_batch().unwrap() {
+            for r in b.iter() {
+                out.push(crate::record::msgpack_to_json(r.value));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn reads_partitions_records_offsets_and_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in 0..3 {
+            let lines: String =
+                (0..5).map(|i| format!("{{\"f\": {f}, \"i\": {i}, \"ts\": {}}}\n", 10 * i)).collect();
+            std::fs::write(dir.path().join(format!("in-{f}.jsonl")), lines).unwrap();
+        }
+        std::fs::write(dir.path().join(".hidden"), "not json").unwrap();
+        let config = FileSourceConfig {
+            path: dir.path().to_path_buf(),
+            key_field: Some("f".into()),
+            timestamp_field: Some("ts".into()),
+        };
+        // Subtask 0 of 2 owns files 0 and 2.
+        let mut s = FileSource::open(&config, 2, 0, 2).unwrap();
+        let first = s.next_batch().unwrap().unwrap();
+        let r: Vec<_> = first.iter().collect();
+        assert_eq!((r[1].timestamp, crate::record::msgpack_to_json(r[1].key)), (10, serde_json::json!(0)));
+        let position = s.position();
+        let offset = position[0]["offset"].as_u64().unwrap();
+        let text = std::fs::read_to_string(dir.path().join("in-0.jsonl")).unwrap();
+        let two_lines: usize = text.lines().take(2).map(|l| l.len() + 1).sum();
+        assert_eq!(offset, two_lines as u64, "the offset is just past the two lines read");
+        let rest = values(&mut s);
+        assert_eq!(rest.len(), 8);
+        assert!(rest.iter().all(|v| v["f"] != 1));
+
+        // A new subtask resumed at the recorded offset reads exactly the rest.
+        let mut resumed = FileSource::open(&config, 2, 0, 2).unwrap();
+        resumed.seek(&[(dir.path().join("in-0.jsonl"), offset)]);
+        assert_eq!(values(&mut resumed), rest);
+    }
+
+    #[test]
+    fn a_malformed_line_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.jsonl");
+        std::fs::write(&path, "{\"a\": 1}\n{oops\n").unwrap();
+        let config = FileSourceConfig { path, key_field: None, timestamp_field: None };
+        let mut s = FileSource::open(&config, 10, 0, 1).unwrap();
+        let e = s.next_batch().unwrap_err().to_string();
+        assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
+    }
+}
