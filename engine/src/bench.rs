@@ -11,9 +11,10 @@ use crate::guest::bindings::Context;
 use crate::guest::{GuestHost, InstanceLimits, OperatorInstance};
 use crate::record::Batch;
 
-/// A bid as the queries read and write it (the `nexmark` crate's field names).
+/// A bid as the queries read and write it (the `nexmark` crate's field names). Strings
+/// borrow from the batch, as in the Wasm operators, so both sides do the same work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bid {
+pub struct Bid<'a> {
     /// Auction id.
     pub auction: u64,
     /// Bidder id.
@@ -21,13 +22,13 @@ pub struct Bid {
     /// Price in cents.
     pub price: u64,
     /// Channel.
-    pub channel: String,
+    pub channel: &'a str,
     /// URL.
-    pub url: String,
+    pub url: &'a str,
     /// Event time, ms.
     pub date_time: u64,
     /// Padding.
-    pub extra: String,
+    pub extra: &'a str,
 }
 
 /// q2's output.
