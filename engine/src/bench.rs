@@ -44,7 +44,7 @@ pub struct AuctionPrice {
 pub fn q1_native(input: &Batch) -> Batch {
     let mut out = Batch::with_capacity(input.len(), input.byte_len());
     for r in input.iter() {
-        let mut bid: Bid = rmp_serde::from_slice(r.value).expect("a bid");
+        let mut bid: Bid<'_> = rmp_serde::from_slice(r.value).expect("a bid");
         bid.price = bid.price * 908 / 1000;
         out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &bid).expect("vec"));
     }
@@ -55,7 +55,7 @@ pub fn q1_native(input: &Batch) -> Batch {
 pub fn q2_native(input: &Batch) -> Batch {
     let mut out = Batch::with_capacity(input.len() / 64, 64);
     for r in input.iter() {
-        let bid: Bid = rmp_serde::from_slice(r.value).expect("a bid");
+        let bid: Bid<'_> = rmp_serde::from_slice(r.value).expect("a bid");
         if bid.auction.is_multiple_of(123) {
             let ap = AuctionPrice { auction: bid.auction, price: bid.price };
             out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &ap).expect("vec"));
