@@ -25,6 +25,17 @@ pub struct FileSourceConfig {
     pub timestamp_field: Option<String>,
 }
 
+/// Where a file-source subtask stands in one of its files: what a checkpoint records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePosition {
+    /// The file.
+    pub file: PathBuf,
+    /// Byte offset of the next line to read.
+    pub offset: u64,
+    /// Number of lines read before `offset` (so errors after a resume name the right line).
+    pub line: u64,
+}
+
 struct Partition {
     path: PathBuf,
     offset: u64,
@@ -82,14 +93,25 @@ impl FileSource {
         Ok(FileSource { config: config.clone(), batch_size, partitions, current: 0 })
     }
 
-    /// Resumes each file at the given byte offset (from a checkpoint).
-    pub fn seek(&mut self, offsets: &[(PathBuf, u64)]) {
-        for (path, offset) in offsets {
-            if let Some(p) = self.partitions.iter_mut().find(|p| &p.path == path) {
-                p.offset = *offset;
+    /// Resumes each file at its recorded position (from a checkpoint). Positions of files
+    /// this subtask does not read are ignored.
+    pub fn seek(&mut self, positions: &[FilePosition]) {
+        for pos in positions {
+            if let Some(p) = self.partitions.iter_mut().find(|p| p.path == pos.file) {
+                p.offset = pos.offset;
+                p.line = pos.line;
                 p.reader = None;
+                p.done = false;
             }
         }
+    }
+
+    /// The position in every file of this subtask.
+    pub fn positions(&self) -> Vec<FilePosition> {
+        self.partitions
+            .iter()
+            .map(|p| FilePosition { file: p.path.clone(), offset: p.offset, line: p.line })
+            .collect()
     }
 
     fn record(&self, p: &Partition, text: &str, batch: &mut Batch) -> Result<(), ConnectorError> {
@@ -155,12 +177,7 @@ impl Source for FileSource {
     }
 
     fn position(&self) -> serde_json::Value {
-        serde_json::Value::Array(
-            self.partitions
-                .iter()
-                .map(|p| serde_json::json!({ "file": p.path.display().to_string(), "offset": p.offset }))
-                .collect(),
-        )
+        serde_json::to_value(self.positions()).expect("positions serialize")
     }
 }
 
@@ -197,8 +214,9 @@ mod tests {
         let first = s.next_batch().unwrap().unwrap();
         let r: Vec<_> = first.iter().collect();
         assert_eq!((r[1].timestamp, crate::record::msgpack_to_json(r[1].key)), (10, serde_json::json!(0)));
-        let position = s.position();
-        let offset = position[0]["offset"].as_u64().unwrap();
+        let position = s.positions();
+        assert_eq!(serde_json::to_value(&position).unwrap(), s.position());
+        let offset = position[0].offset;
         let text = std::fs::read_to_string(dir.path().join("in-0.jsonl")).unwrap();
         let two_lines: usize = text.lines().take(2).map(|l| l.len() + 1).sum();
         assert_eq!(offset, two_lines as u64, "the offset is just past the two lines read");
@@ -208,7 +226,7 @@ mod tests {
 
         // A new subtask resumed at the recorded offset reads exactly the rest.
         let mut resumed = FileSource::open(&config, 2, 0, 2).unwrap();
-        resumed.seek(&[(dir.path().join("in-0.jsonl"), offset)]);
+        resumed.seek(&position);
         assert_eq!(values(&mut resumed), rest);
     }
 
@@ -220,6 +238,12 @@ mod tests {
         let config = FileSourceConfig { path, key_field: None, timestamp_field: None };
         let mut s = FileSource::open(&config, 10, 0, 1).unwrap();
         let e = s.next_batch().unwrap_err().to_string();
+        assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
+
+        // Resumed past the first line, the error still names line 2.
+        let mut resumed = FileSource::open(&config, 10, 0, 1).unwrap();
+        resumed.seek(&[FilePosition { file: config.path.clone(), offset: 9, line: 1 }]);
+        let e = resumed.next_batch().unwrap_err().to_string();
         assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
     }
 }

@@ -64,16 +64,33 @@ impl GeneratorConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         match self {
             GeneratorConfig::Sequence { keys: Some(0), .. } => {
-                Err("generator: keys must be at least 1".into())
+                return Err("generator: keys must be at least 1".into());
+            }
+            GeneratorConfig::Sequence { count, offset, .. } if offset.checked_add(*count).is_none() => {
+                return Err(format!("generator: offset + count exceeds {}", u64::MAX));
             }
             GeneratorConfig::Words { vocabulary: 0, .. } => {
-                Err("generator: vocabulary must be at least 1".into())
+                return Err("generator: vocabulary must be at least 1".into());
             }
             GeneratorConfig::Words { words_per_line: 0, .. } => {
-                Err("generator: words_per_line must be at least 1".into())
+                return Err("generator: words_per_line must be at least 1".into());
             }
-            _ => Ok(()),
+            _ => {}
         }
+        // Every event time must fit in an i64 (checked once here, not per record).
+        let (start, interval) = match self {
+            GeneratorConfig::Sequence { start_timestamp, interval_ms, .. } => {
+                (*start_timestamp, *interval_ms)
+            }
+            GeneratorConfig::Words { interval_ms, .. } => (0, *interval_ms),
+        };
+        let last = i128::from(start) + i128::from(interval) * i128::from(self.total().saturating_sub(1));
+        if i64::try_from(last).is_err() {
+            return Err(format!(
+                "generator: the event time of the last record ({last}) does not fit in an i64"
+            ));
+        }
+        Ok(())
     }
 
     /// Total number of records over all subtasks.
@@ -194,6 +211,21 @@ mod tests {
         }
         seen.sort_unstable();
         assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn configs_whose_values_or_times_overflow_are_refused() {
+        let seq = |count, offset, start_timestamp, interval_ms| GeneratorConfig::Sequence {
+            count,
+            offset,
+            keys: None,
+            start_timestamp,
+            interval_ms,
+        };
+        assert!(seq(10, u64::MAX - 5, 0, 1).validate().unwrap_err().contains("offset + count"));
+        assert!(seq(3, 0, i64::MAX - 1, 1).validate().unwrap_err().contains("does not fit in an i64"));
+        assert!(seq(u64::MAX, 0, 0, -2).validate().unwrap_err().contains("does not fit"));
+        assert!(seq(3, 0, i64::MAX - 2, 1).validate().is_ok());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::record::Batch;
 
 pub use blackhole::{BlackholeConfig, BlackholeSink};
 pub use file_sink::{FileSink, FileSinkConfig};
-pub use file_source::{FileSource, FileSourceConfig};
+pub use file_source::{FilePosition, FileSource, FileSourceConfig};
 pub use generator::{GeneratorConfig, GeneratorSource};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
 

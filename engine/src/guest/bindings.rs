@@ -11,21 +11,3 @@ pub use exports::weir::operator::operator::Guest as OperatorExports;
 pub use weir::operator::types::{
     Batch, ChangeKind, Context, Entry, Error as GuestOperatorError, OperatorInfo, StateDelta, StateEntry,
 };
-
-impl Context {
-    /// The context of a lone instance: subtask 0 of 1, owning every key group of
-    /// `max_parallelism`, one input, not restored. For tools, benchmarks and tests.
-    pub fn standalone(operator_id: &str, config: &str, max_parallelism: u32) -> Self {
-        Context {
-            operator_id: operator_id.to_string(),
-            config: config.to_string(),
-            subtask_index: 0,
-            parallelism: 1,
-            max_parallelism,
-            key_group_start: 0,
-            key_group_end: max_parallelism,
-            inputs: 1,
-            restored: false,
-        }
-    }
-}

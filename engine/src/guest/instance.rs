@@ -25,6 +25,24 @@ impl Default for InstanceLimits {
     }
 }
 
+impl Context {
+    /// The context of a lone instance: subtask 0 of 1, owning every key group of
+    /// `max_parallelism`, one input, not restored. For tools, benchmarks and tests.
+    pub fn standalone(operator_id: &str, config: &str, max_parallelism: u32) -> Self {
+        Context {
+            operator_id: operator_id.to_string(),
+            config: config.to_string(),
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism,
+            key_group_start: 0,
+            key_group_end: max_parallelism,
+            inputs: 1,
+            restored: false,
+        }
+    }
+}
+
 /// An instantiated operator. A trapped instance is never entered again: every later call
 /// fails with the original error (recovery means a fresh instance).
 pub struct OperatorInstance {
