@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source};
+use super::{ConnectorError, Source, bad_position};
 use crate::record::{Batch, to_msgpack};
 
 /// Config of the file source.
@@ -178,6 +178,14 @@ impl Source for FileSource {
 
     fn position(&self) -> serde_json::Value {
         serde_json::to_value(self.positions()).expect("positions serialize")
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let positions: Vec<FilePosition> =
+            serde_json::from_value(position.clone()).map_err(|_| bad_position(position))?;
+        FileSource::seek(self, &positions);
+        self.current = 0;
+        Ok(())
     }
 }
 

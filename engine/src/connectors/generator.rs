@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source};
+use super::{ConnectorError, Source, bad_position};
 use crate::record::{Batch, to_msgpack};
 
 /// Config of the generator source.
@@ -179,6 +179,15 @@ impl Source for GeneratorSource {
 
     fn position(&self) -> serde_json::Value {
         serde_json::json!({ "next": self.next })
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let next = position.get("next").and_then(|v| v.as_u64()).ok_or_else(|| bad_position(position))?;
+        if next % self.step != self.next % self.step {
+            return Err(bad_position(position));
+        }
+        self.next = next;
+        Ok(())
     }
 }
 

@@ -8,6 +8,7 @@ mod file_sink;
 mod file_source;
 pub mod generator;
 pub mod nexmark;
+mod stream;
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ pub use file_sink::{FileSink, FileSinkConfig};
 pub use file_source::{FilePosition, FileSource, FileSourceConfig};
 pub use generator::{GeneratorConfig, GeneratorSource};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
+pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig};
 
 /// Default number of records per source batch.
 pub const DEFAULT_BATCH_SIZE: usize = 1024;
@@ -46,6 +48,54 @@ pub enum ConnectorError {
         /// What is wrong.
         message: String,
     },
+    /// A saved position does not fit this source.
+    #[error("cannot resume the source from position {0}")]
+    Position(String),
+    /// The built-in store failed or is not available.
+    #[error("{0}")]
+    Store(String),
+}
+
+pub(crate) fn bad_position(position: &serde_json::Value) -> ConnectorError {
+    ConnectorError::Position(position.to_string())
+}
+
+/// What connectors may use besides their config.
+#[derive(Clone, Copy)]
+pub struct ConnectorEnv<'a> {
+    /// The embedded store (the stream log lives in it); `None` when the job runs without one.
+    pub store: Option<&'a weir_store::Store>,
+    /// The job id.
+    pub job: &'a str,
+    /// The node id.
+    pub node: &'a str,
+    /// Sinks: write through two-phase commit (the job is checkpointed).
+    pub transactional: bool,
+}
+
+impl std::fmt::Debug for ConnectorEnv<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectorEnv")
+            .field("job", &self.job)
+            .field("node", &self.node)
+            .field("transactional", &self.transactional)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectorEnv<'_> {
+    /// An environment without store, for jobs that are not checkpointed.
+    pub fn plain() -> ConnectorEnv<'static> {
+        ConnectorEnv { store: None, job: "", node: "", transactional: false }
+    }
+
+    fn store(&self, connector: &str) -> Result<&weir_store::Store, ConnectorError> {
+        self.store.ok_or_else(|| {
+            ConnectorError::Store(format!(
+                "the `{connector}` connector needs the embedded store (run with a data directory)"
+            ))
+        })
+    }
 }
 
 /// A parallel instance of a source: produces batches until it is exhausted.
@@ -54,6 +104,8 @@ pub trait Source: Send {
     fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError>;
     /// The current position (what a checkpoint records), as JSON.
     fn position(&self) -> serde_json::Value;
+    /// Resumes from a position that [`Source::position`] returned.
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError>;
 }
 
 /// A parallel instance of a sink.
@@ -63,6 +115,24 @@ pub trait Sink: Send {
     /// How long to pause after each batch (a deliberately slow sink); `None` for no pause.
     fn pause(&self) -> Option<Duration> {
         None
+    }
+    /// Pre-commits everything written since the last pre-commit as the transaction of
+    /// checkpoint `epoch`: durable but not visible. `None` when there is nothing to commit.
+    fn precommit(&mut self, epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
+        let _ = epoch;
+        Ok(None)
+    }
+    /// Makes pre-committed transactions visible. Idempotent: committing a transaction
+    /// again (after a crash between the checkpoint and the commit) changes nothing.
+    fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        let _ = transactions;
+        Ok(())
+    }
+    /// At (re)start from checkpoint `checkpoint` (0: none): commits `transactions`, which
+    /// that checkpoint owns, and discards every other pending output of this subtask.
+    fn recover(&mut self, checkpoint: u64, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        let _ = checkpoint;
+        self.commit(transactions)
     }
     /// Flushes and closes at the end of the stream.
     fn close(&mut self) -> Result<(), ConnectorError>;
@@ -77,6 +147,8 @@ pub enum SourceKind {
     Nexmark(NexmarkSourceConfig),
     /// JSON-lines files.
     File(FileSourceConfig),
+    /// The built-in stream log.
+    Stream(StreamSourceConfig),
 }
 
 /// A parsed source config.
@@ -89,6 +161,8 @@ pub struct SourceConfig {
     /// Watermarks trail the highest event time seen by this much (bounded out-of-orderness);
     /// `None` disables watermarks (only the final one at the end of input is sent).
     pub out_of_orderness_ms: Option<i64>,
+    /// Emit at most this many records per second per subtask (`None`: as fast as possible).
+    pub records_per_second: Option<u64>,
 }
 
 /// A parsed sink config.
@@ -98,6 +172,8 @@ pub enum SinkConfig {
     File(FileSinkConfig),
     /// Counts and drops.
     Blackhole(BlackholeConfig),
+    /// The built-in stream log.
+    Stream(StreamSinkConfig),
 }
 
 fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, String> {
@@ -135,13 +211,23 @@ impl SourceConfig {
                 }
             },
         };
+        let records_per_second = match map.remove("records_per_second") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => Some(n),
+                _ => return Err(format!("records_per_second must be a positive integer or null, got {v}")),
+            },
+        };
         let rest = serde_json::Value::Object(map);
         let kind = match connector {
             "generator" => SourceKind::Generator(parse(connector, rest)?),
             "nexmark" => SourceKind::Nexmark(parse(connector, rest)?),
             "file" => SourceKind::File(parse(connector, rest)?),
+            "stream" => SourceKind::Stream(parse(connector, rest)?),
             other => {
-                return Err(format!("unknown source connector `{other}` (known: generator, nexmark, file)"));
+                return Err(format!(
+                    "unknown source connector `{other}` (known: generator, nexmark, file, stream)"
+                ));
             }
         };
         if let SourceKind::Nexmark(c) = &kind {
@@ -150,12 +236,20 @@ impl SourceConfig {
         if let SourceKind::Generator(c) = &kind {
             c.validate()?;
         }
-        Ok(SourceConfig { kind, batch_size, out_of_orderness_ms })
+        Ok(SourceConfig { kind, batch_size, out_of_orderness_ms, records_per_second })
     }
 
     /// Opens subtask `index` of `parallelism`.
-    pub fn open(&self, index: u32, parallelism: u32) -> Result<Box<dyn Source>, ConnectorError> {
+    pub fn open(
+        &self,
+        index: u32,
+        parallelism: u32,
+        env: ConnectorEnv<'_>,
+    ) -> Result<Box<dyn Source>, ConnectorError> {
         Ok(match &self.kind {
+            SourceKind::Stream(c) => {
+                Box::new(StreamSource::open(c, env.store("stream")?, self.batch_size, index, parallelism)?)
+            }
             SourceKind::Generator(c) => {
                 Box::new(GeneratorSource::new(c.clone(), self.batch_size, index, parallelism))
             }
@@ -172,15 +266,25 @@ impl SinkConfig {
         match connector {
             "file" => Ok(SinkConfig::File(parse(connector, rest)?)),
             "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
-            other => Err(format!("unknown sink connector `{other}` (known: file, blackhole)")),
+            "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
+            other => Err(format!("unknown sink connector `{other}` (known: file, blackhole, stream)")),
         }
     }
 
     /// Opens subtask `index` of `parallelism`.
-    pub fn open(&self, index: u32, _parallelism: u32) -> Result<Box<dyn Sink>, ConnectorError> {
+    pub fn open(
+        &self,
+        index: u32,
+        _parallelism: u32,
+        env: ConnectorEnv<'_>,
+    ) -> Result<Box<dyn Sink>, ConnectorError> {
         Ok(match self {
-            SinkConfig::File(c) => Box::new(FileSink::open(c, index)?),
+            SinkConfig::File(c) => Box::new(FileSink::open(c, index, env.transactional)?),
             SinkConfig::Blackhole(c) => Box::new(BlackholeSink::new(c.clone())),
+            SinkConfig::Stream(c) => {
+                let writer = format!("{}/{}/{index}", env.job, env.node);
+                Box::new(StreamSink::open(c, env.store("stream")?.clone(), writer, index, env.transactional)?)
+            }
         })
     }
 }

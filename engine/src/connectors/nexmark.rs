@@ -6,7 +6,7 @@ use nexmark::config::NexmarkConfig;
 use nexmark::event::{Event, EventType};
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source};
+use super::{ConnectorError, Source, bad_position};
 use crate::record::Batch;
 
 pub use nexmark::event::{Auction, Bid, Person};
@@ -75,6 +75,9 @@ impl NexmarkSourceConfig {
 /// A Nexmark subtask. Its position is the generator offset.
 pub struct NexmarkSource {
     generator: EventGenerator,
+    config: NexmarkSourceConfig,
+    index: u32,
+    parallelism: u32,
     count: u64,
     batch_size: usize,
 }
@@ -88,7 +91,14 @@ impl std::fmt::Debug for NexmarkSource {
 impl NexmarkSource {
     /// Subtask `index` of `parallelism`.
     pub fn new(config: &NexmarkSourceConfig, batch_size: usize, index: u32, parallelism: u32) -> Self {
-        NexmarkSource { generator: config.generator(index, parallelism), count: config.count, batch_size }
+        NexmarkSource {
+            generator: config.generator(index, parallelism),
+            config: config.clone(),
+            index,
+            parallelism,
+            count: config.count,
+            batch_size,
+        }
     }
 }
 
@@ -120,5 +130,15 @@ impl Source for NexmarkSource {
 
     fn position(&self) -> serde_json::Value {
         serde_json::json!({ "offset": self.generator.offset() })
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let offset = position.get("offset").and_then(|v| v.as_u64()).ok_or_else(|| bad_position(position))?;
+        let step = u64::from(self.parallelism);
+        if offset % step != u64::from(self.index) % step {
+            return Err(bad_position(position));
+        }
+        self.generator = self.config.generator(self.index, self.parallelism).with_offset(offset);
+        Ok(())
     }
 }

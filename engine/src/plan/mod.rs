@@ -8,4 +8,6 @@ mod spec;
 
 pub use error::PlanError;
 pub use planner::{ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
-pub use spec::{EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, Settings};
+pub use spec::{
+    CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings, Settings,
+};

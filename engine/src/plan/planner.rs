@@ -115,6 +115,31 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     if s.memory_limit_mb == 0 {
         return Err(PlanError::Settings("memory_limit_mb must be at least 1".into()));
     }
+    let c = &s.checkpoint;
+    if c.interval_ms == Some(0) {
+        return Err(PlanError::Settings("checkpoint.interval_ms must be at least 1 (or null)".into()));
+    }
+    if c.timeout_ms == 0 {
+        return Err(PlanError::Settings("checkpoint.timeout_ms must be at least 1".into()));
+    }
+    if c.max_concurrent == 0 || c.max_concurrent > 16 {
+        return Err(PlanError::Settings(format!(
+            "checkpoint.max_concurrent must be between 1 and 16, got {}",
+            c.max_concurrent
+        )));
+    }
+    if c.retained == 0 || c.retained > 1000 {
+        return Err(PlanError::Settings(format!(
+            "checkpoint.retained must be between 1 and 1000, got {}",
+            c.retained
+        )));
+    }
+    if c.max_chain_length == 0 || c.max_chain_length > 1000 {
+        return Err(PlanError::Settings(format!(
+            "checkpoint.max_chain_length must be between 1 and 1000, got {}",
+            c.max_chain_length
+        )));
+    }
     if spec.nodes.is_empty() {
         return Err(PlanError::Empty);
     }

@@ -93,11 +93,73 @@ pub struct Settings {
     pub cpu_limit_ms: u64,
     /// Linear memory one operator instance may use, in MiB.
     pub memory_limit_mb: u64,
+    /// Checkpointing (used when the job runs with a store).
+    pub checkpoint: CheckpointSettings,
+    /// What to do when the job fails.
+    pub restart: RestartSettings,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { max_parallelism: 128, channel_capacity: 8, cpu_limit_ms: 10_000, memory_limit_mb: 512 }
+        Settings {
+            max_parallelism: 128,
+            channel_capacity: 8,
+            cpu_limit_ms: 10_000,
+            memory_limit_mb: 512,
+            checkpoint: CheckpointSettings::default(),
+            restart: RestartSettings::default(),
+        }
+    }
+}
+
+/// Checkpointing settings (Flink's names where they exist).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointSettings {
+    /// Trigger a checkpoint this often; `null` for none but the final one and those
+    /// triggered on demand.
+    pub interval_ms: Option<u64>,
+    /// A checkpoint not completed within this time is aborted.
+    pub timeout_ms: u64,
+    /// Least time between the end of one checkpoint and the trigger of the next.
+    pub min_pause_ms: u64,
+    /// Most checkpoints in progress at once.
+    pub max_concurrent: usize,
+    /// Consecutive failed checkpoints the job tolerates; one more fails the job.
+    pub tolerable_failures: u32,
+    /// Completed checkpoints kept for recovery (older ones are removed with their state).
+    pub retained: usize,
+    /// Longest chain of incremental chunks per key group before it is compacted.
+    pub max_chain_length: usize,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            interval_ms: Some(1000),
+            timeout_ms: 60_000,
+            min_pause_ms: 0,
+            max_concurrent: 1,
+            tolerable_failures: 3,
+            retained: 2,
+            max_chain_length: 8,
+        }
+    }
+}
+
+/// The restart strategy: a fixed number of attempts with a fixed delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RestartSettings {
+    /// Restarts after a failure before the job fails for good (0: never restart).
+    pub attempts: u32,
+    /// Pause before each restart.
+    pub delay_ms: u64,
+}
+
+impl Default for RestartSettings {
+    fn default() -> Self {
+        RestartSettings { attempts: 3, delay_ms: 100 }
     }
 }
 

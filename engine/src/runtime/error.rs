@@ -1,5 +1,6 @@
 //! Errors of running a job.
 
+use super::barrier::ProtocolError;
 use super::channel::Closed;
 use super::input_gate::UpstreamGone;
 use crate::connectors::ConnectorError;
@@ -22,6 +23,18 @@ pub enum TaskError {
     /// An upstream task is gone (a consequence of another failure).
     #[error("{0}")]
     Upstream(#[from] UpstreamGone),
+    /// The barrier protocol was violated (a bug in Weir).
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// A fault injected by a test.
+    #[error("{0}")]
+    Injected(String),
+    /// The checkpoint store failed where the task cannot go on without it (restore).
+    #[error("checkpoint storage: {0}")]
+    Storage(String),
+    /// Saved state cannot be restored into this task.
+    #[error("cannot restore: {0}")]
+    Restore(String),
 }
 
 impl TaskError {
@@ -48,7 +61,19 @@ pub enum JobError {
         /// What happened.
         error: TaskError,
     },
-    /// A subtask panicked (a bug in Weir).
+    /// Checkpointing failed for good (too many consecutive failed checkpoints, or the
+    /// store is unusable).
+    #[error("job failed: {0}")]
+    Checkpoint(String),
+    /// The job failed and used up its restart attempts.
+    #[error("job failed after {restarts} restart(s); last failure: {last}")]
+    RestartsExhausted {
+        /// Restarts made.
+        restarts: u32,
+        /// The failure that ended the job.
+        last: Box<JobError>,
+    },
+    /// A subtask panicked (a bug in Weir, or an injected fault).
     #[error("job failed: node `{node}` subtask {subtask} panicked: {message}")]
     Panic {
         /// The node id.

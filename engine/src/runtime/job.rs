@@ -6,14 +6,22 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use tokio::sync::{Mutex, broadcast, mpsc};
 use tokio::task::JoinSet;
+use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, Store, SubtaskState};
 
 use super::channel::{Receiver, Sender, channel};
+use super::checkpoint::{
+    Control, Coordinator, JobEvent, TaskInfo, TaskState, ToCoordinator, TriggerRequest, WriterConfig,
+    blocking, restore_chunks, snapshot_writer,
+};
 use super::error::{JobError, TaskError};
+use super::faults::{FaultInjector, FaultPoint};
 use super::input_gate::InputGate;
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::{EdgeOutput, Output};
-use super::task::{run_operator, run_sink, run_source};
+use super::task::{Checkpointing, run_operator, run_sink, run_source};
+use crate::connectors::ConnectorEnv;
 use crate::guest::bindings::Context;
 use crate::guest::{InstanceLimits, OperatorInstance};
 use crate::plan::key_groups::key_group_range;
@@ -62,6 +70,14 @@ pub struct JobReport {
     pub max_batches_in_flight: u64,
     /// Number of tasks (subtasks).
     pub tasks: usize,
+    /// Restarts after failures.
+    pub restarts: u32,
+    /// The checkpoints the job was restored from, in order.
+    pub restored_from: Vec<u64>,
+    /// The final checkpoint (checkpointed jobs).
+    pub final_checkpoint: Option<u64>,
+    /// The job had finished before this run: it only re-committed its final output.
+    pub already_finished: bool,
 }
 
 impl JobReport {
@@ -81,15 +97,224 @@ impl JobReport {
     }
 }
 
-/// Runs `plan` to completion. The first failing subtask stops the job; its error is
-/// returned (errors that merely follow from it, like a closed channel, are not).
+/// What a checkpointed job runs with: its id, the store, and the channels through which it
+/// can be asked for checkpoints and reports what happens.
+pub struct RunEnv {
+    /// The job id (checkpoints are stored under it).
+    pub job_id: String,
+    /// The embedded store (stream connectors use it).
+    pub store: Store,
+    /// Where checkpoints go (the store itself, or a fault-injecting wrapper).
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Fault injection (tests).
+    pub faults: Option<Arc<FaultInjector>>,
+    events: broadcast::Sender<JobEvent>,
+    requests: Arc<Mutex<mpsc::UnboundedReceiver<TriggerRequest>>>,
+    trigger_tx: mpsc::UnboundedSender<TriggerRequest>,
+}
+
+impl std::fmt::Debug for RunEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEnv").field("job_id", &self.job_id).finish_non_exhaustive()
+    }
+}
+
+impl RunEnv {
+    /// An environment for job `job_id` over `store`.
+    pub fn new(job_id: impl Into<String>, store: Store) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        let (trigger_tx, rx) = mpsc::unbounded_channel();
+        RunEnv {
+            job_id: job_id.into(),
+            storage: Arc::new(store.clone()),
+            store,
+            faults: None,
+            events,
+            requests: Arc::new(Mutex::new(rx)),
+            trigger_tx,
+        }
+    }
+
+    /// Uses `storage` for checkpoints instead of the store itself.
+    pub fn with_storage(mut self, storage: Arc<dyn CheckpointStorage>) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// Injects the planned faults.
+    pub fn with_faults(mut self, faults: Arc<FaultInjector>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
+    /// Events of the job from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
+        self.events.subscribe()
+    }
+
+    /// A handle that triggers checkpoints on demand.
+    pub fn trigger_handle(&self) -> CheckpointTrigger {
+        CheckpointTrigger { tx: self.trigger_tx.clone() }
+    }
+}
+
+/// Triggers checkpoints of a running job.
+#[derive(Debug, Clone)]
+pub struct CheckpointTrigger {
+    tx: mpsc::UnboundedSender<TriggerRequest>,
+}
+
+impl CheckpointTrigger {
+    /// Triggers a checkpoint now; returns its id (poll the store or the events for its fate).
+    pub async fn trigger(&self) -> Result<u64, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.tx.send(tx).map_err(|_| "the job is not running".to_string())?;
+        rx.await.map_err(|_| "the job is not running".to_string())?
+    }
+}
+
+/// Runs `plan` to completion without checkpoints. The first failing subtask stops the job;
+/// its error is returned (errors that merely follow from it, like a closed channel, are
+/// not).
 pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
+    run_attempt(plan, None, 0).await
+}
+
+/// Runs `plan` with checkpoints in `env`: restores the latest completed checkpoint of the
+/// job if there is one, restarts after failures as `settings.restart` allows, and ends with
+/// a final checkpoint whose completion commits the sinks' last output.
+pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport, JobError> {
+    let restart = &plan.spec.settings.restart;
+    let mut restarts = 0u32;
+    let mut restored_from = Vec::new();
+    loop {
+        let storage = env.storage.clone();
+        let job = env.job_id.clone();
+        let latest = blocking(move || {
+            storage.recover(&job)?;
+            storage.latest_completed(&job)
+        })
+        .await?;
+        if let Some((meta, manifest)) = &latest {
+            if meta.is_final {
+                recommit_final(plan, env, meta, manifest).await?;
+                return Ok(JobReport {
+                    duration: Duration::ZERO,
+                    nodes: Vec::new(),
+                    channels: Vec::new(),
+                    max_batches_in_flight: 0,
+                    tasks: 0,
+                    restarts,
+                    restored_from,
+                    final_checkpoint: Some(meta.id),
+                    already_finished: true,
+                });
+            }
+            restored_from.push(meta.id);
+            let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
+            tracing::info!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
+        }
+        match run_attempt(plan, Some((env, latest)), restarts).await {
+            Ok(mut report) => {
+                report.restarts = restarts;
+                report.restored_from = restored_from;
+                return Ok(report);
+            }
+            Err(e @ JobError::Plan(_)) => return Err(e),
+            Err(e) if restarts < restart.attempts => {
+                restarts += 1;
+                tracing::warn!(job = %env.job_id, attempt = restarts, "job failed, restarting: {e}");
+                let _ = env.events.send(JobEvent::Restarting { attempt: restarts, error: e.to_string() });
+                tokio::time::sleep(Duration::from_millis(restart.delay_ms)).await;
+            }
+            Err(e) if restarts == 0 => return Err(e),
+            Err(e) => return Err(JobError::RestartsExhausted { restarts, last: Box::new(e) }),
+        }
+    }
+}
+
+/// A finished job's final checkpoint owns the sinks' last transactions; committing them
+/// again is harmless and covers a crash between the checkpoint and the commit.
+async fn recommit_final(
+    plan: &Plan,
+    env: &RunEnv,
+    meta: &CheckpointMeta,
+    manifest: &Manifest,
+) -> Result<(), JobError> {
+    for node in &plan.nodes {
+        let NodeBody::Sink(config) = &node.body else { continue };
+        for s in 0..node.parallelism {
+            let state = restored_state(manifest, &node.id, s)?;
+            let cenv = ConnectorEnv {
+                store: Some(&env.store),
+                job: &env.job_id,
+                node: &node.id,
+                transactional: true,
+            };
+            let task_err = |error: TaskError| JobError::Task { node: node.id.clone(), subtask: s, error };
+            let mut sink = config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
+            let txns: Vec<serde_json::Value> = state.sink_pending.iter().map(|(_, t)| t.clone()).collect();
+            sink.recover(meta.id, &txns).map_err(|e| task_err(e.into()))?;
+        }
+    }
+    Ok(())
+}
+
+fn subtask_state<'m>(manifest: &'m Manifest, node: &str, subtask: u32) -> Option<&'m SubtaskState> {
+    manifest.get(node).and_then(|m| m.get(&subtask))
+}
+
+fn restored_state(manifest: &Manifest, node: &str, subtask: u32) -> Result<TaskState, JobError> {
+    match subtask_state(manifest, node, subtask) {
+        Some(s) => TaskState::decode(&s.blob).map_err(|e| JobError::Task {
+            node: node.to_string(),
+            subtask,
+            error: TaskError::Restore(e),
+        }),
+        None => Ok(TaskState::default()),
+    }
+}
+
+/// Checks that a checkpoint's manifest fits the plan: same nodes with the same parallelism.
+fn check_manifest(plan: &Plan, manifest: &Manifest) -> Result<(), JobError> {
+    for node in &plan.nodes {
+        let restore_err =
+            |m: String| JobError::Task { node: node.id.clone(), subtask: 0, error: TaskError::Restore(m) };
+        match manifest.get(&node.id) {
+            None => return Err(restore_err(format!("the checkpoint has no state for node `{}`", node.id))),
+            Some(m) if m.len() != node.parallelism as usize => {
+                return Err(restore_err(format!(
+                    "the checkpoint has {} subtask(s) of node `{}`, the job {} (changing parallelism needs a savepoint)",
+                    m.len(),
+                    node.id,
+                    node.parallelism
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+async fn run_attempt(
+    plan: &Plan,
+    checkpointed: Option<(&RunEnv, Option<(CheckpointMeta, Manifest)>)>,
+    _attempt: u32,
+) -> Result<JobReport, JobError> {
     let start = Instant::now();
     let settings = &plan.spec.settings;
     let limits = InstanceLimits {
         memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
         cpu_limit_ms: settings.cpu_limit_ms,
     };
+    let (env, restore) = match checkpointed {
+        Some((env, restore)) => (Some(env), restore),
+        None => (None, None),
+    };
+    if let Some((_, manifest)) = &restore {
+        check_manifest(plan, manifest)?;
+    }
+    let restore = restore.map(Arc::new);
     // Channels: for every edge and every connected pair of subtasks.
     let mut gates: Vec<Vec<Vec<(u32, Receiver)>>> =
         plan.nodes.iter().map(|n| (0..n.parallelism).map(|_| Vec::new()).collect()).collect();
@@ -126,10 +351,33 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
         ..JobMetrics::default()
     });
 
+    // Task indices (for the coordinator): nodes in spec order, subtasks in order.
+    let mut infos = Vec::new();
+    for node in &plan.nodes {
+        for s in 0..node.parallelism {
+            infos.push(TaskInfo {
+                node: node.id.clone(),
+                subtask: s,
+                is_source: node.kind == NodeKind::Source,
+            });
+        }
+    }
+    let (to_coordinator, inbox) = mpsc::unbounded_channel::<ToCoordinator>();
+    let mut controls = Vec::new();
+    let mut control_rx = Vec::new();
+    for _ in &infos {
+        let (tx, rx) = mpsc::unbounded_channel::<Control>();
+        controls.push(tx);
+        control_rx.push(Some(rx));
+    }
+
     let mut tasks: JoinSet<Result<(), TaskError>> = JoinSet::new();
     let mut task_names: HashMap<tokio::task::Id, (String, u32)> = HashMap::new();
+    let mut task_index = 0usize;
     for (index, node) in plan.nodes.iter().enumerate() {
         for s in 0..node.parallelism {
+            let this_task = task_index;
+            task_index += 1;
             let edges = node
                 .outputs
                 .iter()
@@ -143,27 +391,87 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
             let gate = InputGate::new(std::mem::take(&mut gates[index][s as usize]));
             let sub_metrics = metrics.subtasks[index][s as usize].clone();
             let job_metrics = metrics.clone();
+            let task_err = |error: TaskError| JobError::Task { node: node.id.clone(), subtask: s, error };
+            // Checkpointing: the task's control channel, its writer and what it restores.
+            let mut checkpointing = None;
+            let mut restored_id = 0;
+            let mut chains = std::collections::BTreeMap::new();
+            if let Some(env) = env {
+                let mut restored = TaskState::default();
+                if let Some(r) = &restore {
+                    restored_id = r.0.id;
+                    restored = restored_state(&r.1, &node.id, s)?;
+                    if let Some(st) = subtask_state(&r.1, &node.id, s) {
+                        chains = st.chains.clone();
+                    }
+                }
+                let (writer, writer_task) = snapshot_writer(WriterConfig {
+                    job: env.job_id.clone(),
+                    operator: node.id.clone(),
+                    subtask: s,
+                    task: this_task,
+                    max_parallelism: settings.max_parallelism,
+                    max_chain_length: settings.checkpoint.max_chain_length,
+                    previous: chains.clone(),
+                    storage: env.storage.clone(),
+                    coordinator: to_coordinator.clone(),
+                    faults: env.faults.clone(),
+                });
+                let handle = tasks.spawn(writer_task);
+                task_names.insert(handle.id(), (format!("{} (snapshot writer)", node.id), s));
+                checkpointing = Some(Checkpointing {
+                    task: this_task,
+                    node: node.id.clone(),
+                    subtask: s,
+                    control: control_rx[this_task].take().expect("control receiver"),
+                    coordinator: to_coordinator.clone(),
+                    writer,
+                    faults: env.faults.clone(),
+                    restored,
+                    final_id: None,
+                    control_closed: false,
+                });
+            }
+            let cenv = match env {
+                Some(env) => ConnectorEnv {
+                    store: Some(&env.store),
+                    job: &env.job_id,
+                    node: &node.id,
+                    transactional: true,
+                },
+                None => ConnectorEnv::plain(),
+            };
+            let faults = env.and_then(|e| e.faults.clone());
             let handle = match &node.body {
                 NodeBody::Source(config) => {
-                    let source = config.open(s, node.parallelism).map_err(|e| JobError::Task {
-                        node: node.id.clone(),
-                        subtask: s,
-                        error: e.into(),
-                    })?;
-                    let delay = config.out_of_orderness_ms;
-                    tasks.spawn(run_source(source, delay, output, sub_metrics, job_metrics))
+                    let mut source =
+                        config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
+                    if let Some(position) = checkpointing.as_ref().and_then(|c| c.restored.position.clone()) {
+                        source.seek(&position).map_err(|e| task_err(e.into()))?;
+                    }
+                    let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
+                    tasks.spawn(run_source(
+                        source,
+                        delay,
+                        rate,
+                        output,
+                        sub_metrics,
+                        job_metrics,
+                        checkpointing,
+                    ))
                 }
                 NodeBody::Sink(config) => {
-                    let sink = config.open(s, node.parallelism).map_err(|e| JobError::Task {
-                        node: node.id.clone(),
-                        subtask: s,
-                        error: e.into(),
-                    })?;
-                    tasks.spawn(run_sink(sink, gate, sub_metrics, job_metrics))
+                    let mut sink = config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
+                    if let Some(c) = &checkpointing {
+                        let txns: Vec<serde_json::Value> =
+                            c.restored.sink_pending.iter().map(|(_, t)| t.clone()).collect();
+                        sink.recover(restored_id, &txns).map_err(|e| task_err(e.into()))?;
+                    }
+                    tasks.spawn(run_sink(sink, gate, sub_metrics, job_metrics, checkpointing))
                 }
                 NodeBody::Operator { module, config } => {
                     let range = key_group_range(s, node.parallelism, settings.max_parallelism);
-                    let context = Context {
+                    let mut context = Context {
                         operator_id: node.id.clone(),
                         config: config.clone(),
                         subtask_index: s,
@@ -175,20 +483,67 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
                         restored: false,
                     };
                     let (module, id) = (module.clone(), node.id.clone());
+                    let storage = env.map(|e| (e.storage.clone(), e.job_id.clone()));
+                    let restoring = restore.is_some();
                     tasks.spawn(async move {
-                        let instance = OperatorInstance::new(&module, &id, s, limits).await?;
-                        run_operator(instance, context, gate, output, sub_metrics).await
+                        let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
+                        if let (Some((storage, job)), true) = (storage, restoring) {
+                            restore_instance(&mut instance, storage, job, chains, faults).await?;
+                            context.restored = true;
+                        }
+                        run_operator(instance, context, gate, output, sub_metrics, checkpointing).await
                     })
                 }
             };
             task_names.insert(handle.id(), (node.id.clone(), s));
         }
     }
+    drop(to_coordinator);
+    let coordinator = env.map(|env| {
+        tokio::spawn(
+            Coordinator {
+                job: env.job_id.clone(),
+                settings: settings.checkpoint.clone(),
+                storage: env.storage.clone(),
+                tasks: infos.clone(),
+                controls,
+                inbox,
+                requests: env.requests.clone(),
+                events: env.events.clone(),
+                faults: env.faults.clone(),
+            }
+            .run(),
+        )
+    });
+    let mut coordinator = coordinator;
+    let mut final_checkpoint = None;
     let task_count = task_names.len();
 
     let mut first_error: Option<JobError> = None;
     let mut secondary: Option<JobError> = None;
-    while let Some(joined) = tasks.join_next_with_id().await {
+    loop {
+        let joined = match &mut coordinator {
+            Some(c) => tokio::select! {
+                joined = tasks.join_next_with_id() => joined,
+                result = c => {
+                    coordinator = None;
+                    match result {
+                        Ok(Ok(id)) => final_checkpoint = Some(id),
+                        Ok(Err(e)) => {
+                            first_error.get_or_insert(e);
+                            tasks.abort_all();
+                        }
+                        Err(e) => {
+                            first_error.get_or_insert(JobError::Checkpoint(format!("the checkpoint coordinator failed: {e}")));
+                            tasks.abort_all();
+                        }
+                    }
+                    continue;
+                }
+            },
+            None => tasks.join_next_with_id().await,
+        };
+        let Some(joined) = joined else { break };
         let (id, result) = match joined {
             Ok((id, r)) => (id, r.map_err(Some)),
             Err(e) if e.is_panic() => {
@@ -218,8 +573,14 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
             }
         }
     }
+    if let Some(c) = coordinator.take() {
+        c.abort();
+    }
     if let Some(e) = first_error.or(secondary) {
         return Err(e);
+    }
+    if env.is_some() && final_checkpoint.is_none() {
+        return Err(JobError::Checkpoint("the job ended without its final checkpoint".into()));
     }
 
     let nodes = plan
@@ -251,5 +612,34 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
         channels,
         max_batches_in_flight: metrics.max_batches_in_flight.load(Ordering::Relaxed),
         tasks: task_count,
+        restarts: 0,
+        restored_from: Vec::new(),
+        final_checkpoint,
+        already_finished: false,
     })
+}
+
+/// Restores an operator instance from its chains: every scope's live entries, in chunks.
+async fn restore_instance(
+    instance: &mut OperatorInstance,
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+    chains: std::collections::BTreeMap<u32, Vec<u64>>,
+    faults: Option<Arc<FaultInjector>>,
+) -> Result<(), TaskError> {
+    if let Some(f) = &faults {
+        f.hit(FaultPoint::Restore)?;
+    }
+    for (_, chain) in chains {
+        let storage = storage.clone();
+        let job = job.clone();
+        let entries = tokio::task::spawn_blocking(move || storage.read_chain(&job, &chain))
+            .await
+            .map_err(|e| TaskError::Storage(format!("restore panicked: {e}")))?
+            .map_err(|e| TaskError::Storage(e.to_string()))?;
+        for chunk in restore_chunks(entries, 4 << 20) {
+            instance.restore(&chunk).await?;
+        }
+    }
+    Ok(())
 }

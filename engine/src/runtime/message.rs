@@ -1,5 +1,7 @@
 //! What flows through a channel.
 
+use std::time::Instant;
+
 use crate::record::Batch;
 
 /// One message on a channel. Per channel, messages arrive in the order they were sent.
@@ -9,6 +11,19 @@ pub enum Message {
     Batch(Batch),
     /// No record with an event time at or before this one will follow on this channel.
     Watermark(i64),
+    /// Checkpoint barrier: every message before it belongs to the checkpoint, none after.
+    Barrier(Barrier),
     /// The sender has finished; nothing follows.
     EndOfStream,
+}
+
+/// A checkpoint barrier, injected by the sources and forwarded by every task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Barrier {
+    /// The checkpoint id.
+    pub id: u64,
+    /// When the coordinator triggered the checkpoint (for the start delay).
+    pub triggered: Instant,
+    /// The final checkpoint, taken when every source has ended.
+    pub is_final: bool,
 }

@@ -1,11 +1,24 @@
 //! The loops of the three kinds of subtask. Each runs as one tokio task.
+//!
+//! Without checkpointing ([`Checkpointing`] absent) a source sends its batches, the final
+//! watermark and end-of-stream. With it, a source also injects barriers when the coordinator
+//! triggers a checkpoint and, at the end of its input, sends the final watermark and waits
+//! for the final checkpoint to complete before it sends end-of-stream — so every record's
+//! output is committed by some checkpoint.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
+use tokio::sync::mpsc;
+use weir_store::SubtaskStats;
+
+use super::barrier::{Aligned, Aligner};
+use super::checkpoint::{Control, SnapshotWriter, TaskState, ToCoordinator, WriteRequest};
 use super::error::TaskError;
+use super::faults::{FaultInjector, FaultPoint};
 use super::input_gate::InputGate;
-use super::message::Message;
+use super::message::{Barrier, Message};
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::Output;
 use super::watermark::WatermarkTracker;
@@ -13,39 +26,167 @@ use crate::connectors::{Sink, Source};
 use crate::guest::OperatorInstance;
 use crate::guest::bindings::Context;
 
-/// Runs a source subtask: batches until exhausted, a watermark after each batch that
-/// raises it, then the final watermark and end-of-stream.
+/// A task's link to the checkpoint coordinator.
+pub struct Checkpointing {
+    /// Index of the task in the job.
+    pub task: usize,
+    /// Node id.
+    pub node: String,
+    /// Subtask index.
+    pub subtask: u32,
+    /// Messages from the coordinator.
+    pub control: mpsc::UnboundedReceiver<Control>,
+    /// Messages to the coordinator.
+    pub coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    /// The task's snapshot writer.
+    pub writer: SnapshotWriter,
+    /// Fault injection (tests).
+    pub faults: Option<Arc<FaultInjector>>,
+    /// What the task restored (defaults when starting fresh).
+    pub restored: TaskState,
+    /// Sources: the id of the final checkpoint once it was triggered.
+    pub final_id: Option<u64>,
+    /// The coordinator is gone (its channel closed).
+    pub control_closed: bool,
+}
+
+impl Checkpointing {
+    fn hit(&self, point: FaultPoint) -> Result<(), TaskError> {
+        match &self.faults {
+            Some(f) => f.hit(point),
+            None => Ok(()),
+        }
+    }
+
+    fn stats(&self, aligned: Option<&Aligned>, triggered: Instant, sync_started: Instant) -> SubtaskStats {
+        SubtaskStats {
+            operator: self.node.clone(),
+            subtask: self.subtask,
+            ack_time_ms: 0,
+            sync_ms: sync_started.elapsed().as_secs_f64() * 1e3,
+            async_ms: 0.0,
+            alignment_ms: aligned.map(|a| a.duration.as_secs_f64() * 1e3).unwrap_or_default(),
+            alignment_bytes: aligned.map(|a| a.bytes).unwrap_or_default(),
+            start_delay_ms: match aligned {
+                Some(a) => a.start_delay.as_secs_f64() * 1e3,
+                None => sync_started.saturating_duration_since(triggered).as_secs_f64() * 1e3,
+            },
+            state_bytes: 0,
+            full_state_bytes: 0,
+        }
+    }
+}
+
+/// Runs a source subtask.
 pub async fn run_source(
     mut source: Box<dyn Source>,
     out_of_orderness_ms: Option<i64>,
+    records_per_second: Option<u64>,
     mut output: Output,
     metrics: Arc<SubtaskMetrics>,
     job: Arc<JobMetrics>,
+    mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    let mut max_ts = i64::MIN;
-    let mut watermark = i64::MIN;
-    while let Some(batch) = source.next_batch()? {
-        if let Some(delay) = out_of_orderness_ms {
-            for e in &batch.entries {
-                max_ts = max_ts.max(e.timestamp);
+    let (mut max_ts, mut watermark) =
+        checkpointing.as_ref().and_then(|c| c.restored.source_watermark).unwrap_or((i64::MIN, i64::MIN));
+    let mut exhausted = false;
+    let mut announced = false;
+    let started = Instant::now();
+    let mut emitted = 0u64;
+    loop {
+        // Barriers go out at batch boundaries, recording the position at exactly that point.
+        if let Some(c) = &mut checkpointing {
+            let mut done = false;
+            while let Ok(control) = c.control.try_recv() {
+                done |= source_control(c, control, &mut *source, (max_ts, watermark), &output).await?;
             }
-            let w = max_ts.saturating_sub(delay).saturating_sub(1);
-            if w > watermark {
-                watermark = w;
+            if done {
+                break;
+            }
+            if exhausted {
+                if !announced {
+                    announced = true;
+                    let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task });
+                }
+                let Some(control) = c.control.recv().await else { break };
+                if source_control(c, control, &mut *source, (max_ts, watermark), &output).await? {
+                    break;
+                }
+                continue;
+            }
+            c.hit(FaultPoint::Process)?;
+        } else if exhausted {
+            break;
+        }
+        match source.next_batch()? {
+            Some(batch) => {
+                if let Some(delay) = out_of_orderness_ms {
+                    for e in &batch.entries {
+                        max_ts = max_ts.max(e.timestamp);
+                    }
+                    let w = max_ts.saturating_sub(delay).saturating_sub(1);
+                    if w > watermark {
+                        watermark = w;
+                    }
+                }
+                metrics.add_out(batch.len());
+                job.source_batches.fetch_add(1, Ordering::Relaxed);
+                emitted += batch.len() as u64;
+                output.emit(batch).await?;
+                if out_of_orderness_ms.is_some() && watermark > i64::MIN {
+                    output.broadcast(Message::Watermark(watermark)).await?;
+                }
+            }
+            None => {
+                exhausted = true;
+                // The end of input: every event-time timer downstream may fire now, before
+                // the final checkpoint, so their output is committed with it.
+                watermark = i64::MAX;
+                max_ts = i64::MAX;
+                output.broadcast(Message::Watermark(i64::MAX)).await?;
             }
         }
-        metrics.add_out(batch.len());
-        job.source_batches.fetch_add(1, Ordering::Relaxed);
-        output.emit(batch).await?;
-        if out_of_orderness_ms.is_some() && watermark > i64::MIN {
-            output.broadcast(Message::Watermark(watermark)).await?;
+        match records_per_second {
+            // Paced: the next batch is due when the records so far fit the rate.
+            Some(rate) if !exhausted => {
+                let due = started + std::time::Duration::from_secs_f64(emitted as f64 / rate as f64);
+                tokio::time::sleep_until(due.into()).await;
+            }
+            // A source that never fills a channel must still let other tasks run.
+            _ => tokio::task::yield_now().await,
         }
-        // A source that never fills a channel must still let other tasks run.
-        tokio::task::yield_now().await;
     }
-    output.broadcast(Message::Watermark(i64::MAX)).await?;
     output.broadcast(Message::EndOfStream).await?;
     Ok(())
+}
+
+/// Handles one control message at a source; true when the final checkpoint completed.
+async fn source_control(
+    c: &mut Checkpointing,
+    control: Control,
+    source: &mut dyn Source,
+    watermark: (i64, i64),
+    output: &Output,
+) -> Result<bool, TaskError> {
+    match control {
+        Control::Trigger { id, triggered, is_final } => {
+            let started = Instant::now();
+            let state = TaskState {
+                position: Some(source.position()),
+                source_watermark: Some(watermark),
+                ..TaskState::default()
+            };
+            let stats = c.stats(None, triggered, started);
+            output.broadcast(Message::Barrier(Barrier { id, triggered, is_final })).await?;
+            c.writer.send(WriteRequest { id, delta: None, full: false, state, stats })?;
+            if is_final {
+                c.final_id = Some(id);
+            }
+            Ok(false)
+        }
+        Control::Completed(id) => Ok(c.final_id == Some(id)),
+        Control::Aborted(_) => Ok(false),
+    }
 }
 
 /// Runs an operator subtask over its input gate until every input ended.
@@ -55,21 +196,52 @@ pub async fn run_operator(
     mut gate: InputGate,
     mut output: Output,
     metrics: Arc<SubtaskMetrics>,
+    mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
     instance.open(&context).await?;
     let mut watermarks = WatermarkTracker::new(gate.len());
+    if let Some(c) = &checkpointing {
+        if !c.restored.watermarks.is_empty() {
+            watermarks = WatermarkTracker::restore(&c.restored.watermarks)
+                .map_err(|e| TaskError::Restore(format!("{}/{}: {e}", c.node, c.subtask)))?;
+        }
+        for (ts, key) in &c.restored.timers {
+            instance.timers().register(key.clone(), *ts);
+        }
+    }
+    let mut aligner = Aligner::new(gate.len());
+    let mut force_full = false;
     while let Some(next) = gate.next().await {
         let (channel, message) = next?;
+        if let Some(c) = &mut checkpointing {
+            while let Ok(control) = c.control.try_recv() {
+                if let Control::Aborted(_) = control {
+                    force_full = true;
+                }
+            }
+        }
+        let mut aligned = None;
         let advanced = match message {
             Message::Batch(batch) => {
+                if let Some(c) = &checkpointing {
+                    c.hit(FaultPoint::Process)?;
+                }
                 metrics.add_in(batch.len());
+                aligner.processed(batch.data.len());
                 let out = instance.process(gate.port(channel), &batch).await?;
                 metrics.add_out(out.len());
                 output.emit(out).await?;
                 None
             }
             Message::Watermark(w) => watermarks.update(channel, w),
-            Message::EndOfStream => watermarks.end(channel),
+            Message::Barrier(b) => {
+                aligned = aligner.on_barrier(channel, b, &mut gate)?;
+                None
+            }
+            Message::EndOfStream => {
+                aligned = aligner.on_end(channel, &mut gate);
+                watermarks.end(channel)
+            }
         };
         if let Some(w) = advanced {
             // Timers due at the new watermark fire first, in time order, then the operator
@@ -84,29 +256,120 @@ pub async fn run_operator(
             output.emit(out).await?;
             output.broadcast(Message::Watermark(w)).await?;
         }
+        if let (Some(a), Some(c)) = (aligned, &mut checkpointing) {
+            // Aligned: snapshot, then forward the barrier — never before the snapshot.
+            while let Ok(control) = c.control.try_recv() {
+                if let Control::Aborted(_) = control {
+                    force_full = true;
+                }
+            }
+            c.hit(FaultPoint::Snapshot)?;
+            let started = Instant::now();
+            let delta = instance.snapshot(a.barrier.id, force_full).await?;
+            let state = TaskState {
+                watermarks: watermarks.channels().to_vec(),
+                timers: instance.timers().iter().cloned().collect(),
+                ..TaskState::default()
+            };
+            let stats = c.stats(Some(&a), a.barrier.triggered, started);
+            output.broadcast(Message::Barrier(a.barrier)).await?;
+            c.writer.send(WriteRequest {
+                id: a.barrier.id,
+                delta: Some(delta),
+                full: force_full,
+                state,
+                stats,
+            })?;
+            force_full = false;
+        }
     }
     output.broadcast(Message::EndOfStream).await?;
     Ok(())
 }
 
-/// Runs a sink subtask until every input ended.
+/// Runs a sink subtask until every input ended. With checkpointing, output is pre-committed
+/// at each barrier and committed when the checkpoint completes.
 pub async fn run_sink(
     mut sink: Box<dyn Sink>,
     mut gate: InputGate,
     metrics: Arc<SubtaskMetrics>,
     job: Arc<JobMetrics>,
+    mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    while let Some(next) = gate.next().await {
-        let (_, message) = next?;
-        if let Message::Batch(batch) = message {
-            metrics.add_in(batch.len());
-            job.sink_received();
-            sink.write(&batch)?;
-            if let Some(pause) = sink.pause() {
-                tokio::time::sleep(pause).await;
+    let mut aligner = Aligner::new(gate.len());
+    let mut pending: Vec<(u64, serde_json::Value)> =
+        checkpointing.as_ref().map(|c| c.restored.sink_pending.clone()).unwrap_or_default();
+    loop {
+        let next = match &mut checkpointing {
+            Some(c) if !c.control_closed => {
+                tokio::select! {
+                    biased;
+                    control = c.control.recv() => {
+                        match control {
+                            Some(Control::Completed(id)) => commit_upto(&mut *sink, &mut pending, id)?,
+                            Some(_) => {}
+                            None => c.control_closed = true,
+                        }
+                        continue;
+                    }
+                    next = gate.next() => next,
+                }
+            }
+            _ => gate.next().await,
+        };
+        let Some(next) = next else { break };
+        let (channel, message) = next?;
+        let aligned = match message {
+            Message::Batch(batch) => {
+                if let Some(c) = &checkpointing {
+                    c.hit(FaultPoint::Process)?;
+                }
+                metrics.add_in(batch.len());
+                job.sink_received();
+                aligner.processed(batch.data.len());
+                sink.write(&batch)?;
+                if let Some(pause) = sink.pause() {
+                    tokio::time::sleep(pause).await;
+                }
+                None
+            }
+            Message::Watermark(_) => None,
+            Message::Barrier(b) => aligner.on_barrier(channel, b, &mut gate)?,
+            Message::EndOfStream => aligner.on_end(channel, &mut gate),
+        };
+        if let (Some(a), Some(c)) = (aligned, &checkpointing) {
+            c.hit(FaultPoint::Snapshot)?;
+            let started = Instant::now();
+            if let Some(txn) = sink.precommit(a.barrier.id)? {
+                pending.push((a.barrier.id, txn));
+            }
+            let state = TaskState { sink_pending: pending.clone(), ..TaskState::default() };
+            let stats = c.stats(Some(&a), a.barrier.triggered, started);
+            c.writer.send(WriteRequest { id: a.barrier.id, delta: None, full: false, state, stats })?;
+        }
+    }
+    if let Some(c) = &mut checkpointing {
+        // The final checkpoint completed before end-of-stream was sent; commit what it covers.
+        while let Ok(control) = c.control.try_recv() {
+            if let Control::Completed(id) = control {
+                commit_upto(&mut *sink, &mut pending, id)?;
             }
         }
     }
     sink.close()?;
+    Ok(())
+}
+
+fn commit_upto(
+    sink: &mut dyn Sink,
+    pending: &mut Vec<(u64, serde_json::Value)>,
+    id: u64,
+) -> Result<(), TaskError> {
+    let due: Vec<serde_json::Value> =
+        pending.iter().filter(|(e, _)| *e <= id).map(|(_, t)| t.clone()).collect();
+    if !due.is_empty() {
+        sink.commit(&due)?;
+        pending.retain(|(e, _)| *e > id);
+    }
     Ok(())
 }

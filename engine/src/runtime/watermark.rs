@@ -14,6 +14,20 @@ impl WatermarkTracker {
         WatermarkTracker { channels: vec![i64::MIN; channels], current: i64::MIN }
     }
 
+    /// A tracker restored from its channels' watermarks (as [`Self::channels`] gave them).
+    pub fn restore(channels: &[i64]) -> Result<Self, String> {
+        if channels.is_empty() {
+            return Err("no channel watermarks".into());
+        }
+        let current = channels.iter().copied().min().unwrap_or(i64::MIN);
+        Ok(WatermarkTracker { channels: channels.to_vec(), current })
+    }
+
+    /// The watermark of every channel.
+    pub fn channels(&self) -> &[i64] {
+        &self.channels
+    }
+
     /// The combined watermark.
     pub fn current(&self) -> i64 {
         self.current

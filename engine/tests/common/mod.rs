@@ -24,6 +24,7 @@ pub fn guest_path(name: &str) -> PathBuf {
         "nexmark-q1" => env!("WEIR_GUEST_NEXMARK_Q1"),
         "nexmark-q2" => env!("WEIR_GUEST_NEXMARK_Q2"),
         "tumbling-window" => env!("WEIR_GUEST_TUMBLING_WINDOW"),
+        "counter" => env!("WEIR_GUEST_COUNTER"),
         other => panic!("no guest {other}"),
     })
 }
@@ -62,6 +63,44 @@ pub fn run(spec: serde_json::Value) -> Result<JobReport, JobError> {
 /// Every line of every `part-*.jsonl` file in `dir`, parsed, file by file in name order.
 pub fn read_output(dir: &Path) -> Vec<serde_json::Value> {
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for line in std::fs::read_to_string(&f).unwrap().lines() {
+            out.push(serde_json::from_str(line).unwrap());
+        }
+    }
+    out
+}
+
+/// Runs a job with checkpoints in `data_dir` (the store is `data_dir/weir.redb`);
+/// `configure` may add faults or wrap the storage. Returns the result and the store.
+pub fn run_checkpointed(
+    spec: serde_json::Value,
+    data_dir: &Path,
+    job_id: &str,
+    configure: impl FnOnce(weir::runtime::RunEnv) -> weir::runtime::RunEnv,
+) -> (Result<JobReport, JobError>, weir_store::Store) {
+    let plan = plan_json(spec).expect("plan");
+    std::fs::create_dir_all(data_dir).unwrap();
+    let store = weir_store::Store::open(&data_dir.join("weir.redb")).expect("store");
+    let env = configure(weir::runtime::RunEnv::new(job_id, store.clone()));
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(weir::runtime::run_job_checkpointed(&plan, &env));
+    (result, store)
+}
+
+/// Every committed line of a file sink directory (`part-*` files; pending ones excluded).
+pub fn read_committed(dir: &Path) -> Vec<serde_json::Value> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.file_name().unwrap().to_string_lossy().starts_with("part-"))
+        .collect();
     files.sort();
     let mut out = Vec::new();
     for f in files {

@@ -1,0 +1,191 @@
+//! Source and sink over the built-in stream log (a partitioned, offset-addressed log in the
+//! embedded store).
+//!
+//! The source is replayable: subtask `i` of `p` reads the partitions `j` with `j % p == i`,
+//! and its position is the next offset of each of them, so a checkpoint resumes every
+//! partition exactly where it was. The sink writes exactly once: records are staged in the
+//! store per checkpoint (pre-commit) and appended to the log when the checkpoint completes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use weir_store::{LogRecord, Store};
+
+use super::{ConnectorError, Sink, Source, bad_position};
+use crate::plan::key_groups::key_group;
+use crate::record::Batch;
+
+fn store_err(e: weir_store::StoreError) -> ConnectorError {
+    ConnectorError::Store(e.to_string())
+}
+
+/// Config of the stream source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSourceConfig {
+    /// The stream's name.
+    pub stream: String,
+}
+
+/// Reads the partitions of one subtask, in turn, from its saved offsets to the end.
+pub struct StreamSource {
+    store: Store,
+    stream: String,
+    batch_size: usize,
+    /// Partition → next offset.
+    offsets: BTreeMap<u32, u64>,
+    turn: usize,
+}
+
+impl StreamSource {
+    /// Subtask `index` of `parallelism` over `config.stream` (which must exist).
+    pub fn open(
+        config: &StreamSourceConfig,
+        store: &Store,
+        batch_size: usize,
+        index: u32,
+        parallelism: u32,
+    ) -> Result<Self, ConnectorError> {
+        let partitions = store.stream_partitions(&config.stream).map_err(store_err)?;
+        let offsets = (0..partitions).filter(|p| p % parallelism == index).map(|p| (p, 0)).collect();
+        Ok(StreamSource { store: store.clone(), stream: config.stream.clone(), batch_size, offsets, turn: 0 })
+    }
+}
+
+impl Source for StreamSource {
+    fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
+        let partitions: Vec<u32> = self.offsets.keys().copied().collect();
+        for k in 0..partitions.len() {
+            let p = partitions[(self.turn + k) % partitions.len()];
+            let from = self.offsets[&p];
+            let records = self.store.read(&self.stream, p, from, self.batch_size).map_err(store_err)?;
+            if let Some((last, _)) = records.last() {
+                self.offsets.insert(p, last + 1);
+                self.turn = (self.turn + k + 1) % partitions.len();
+                let mut batch = Batch::with_capacity(records.len(), 64 * records.len());
+                for (_, r) in &records {
+                    batch.push(&r.key, &r.value, r.timestamp);
+                }
+                return Ok(Some(batch));
+            }
+        }
+        Ok(None)
+    }
+
+    fn position(&self) -> serde_json::Value {
+        serde_json::json!({ "offsets": self.offsets })
+    }
+
+    fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let offsets: BTreeMap<u32, u64> = position
+            .get("offsets")
+            .and_then(|o| serde_json::from_value(o.clone()).ok())
+            .ok_or_else(|| bad_position(position))?;
+        if offsets.keys().ne(self.offsets.keys()) {
+            return Err(bad_position(position));
+        }
+        self.offsets = offsets;
+        Ok(())
+    }
+}
+
+/// Config of the stream sink.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSinkConfig {
+    /// The stream's name.
+    pub stream: String,
+    /// Create the stream with this many partitions if it does not exist.
+    #[serde(default)]
+    pub partitions: Option<u32>,
+}
+
+/// Writes records to the log: keyed records to the partition of their key's hash,
+/// unkeyed ones to the partition of the subtask.
+pub struct StreamSink {
+    store: Store,
+    stream: String,
+    writer: String,
+    index: u32,
+    partitions: u32,
+    transactional: bool,
+    buffer: Vec<(u32, LogRecord)>,
+}
+
+impl StreamSink {
+    /// Opens the sink for subtask `index`; `writer` names it uniquely (job/node/subtask).
+    pub fn open(
+        config: &StreamSinkConfig,
+        store: Store,
+        writer: String,
+        index: u32,
+        transactional: bool,
+    ) -> Result<Self, ConnectorError> {
+        if let Some(p) = config.partitions
+            && store.stream_partitions(&config.stream).is_err()
+        {
+            store.create_stream(&config.stream, p).map_err(store_err)?;
+        }
+        let partitions = store.stream_partitions(&config.stream).map_err(store_err)?;
+        Ok(StreamSink {
+            store,
+            stream: config.stream.clone(),
+            writer,
+            index,
+            partitions,
+            transactional,
+            buffer: Vec::new(),
+        })
+    }
+
+    fn partition(&self, key: &[u8]) -> u32 {
+        if key.is_empty() { self.index % self.partitions } else { key_group(key, self.partitions) }
+    }
+}
+
+impl Sink for StreamSink {
+    fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
+        for r in batch.iter() {
+            let record = LogRecord { key: r.key.to_vec(), value: r.value.to_vec(), timestamp: r.timestamp };
+            self.buffer.push((self.partition(r.key), record));
+        }
+        if !self.transactional {
+            let mut by_partition: BTreeMap<u32, Vec<LogRecord>> = BTreeMap::new();
+            for (p, r) in self.buffer.drain(..) {
+                by_partition.entry(p).or_default().push(r);
+            }
+            for (p, records) in by_partition {
+                self.store.append(&self.stream, p, &records).map_err(store_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn precommit(&mut self, epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
+        if !self.transactional || self.buffer.is_empty() {
+            return Ok(None);
+        }
+        self.store.stage(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
+        self.buffer.clear();
+        Ok(Some(serde_json::json!({ "epoch": epoch })))
+    }
+
+    fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        let Some(upto) = transactions.iter().filter_map(|t| t.get("epoch").and_then(|e| e.as_u64())).max()
+        else {
+            return Ok(());
+        };
+        self.store.commit_staged(&self.stream, &self.writer, upto).map_err(store_err)?;
+        Ok(())
+    }
+
+    fn recover(&mut self, checkpoint: u64, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        self.commit(transactions)?;
+        self.store.discard_staged(&self.stream, &self.writer, checkpoint).map_err(store_err)?;
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,644 @@
+//! Checkpoints: the per-job coordinator, what tasks send it, and the per-subtask writer
+//! that stores a snapshot off the processing path.
+//!
+//! The protocol (docs/design.md §5): the coordinator triggers checkpoint `n` at the sources
+//! ([`Control::Trigger`]); each source records its position and sends barrier `n` on every
+//! output channel; every other task aligns barrier `n` over its inputs, snapshots (the sync
+//! part: the guest's `snapshot`, timers, watermarks, sink pre-commit), forwards the barrier
+//! and hands the snapshot to its [`SnapshotWriter`], which writes it to the store (the async
+//! part) and acks. When every subtask acked, the coordinator completes the checkpoint in one
+//! durable store transaction and tells every task ([`Control::Completed`]); sinks then
+//! commit. A timeout, a declined snapshot or a failed write aborts the checkpoint: its pieces
+//! are deleted and tasks make their next snapshot a full one.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use weir_store::{
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
+    StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
+};
+
+use super::error::{JobError, TaskError};
+use super::faults::{FaultInjector, FaultPoint};
+use crate::guest::bindings::{ChangeKind, StateDelta};
+use crate::plan::CheckpointSettings;
+use crate::plan::key_groups::key_group;
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// What the coordinator tells a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Sources: inject barrier `id` now.
+    Trigger {
+        /// Checkpoint id.
+        id: u64,
+        /// When it was triggered.
+        triggered: Instant,
+        /// The final checkpoint (every source has ended).
+        is_final: bool,
+    },
+    /// Checkpoint `id` completed (it is durable): sinks commit what it covers.
+    Completed(u64),
+    /// Checkpoint `id` was aborted: the next snapshot must be a full one.
+    Aborted(u64),
+}
+
+/// What a task (or its writer) tells the coordinator.
+#[derive(Debug)]
+pub enum ToCoordinator {
+    /// A subtask's snapshot for checkpoint `id` is stored.
+    Ack {
+        /// Checkpoint id.
+        id: u64,
+        /// Index of the task in the job's task list.
+        task: usize,
+        /// Its state handles.
+        state: SubtaskState,
+        /// Its statistics.
+        stats: SubtaskStats,
+    },
+    /// A subtask could not take or store its snapshot for checkpoint `id`.
+    Decline {
+        /// Checkpoint id.
+        id: u64,
+        /// Index of the task.
+        task: usize,
+        /// Why.
+        reason: String,
+    },
+    /// A source subtask has no more input; it waits for the final checkpoint.
+    SourceFinished {
+        /// Index of the task.
+        task: usize,
+    },
+}
+
+/// Something that happened to a running job (for the CLI, tests and later the API).
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobEvent {
+    /// A checkpoint completed.
+    CheckpointCompleted {
+        /// Its id.
+        id: u64,
+        /// The final checkpoint.
+        is_final: bool,
+        /// End-to-end duration.
+        duration_ms: f64,
+        /// Bytes written by it.
+        size: u64,
+    },
+    /// A checkpoint failed.
+    CheckpointFailed {
+        /// Its id.
+        id: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The job failed and is being restarted.
+    Restarting {
+        /// The restart number (1 for the first).
+        attempt: u32,
+        /// The failure.
+        error: String,
+    },
+    /// The job was restored from a checkpoint.
+    Restored {
+        /// The checkpoint.
+        checkpoint: u64,
+    },
+}
+
+/// A request to trigger a checkpoint now; the reply is its id.
+pub type TriggerRequest = oneshot::Sender<Result<u64, String>>;
+
+/// Per-subtask state that is not keyed state: stored as the subtask's blob.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    /// Sources: the position at the barrier.
+    pub position: Option<serde_json::Value>,
+    /// Sources: highest event time seen and watermark emitted.
+    pub source_watermark: Option<(i64, i64)>,
+    /// Operators: the watermark of every input channel.
+    pub watermarks: Vec<i64>,
+    /// Operators: registered event-time timers.
+    pub timers: Vec<(i64, Vec<u8>)>,
+    /// Sinks: pre-committed transactions not yet committed, by checkpoint id.
+    pub sink_pending: Vec<(u64, serde_json::Value)>,
+}
+
+impl TaskState {
+    /// Encodes as MessagePack.
+    pub fn encode(&self) -> Vec<u8> {
+        rmp_serde::to_vec_named(self).expect("task state encodes")
+    }
+
+    /// Decodes, with an error for a corrupt blob.
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.is_empty() {
+            return Ok(TaskState::default());
+        }
+        rmp_serde::from_slice(bytes).map_err(|e| format!("corrupt task state: {e}"))
+    }
+}
+
+/// A snapshot handed from a task to its writer.
+#[derive(Debug)]
+pub struct WriteRequest {
+    /// Checkpoint id.
+    pub id: u64,
+    /// The guest's delta (operators) — full or incremental.
+    pub delta: Option<StateDelta>,
+    /// Whether `delta` is a full snapshot.
+    pub full: bool,
+    /// The task's other state.
+    pub state: TaskState,
+    /// Statistics of the sync part (the writer adds the async duration and sizes).
+    pub stats: SubtaskStats,
+}
+
+/// Where a task sends its snapshots: a queue to its own writer task, which stores them in
+/// order (so each increment builds on the previous one) without blocking the task.
+#[derive(Debug, Clone)]
+pub struct SnapshotWriter {
+    tx: mpsc::UnboundedSender<WriteRequest>,
+}
+
+impl SnapshotWriter {
+    /// Queues a snapshot. Fails only if the writer is gone (its task failed).
+    pub fn send(&self, request: WriteRequest) -> Result<(), TaskError> {
+        self.tx.send(request).map_err(|_| TaskError::Storage("the snapshot writer stopped".into()))
+    }
+}
+
+/// Everything a writer needs.
+pub struct WriterConfig {
+    /// Job id.
+    pub job: String,
+    /// Node id.
+    pub operator: String,
+    /// Subtask index.
+    pub subtask: u32,
+    /// Index of the task in the job.
+    pub task: usize,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// Chain bound.
+    pub max_chain_length: usize,
+    /// The chains of the restored checkpoint (empty for a fresh start).
+    pub previous: BTreeMap<u32, Vec<u64>>,
+    /// The store.
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Where acks go.
+    pub coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    /// Fault injection.
+    pub faults: Option<Arc<FaultInjector>>,
+}
+
+/// Creates a writer; the returned future is the writer task (it ends when every
+/// [`SnapshotWriter`] is dropped, or fails on an injected fault).
+pub fn snapshot_writer(
+    config: WriterConfig,
+) -> (SnapshotWriter, impl Future<Output = Result<(), TaskError>> + Send + 'static) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<WriteRequest>();
+    let fut = async move {
+        let mut previous = config.previous;
+        let config = Arc::new(WriterShared {
+            job: config.job,
+            operator: config.operator,
+            subtask: config.subtask,
+            task: config.task,
+            max_parallelism: config.max_parallelism,
+            max_chain_length: config.max_chain_length,
+            storage: config.storage,
+            coordinator: config.coordinator,
+            faults: config.faults,
+        });
+        while let Some(request) = rx.recv().await {
+            let id = request.id;
+            if let Some(f) = &config.faults {
+                f.hit(FaultPoint::AsyncWrite)?;
+            }
+            let started = Instant::now();
+            let shared = config.clone();
+            let prev = previous.clone();
+            let mut stats = request.stats;
+            let result = tokio::task::spawn_blocking(move || {
+                let scopes = match &request.delta {
+                    Some(d) => split_into_scopes(d, shared.max_parallelism, shared.subtask)?,
+                    None => Vec::new(),
+                };
+                let write = SubtaskWrite {
+                    job: shared.job.clone(),
+                    checkpoint: request.id,
+                    operator: shared.operator.clone(),
+                    subtask: shared.subtask,
+                    full: request.full,
+                    scopes,
+                    previous: prev,
+                    blob: request.state.encode(),
+                    max_chain_length: shared.max_chain_length,
+                };
+                shared.storage.write_subtask(write).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| format!("snapshot write panicked: {e}"))
+            .and_then(|r| r);
+            match result {
+                Ok(state) => {
+                    previous = state.chains.clone();
+                    stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
+                    stats.state_bytes = state.bytes_written;
+                    stats.ack_time_ms = unix_ms();
+                    let _ =
+                        config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
+                }
+                Err(reason) => {
+                    let _ = config.coordinator.send(ToCoordinator::Decline {
+                        id,
+                        task: config.task,
+                        reason: format!("{}/{}: {reason}", config.operator, config.subtask),
+                    });
+                }
+            }
+        }
+        Ok(())
+    };
+    (SnapshotWriter { tx }, fut)
+}
+
+struct WriterShared {
+    job: String,
+    operator: String,
+    subtask: u32,
+    task: usize,
+    max_parallelism: u32,
+    max_chain_length: usize,
+    storage: Arc<dyn CheckpointStorage>,
+    coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    faults: Option<Arc<FaultInjector>>,
+}
+
+/// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
+/// scope (entries with an empty key).
+pub fn split_into_scopes(
+    delta: &StateDelta,
+    max_parallelism: u32,
+    subtask: u32,
+) -> Result<Vec<ScopeDelta>, String> {
+    let mut scopes: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
+    let mut at = 0usize;
+    for e in &delta.entries {
+        let name = delta.names.get(e.state as usize).ok_or("state index out of range")?;
+        let klen = e.key_len as usize;
+        let vlen = e.value_len as usize;
+        let key = delta.data.get(at..at + klen).ok_or("delta data too short")?.to_vec();
+        let value = delta.data.get(at + klen..at + klen + vlen).ok_or("delta data too short")?.to_vec();
+        at += klen + vlen;
+        let scope =
+            if key.is_empty() { OPERATOR_SCOPE_BASE + subtask } else { key_group(&key, max_parallelism) };
+        let value = match e.kind {
+            ChangeKind::Put => Some(value),
+            ChangeKind::Delete => None,
+        };
+        scopes.entry(scope).or_default().push(StateEntry { state: name.clone(), key, value });
+    }
+    Ok(scopes.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect())
+}
+
+/// Live entries as restore chunks of at most `max_bytes` each (at least one entry each).
+pub fn restore_chunks(entries: Vec<StateEntry>, max_bytes: usize) -> Vec<StateDelta> {
+    let mut out = Vec::new();
+    let mut cur = StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() };
+    let mut names: HashMap<String, u32> = HashMap::new();
+    for e in entries {
+        let Some(value) = e.value else { continue };
+        if !cur.entries.is_empty() && cur.data.len() + e.key.len() + value.len() > max_bytes {
+            out.push(std::mem::replace(
+                &mut cur,
+                StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() },
+            ));
+            names.clear();
+        }
+        let state = *names.entry(e.state.clone()).or_insert_with(|| {
+            cur.names.push(e.state.clone());
+            (cur.names.len() - 1) as u32
+        });
+        cur.data.extend_from_slice(&e.key);
+        cur.data.extend_from_slice(&value);
+        cur.entries.push(crate::guest::bindings::StateEntry {
+            state,
+            kind: ChangeKind::Put,
+            key_len: e.key.len() as u32,
+            value_len: value.len() as u32,
+        });
+    }
+    if !cur.entries.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// One task as the coordinator sees it.
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    /// Node id.
+    pub node: String,
+    /// Subtask index.
+    pub subtask: u32,
+    /// True for source subtasks (they receive triggers).
+    pub is_source: bool,
+}
+
+struct Pending {
+    meta: CheckpointMeta,
+    started: Instant,
+    acks: HashMap<usize, (SubtaskState, SubtaskStats)>,
+}
+
+/// The coordinator of one run (attempt) of a job.
+pub struct Coordinator {
+    /// Job id.
+    pub job: String,
+    /// Settings.
+    pub settings: CheckpointSettings,
+    /// The store.
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Every task, by index.
+    pub tasks: Vec<TaskInfo>,
+    /// Control channel of every task, by index.
+    pub controls: Vec<mpsc::UnboundedSender<Control>>,
+    /// Acks, declines and finished sources.
+    pub inbox: mpsc::UnboundedReceiver<ToCoordinator>,
+    /// On-demand triggers.
+    pub requests: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<TriggerRequest>>>,
+    /// Events.
+    pub events: broadcast::Sender<JobEvent>,
+    /// Armed at the first completed checkpoint.
+    pub faults: Option<Arc<FaultInjector>>,
+}
+
+impl Coordinator {
+    /// Runs until the final checkpoint completed (returns its id) or checkpointing fails
+    /// for good.
+    pub async fn run(mut self) -> Result<u64, JobError> {
+        let storage = self.storage.clone();
+        let job = self.job.clone();
+        let mut next_id = blocking(move || storage.last_checkpoint_id(&job)).await? + 1;
+        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
+        let mut consecutive_failures = 0u32;
+        let mut last_end = Instant::now();
+        let mut next_periodic =
+            self.settings.interval_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let mut sources_finished = vec![false; self.tasks.len()];
+        let source_count = self.tasks.iter().filter(|t| t.is_source).count();
+        let mut final_pending: Option<u64> = None;
+        let requests = self.requests.clone();
+        let mut requests = requests.lock().await;
+        let mut requests_open = true;
+        let min_pause = Duration::from_millis(self.settings.min_pause_ms);
+        let timeout = Duration::from_millis(self.settings.timeout_ms);
+
+        loop {
+            let finished = sources_finished.iter().filter(|f| **f).count() == source_count;
+            // The final checkpoint, once every source ended and nothing else is pending.
+            if finished && final_pending.is_none() && pending.is_empty() && last_end.elapsed() >= min_pause {
+                let id = next_id;
+                next_id += 1;
+                self.trigger(id, true, &mut pending).await?;
+                final_pending = Some(id);
+                continue;
+            }
+            let can_trigger =
+                pending.len() < self.settings.max_concurrent && final_pending.is_none() && !finished;
+            let periodic_at = match next_periodic {
+                Some(t) if can_trigger => Some(t.max(last_end + min_pause)),
+                _ => None,
+            };
+            let expiry = pending.values().map(|p| p.started + timeout).min();
+            let pause_end =
+                (finished && final_pending.is_none() && pending.is_empty()).then(|| last_end + min_pause);
+            let wake = [periodic_at, expiry, pause_end].into_iter().flatten().min();
+            tokio::select! {
+                _ = sleep_until(wake) => {
+                    let now = Instant::now();
+                    let expired: Vec<u64> =
+                        pending.iter().filter(|(_, p)| p.started + timeout <= now).map(|(id, _)| *id).collect();
+                    for id in expired {
+                        let reason = format!("expired before completing ({} ms timeout)", self.settings.timeout_ms);
+                        self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
+                    }
+                    if let Some(t) = periodic_at && t <= now && pending.len() < self.settings.max_concurrent {
+                        let id = next_id;
+                        next_id += 1;
+                        self.trigger(id, false, &mut pending).await?;
+                        next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
+                    }
+                }
+                request = requests.recv(), if requests_open => {
+                    match request {
+                        None => requests_open = false,
+                        Some(reply) => {
+                            if !can_trigger {
+                                let why = if finished || final_pending.is_some() {
+                                    "the job is finishing".to_string()
+                                } else {
+                                    format!("{} checkpoint(s) already in progress (max_concurrent {})", pending.len(), self.settings.max_concurrent)
+                                };
+                                let _ = reply.send(Err(why));
+                            } else {
+                                let id = next_id;
+                                next_id += 1;
+                                self.trigger(id, false, &mut pending).await?;
+                                let _ = reply.send(Ok(id));
+                            }
+                        }
+                    }
+                }
+                message = self.inbox.recv() => {
+                    let Some(message) = message else { return Err(JobError::Checkpoint("every task stopped".into())) };
+                    match message {
+                        ToCoordinator::SourceFinished { task } => sources_finished[task] = true,
+                        ToCoordinator::Decline { id, reason, .. } => {
+                            if pending.contains_key(&id) {
+                                self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
+                            }
+                        }
+                        ToCoordinator::Ack { id, task, state, stats } => {
+                            let Some(p) = pending.get_mut(&id) else { continue };
+                            p.acks.insert(task, (state, stats));
+                            if p.acks.len() == self.tasks.len() {
+                                let p = pending.remove(&id).expect("pending");
+                                match self.complete(p).await {
+                                    Ok(meta) => {
+                                        consecutive_failures = 0;
+                                        last_end = Instant::now();
+                                        for c in &self.controls {
+                                            let _ = c.send(Control::Completed(id));
+                                        }
+                                        if let Some(f) = &self.faults {
+                                            f.arm();
+                                        }
+                                        let _ = self.events.send(JobEvent::CheckpointCompleted {
+                                            id,
+                                            is_final: meta.is_final,
+                                            duration_ms: meta.duration_ms.unwrap_or_default(),
+                                            size: meta.state_size,
+                                        });
+                                        tracing::info!(job = %self.job, checkpoint = id, final = meta.is_final, size = meta.state_size, "checkpoint completed");
+                                        if final_pending == Some(id) {
+                                            return Ok(id);
+                                        }
+                                    }
+                                    Err((meta, reason)) => {
+                                        pending.insert(id, Pending { meta, started: Instant::now(), acks: HashMap::new() });
+                                        self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn trigger(
+        &mut self,
+        id: u64,
+        is_final: bool,
+        pending: &mut BTreeMap<u64, Pending>,
+    ) -> Result<(), JobError> {
+        let meta = CheckpointMeta {
+            job: self.job.clone(),
+            id,
+            status: CheckpointStatus::InProgress,
+            is_final,
+            trigger_time_ms: unix_ms(),
+            end_time_ms: None,
+            duration_ms: None,
+            state_size: 0,
+            full_size: 0,
+            failure: None,
+            subtasks: Vec::new(),
+            retained: true,
+        };
+        let storage = self.storage.clone();
+        let m = meta.clone();
+        if let Err(e) = blocking(move || storage.begin(&m)).await {
+            tracing::warn!(job = %self.job, checkpoint = id, "cannot record the checkpoint's start: {e}");
+        }
+        let triggered = Instant::now();
+        pending.insert(id, Pending { meta, started: triggered, acks: HashMap::new() });
+        for (i, t) in self.tasks.iter().enumerate() {
+            if t.is_source {
+                let _ = self.controls[i].send(Control::Trigger { id, triggered, is_final });
+            }
+        }
+        tracing::debug!(job = %self.job, checkpoint = id, final = is_final, "checkpoint triggered");
+        Ok(())
+    }
+
+    async fn complete(&self, p: Pending) -> Result<CheckpointMeta, (CheckpointMeta, String)> {
+        let mut meta = p.meta;
+        let mut manifest: Manifest = BTreeMap::new();
+        let mut stats = Vec::new();
+        for (task, (state, s)) in p.acks {
+            let info = &self.tasks[task];
+            meta.state_size += state.bytes_written;
+            stats.push(s);
+            manifest.entry(info.node.clone()).or_default().insert(info.subtask, state);
+        }
+        stats.sort_by(|a, b| (&a.operator, a.subtask).cmp(&(&b.operator, b.subtask)));
+        meta.full_size = stats.iter().map(|s| s.full_state_bytes).sum();
+        meta.subtasks = stats;
+        meta.status = CheckpointStatus::Completed;
+        meta.end_time_ms = Some(unix_ms());
+        meta.duration_ms = Some(p.started.elapsed().as_secs_f64() * 1e3);
+        let storage = self.storage.clone();
+        let retain = self.settings.retained;
+        let m = meta.clone();
+        match blocking(move || storage.complete(&m, &manifest, retain)).await {
+            Ok(_) => Ok(meta),
+            Err(e) => {
+                meta.status = CheckpointStatus::InProgress;
+                Err((meta, format!("completing failed: {e}")))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn abort(
+        &self,
+        id: u64,
+        reason: String,
+        pending: &mut BTreeMap<u64, Pending>,
+        consecutive_failures: &mut u32,
+        last_end: &mut Instant,
+        final_pending: &mut Option<u64>,
+    ) -> Result<(), JobError> {
+        // Later checkpoints may build on this one's increments: they go too.
+        let doomed: Vec<u64> = pending.range(id..).map(|(k, _)| *k).collect();
+        for k in doomed {
+            let p = pending.remove(&k).expect("pending");
+            let mut meta = p.meta;
+            meta.status = CheckpointStatus::Failed;
+            meta.end_time_ms = Some(unix_ms());
+            meta.duration_ms = Some(p.started.elapsed().as_secs_f64() * 1e3);
+            meta.failure = Some(if k == id {
+                reason.clone()
+            } else {
+                format!("aborted because checkpoint {id} failed")
+            });
+            let storage = self.storage.clone();
+            let m = meta.clone();
+            if let Err(e) = blocking(move || storage.abort(&m)).await {
+                tracing::warn!(job = %self.job, checkpoint = k, "cannot clean up the failed checkpoint: {e}");
+            }
+            for c in &self.controls {
+                let _ = c.send(Control::Aborted(k));
+            }
+            if *final_pending == Some(k) {
+                *final_pending = None;
+            }
+            tracing::warn!(job = %self.job, checkpoint = k, reason = meta.failure.as_deref().unwrap_or(""), "checkpoint failed");
+            let _ = self
+                .events
+                .send(JobEvent::CheckpointFailed { id: k, reason: meta.failure.unwrap_or_default() });
+        }
+        *consecutive_failures += 1;
+        *last_end = Instant::now();
+        if *consecutive_failures > self.settings.tolerable_failures {
+            return Err(JobError::Checkpoint(format!(
+                "{} consecutive checkpoints failed (tolerable: {}); the last one: {reason}",
+                consecutive_failures, self.settings.tolerable_failures
+            )));
+        }
+        Ok(())
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs a store call on the blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, weir_store::StoreError> + Send + 'static,
+) -> Result<T, JobError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| JobError::Checkpoint(format!("store call panicked: {e}")))?
+        .map_err(|e| JobError::Checkpoint(format!("checkpoint store: {e}")))
+}

@@ -1,0 +1,298 @@
+//! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+
+/// One entry of operator state. `value: None` is a tombstone (an explicit delete).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateEntry {
+    /// The state's name (as declared by the operator).
+    pub state: String,
+    /// The entry's key (the record key for keyed state, empty for operator state).
+    pub key: Vec<u8>,
+    /// The value, or `None` for a delete.
+    pub value: Option<Vec<u8>>,
+}
+
+/// Scopes at or above this value hold a subtask's operator (non-keyed) state:
+/// `OPERATOR_SCOPE_BASE + subtask`. Scopes below it are key groups.
+pub const OPERATOR_SCOPE_BASE: u32 = 1 << 31;
+
+/// The entries of one scope (a key group, or a subtask's operator state) in one write.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ScopeDelta {
+    /// The key group, or `OPERATOR_SCOPE_BASE + subtask`.
+    pub scope: u32,
+    /// Puts and tombstones, applied in order.
+    pub entries: Vec<StateEntry>,
+}
+
+/// What one subtask writes for one checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubtaskWrite {
+    /// The job.
+    pub job: String,
+    /// The checkpoint this write belongs to (it owns the chunks written).
+    pub checkpoint: u64,
+    /// The operator (node) id.
+    pub operator: String,
+    /// The subtask index.
+    pub subtask: u32,
+    /// `true`: `scopes` holds every live entry of this subtask (a new base for each scope;
+    /// scopes of `previous` not listed become empty).
+    /// `false`: `scopes` holds only changes since the previous snapshot (puts and tombstones),
+    /// applied on top of `previous`.
+    pub full: bool,
+    /// The entries, per scope. A scope listed twice is treated as one, in order.
+    pub scopes: Vec<ScopeDelta>,
+    /// The subtask's chains after its previous snapshot (empty for the first one or after a
+    /// full one). Every chunk must still be stored (see [`StoreError::MissingChunk`]).
+    pub previous: BTreeMap<u32, Vec<u64>>,
+    /// Opaque per-subtask state (source position, timers, watermarks, sink transactions):
+    /// stored as-is in the manifest.
+    pub blob: Vec<u8>,
+    /// Compact a scope's chain into one new base when it would exceed this many chunks
+    /// (values below 1 count as 1).
+    pub max_chain_length: usize,
+}
+
+/// A subtask's state after a write: its chains per scope (chunk ids, oldest first). The
+/// engine passes `chains` as `previous` next time and puts the whole value into the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SubtaskState {
+    /// Per scope, the chunk ids to apply in order. Scopes without state are absent.
+    pub chains: BTreeMap<u32, Vec<u64>>,
+    /// The opaque blob of the write.
+    pub blob: Vec<u8>,
+    /// Chunk bytes written by this write (deltas plus compactions).
+    pub bytes_written: u64,
+    /// Scopes compacted by this write.
+    pub compactions: u32,
+}
+
+/// The manifest of a checkpoint: per operator, per subtask, its [`SubtaskState`].
+pub type Manifest = BTreeMap<String, BTreeMap<u32, SubtaskState>>;
+
+/// The life cycle of a checkpoint. Only `Completed` checkpoints are ever restored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointStatus {
+    /// Triggered, not yet complete.
+    #[default]
+    InProgress,
+    /// Every subtask acknowledged; the manifest was stored durably.
+    Completed,
+    /// Aborted, timed out, or interrupted by a restart.
+    Failed,
+}
+
+impl fmt::Display for CheckpointStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CheckpointStatus::InProgress => "in progress",
+            CheckpointStatus::Completed => "completed",
+            CheckpointStatus::Failed => "failed",
+        })
+    }
+}
+
+/// Statistics of one subtask's part of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SubtaskStats {
+    /// The operator (node) id.
+    pub operator: String,
+    /// The subtask index.
+    pub subtask: u32,
+    /// When the acknowledgement arrived (unix ms).
+    pub ack_time_ms: u64,
+    /// Time spent in the synchronous part of the snapshot.
+    pub sync_ms: f64,
+    /// Time spent writing the snapshot.
+    pub async_ms: f64,
+    /// Time spent aligning barriers.
+    pub alignment_ms: f64,
+    /// Bytes buffered during alignment.
+    pub alignment_bytes: u64,
+    /// Time between the trigger and the first barrier reaching the subtask.
+    pub start_delay_ms: f64,
+    /// Bytes written by this subtask for this checkpoint.
+    pub state_bytes: u64,
+    /// Total size of the chunks of the subtask's chains ([`CheckpointStorage::complete`]
+    /// fills it in).
+    pub full_state_bytes: u64,
+}
+
+/// The history row of a checkpoint (kept forever, also after retention removed its manifest).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CheckpointMeta {
+    /// The job.
+    pub job: String,
+    /// The checkpoint id (increasing per job, never reused).
+    pub id: u64,
+    /// Where the checkpoint is in its life cycle.
+    pub status: CheckpointStatus,
+    /// The checkpoint taken at the end of the input.
+    pub is_final: bool,
+    /// When it was triggered (unix ms).
+    pub trigger_time_ms: u64,
+    /// Completion or failure time (unix ms).
+    pub end_time_ms: Option<u64>,
+    /// End minus trigger time.
+    pub duration_ms: Option<f64>,
+    /// Bytes written by this checkpoint (its incremental size).
+    pub state_size: u64,
+    /// Total bytes of every chunk the manifest references ([`CheckpointStorage::complete`]
+    /// fills it in).
+    pub full_size: u64,
+    /// Why it failed.
+    pub failure: Option<String>,
+    /// Per-subtask statistics.
+    pub subtasks: Vec<SubtaskStats>,
+    /// Whether its manifest is still kept (false once retention removed it, and for
+    /// checkpoints that never completed).
+    pub retained: bool,
+}
+
+impl CheckpointMeta {
+    /// A new in-progress checkpoint.
+    pub fn new(job: impl Into<String>, id: u64, trigger_time_ms: u64) -> Self {
+        CheckpointMeta { job: job.into(), id, trigger_time_ms, ..CheckpointMeta::default() }
+    }
+}
+
+/// What garbage collection removed when a checkpoint completed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GcReport {
+    /// Checkpoints whose manifests retention removed.
+    pub removed_checkpoints: Vec<u64>,
+    /// Chunks deleted.
+    pub removed_chunks: u64,
+    /// Bytes of the chunks deleted.
+    pub removed_bytes: u64,
+}
+
+/// The seam the engine uses for checkpoint storage; [`Store`](crate::Store) implements it and
+/// [`FaultyStorage`](crate::FaultyStorage) wraps it to inject failures.
+///
+/// Invariant: a checkpoint is recoverable only if its status is `Completed`, which only
+/// [`complete`](Self::complete) writes, in one durable transaction together with the manifest.
+/// Every other write may be lost in a crash without making anything wrongly recoverable.
+pub trait CheckpointStorage: Send + Sync + 'static {
+    /// Records that checkpoint `meta.id` was triggered (`meta.status` must be `InProgress`).
+    /// Not durable on its own. Fails for an id older than one already used by the job or an id
+    /// already recorded.
+    fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError>;
+
+    /// Writes one subtask's chunks (and compactions) for checkpoint `write.checkpoint`; returns
+    /// the subtask's new chains. Not durable on its own and never visible for recovery until
+    /// `complete`. Fails if the checkpoint was already completed or failed, or if a chunk of
+    /// `previous` is gone.
+    fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError>;
+
+    /// In one durable transaction: stores `manifest`, marks `meta` Completed (`meta.status`
+    /// must be `Completed`; `full_size` and each subtask's `full_state_bytes` are computed
+    /// here from the manifest; `retained` is set), then applies retention: only the newest
+    /// `retain` (at least 1) completed checkpoints of the job keep their manifests, and every
+    /// chunk of the job owned by a checkpoint `<= meta.id` that no kept manifest references is
+    /// deleted. Older checkpoints still in progress are subsumed (marked Failed).
+    fn complete(
+        &self,
+        meta: &CheckpointMeta,
+        manifest: &Manifest,
+        retain: usize,
+    ) -> Result<GcReport, StoreError>;
+
+    /// Marks the checkpoint Failed (with `meta.failure`, or "aborted") and deletes the chunks it
+    /// wrote that no kept manifest references. Fails for a completed checkpoint.
+    fn abort(&self, meta: &CheckpointMeta) -> Result<(), StoreError>;
+
+    /// The newest completed checkpoint of `job`, with its manifest.
+    fn latest_completed(&self, job: &str) -> Result<Option<(CheckpointMeta, Manifest)>, StoreError>;
+
+    /// The recorded checkpoint `id` of `job` (any status), with its manifest if it is completed
+    /// and still retained.
+    fn checkpoint(
+        &self,
+        job: &str,
+        id: u64,
+    ) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError>;
+
+    /// Applies a chain (oldest first; tombstones delete) and returns the live entries sorted by
+    /// (state, key).
+    fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError>;
+
+    /// Every checkpoint meta of `job` ever recorded, id ascending.
+    fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError>;
+
+    /// The largest checkpoint id ever used by `job` (0 if none).
+    fn last_checkpoint_id(&self, job: &str) -> Result<u64, StoreError>;
+
+    /// Called when a job (re)starts: every in-progress checkpoint becomes Failed ("interrupted:
+    /// the job restarted") and every chunk of the job that no kept manifest references is
+    /// deleted. Durable.
+    fn recover(&self, job: &str) -> Result<(), StoreError>;
+
+    /// Bytes of chunk data stored for `job` and the number of chunks.
+    fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError>;
+}
+
+/// Shared storage (e.g. `Arc<dyn CheckpointStorage>`) is storage too, so it can be wrapped in
+/// a [`FaultyStorage`](crate::FaultyStorage).
+impl<S: CheckpointStorage + ?Sized> CheckpointStorage for std::sync::Arc<S> {
+    fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
+        (**self).begin(meta)
+    }
+
+    fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        (**self).write_subtask(write)
+    }
+
+    fn complete(
+        &self,
+        meta: &CheckpointMeta,
+        manifest: &Manifest,
+        retain: usize,
+    ) -> Result<GcReport, StoreError> {
+        (**self).complete(meta, manifest, retain)
+    }
+
+    fn abort(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
+        (**self).abort(meta)
+    }
+
+    fn latest_completed(&self, job: &str) -> Result<Option<(CheckpointMeta, Manifest)>, StoreError> {
+        (**self).latest_completed(job)
+    }
+
+    fn checkpoint(
+        &self,
+        job: &str,
+        id: u64,
+    ) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError> {
+        (**self).checkpoint(job, id)
+    }
+
+    fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
+        (**self).read_chain(job, chain)
+    }
+
+    fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        (**self).history(job)
+    }
+
+    fn last_checkpoint_id(&self, job: &str) -> Result<u64, StoreError> {
+        (**self).last_checkpoint_id(job)
+    }
+
+    fn recover(&self, job: &str) -> Result<(), StoreError> {
+        (**self).recover(job)
+    }
+
+    fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
+        (**self).chunk_usage(job)
+    }
+}

@@ -1,0 +1,457 @@
+//! Compact binary encodings: state chunks, manifests and log records.
+//!
+//! Chunks and manifests end with the XXH3-64 of everything before it, so a damaged value is
+//! reported as [`StoreError::Corrupt`] instead of being restored wrongly.
+//!
+//! Chunk layout (version 1): `version: u8`, `state count: varint`, per state `len: varint,
+//! utf-8 bytes`, `entry count: varint`, per entry `state index: varint, key len: varint, key,
+//! tag: u8 (0 put, 1 delete)`, for a put `value len: varint, value`; then the checksum
+//! (8 bytes, little endian).
+
+use std::collections::{BTreeMap, HashMap};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+#[cfg(test)]
+use crate::checkpoint::StateEntry;
+use crate::checkpoint::{Manifest, SubtaskState};
+use crate::stream::LogRecord;
+
+const CHUNK_VERSION: u8 = 1;
+const MANIFEST_VERSION: u8 = 1;
+const TAG_PUT: u8 = 0;
+const TAG_DELETE: u8 = 1;
+const CHECKSUM_LEN: usize = 8;
+
+/// Appends `value` as an unsigned LEB128 varint.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
+    let sum = xxh3_64(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// Checks the trailing checksum and returns the bytes before it.
+fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
+    if bytes.len() < CHECKSUM_LEN + 1 {
+        return Err(format!("{} bytes is too short", bytes.len()));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    let mut expected = [0u8; CHECKSUM_LEN];
+    expected.copy_from_slice(sum);
+    if xxh3_64(body) != u64::from_le_bytes(expected) {
+        return Err("checksum mismatch".to_owned());
+    }
+    Ok(body)
+}
+
+/// A cursor over encoded bytes; every read is bounds-checked.
+pub(crate) struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Reader { bytes, pos: 0 }
+    }
+
+    pub(crate) fn varint(&mut self) -> Result<u64, String> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte =
+                *self.bytes.get(self.pos).ok_or_else(|| format!("truncated varint at byte {}", self.pos))?;
+            self.pos += 1;
+            if shift == 63 && byte > 1 {
+                return Err(format!("varint overflow at byte {}", self.pos - 1));
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(format!("varint too long at byte {}", self.pos))
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        let byte = *self.bytes.get(self.pos).ok_or_else(|| format!("truncated at byte {}", self.pos))?;
+        self.pos += 1;
+        Ok(byte)
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let value = self.varint()?;
+        u32::try_from(value).map_err(|_| format!("{value} does not fit 32 bits"))
+    }
+
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let len = self.varint()?;
+        let remaining = self.bytes.len() - self.pos;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|len| *len <= remaining)
+            .ok_or_else(|| format!("length {len} at byte {} exceeds the {remaining} bytes left", self.pos))?;
+        let bytes = &self.bytes[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(bytes)
+    }
+
+    fn string(&mut self) -> Result<&'a str, String> {
+        let bytes = self.bytes()?;
+        std::str::from_utf8(bytes).map_err(|_| "a name is not valid UTF-8".to_owned())
+    }
+
+    /// A count of items that each take at least one byte (guards allocations).
+    fn count(&mut self) -> Result<usize, String> {
+        let count = self.varint()?;
+        let remaining = self.bytes.len() - self.pos;
+        usize::try_from(count)
+            .ok()
+            .filter(|count| *count <= remaining)
+            .ok_or_else(|| format!("count {count} exceeds the {remaining} bytes left"))
+    }
+
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.pos..]
+    }
+
+    fn finish(&self) -> Result<(), String> {
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(format!("{} unexpected bytes at the end", self.bytes.len() - self.pos))
+        }
+    }
+}
+
+/// Builds chunks of at most about `max_bytes` each from a stream of entries.
+pub(crate) struct ChunkEncoder {
+    max_bytes: usize,
+    states: Vec<String>,
+    state_index: HashMap<String, u64>,
+    states_len: usize,
+    body: Vec<u8>,
+    entries: u64,
+    done: Vec<Vec<u8>>,
+}
+
+impl ChunkEncoder {
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        ChunkEncoder {
+            max_bytes: max_bytes.max(1),
+            states: Vec::new(),
+            state_index: HashMap::new(),
+            states_len: 0,
+            body: Vec::new(),
+            entries: 0,
+            done: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, state: &str, key: &[u8], value: Option<&[u8]>) {
+        let entry_len = 4 + key.len() + value.map_or(0, <[u8]>::len) + 16;
+        if self.entries > 0 && self.states_len + self.body.len() + entry_len > self.max_bytes {
+            self.flush();
+        }
+        let index = match self.state_index.get(state) {
+            Some(index) => *index,
+            None => {
+                let index = self.states.len() as u64;
+                self.states.push(state.to_owned());
+                self.state_index.insert(state.to_owned(), index);
+                self.states_len += state.len() + varint_len(state.len() as u64);
+                index
+            }
+        };
+        put_varint(&mut self.body, index);
+        put_bytes(&mut self.body, key);
+        match value {
+            Some(value) => {
+                self.body.push(TAG_PUT);
+                put_bytes(&mut self.body, value);
+            }
+            None => self.body.push(TAG_DELETE),
+        }
+        self.entries += 1;
+    }
+
+    fn flush(&mut self) {
+        if self.entries == 0 {
+            return;
+        }
+        let mut out = Vec::with_capacity(
+            self.states_len + self.body.len() + 2 * varint_len(self.entries) + 1 + CHECKSUM_LEN,
+        );
+        out.push(CHUNK_VERSION);
+        put_varint(&mut out, self.states.len() as u64);
+        for state in &self.states {
+            put_bytes(&mut out, state.as_bytes());
+        }
+        put_varint(&mut out, self.entries);
+        out.extend_from_slice(&self.body);
+        self.done.push(seal(out));
+        self.states.clear();
+        self.state_index.clear();
+        self.states_len = 0;
+        self.body.clear();
+        self.entries = 0;
+    }
+
+    /// The encoded chunks, in push order (none when nothing was pushed).
+    pub(crate) fn finish(mut self) -> Vec<Vec<u8>> {
+        self.flush();
+        self.done
+    }
+}
+
+/// Decodes a chunk and hands each entry, in order, to `apply(state, key, value)`.
+pub(crate) fn decode_chunk(
+    bytes: &[u8],
+    mut apply: impl FnMut(&str, &[u8], Option<&[u8]>),
+) -> Result<(), String> {
+    let body = unseal(bytes)?;
+    let mut reader = Reader::new(body);
+    let version = reader.u8()?;
+    if version != CHUNK_VERSION {
+        return Err(format!("unknown chunk version {version}"));
+    }
+    let state_count = reader.count()?;
+    let mut states = Vec::with_capacity(state_count);
+    for _ in 0..state_count {
+        states.push(reader.string()?);
+    }
+    let entries = reader.varint()?;
+    for _ in 0..entries {
+        let index = reader.varint()?;
+        let state = usize::try_from(index)
+            .ok()
+            .and_then(|index| states.get(index))
+            .ok_or_else(|| format!("state index {index} out of range ({state_count} states)"))?;
+        let key = reader.bytes()?;
+        let value = match reader.u8()? {
+            TAG_PUT => Some(reader.bytes()?),
+            TAG_DELETE => None,
+            tag => return Err(format!("unknown entry tag {tag}")),
+        };
+        apply(state, key, value);
+    }
+    reader.finish()
+}
+
+/// Decodes a chunk into owned entries.
+#[cfg(test)]
+pub(crate) fn decode_chunk_entries(bytes: &[u8]) -> Result<Vec<StateEntry>, String> {
+    let mut entries = Vec::new();
+    decode_chunk(bytes, |state, key, value| {
+        entries.push(StateEntry {
+            state: state.to_owned(),
+            key: key.to_vec(),
+            value: value.map(<[u8]>::to_vec),
+        });
+    })?;
+    Ok(entries)
+}
+
+/// Encodes a manifest (blobs stored as raw bytes).
+pub(crate) fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
+    let mut out = vec![MANIFEST_VERSION];
+    put_varint(&mut out, manifest.len() as u64);
+    for (operator, subtasks) in manifest {
+        put_bytes(&mut out, operator.as_bytes());
+        put_varint(&mut out, subtasks.len() as u64);
+        for (subtask, state) in subtasks {
+            put_varint(&mut out, u64::from(*subtask));
+            put_varint(&mut out, state.chains.len() as u64);
+            for (scope, chain) in &state.chains {
+                put_varint(&mut out, u64::from(*scope));
+                put_varint(&mut out, chain.len() as u64);
+                for chunk in chain {
+                    put_varint(&mut out, *chunk);
+                }
+            }
+            put_bytes(&mut out, &state.blob);
+            put_varint(&mut out, state.bytes_written);
+            put_varint(&mut out, u64::from(state.compactions));
+        }
+    }
+    seal(out)
+}
+
+/// Decodes a manifest written by [`encode_manifest`].
+pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
+    let body = unseal(bytes)?;
+    let mut reader = Reader::new(body);
+    let version = reader.u8()?;
+    if version != MANIFEST_VERSION {
+        return Err(format!("unknown manifest version {version}"));
+    }
+    let mut manifest = Manifest::new();
+    for _ in 0..reader.count()? {
+        let operator = reader.string()?.to_owned();
+        let mut subtasks = BTreeMap::new();
+        for _ in 0..reader.count()? {
+            let subtask = reader.u32()?;
+            let mut chains = BTreeMap::new();
+            for _ in 0..reader.count()? {
+                let scope = reader.u32()?;
+                let len = reader.count()?;
+                let mut chain = Vec::with_capacity(len);
+                for _ in 0..len {
+                    chain.push(reader.varint()?);
+                }
+                chains.insert(scope, chain);
+            }
+            let blob = reader.bytes()?.to_vec();
+            let bytes_written = reader.varint()?;
+            let compactions = reader.u32()?;
+            subtasks.insert(subtask, SubtaskState { chains, blob, bytes_written, compactions });
+        }
+        manifest.insert(operator, subtasks);
+    }
+    reader.finish()?;
+    Ok(manifest)
+}
+
+/// Encodes a log record: key, value (length-prefixed), zigzag timestamp.
+pub(crate) fn encode_record(out: &mut Vec<u8>, record: &LogRecord) {
+    put_bytes(out, &record.key);
+    put_bytes(out, &record.value);
+    put_varint(out, zigzag(record.timestamp));
+}
+
+/// Decodes a log record written by [`encode_record`]; the whole input must be used.
+pub(crate) fn decode_record(bytes: &[u8]) -> Result<LogRecord, String> {
+    let mut reader = Reader::new(bytes);
+    let key = reader.bytes()?.to_vec();
+    let value = reader.bytes()?.to_vec();
+    let timestamp = unzigzag(reader.varint()?);
+    reader.finish()?;
+    Ok(LogRecord { key, value, timestamp })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(state: &str, key: &[u8], value: Option<&[u8]>) -> StateEntry {
+        StateEntry { state: state.to_owned(), key: key.to_vec(), value: value.map(<[u8]>::to_vec) }
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for value in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, value);
+            assert_eq!(out.len(), varint_len(value), "{value}");
+            assert_eq!(Reader::new(&out).varint().unwrap(), value);
+        }
+        for value in [0, 1, -1, i64::MIN, i64::MAX, 12345, -98765] {
+            assert_eq!(unzigzag(zigzag(value)), value);
+        }
+    }
+
+    #[test]
+    fn chunk_round_trip_and_split() {
+        let entries = vec![
+            entry("count", b"a", Some(b"1")),
+            entry("sum", b"a", Some(&[7; 300])),
+            entry("count", b"b", None),
+            entry("count", b"", Some(b"")),
+        ];
+        let mut encoder = ChunkEncoder::new(1 << 20);
+        for e in &entries {
+            encoder.push(&e.state, &e.key, e.value.as_deref());
+        }
+        let chunks = encoder.finish();
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(decode_chunk_entries(&chunks[0]).unwrap(), entries);
+
+        let mut encoder = ChunkEncoder::new(200);
+        for e in &entries {
+            encoder.push(&e.state, &e.key, e.value.as_deref());
+        }
+        let chunks = encoder.finish();
+        assert!(chunks.len() >= 2, "{} chunks", chunks.len());
+        let decoded: Vec<_> = chunks.iter().flat_map(|chunk| decode_chunk_entries(chunk).unwrap()).collect();
+        assert_eq!(decoded, entries);
+        assert!(ChunkEncoder::new(10).finish().is_empty());
+    }
+
+    #[test]
+    fn damaged_chunks_are_rejected_without_panicking() {
+        let mut encoder = ChunkEncoder::new(1 << 20);
+        encoder.push("s", b"key", Some(b"value"));
+        encoder.push("s", b"gone", None);
+        let chunk = encoder.finish().remove(0);
+        for i in 0..chunk.len() {
+            let mut damaged = chunk.clone();
+            damaged[i] ^= 0x55;
+            assert!(decode_chunk_entries(&damaged).is_err(), "flip at {i}");
+        }
+        for len in 0..chunk.len() {
+            assert!(decode_chunk_entries(&chunk[..len]).is_err(), "cut at {len}");
+        }
+        // A well-sealed body with bad structure is rejected too.
+        let bad = seal(vec![CHUNK_VERSION, 1, 1, b's', 1, 5, 0, 0]);
+        assert!(decode_chunk_entries(&bad).unwrap_err().contains("state index"));
+        let bad = seal(vec![CHUNK_VERSION, 0, 200, 1]);
+        assert!(decode_chunk_entries(&bad).is_err());
+    }
+
+    #[test]
+    fn manifest_round_trip() {
+        let mut manifest = Manifest::new();
+        let mut subtasks = BTreeMap::new();
+        subtasks.insert(
+            3,
+            SubtaskState {
+                chains: BTreeMap::from([(0, vec![1, 2, 3]), (u32::MAX, vec![u64::MAX])]),
+                blob: vec![0, 255, 128],
+                bytes_written: 1234,
+                compactions: 2,
+            },
+        );
+        subtasks.insert(0, SubtaskState::default());
+        manifest.insert("window".to_owned(), subtasks);
+        manifest.insert("empty".to_owned(), BTreeMap::new());
+        let bytes = encode_manifest(&manifest);
+        assert_eq!(decode_manifest(&bytes).unwrap(), manifest);
+        let mut damaged = bytes.clone();
+        damaged[3] ^= 1;
+        assert!(decode_manifest(&damaged).is_err());
+    }
+
+    #[test]
+    fn record_round_trip() {
+        let record = LogRecord { key: b"k".to_vec(), value: vec![1; 200], timestamp: -5 };
+        let mut out = Vec::new();
+        encode_record(&mut out, &record);
+        assert_eq!(out.len(), 1 + 1 + 2 + 200 + 1);
+        assert_eq!(decode_record(&out).unwrap(), record);
+        assert!(decode_record(&out[..out.len() - 1]).is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! The one error type of the store.
+
+use std::path::PathBuf;
+
+use crate::checkpoint::CheckpointStatus;
+
+/// Everything that can go wrong in the store. Messages name what was missing or wrong (job,
+/// checkpoint id, chunk id, stream name).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database file could not be created or opened.
+    #[error("cannot open the store file {path}: {source}")]
+    Open {
+        /// The file that was asked for.
+        path: PathBuf,
+        /// What redb reported.
+        #[source]
+        source: redb::DatabaseError,
+    },
+    /// redb failed (I/O error, full disk, corrupted file, ...).
+    #[error("storage error: {0}")]
+    Storage(#[from] redb::Error),
+    /// A chain references a chunk that is no longer stored.
+    #[error(
+        "chunk {chunk} of job `{job}` is missing: it was deleted by retention or by an abort, \
+         so the chain that references it cannot be restored"
+    )]
+    MissingChunk {
+        /// The job the chunk belonged to.
+        job: String,
+        /// The chunk id.
+        chunk: u64,
+    },
+    /// Stored bytes do not decode (checksum mismatch, truncated data, unknown version, ...).
+    #[error("corrupt data in the store: {what}: {detail}")]
+    Corrupt {
+        /// What was being read, e.g. "chunk 7 of job `wc`".
+        what: String,
+        /// What was wrong with it.
+        detail: String,
+    },
+    /// The checkpoint is not in a state that allows the operation (e.g. completing an aborted
+    /// checkpoint, aborting a completed one, writing state for a failed one).
+    #[error("checkpoint {id} of job `{job}` is {status}; cannot {action} it")]
+    InvalidTransition {
+        /// The job.
+        job: String,
+        /// The checkpoint id.
+        id: u64,
+        /// Its recorded status.
+        status: CheckpointStatus,
+        /// What was attempted ("complete", "abort", "write state for", "begin").
+        action: &'static str,
+    },
+    /// A checkpoint id that is not newer than one already used or completed.
+    #[error(
+        "checkpoint {id} of job `{job}` is stale: checkpoint {latest} was already {what}; \
+         checkpoint ids must increase"
+    )]
+    StaleCheckpoint {
+        /// The job.
+        job: String,
+        /// The id that was passed.
+        id: u64,
+        /// The newer id already known.
+        latest: u64,
+        /// "used" or "completed".
+        what: &'static str,
+    },
+    /// The metadata passed to `begin`/`complete`/`abort` does not fit the call.
+    #[error("invalid metadata for checkpoint {id} of job `{job}`: {reason}")]
+    InvalidMeta {
+        /// The job.
+        job: String,
+        /// The checkpoint id.
+        id: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No stream of that name exists.
+    #[error("stream `{name}` does not exist; create it first")]
+    UnknownStream {
+        /// The stream name.
+        name: String,
+    },
+    /// The stream name is not allowed.
+    #[error(
+        "invalid stream name `{name}`: {reason} (allowed: 1 to 128 characters of A-Z a-z 0-9 . _ -, \
+         not starting with '.')"
+    )]
+    InvalidStreamName {
+        /// The rejected name.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A partition count outside 1..=1024.
+    #[error("stream `{name}`: {partitions} partitions is out of range (1 to 1024)")]
+    InvalidPartitionCount {
+        /// The stream name.
+        name: String,
+        /// The rejected count.
+        partitions: u32,
+    },
+    /// `create_stream` for an existing stream with another partition count.
+    #[error(
+        "stream `{name}` already exists with {existing} partitions (asked for {requested}); \
+         the partition count of a stream cannot change"
+    )]
+    StreamExists {
+        /// The stream name.
+        name: String,
+        /// Its partition count.
+        existing: u32,
+        /// The count that was asked for.
+        requested: u32,
+    },
+    /// A partition number that the stream does not have.
+    #[error("stream `{name}` has {partitions} partitions; partition {partition} does not exist")]
+    UnknownPartition {
+        /// The stream name.
+        name: String,
+        /// The partition asked for.
+        partition: u32,
+        /// The stream's partition count.
+        partitions: u32,
+    },
+    /// A value could not be encoded for storage.
+    #[error("cannot encode {what}: {detail}")]
+    Encode {
+        /// What was being encoded.
+        what: String,
+        /// Why it failed.
+        detail: String,
+    },
+    /// A failure injected by [`FaultyStorage`](crate::FaultyStorage) (tests only).
+    #[error("injected failure: {0}")]
+    Injected(String),
+}
+
+macro_rules! from_redb {
+    ($($ty:ty),*) => {
+        $(impl From<$ty> for StoreError {
+            fn from(error: $ty) -> Self {
+                StoreError::Storage(error.into())
+            }
+        })*
+    };
+}
+
+from_redb!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+impl StoreError {
+    pub(crate) fn corrupt(what: impl Into<String>, detail: impl Into<String>) -> Self {
+        StoreError::Corrupt { what: what.into(), detail: detail.into() }
+    }
+}

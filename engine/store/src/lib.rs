@@ -1,0 +1,53 @@
+//! Weir's embedded storage: one redb file (`<data-dir>/weir.redb`) holds checkpoints
+//! (metadata and history), incremental state chunks and the built-in stream log.
+//!
+//! - [`Store`] opens the file; it implements [`CheckpointStorage`], the seam the engine's
+//!   checkpoint coordinator uses, and the stream log ([`Store::append`], [`Store::read`],
+//!   [`Store::stage`], [`Store::commit_staged`], ...).
+//! - State is stored per *scope* (a key group, or a subtask's operator state at
+//!   [`OPERATOR_SCOPE_BASE`]` + subtask`) as a *chain* of chunks: a base followed by increments,
+//!   applied in order (a tombstone deletes). A chain that would grow past
+//!   [`SubtaskWrite::max_chain_length`] is compacted into a new base.
+//! - A checkpoint is recoverable only once [`CheckpointStorage::complete`] stored its manifest
+//!   and the Completed status in one durable transaction. Everything else (`begin`,
+//!   `write_subtask`, `abort`, `stage`) commits without fsync and becomes durable with the next
+//!   durable commit; losing it in a crash never makes an incomplete checkpoint recoverable.
+//! - [`FaultyStorage`] wraps any storage and fails writes at random, for chaos tests.
+//!
+//! ```no_run
+//! use weir_store::{CheckpointStorage, Store};
+//! # fn main() -> Result<(), weir_store::StoreError> {
+//! let store = Store::open(std::path::Path::new("data/weir.redb"))?;
+//! if let Some((meta, manifest)) = store.latest_completed("wordcount")? {
+//!     for (operator, subtasks) in &manifest {
+//!         for (subtask, state) in subtasks {
+//!             for (scope, chain) in &state.chains {
+//!                 let entries = store.read_chain("wordcount", chain)?;
+//!                 println!("{operator}/{subtask} scope {scope}: {} entries (checkpoint {})",
+//!                     entries.len(), meta.id);
+//!             }
+//!         }
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod checkpoint;
+mod codec;
+mod error;
+mod faulty;
+mod storage;
+mod store;
+pub mod stream;
+
+pub use checkpoint::{
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
+    StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
+};
+pub use error::StoreError;
+pub use faulty::FaultyStorage;
+pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
+pub use stream::LogRecord;

@@ -1,0 +1,592 @@
+//! [`CheckpointStorage`] for [`Store`]: chunk writing, chains, compaction, retention and GC.
+
+use std::collections::{BTreeMap, HashSet};
+
+use redb::{Durability, ReadableTable, Table, WriteTransaction};
+
+use crate::checkpoint::{
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState,
+    SubtaskWrite,
+};
+use crate::codec::{ChunkEncoder, decode_chunk, decode_manifest, encode_manifest};
+use crate::error::StoreError;
+use crate::store::{
+    CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID, MANIFESTS,
+    NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
+};
+
+/// Live state while a chain is applied: state name → key → value.
+type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
+    match value {
+        Some(value) => match live.get_mut(state) {
+            Some(keys) => {
+                keys.insert(key.to_vec(), value.to_vec());
+            }
+            None => {
+                live.insert(state.to_owned(), BTreeMap::from([(key.to_vec(), value.to_vec())]));
+            }
+        },
+        None => {
+            if let Some(keys) = live.get_mut(state) {
+                keys.remove(key);
+            }
+        }
+    }
+}
+
+/// Applies the chunks of `chain` in order onto `live`.
+fn apply_chain(
+    chunks: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
+    job: &str,
+    chain: &[u64],
+    live: &mut LiveState,
+) -> Result<(), StoreError> {
+    for &chunk in chain {
+        let bytes = chunks
+            .get((job, chunk))?
+            .ok_or_else(|| StoreError::MissingChunk { job: job.to_owned(), chunk })?;
+        decode_chunk(bytes.value(), |state, key, value| {
+            apply_entry(live, state, key, value);
+        })
+        .map_err(|detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail))?;
+    }
+    Ok(())
+}
+
+/// The chunk tables of one write transaction.
+struct ChunkTables<'txn> {
+    chunks: Table<'txn, (&'static str, u64), &'static [u8]>,
+    index: Table<'txn, (&'static str, u64), (u64, u64)>,
+    owners: Table<'txn, (&'static str, u64, u64), u64>,
+}
+
+impl<'txn> ChunkTables<'txn> {
+    fn open(txn: &'txn WriteTransaction) -> Result<Self, StoreError> {
+        Ok(ChunkTables {
+            chunks: txn.open_table(CHUNKS)?,
+            index: txn.open_table(CHUNK_INDEX)?,
+            owners: txn.open_table(CHUNK_OWNERS)?,
+        })
+    }
+
+    fn size(&self, job: &str, chunk: u64) -> Result<u64, StoreError> {
+        match self.index.get((job, chunk))? {
+            Some(entry) => Ok(entry.value().1),
+            None => Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
+        }
+    }
+
+    fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
+        self.chunks.remove((job, chunk))?;
+        self.index.remove((job, chunk))?;
+        self.owners.remove((job, owner, chunk))?;
+        Ok(())
+    }
+
+    /// Deletes the chunks of `job` owned by checkpoints in `owners` that `keep` does not list.
+    fn collect(
+        &mut self,
+        job: &str,
+        owners: std::ops::RangeInclusive<u64>,
+        keep: &HashSet<u64>,
+        report: &mut GcReport,
+    ) -> Result<(), StoreError> {
+        let mut doomed = Vec::new();
+        for item in self.owners.range((job, *owners.start(), 0)..=(job, *owners.end(), u64::MAX))? {
+            let (key, size) = item?;
+            let (_, owner, chunk) = key.value();
+            if !keep.contains(&chunk) {
+                doomed.push((owner, chunk, size.value()));
+            }
+        }
+        for (owner, chunk, size) in doomed {
+            self.delete(job, owner, chunk)?;
+            report.removed_chunks += 1;
+            report.removed_bytes += size;
+        }
+        Ok(())
+    }
+}
+
+/// Writes chunks for one write transaction, allocating ids from the store counter.
+struct ChunkWriter<'a, 'txn> {
+    tables: &'a mut ChunkTables<'txn>,
+    job: &'a str,
+    owner: u64,
+    next_id: u64,
+    bytes_written: u64,
+}
+
+impl ChunkWriter<'_, '_> {
+    fn write(&mut self, encoded: Vec<Vec<u8>>) -> Result<Vec<u64>, StoreError> {
+        let mut ids = Vec::with_capacity(encoded.len());
+        for bytes in encoded {
+            let id = self.next_id;
+            self.next_id += 1;
+            let size = bytes.len() as u64;
+            self.tables.chunks.insert((self.job, id), bytes.as_slice())?;
+            self.tables.index.insert((self.job, id), (self.owner, size))?;
+            self.tables.owners.insert((self.job, self.owner, id), size)?;
+            self.bytes_written += size;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+}
+
+fn encode_entries<'e>(
+    entries: impl IntoIterator<Item = &'e StateEntry>,
+    max_bytes: usize,
+    live_only: bool,
+) -> Vec<Vec<u8>> {
+    let mut encoder = ChunkEncoder::new(max_bytes);
+    for entry in entries {
+        if live_only && entry.value.is_none() {
+            continue;
+        }
+        encoder.push(&entry.state, &entry.key, entry.value.as_deref());
+    }
+    encoder.finish()
+}
+
+fn encode_live(live: &LiveState, max_bytes: usize) -> Vec<Vec<u8>> {
+    let mut encoder = ChunkEncoder::new(max_bytes);
+    for (state, keys) in live {
+        for (key, value) in keys {
+            encoder.push(state, key, Some(value));
+        }
+    }
+    encoder.finish()
+}
+
+fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
+    let mut table = txn.open_table(JOB_LAST_ID)?;
+    let last = table.get(job)?.map_or(0, |last| last.value());
+    if id > last {
+        table.insert(job, id)?;
+    }
+    Ok(())
+}
+
+fn put_meta(
+    table: &mut Table<'_, (&'static str, u64), &'static [u8]>,
+    meta: &CheckpointMeta,
+) -> Result<(), StoreError> {
+    let bytes = encode_meta(meta)?;
+    table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?;
+    Ok(())
+}
+
+fn decode_stored_manifest(job: &str, id: u64, bytes: &[u8]) -> Result<Manifest, StoreError> {
+    decode_manifest(bytes)
+        .map_err(|detail| StoreError::corrupt(format!("manifest of checkpoint {id} of job `{job}`"), detail))
+}
+
+fn manifest_chunks(manifest: &Manifest) -> impl Iterator<Item = u64> + '_ {
+    manifest
+        .values()
+        .flat_map(|subtasks| subtasks.values())
+        .flat_map(|state| state.chains.values())
+        .flat_map(|chain| chain.iter().copied())
+}
+
+/// Every chunk referenced by a kept manifest of `job`.
+fn kept_chunks(
+    manifests: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
+    job: &str,
+) -> Result<HashSet<u64>, StoreError> {
+    let mut keep = HashSet::new();
+    for item in manifests.range((job, 0)..=(job, u64::MAX))? {
+        let (key, bytes) = item?;
+        let manifest = decode_stored_manifest(job, key.value().1, bytes.value())?;
+        keep.extend(manifest_chunks(&manifest));
+    }
+    Ok(keep)
+}
+
+/// Marks an in-progress checkpoint Failed (if it has a meta row) and drops it from the index.
+fn fail_in_progress(txn: &WriteTransaction, job: &str, id: u64, reason: &str) -> Result<(), StoreError> {
+    txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+    let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+    if let Some(mut meta) = read_meta(&checkpoints, job, id)?
+        && meta.status == CheckpointStatus::InProgress
+    {
+        meta.status = CheckpointStatus::Failed;
+        meta.failure = Some(reason.to_owned());
+        meta.retained = false;
+        let end = now_ms();
+        meta.end_time_ms = Some(end);
+        meta.duration_ms = Some(end.saturating_sub(meta.trigger_time_ms) as f64);
+        put_meta(&mut checkpoints, &meta)?;
+    }
+    Ok(())
+}
+
+fn in_progress_ids(
+    txn: &WriteTransaction,
+    job: &str,
+    ids_in: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<u64>, StoreError> {
+    let table = txn.open_table(IN_PROGRESS)?;
+    let mut ids = Vec::new();
+    for item in table.range((job, *ids_in.start())..=(job, *ids_in.end()))? {
+        ids.push(item?.0.value().1);
+    }
+    Ok(ids)
+}
+
+impl CheckpointStorage for Store {
+    fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
+        let job = meta.job.as_str();
+        if meta.status != CheckpointStatus::InProgress {
+            return Err(StoreError::InvalidMeta {
+                job: job.to_owned(),
+                id: meta.id,
+                reason: format!("begin needs status in progress, not {}", meta.status),
+            });
+        }
+        let txn = self.write_txn(Durability::None)?;
+        {
+            let last = txn.open_table(JOB_LAST_ID)?.get(job)?.map_or(0, |v| v.value());
+            if meta.id < last {
+                return Err(StoreError::StaleCheckpoint {
+                    job: job.to_owned(),
+                    id: meta.id,
+                    latest: last,
+                    what: "used",
+                });
+            }
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            if let Some(existing) = read_meta(&checkpoints, job, meta.id)? {
+                return Err(StoreError::InvalidTransition {
+                    job: job.to_owned(),
+                    id: meta.id,
+                    status: existing.status,
+                    action: "begin",
+                });
+            }
+            let mut stored = meta.clone();
+            stored.retained = false;
+            put_meta(&mut checkpoints, &stored)?;
+            txn.open_table(IN_PROGRESS)?.insert((job, meta.id), ())?;
+        }
+        bump_last_id(&txn, job, meta.id)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        let job = write.job.as_str();
+        let max_chain = write.max_chain_length.max(1);
+        let txn = self.write_txn(Durability::None)?;
+        let state = {
+            if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, write.checkpoint)?
+                && meta.status != CheckpointStatus::InProgress
+            {
+                return Err(StoreError::InvalidTransition {
+                    job: job.to_owned(),
+                    id: write.checkpoint,
+                    status: meta.status,
+                    action: "write state for",
+                });
+            }
+            let mut tables = ChunkTables::open(&txn)?;
+            let mut chains = if write.full {
+                BTreeMap::new()
+            } else {
+                for &chunk in write.previous.values().flatten() {
+                    tables.size(job, chunk)?;
+                }
+                write.previous
+            };
+            // One entry list per scope, in the order given.
+            let mut scopes: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
+            for delta in write.scopes {
+                scopes.entry(delta.scope).or_default().extend(delta.entries);
+            }
+            let mut counters = txn.open_table(COUNTERS)?;
+            let next_id = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
+            let mut writer =
+                ChunkWriter { tables: &mut tables, job, owner: write.checkpoint, next_id, bytes_written: 0 };
+            let mut compactions = 0;
+            for (scope, entries) in scopes {
+                if write.full {
+                    let ids = writer.write(encode_entries(&entries, self.max_chunk_bytes, true))?;
+                    if !ids.is_empty() {
+                        chains.insert(scope, ids);
+                    }
+                    continue;
+                }
+                if entries.is_empty() {
+                    continue;
+                }
+                let chain = chains.entry(scope).or_default();
+                let delta = encode_entries(&entries, self.max_chunk_bytes, false);
+                let new_len = chain.len() + delta.len();
+                let mut compacted = false;
+                if new_len > max_chain {
+                    let mut live = LiveState::new();
+                    apply_chain(&writer.tables.chunks, job, chain, &mut live)?;
+                    for entry in &entries {
+                        apply_entry(&mut live, &entry.state, &entry.key, entry.value.as_deref());
+                    }
+                    let base = encode_live(&live, self.max_chunk_bytes);
+                    // A base that is not shorter than the chain would not help; skip it.
+                    if base.len() < new_len {
+                        *chain = writer.write(base)?;
+                        compactions += 1;
+                        compacted = true;
+                    }
+                }
+                if !compacted {
+                    let ids = writer.write(delta)?;
+                    chain.extend(ids);
+                }
+                if chain.is_empty() {
+                    chains.remove(&scope);
+                }
+            }
+            counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
+            SubtaskState { chains, blob: write.blob, bytes_written: writer.bytes_written, compactions }
+        };
+        bump_last_id(&txn, job, write.checkpoint)?;
+        txn.commit()?;
+        Ok(state)
+    }
+
+    fn complete(
+        &self,
+        meta: &CheckpointMeta,
+        manifest: &Manifest,
+        retain: usize,
+    ) -> Result<GcReport, StoreError> {
+        let job = meta.job.as_str();
+        let id = meta.id;
+        if meta.status != CheckpointStatus::Completed {
+            return Err(StoreError::InvalidMeta {
+                job: job.to_owned(),
+                id,
+                reason: format!("complete needs status completed, not {}", meta.status),
+            });
+        }
+        let mut report = GcReport::default();
+        let txn = self.write_txn(Durability::Immediate)?;
+        {
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            if let Some(existing) = read_meta(&checkpoints, job, id)?
+                && existing.status != CheckpointStatus::InProgress
+            {
+                return Err(StoreError::InvalidTransition {
+                    job: job.to_owned(),
+                    id,
+                    status: existing.status,
+                    action: "complete",
+                });
+            }
+            let mut manifests = txn.open_table(MANIFESTS)?;
+            if let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() {
+                let latest = last?.0.value().1;
+                if latest >= id {
+                    return Err(StoreError::StaleCheckpoint {
+                        job: job.to_owned(),
+                        id,
+                        latest,
+                        what: "completed",
+                    });
+                }
+            }
+            let mut tables = ChunkTables::open(&txn)?;
+
+            // The stored meta: sizes computed from the chunk index (this also checks that
+            // every referenced chunk exists).
+            let mut stored = meta.clone();
+            stored.retained = true;
+            stored.failure = None;
+            let mut seen = HashSet::new();
+            stored.full_size = 0;
+            for chunk in manifest_chunks(manifest) {
+                let size = tables.size(job, chunk)?;
+                if seen.insert(chunk) {
+                    stored.full_size += size;
+                }
+            }
+            for stats in &mut stored.subtasks {
+                let mut bytes = 0;
+                if let Some(state) =
+                    manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask))
+                {
+                    for &chunk in state.chains.values().flatten() {
+                        bytes += tables.size(job, chunk)?;
+                    }
+                }
+                stats.full_state_bytes = bytes;
+            }
+            put_meta(&mut checkpoints, &stored)?;
+            drop(checkpoints);
+            manifests.insert((job, id), encode_manifest(manifest).as_slice())?;
+            txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+
+            // Older checkpoints still in progress can no longer complete.
+            let older_ids = match id.checked_sub(1) {
+                Some(below) => in_progress_ids(&txn, job, 0..=below)?,
+                None => Vec::new(),
+            };
+            for older in older_ids {
+                fail_in_progress(&txn, job, older, &format!("subsumed by completed checkpoint {id}"))?;
+            }
+
+            // Retention: keep the newest `retain` manifests.
+            let mut ids = Vec::new();
+            for item in manifests.range((job, 0)..=(job, u64::MAX))? {
+                ids.push(item?.0.value().1);
+            }
+            let keep_from = ids.len().saturating_sub(retain.max(1));
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            for &old in &ids[..keep_from] {
+                manifests.remove((job, old))?;
+                if let Some(mut old_meta) = read_meta(&checkpoints, job, old)? {
+                    old_meta.retained = false;
+                    put_meta(&mut checkpoints, &old_meta)?;
+                }
+                report.removed_checkpoints.push(old);
+            }
+
+            // GC: chunks owned by checkpoints up to this one that no kept manifest references.
+            let keep = kept_chunks(&manifests, job)?;
+            tables.collect(job, 0..=id, &keep, &mut report)?;
+        }
+        bump_last_id(&txn, job, id)?;
+        txn.commit()?;
+        Ok(report)
+    }
+
+    fn abort(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
+        let job = meta.job.as_str();
+        let id = meta.id;
+        let txn = self.write_txn(Durability::None)?;
+        {
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            if let Some(existing) = read_meta(&checkpoints, job, id)?
+                && existing.status == CheckpointStatus::Completed
+            {
+                return Err(StoreError::InvalidTransition {
+                    job: job.to_owned(),
+                    id,
+                    status: existing.status,
+                    action: "abort",
+                });
+            }
+            let mut stored = meta.clone();
+            stored.status = CheckpointStatus::Failed;
+            stored.retained = false;
+            if stored.failure.is_none() {
+                stored.failure = Some("aborted".to_owned());
+            }
+            if stored.end_time_ms.is_none() {
+                let end = now_ms();
+                stored.end_time_ms = Some(end);
+                stored.duration_ms = Some(end.saturating_sub(stored.trigger_time_ms) as f64);
+            }
+            put_meta(&mut checkpoints, &stored)?;
+            txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+            let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
+            let mut tables = ChunkTables::open(&txn)?;
+            tables.collect(job, id..=id, &keep, &mut GcReport::default())?;
+        }
+        bump_last_id(&txn, job, id)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn latest_completed(&self, job: &str) -> Result<Option<(CheckpointMeta, Manifest)>, StoreError> {
+        let txn = self.read_txn()?;
+        let manifests = txn.open_table(MANIFESTS)?;
+        let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() else {
+            return Ok(None);
+        };
+        let (key, bytes) = last?;
+        let id = key.value().1;
+        let manifest = decode_stored_manifest(job, id, bytes.value())?;
+        let meta = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)?.ok_or_else(|| {
+            StoreError::corrupt(
+                format!("checkpoint {id} of job `{job}`"),
+                "a manifest is stored but the checkpoint's metadata is missing",
+            )
+        })?;
+        Ok(Some((meta, manifest)))
+    }
+
+    fn checkpoint(
+        &self,
+        job: &str,
+        id: u64,
+    ) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError> {
+        let txn = self.read_txn()?;
+        let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)? else {
+            return Ok(None);
+        };
+        let manifest = match txn.open_table(MANIFESTS)?.get((job, id))? {
+            Some(bytes) => Some(decode_stored_manifest(job, id, bytes.value())?),
+            None => None,
+        };
+        Ok(Some((meta, manifest)))
+    }
+
+    fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
+        let txn = self.read_txn()?;
+        let chunks = txn.open_table(CHUNKS)?;
+        let mut live = LiveState::new();
+        apply_chain(&chunks, job, chain, &mut live)?;
+        let mut entries = Vec::new();
+        for (state, keys) in live {
+            for (key, value) in keys {
+                entries.push(StateEntry { state: state.clone(), key, value: Some(value) });
+            }
+        }
+        Ok(entries)
+    }
+
+    fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        let txn = self.read_txn()?;
+        let checkpoints = txn.open_table(CHECKPOINTS)?;
+        let mut metas = Vec::new();
+        for item in checkpoints.range((job, 0)..=(job, u64::MAX))? {
+            let (key, bytes) = item?;
+            metas.push(crate::store::decode_meta(job, key.value().1, bytes.value())?);
+        }
+        Ok(metas)
+    }
+
+    fn last_checkpoint_id(&self, job: &str) -> Result<u64, StoreError> {
+        let txn = self.read_txn()?;
+        let last = txn.open_table(JOB_LAST_ID)?.get(job)?.map_or(0, |v| v.value());
+        Ok(last)
+    }
+
+    fn recover(&self, job: &str) -> Result<(), StoreError> {
+        let txn = self.write_txn(Durability::Immediate)?;
+        for id in in_progress_ids(&txn, job, 0..=u64::MAX)? {
+            fail_in_progress(&txn, job, id, "interrupted: the job restarted")?;
+        }
+        {
+            let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
+            let mut tables = ChunkTables::open(&txn)?;
+            tables.collect(job, 0..=u64::MAX, &keep, &mut GcReport::default())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
+        let txn = self.read_txn()?;
+        let index = txn.open_table(CHUNK_INDEX)?;
+        let (mut bytes, mut count) = (0, 0);
+        for item in index.range((job, 0)..=(job, u64::MAX))? {
+            bytes += item?.1.value().1;
+            count += 1;
+        }
+        Ok((bytes, count))
+    }
+}
