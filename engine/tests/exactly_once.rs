@@ -75,36 +75,8 @@ fn expected_state(keys: u64, reset: u64) -> BTreeMap<u64, u64> {
     per_key(keys).into_iter().map(|(k, n)| (k, n % reset)).filter(|(_, c)| *c > 0).collect()
 }
 
-fn u64_of(v: &rmpv::Value) -> Option<u64> {
-    v.as_u64()
-}
-
-/// The live "counts" entries of operator `node` in the job's final checkpoint.
 fn final_state(store: &Store, node: &str) -> Result<BTreeMap<u64, u64>, String> {
-    let (meta, manifest) = store.latest_completed(JOB).map_err(|e| e.to_string())?.ok_or("no checkpoint")?;
-    if !meta.is_final {
-        return Err(format!("the latest checkpoint {} is not the final one", meta.id));
-    }
-    let mut state = BTreeMap::new();
-    for sub in manifest.get(node).ok_or(format!("no state of {node}"))?.values() {
-        for chain in sub.chains.values() {
-            for e in store.read_chain(JOB, chain).map_err(|e| e.to_string())? {
-                let key = rmpv::decode::read_value(&mut &e.key[..]).map_err(|e| e.to_string())?;
-                let value = e.value.ok_or("a tombstone among live entries")?;
-                let value = rmpv::decode::read_value(&mut &value[..]).map_err(|e| e.to_string())?;
-                let count = value
-                    .as_map()
-                    .and_then(|m| m.iter().find(|(k, _)| k.as_str() == Some("count")))
-                    .and_then(|(_, v)| u64_of(v))
-                    .ok_or(format!("bad state value {value}"))?;
-                let key = u64_of(&key).ok_or(format!("bad key {key}"))?;
-                if state.insert(key, count).is_some() {
-                    return Err(format!("{node}: key {key} restored twice"));
-                }
-            }
-        }
-    }
-    Ok(state)
+    common::final_counts(store, JOB, node)
 }
 
 /// Checks the committed output and the final state against the reference.

@@ -227,7 +227,7 @@ mod tests {
             let mut processed: BTreeSet<u64> = BTreeSet::new();
             let mut snapshots: Vec<BTreeSet<u64>> = Vec::new();
             let mut ended = 0;
-            let mut consume = |gate: &mut InputGate, aligner: &mut Aligner, processed: &mut BTreeSet<u64>,
+            let consume = |gate: &mut InputGate, aligner: &mut Aligner, processed: &mut BTreeSet<u64>,
                                snapshots: &mut Vec<BTreeSet<u64>>, ended: &mut usize| -> bool {
                 let Some(Some(next)) = gate.next().now_or_never() else { return false };
                 let (ch, msg) = next.expect("no upstream failure");

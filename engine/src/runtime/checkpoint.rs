@@ -155,27 +155,45 @@ impl TaskState {
 pub struct WriteRequest {
     /// Checkpoint id.
     pub id: u64,
-    /// The guest's delta (operators) — full or incremental.
+    /// The guest's changes since its previous snapshot (operators).
     pub delta: Option<StateDelta>,
-    /// Whether `delta` is a full snapshot.
-    pub full: bool,
     /// The task's other state.
     pub state: TaskState,
     /// Statistics of the sync part (the writer adds the async duration and sizes).
     pub stats: SubtaskStats,
 }
 
+#[derive(Debug)]
+enum WriterMessage {
+    Write(Box<WriteRequest>),
+    Completed(u64),
+}
+
 /// Where a task sends its snapshots: a queue to its own writer task, which stores them in
-/// order (so each increment builds on the previous one) without blocking the task.
+/// order without blocking the task.
+///
+/// The writer keeps the guest's deltas since the last *completed* checkpoint and writes,
+/// for checkpoint `n`, the chains of that completed checkpoint plus all of them merged. So
+/// a checkpoint that fails or is aborted (whatever the timing of the abort) loses nothing:
+/// its changes go out again with the next one, and no chain ever builds on chunks that an
+/// abort deleted. The task forwards completions ([`SnapshotWriter::completed`]) in order
+/// with its snapshots.
 #[derive(Debug, Clone)]
 pub struct SnapshotWriter {
-    tx: mpsc::UnboundedSender<WriteRequest>,
+    tx: mpsc::UnboundedSender<WriterMessage>,
 }
 
 impl SnapshotWriter {
     /// Queues a snapshot. Fails only if the writer is gone (its task failed).
     pub fn send(&self, request: WriteRequest) -> Result<(), TaskError> {
-        self.tx.send(request).map_err(|_| TaskError::Storage("the snapshot writer stopped".into()))
+        self.tx
+            .send(WriterMessage::Write(Box::new(request)))
+            .map_err(|_| TaskError::Storage("the snapshot writer stopped".into()))
+    }
+
+    /// Checkpoint `id` completed: its chains become the base of later writes.
+    pub fn completed(&self, id: u64) {
+        let _ = self.tx.send(WriterMessage::Completed(id));
     }
 }
 
@@ -203,58 +221,83 @@ pub struct WriterConfig {
     pub faults: Option<Arc<FaultInjector>>,
 }
 
+type Changes = BTreeMap<u32, BTreeMap<(String, Vec<u8>), Option<Vec<u8>>>>;
+
 /// Creates a writer; the returned future is the writer task (it ends when every
 /// [`SnapshotWriter`] is dropped, or fails on an injected fault).
 pub fn snapshot_writer(
     config: WriterConfig,
 ) -> (SnapshotWriter, impl Future<Output = Result<(), TaskError>> + Send + 'static) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<WriteRequest>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<WriterMessage>();
     let fut = async move {
-        let mut previous = config.previous;
-        let config = Arc::new(WriterShared {
+        // The chains of the last completed checkpoint, and the deltas taken since.
+        let mut base = config.previous;
+        let mut deltas: Vec<(u64, Vec<ScopeDelta>)> = Vec::new();
+        let mut written: BTreeMap<u64, BTreeMap<u32, Vec<u64>>> = BTreeMap::new();
+        let shared = Arc::new(WriterShared {
             job: config.job,
             operator: config.operator,
             subtask: config.subtask,
-            task: config.task,
-            max_parallelism: config.max_parallelism,
             max_chain_length: config.max_chain_length,
             storage: config.storage,
-            coordinator: config.coordinator,
-            faults: config.faults,
         });
-        while let Some(request) = rx.recv().await {
+        while let Some(message) = rx.recv().await {
+            let request = match message {
+                WriterMessage::Completed(id) => {
+                    if let Some(chains) = written.remove(&id) {
+                        base = chains;
+                        deltas.retain(|(k, _)| *k > id);
+                    }
+                    written.retain(|k, _| *k > id);
+                    continue;
+                }
+                WriterMessage::Write(r) => *r,
+            };
             let id = request.id;
             if let Some(f) = &config.faults {
                 f.hit(FaultPoint::AsyncWrite)?;
             }
             let started = Instant::now();
-            let shared = config.clone();
-            let prev = previous.clone();
+            if let Some(d) = &request.delta {
+                match split_into_scopes(d, config.max_parallelism, config.subtask) {
+                    Ok(scopes) => deltas.push((id, scopes)),
+                    Err(reason) => {
+                        let _ = config.coordinator.send(ToCoordinator::Decline {
+                            id,
+                            task: config.task,
+                            reason: format!(
+                                "{}/{}: malformed snapshot: {reason}",
+                                shared.operator, shared.subtask
+                            ),
+                        });
+                        return Err(TaskError::Storage(format!("malformed snapshot: {reason}")));
+                    }
+                }
+            }
+            let scopes = merge(&deltas);
+            let shared2 = shared.clone();
+            let previous = base.clone();
+            let blob = request.state.encode();
             let mut stats = request.stats;
             let result = tokio::task::spawn_blocking(move || {
-                let scopes = match &request.delta {
-                    Some(d) => split_into_scopes(d, shared.max_parallelism, shared.subtask)?,
-                    None => Vec::new(),
-                };
-                let write = SubtaskWrite {
-                    job: shared.job.clone(),
-                    checkpoint: request.id,
-                    operator: shared.operator.clone(),
-                    subtask: shared.subtask,
-                    full: request.full,
+                shared2.storage.write_subtask(SubtaskWrite {
+                    job: shared2.job.clone(),
+                    checkpoint: id,
+                    operator: shared2.operator.clone(),
+                    subtask: shared2.subtask,
+                    full: false,
                     scopes,
-                    previous: prev,
-                    blob: request.state.encode(),
-                    max_chain_length: shared.max_chain_length,
-                };
-                shared.storage.write_subtask(write).map_err(|e| e.to_string())
+                    previous,
+                    blob,
+                    max_chain_length: shared2.max_chain_length,
+                })
             })
             .await
             .map_err(|e| format!("snapshot write panicked: {e}"))
-            .and_then(|r| r);
+            .and_then(|r| r.map_err(|e| e.to_string()));
             match result {
                 Ok(state) => {
-                    previous = state.chains.clone();
+                    written.insert(id, state.chains.clone());
                     stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
                     stats.state_bytes = state.bytes_written;
                     stats.ack_time_ms = unix_ms();
@@ -265,7 +308,7 @@ pub fn snapshot_writer(
                     let _ = config.coordinator.send(ToCoordinator::Decline {
                         id,
                         task: config.task,
-                        reason: format!("{}/{}: {reason}", config.operator, config.subtask),
+                        reason: format!("{}/{}: {reason}", shared.operator, shared.subtask),
                     });
                 }
             }
@@ -275,16 +318,35 @@ pub fn snapshot_writer(
     (SnapshotWriter { tx }, fut)
 }
 
+/// Merges deltas in order (a later change of a key wins) into one delta per scope.
+fn merge(deltas: &[(u64, Vec<ScopeDelta>)]) -> Vec<ScopeDelta> {
+    if let [(_, only)] = deltas {
+        return only.clone();
+    }
+    let mut changes: Changes = BTreeMap::new();
+    for (_, scopes) in deltas {
+        for scope in scopes {
+            let m = changes.entry(scope.scope).or_default();
+            for e in &scope.entries {
+                m.insert((e.state.clone(), e.key.clone()), e.value.clone());
+            }
+        }
+    }
+    changes
+        .into_iter()
+        .map(|(scope, m)| ScopeDelta {
+            scope,
+            entries: m.into_iter().map(|((state, key), value)| StateEntry { state, key, value }).collect(),
+        })
+        .collect()
+}
+
 struct WriterShared {
     job: String,
     operator: String,
     subtask: u32,
-    task: usize,
-    max_parallelism: u32,
     max_chain_length: usize,
     storage: Arc<dyn CheckpointStorage>,
-    coordinator: mpsc::UnboundedSender<ToCoordinator>,
-    faults: Option<Arc<FaultInjector>>,
 }
 
 /// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
@@ -481,8 +543,18 @@ impl Coordinator {
                                     Ok(meta) => {
                                         consecutive_failures = 0;
                                         last_end = Instant::now();
-                                        for c in &self.controls {
-                                            let _ = c.send(Control::Completed(id));
+                                        // Sources last: after the final checkpoint they end
+                                        // the stream, and every other task must have the
+                                        // news by the time the end reaches it.
+                                        for (c, t) in self.controls.iter().zip(&self.tasks) {
+                                            if !t.is_source {
+                                                let _ = c.send(Control::Completed(id));
+                                            }
+                                        }
+                                        for (c, t) in self.controls.iter().zip(&self.tasks) {
+                                            if t.is_source {
+                                                let _ = c.send(Control::Completed(id));
+                                            }
                                         }
                                         if let Some(f) = &self.faults {
                                             f.arm();

@@ -51,6 +51,16 @@ pub struct Checkpointing {
 }
 
 impl Checkpointing {
+    /// Handles pending control messages of an operator: completions go to the writer, in
+    /// order with the snapshots.
+    fn drain_control(&mut self) {
+        while let Ok(control) = self.control.try_recv() {
+            if let Control::Completed(id) = control {
+                self.writer.completed(id);
+            }
+        }
+    }
+
     fn hit(&self, point: FaultPoint) -> Result<(), TaskError> {
         match &self.faults {
             Some(f) => f.hit(point),
@@ -178,13 +188,16 @@ async fn source_control(
             };
             let stats = c.stats(None, triggered, started);
             output.broadcast(Message::Barrier(Barrier { id, triggered, is_final })).await?;
-            c.writer.send(WriteRequest { id, delta: None, full: false, state, stats })?;
+            c.writer.send(WriteRequest { id, delta: None, state, stats })?;
             if is_final {
                 c.final_id = Some(id);
             }
             Ok(false)
         }
-        Control::Completed(id) => Ok(c.final_id == Some(id)),
+        Control::Completed(id) => {
+            c.writer.completed(id);
+            Ok(c.final_id == Some(id))
+        }
         Control::Aborted(_) => Ok(false),
     }
 }
@@ -210,15 +223,10 @@ pub async fn run_operator(
         }
     }
     let mut aligner = Aligner::new(gate.len());
-    let mut force_full = false;
     while let Some(next) = gate.next().await {
         let (channel, message) = next?;
         if let Some(c) = &mut checkpointing {
-            while let Ok(control) = c.control.try_recv() {
-                if let Control::Aborted(_) = control {
-                    force_full = true;
-                }
-            }
+            c.drain_control();
         }
         let mut aligned = None;
         let advanced = match message {
@@ -258,14 +266,10 @@ pub async fn run_operator(
         }
         if let (Some(a), Some(c)) = (aligned, &mut checkpointing) {
             // Aligned: snapshot, then forward the barrier — never before the snapshot.
-            while let Ok(control) = c.control.try_recv() {
-                if let Control::Aborted(_) = control {
-                    force_full = true;
-                }
-            }
+            c.drain_control();
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
-            let delta = instance.snapshot(a.barrier.id, force_full).await?;
+            let delta = instance.snapshot(a.barrier.id, false).await?;
             let state = TaskState {
                 watermarks: watermarks.channels().to_vec(),
                 timers: instance.timers().iter().cloned().collect(),
@@ -273,14 +277,7 @@ pub async fn run_operator(
             };
             let stats = c.stats(Some(&a), a.barrier.triggered, started);
             output.broadcast(Message::Barrier(a.barrier)).await?;
-            c.writer.send(WriteRequest {
-                id: a.barrier.id,
-                delta: Some(delta),
-                full: force_full,
-                state,
-                stats,
-            })?;
-            force_full = false;
+            c.writer.send(WriteRequest { id: a.barrier.id, delta: Some(delta), state, stats })?;
         }
     }
     output.broadcast(Message::EndOfStream).await?;
@@ -306,7 +303,10 @@ pub async fn run_sink(
                     biased;
                     control = c.control.recv() => {
                         match control {
-                            Some(Control::Completed(id)) => commit_upto(&mut *sink, &mut pending, id)?,
+                            Some(Control::Completed(id)) => {
+                                c.writer.completed(id);
+                                commit_upto(&mut *sink, &mut pending, id)?
+                            }
                             Some(_) => {}
                             None => c.control_closed = true,
                         }
@@ -345,15 +345,24 @@ pub async fn run_sink(
             }
             let state = TaskState { sink_pending: pending.clone(), ..TaskState::default() };
             let stats = c.stats(Some(&a), a.barrier.triggered, started);
-            c.writer.send(WriteRequest { id: a.barrier.id, delta: None, full: false, state, stats })?;
+            c.writer.send(WriteRequest { id: a.barrier.id, delta: None, state, stats })?;
         }
     }
     if let Some(c) = &mut checkpointing {
-        // The final checkpoint completed before end-of-stream was sent; commit what it covers.
+        // The final checkpoint completed before end-of-stream was sent (the coordinator told
+        // this task before the sources); commit what it covers.
         while let Ok(control) = c.control.try_recv() {
             if let Control::Completed(id) = control {
                 commit_upto(&mut *sink, &mut pending, id)?;
             }
+        }
+        if !pending.is_empty() {
+            return Err(TaskError::Storage(format!(
+                "{}/{}: the input ended with {} transaction(s) not committed by a checkpoint",
+                c.node,
+                c.subtask,
+                pending.len()
+            )));
         }
     }
     sink.close()?;

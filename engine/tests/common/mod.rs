@@ -110,3 +110,50 @@ pub fn read_committed(dir: &Path) -> Vec<serde_json::Value> {
     }
     out
 }
+
+/// The live entries of operator `node`'s keyed state in the job's latest completed
+/// checkpoint (which must be the final one), keys and values decoded from MessagePack.
+pub fn final_state(
+    store: &weir_store::Store,
+    job: &str,
+    node: &str,
+) -> Result<Vec<(rmpv::Value, rmpv::Value)>, String> {
+    use weir_store::CheckpointStorage as _;
+    let (meta, manifest) = store.latest_completed(job).map_err(|e| e.to_string())?.ok_or("no checkpoint")?;
+    if !meta.is_final {
+        return Err(format!("the latest checkpoint {} is not the final one", meta.id));
+    }
+    let mut state = Vec::new();
+    for sub in manifest.get(node).ok_or(format!("no state of {node}"))?.values() {
+        for chain in sub.chains.values() {
+            for e in store.read_chain(job, chain).map_err(|e| e.to_string())? {
+                let key = rmpv::decode::read_value(&mut &e.key[..]).map_err(|e| e.to_string())?;
+                let value = e.value.ok_or("a tombstone among live entries")?;
+                let value = rmpv::decode::read_value(&mut &value[..]).map_err(|e| e.to_string())?;
+                state.push((key, value));
+            }
+        }
+    }
+    Ok(state)
+}
+
+/// The counter guest's final counts per u64 key.
+pub fn final_counts(
+    store: &weir_store::Store,
+    job: &str,
+    node: &str,
+) -> Result<std::collections::BTreeMap<u64, u64>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (key, value) in final_state(store, job, node)? {
+        let count = value
+            .as_map()
+            .and_then(|m| m.iter().find(|(k, _)| k.as_str() == Some("count")))
+            .and_then(|(_, v)| v.as_u64())
+            .ok_or(format!("bad state value {value}"))?;
+        let key = key.as_u64().ok_or(format!("bad key {key}"))?;
+        if out.insert(key, count).is_some() {
+            return Err(format!("{node}: key {key} twice"));
+        }
+    }
+    Ok(out)
+}
