@@ -14,7 +14,7 @@ const GUESTS: &[(&str, &str, bool)] = &[
     ("weir-example-nexmark-q2", "nexmark-q2", true),
     ("weir-example-tumbling-window", "tumbling-window", true),
     ("weir-test-faulty", "faulty", false),
-    ("weir-test-counter", "counter", false),
+    ("weir-test-counter", "counter", true),
     ("weir-test-other-world", "other-world", false),
 ];
 

@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod builtin;
+pub mod checkpoint_bench;
 pub mod connectors;
 pub mod guest;
 pub mod modules;

@@ -20,6 +20,12 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Suite {
+    Nexmark,
+    Checkpoints,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Runs a job file to completion on this machine and prints a summary. The job is
@@ -43,14 +49,37 @@ enum Command {
     },
     /// Runs the bundled demo jobs (word count and Nexmark q1) and shows their results.
     Demo,
-    /// Measures Nexmark q1/q2 records per second per core, Wasm versus native.
+    /// Benchmarks: `nexmark` (q1/q2 records per second per core, Wasm versus native) or
+    /// `checkpoints` (throughput with and without checkpoints, checkpoint size and duration,
+    /// incremental bytes written, restore speed).
     Bench {
-        /// Bids per measured pass.
+        /// Which benchmark.
+        #[arg(value_enum, default_value_t = Suite::Nexmark)]
+        suite: Suite,
+        /// nexmark: bids per measured pass.
         #[arg(long, default_value_t = 65_536)]
         records: usize,
-        /// Minimum seconds per measurement.
+        /// nexmark: minimum seconds per measurement.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// checkpoints: records of the throughput job.
+        #[arg(long, default_value_t = 20_000_000)]
+        job_records: u64,
+        /// checkpoints: distinct keys of the throughput job.
+        #[arg(long, default_value_t = 100_000)]
+        job_keys: u64,
+        /// checkpoints: runs of each throughput variant.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// checkpoints: key counts for size and duration vs state size.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,500000")]
+        state_keys: Vec<u64>,
+        /// checkpoints: keys of the incremental benchmark (1 GiB of state at 1 KiB values).
+        #[arg(long, default_value_t = 1_000_000)]
+        incremental_keys: u64,
+        /// checkpoints: bytes per state value.
+        #[arg(long, default_value_t = 1000)]
+        value_bytes: usize,
     },
 }
 
@@ -76,7 +105,35 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Checkpoints { job_id } => checkpoints(&cli.data_dir, &job_id)?,
             Command::Demo => demo(host, &cli.data_dir).await?,
-            Command::Bench { records, seconds } => bench(&host, records, seconds).await?,
+            Command::Bench {
+                suite: Suite::Nexmark,
+                records,
+                seconds,
+                ..
+            } => bench(&host, records, seconds).await?,
+            Command::Bench {
+                suite: Suite::Checkpoints,
+                job_records,
+                job_keys,
+                runs,
+                state_keys,
+                incremental_keys,
+                value_bytes,
+                ..
+            } => {
+                let dir = cli.data_dir.join("bench");
+                let options = weir::checkpoint_bench::CheckpointBenchOptions {
+                    records: job_records,
+                    keys: job_keys,
+                    runs: runs.max(1),
+                    state_keys,
+                    incremental_keys,
+                    value_bytes,
+                    dir: dir.clone(),
+                };
+                weir::checkpoint_bench::run_and_print(&host, &options).await?;
+                let _ = std::fs::remove_dir_all(&dir);
+            }
         }
         Ok(())
     })

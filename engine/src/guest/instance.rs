@@ -78,6 +78,10 @@ impl OperatorInstance {
         let state = HostState::new(format!("{operator}/{subtask}"), store_limits, max_ticks);
         let mut store = Store::new(module.component().engine(), state);
         store.limiter(|s| &mut s.limits);
+        // Data a guest hands over in one call (a batch, a snapshot) lives in its memory, so
+        // the memory limit already bounds it; wasmtime's default cap (128 MiB) would trap
+        // the snapshot of a larger state.
+        store.set_hostcall_fuel(limits.memory_bytes.max(128 << 20));
         store.epoch_deadline_callback(|mut ctx| {
             let s = ctx.data_mut();
             s.ticks_in_call += 1;

@@ -134,6 +134,11 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
             c.retained
         )));
     }
+    if c.max_concurrent > 1 && c.retained < 2 {
+        return Err(PlanError::Settings(
+            "checkpoint.max_concurrent above 1 needs checkpoint.retained of at least 2 (a checkpoint in flight may build on the one before the latest)".into(),
+        ));
+    }
     if c.max_chain_length == 0 || c.max_chain_length > 1000 {
         return Err(PlanError::Settings(format!(
             "checkpoint.max_chain_length must be between 1 and 1000, got {}",

@@ -232,7 +232,7 @@ pub fn snapshot_writer(
     let fut = async move {
         // The chains of the last completed checkpoint, and the deltas taken since.
         let mut base = config.previous;
-        let mut deltas: Vec<(u64, Vec<ScopeDelta>)> = Vec::new();
+        let mut deltas: Vec<(u64, Arc<Vec<ScopeDelta>>)> = Vec::new();
         let mut written: BTreeMap<u64, BTreeMap<u32, Vec<u64>>> = BTreeMap::new();
         let shared = Arc::new(WriterShared {
             job: config.job,
@@ -258,51 +258,66 @@ pub fn snapshot_writer(
                 f.hit(FaultPoint::AsyncWrite)?;
             }
             let started = Instant::now();
-            if let Some(d) = &request.delta {
-                match split_into_scopes(d, config.max_parallelism, config.subtask) {
-                    Ok(scopes) => deltas.push((id, scopes)),
-                    Err(reason) => {
-                        let _ = config.coordinator.send(ToCoordinator::Decline {
-                            id,
-                            task: config.task,
-                            reason: format!(
-                                "{}/{}: malformed snapshot: {reason}",
-                                shared.operator, shared.subtask
-                            ),
-                        });
-                        return Err(TaskError::Storage(format!("malformed snapshot: {reason}")));
-                    }
-                }
-            }
-            let scopes = merge(&deltas);
             let shared2 = shared.clone();
             let previous = base.clone();
-            let blob = request.state.encode();
-            let mut stats = request.stats;
+            let earlier: Vec<Arc<Vec<ScopeDelta>>> = deltas.iter().map(|(_, d)| d.clone()).collect();
+            let WriteRequest { delta, state, mut stats, .. } = request;
+            let (max_parallelism, subtask) = (config.max_parallelism, config.subtask);
+            // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
+            // blocking pool, off the threads that process records.
             let result = tokio::task::spawn_blocking(move || {
-                shared2.storage.write_subtask(SubtaskWrite {
-                    job: shared2.job.clone(),
-                    checkpoint: id,
-                    operator: shared2.operator.clone(),
-                    subtask: shared2.subtask,
-                    full: false,
-                    scopes,
-                    previous,
-                    blob,
-                    max_chain_length: shared2.max_chain_length,
-                })
+                let split = match &delta {
+                    Some(d) => Some(Arc::new(split_into_scopes(d, max_parallelism, subtask)?)),
+                    None => None,
+                };
+                drop(delta);
+                let mut all = earlier;
+                all.extend(split.clone());
+                let scopes = merge(&all);
+                let blob = state.encode();
+                let written = shared2
+                    .storage
+                    .write_subtask(SubtaskWrite {
+                        job: shared2.job.clone(),
+                        checkpoint: id,
+                        operator: shared2.operator.clone(),
+                        subtask: shared2.subtask,
+                        full: false,
+                        scopes,
+                        previous,
+                        blob,
+                        max_chain_length: shared2.max_chain_length,
+                    })
+                    .map_err(|e| e.to_string());
+                Ok::<_, String>((split, written))
             })
             .await
             .map_err(|e| format!("snapshot write panicked: {e}"))
-            .and_then(|r| r.map_err(|e| e.to_string()));
+            .and_then(|r| r);
+            let result = match result {
+                Ok((split, written)) => {
+                    if let Some(split) = split {
+                        deltas.push((id, split));
+                    }
+                    written
+                }
+                Err(reason) => {
+                    // A malformed snapshot cannot be written now or later.
+                    let _ = config.coordinator.send(ToCoordinator::Decline {
+                        id,
+                        task: config.task,
+                        reason: format!("{}/{}: {reason}", shared.operator, shared.subtask),
+                    });
+                    return Err(TaskError::Storage(format!("malformed snapshot: {reason}")));
+                }
+            };
             match result {
                 Ok(state) => {
                     written.insert(id, state.chains.clone());
                     stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
                     stats.state_bytes = state.bytes_written;
                     stats.ack_time_ms = unix_ms();
-                    let _ =
-                        config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
+                    let _ = config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
                 }
                 Err(reason) => {
                     let _ = config.coordinator.send(ToCoordinator::Decline {
@@ -319,26 +334,30 @@ pub fn snapshot_writer(
 }
 
 /// Merges deltas in order (a later change of a key wins) into one delta per scope.
-fn merge(deltas: &[(u64, Vec<ScopeDelta>)]) -> Vec<ScopeDelta> {
-    if let [(_, only)] = deltas {
-        return only.clone();
+fn merge(deltas: &[Arc<Vec<ScopeDelta>>]) -> Arc<Vec<ScopeDelta>> {
+    match deltas {
+        [] => return Arc::new(Vec::new()),
+        [only] => return only.clone(),
+        _ => {}
     }
     let mut changes: Changes = BTreeMap::new();
-    for (_, scopes) in deltas {
-        for scope in scopes {
+    for scopes in deltas {
+        for scope in scopes.iter() {
             let m = changes.entry(scope.scope).or_default();
             for e in &scope.entries {
                 m.insert((e.state.clone(), e.key.clone()), e.value.clone());
             }
         }
     }
-    changes
-        .into_iter()
-        .map(|(scope, m)| ScopeDelta {
-            scope,
-            entries: m.into_iter().map(|((state, key), value)| StateEntry { state, key, value }).collect(),
-        })
-        .collect()
+    Arc::new(
+        changes
+            .into_iter()
+            .map(|(scope, m)| ScopeDelta {
+                scope,
+                entries: m.into_iter().map(|((state, key), value)| StateEntry { state, key, value }).collect(),
+            })
+            .collect(),
+    )
 }
 
 struct WriterShared {
@@ -350,30 +369,39 @@ struct WriterShared {
 }
 
 /// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
-/// scope (entries with an empty key).
-pub fn split_into_scopes(
-    delta: &StateDelta,
-    max_parallelism: u32,
-    subtask: u32,
-) -> Result<Vec<ScopeDelta>, String> {
-    let mut scopes: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
+/// scope (entries with an empty key), keeping the order of entries within each scope.
+pub fn split_into_scopes(delta: &StateDelta, max_parallelism: u32, subtask: u32) -> Result<Vec<ScopeDelta>, String> {
+    let mut groups: Vec<Vec<StateEntry>> = (0..max_parallelism).map(|_| Vec::new()).collect();
+    let mut operator: Vec<StateEntry> = Vec::new();
     let mut at = 0usize;
     for e in &delta.entries {
         let name = delta.names.get(e.state as usize).ok_or("state index out of range")?;
         let klen = e.key_len as usize;
         let vlen = e.value_len as usize;
-        let key = delta.data.get(at..at + klen).ok_or("delta data too short")?.to_vec();
-        let value = delta.data.get(at + klen..at + klen + vlen).ok_or("delta data too short")?.to_vec();
+        let key = delta.data.get(at..at + klen).ok_or("delta data too short")?;
+        let value = delta.data.get(at + klen..at + klen + vlen).ok_or("delta data too short")?;
         at += klen + vlen;
-        let scope =
-            if key.is_empty() { OPERATOR_SCOPE_BASE + subtask } else { key_group(&key, max_parallelism) };
         let value = match e.kind {
-            ChangeKind::Put => Some(value),
+            ChangeKind::Put => Some(value.to_vec()),
             ChangeKind::Delete => None,
         };
-        scopes.entry(scope).or_default().push(StateEntry { state: name.clone(), key, value });
+        let entry = StateEntry { state: name.clone(), key: key.to_vec(), value };
+        if key.is_empty() {
+            operator.push(entry);
+        } else {
+            groups[key_group(key, max_parallelism) as usize].push(entry);
+        }
     }
-    Ok(scopes.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect())
+    let mut scopes: Vec<ScopeDelta> = groups
+        .into_iter()
+        .enumerate()
+        .filter(|(_, entries)| !entries.is_empty())
+        .map(|(g, entries)| ScopeDelta { scope: g as u32, entries })
+        .collect();
+    if !operator.is_empty() {
+        scopes.push(ScopeDelta { scope: OPERATOR_SCOPE_BASE + subtask, entries: operator });
+    }
+    Ok(scopes)
 }
 
 /// Live entries as restore chunks of at most `max_bytes` each (at least one entry each).

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,7 @@ pub struct ScopeDelta {
 }
 
 /// What one subtask writes for one checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SubtaskWrite {
     /// The job.
     pub job: String,
@@ -48,7 +49,9 @@ pub struct SubtaskWrite {
     /// applied on top of `previous`.
     pub full: bool,
     /// The entries, per scope. A scope listed twice is treated as one, in order.
-    pub scopes: Vec<ScopeDelta>,
+    /// Shared so that a caller can keep the deltas (to write them again after an abort)
+    /// without copying them.
+    pub scopes: Arc<Vec<ScopeDelta>>,
     /// The subtask's chains after its previous snapshot (empty for the first one or after a
     /// full one). Every chunk must still be stored (see [`StoreError::MissingChunk`]).
     pub previous: BTreeMap<u32, Vec<u64>>,
@@ -242,7 +245,7 @@ pub trait CheckpointStorage: Send + Sync + 'static {
 
 /// Shared storage (e.g. `Arc<dyn CheckpointStorage>`) is storage too, so it can be wrapped in
 /// a [`FaultyStorage`](crate::FaultyStorage).
-impl<S: CheckpointStorage + ?Sized> CheckpointStorage for std::sync::Arc<S> {
+impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
     fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
         (**self).begin(meta)
     }

@@ -302,9 +302,9 @@ impl CheckpointStorage for Store {
                 write.previous
             };
             // One entry list per scope, in the order given.
-            let mut scopes: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
-            for delta in write.scopes {
-                scopes.entry(delta.scope).or_default().extend(delta.entries);
+            let mut scopes: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
+            for delta in write.scopes.iter() {
+                scopes.entry(delta.scope).or_default().extend(delta.entries.iter());
             }
             let mut counters = txn.open_table(COUNTERS)?;
             let next_id = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
@@ -313,7 +313,7 @@ impl CheckpointStorage for Store {
             let mut compactions = 0;
             for (scope, entries) in scopes {
                 if write.full {
-                    let ids = writer.write(encode_entries(&entries, self.max_chunk_bytes, true))?;
+                    let ids = writer.write(encode_entries(entries.iter().copied(), self.max_chunk_bytes, true))?;
                     if !ids.is_empty() {
                         chains.insert(scope, ids);
                     }
@@ -323,7 +323,7 @@ impl CheckpointStorage for Store {
                     continue;
                 }
                 let chain = chains.entry(scope).or_default();
-                let delta = encode_entries(&entries, self.max_chunk_bytes, false);
+                let delta = encode_entries(entries.iter().copied(), self.max_chunk_bytes, false);
                 let new_len = chain.len() + delta.len();
                 let mut compacted = false;
                 if new_len > max_chain {

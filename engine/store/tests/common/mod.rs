@@ -44,7 +44,7 @@ pub fn subtask_write(
         operator: OP.to_owned(),
         subtask: 0,
         full,
-        scopes,
+        scopes: scopes.into(),
         previous: previous.clone(),
         blob: format!("blob {checkpoint}").into_bytes(),
         max_chain_length,
