@@ -10,9 +10,9 @@
 //! 4. **Restore speed**: that state read back from redb and restored into a fresh instance.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::future::Future;
 use std::time::Instant;
 
 use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage, Manifest, Store, SubtaskWrite};
@@ -94,8 +94,9 @@ pub struct IncrementalResult {
     pub changed_bytes: u64,
     /// Bytes written by the incremental checkpoint (chunk data).
     pub incremental_written: u64,
-    /// Growth of the redb file during the incremental checkpoint.
-    pub file_growth: i64,
+    /// Bytes written to storage by the process during the incremental checkpoint (redb pages
+    /// and metadata included; from `/proc/self/io`).
+    pub disk_written: i64,
     /// Seconds to snapshot and write the increment.
     pub incremental_seconds: f64,
     /// Seconds to read the state back from redb.
@@ -167,8 +168,16 @@ fn on_one_core<T: Send>(f: impl Future<Output = T> + Send) -> T {
 }
 
 /// Throughput with 1 s checkpoints versus none.
-pub async fn throughput(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> anyhow::Result<ThroughputResult> {
-    let spec = job(o.records, o.keys, 0, std::env::var("WEIR_BENCH_INTERVAL").ok().map(|v| v.parse().unwrap()).or(Some(1000)))?;
+pub async fn throughput(
+    host: &Arc<GuestHost>,
+    o: &CheckpointBenchOptions,
+) -> anyhow::Result<ThroughputResult> {
+    let spec = job(
+        o.records,
+        o.keys,
+        0,
+        std::env::var("WEIR_BENCH_INTERVAL").ok().map(|v| v.parse().unwrap()).or(Some(1000)),
+    )?;
     let plan = crate::plan::plan(&spec, &LocalModules::new(host.clone(), "."))?;
     let (mut plain, mut checkpointed, mut counts) = (Vec::new(), Vec::new(), Vec::new());
     let mut periodic = Vec::new();
@@ -189,7 +198,8 @@ pub async fn throughput(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> an
             .into_iter()
             .filter(|c| c.status == CheckpointStatus::Completed && !c.is_final)
             .collect::<Vec<_>>();
-        counts.push(events.iter().filter(|e| matches!(e, JobEvent::CheckpointCompleted { .. })).count() as f64);
+        counts
+            .push(events.iter().filter(|e| matches!(e, JobEvent::CheckpointCompleted { .. })).count() as f64);
     }
     let n = periodic.len().max(1) as f64;
     let max_of = |c: &CheckpointMeta, f: fn(&weir_store::SubtaskStats) -> f64| {
@@ -207,14 +217,18 @@ pub async fn throughput(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> an
 }
 
 /// Duration and size of a checkpoint holding `keys` values of `value_bytes`.
-pub async fn state_sizes(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> anyhow::Result<Vec<StateSizeResult>> {
+pub async fn state_sizes(
+    host: &Arc<GuestHost>,
+    o: &CheckpointBenchOptions,
+) -> anyhow::Result<Vec<StateSizeResult>> {
     let mut out = Vec::new();
     for &keys in &o.state_keys {
         // Each key once; no periodic checkpoint: the final one holds the whole state.
         let spec = job(keys, keys, o.value_bytes, None)?;
         let (_, _, store) = run_checkpointed_job(host, &spec, &o.dir.join(format!("size-{keys}"))).await?;
         let history = store.history("bench")?;
-        let c = history.iter().rev().find(|c| c.status == CheckpointStatus::Completed).expect("final checkpoint");
+        let c =
+            history.iter().rev().find(|c| c.status == CheckpointStatus::Completed).expect("final checkpoint");
         out.push(StateSizeResult {
             keys,
             size: c.state_size,
@@ -234,12 +248,22 @@ fn keyed_batch(keys: impl Iterator<Item = u64>) -> Batch {
     b
 }
 
-fn file_len(path: &Path) -> i64 {
-    std::fs::metadata(path).map(|m| m.len() as i64).unwrap_or(0)
+/// Bytes this process caused to be written to storage so far (`/proc/self/io`
+/// `write_bytes`; 0 where that file does not exist).
+fn io_write_bytes() -> i64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| l.strip_prefix("write_bytes:").and_then(|v| v.trim().parse::<i64>().ok()))
+        })
+        .unwrap_or(0)
 }
 
 /// Bytes written when 1 % of the keyed state changes, and restore speed.
-pub async fn incremental(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> anyhow::Result<IncrementalResult> {
+pub async fn incremental(
+    host: &Arc<GuestHost>,
+    o: &CheckpointBenchOptions,
+) -> anyhow::Result<IncrementalResult> {
     let module = counter(host)?;
     let limits = InstanceLimits { memory_bytes: 8 << 30, cpu_limit_ms: 600_000 };
     let config = format!(r#"{{"pad": {}}}"#, o.value_bytes);
@@ -280,14 +304,14 @@ pub async fn incremental(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> a
     let changed_keys = (keys / 100).max(1);
     let step = keys / changed_keys;
     inst.process(0, &keyed_batch((0..changed_keys).map(|i| i * step))).await?;
-    let before = file_len(&path);
+    let before = io_write_bytes();
     let started = Instant::now();
     let delta = inst.snapshot(BASE_STEPS + 1, false).await?;
     let changed_bytes = delta.data.len() as u64;
     let scopes = split_into_scopes(&delta, 128, 0).map_err(anyhow::Error::msg)?;
     let incr = write(&store, BASE_STEPS + 1, scopes, base.chains.clone())?;
     let incremental_seconds = started.elapsed().as_secs_f64();
-    let file_growth = file_len(&path) - before;
+    let disk_written = io_write_bytes() - before;
 
     // Restore: read every chain, hand it to a fresh instance.
     let started = Instant::now();
@@ -310,7 +334,7 @@ pub async fn incremental(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> a
         changed_keys,
         changed_bytes,
         incremental_written: incr.bytes_written,
-        file_growth,
+        disk_written,
         incremental_seconds,
         read_seconds,
         restore_seconds,
@@ -377,7 +401,7 @@ pub async fn run_and_print(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) ->
     let i = incremental(host, o).await?;
     let mib = |b: u64| b as f64 / 1048576.0;
     println!(
-        "incremental checkpoint of {:.0} MiB state ({} keys):\n  base (4 checkpoints as the state grew): wrote {:.1} MiB in {:.2} s\n  1 % changed ({} keys, {:.2} MiB handed over): wrote {:.2} MiB ({:.3}x), file grew {:.2} MiB ({:.3}x), {:.3} s",
+        "incremental checkpoint of {:.0} MiB state ({} keys):\n  base (4 checkpoints as the state grew): wrote {:.1} MiB in {:.2} s\n  1 % changed ({} keys, {:.2} MiB handed over): chunks of {:.2} MiB ({:.3}x), {:.2} MiB written to disk ({:.3}x), {:.3} s",
         mib(i.state_bytes),
         o.incremental_keys,
         mib(i.base_written),
@@ -386,8 +410,8 @@ pub async fn run_and_print(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) ->
         mib(i.changed_bytes),
         mib(i.incremental_written),
         i.incremental_written as f64 / i.changed_bytes as f64,
-        i.file_growth as f64 / 1048576.0,
-        i.file_growth as f64 / i.changed_bytes as f64,
+        i.disk_written as f64 / 1048576.0,
+        i.disk_written as f64 / i.changed_bytes as f64,
         i.incremental_seconds
     );
     println!(

@@ -105,12 +105,9 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Checkpoints { job_id } => checkpoints(&cli.data_dir, &job_id)?,
             Command::Demo => demo(host, &cli.data_dir).await?,
-            Command::Bench {
-                suite: Suite::Nexmark,
-                records,
-                seconds,
-                ..
-            } => bench(&host, records, seconds).await?,
+            Command::Bench { suite: Suite::Nexmark, records, seconds, .. } => {
+                bench(&host, records, seconds).await?
+            }
             Command::Bench {
                 suite: Suite::Checkpoints,
                 job_records,

@@ -39,17 +39,25 @@ fn blackhole(pause_ms: u64) -> serde_json::Value {
 fn a_checkpoint_that_times_out_is_aborted_and_the_job_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     // A slow sink holds barriers behind full channels far longer than the timeout.
-    let spec = job(blackhole(15), serde_json::json!({ "interval_ms": 5, "timeout_ms": 40, "tolerable_failures": 1000 }), 0);
+    let spec = job(
+        blackhole(15),
+        serde_json::json!({ "interval_ms": 5, "timeout_ms": 40, "tolerable_failures": 1000 }),
+        0,
+    );
     let (result, store) = common::run_checkpointed(spec, dir.path(), "slow", |env| env);
     let report = result.unwrap();
     assert_eq!(report.restarts, 0);
     let history = store.history("slow").unwrap();
     let expired: Vec<_> = history
         .iter()
-        .filter(|c| c.status == CheckpointStatus::Failed && c.failure.as_deref().unwrap_or("").contains("expired"))
+        .filter(|c| {
+            c.status == CheckpointStatus::Failed && c.failure.as_deref().unwrap_or("").contains("expired")
+        })
         .collect();
     assert!(!expired.is_empty(), "some checkpoint expired: {history:?}");
-    assert!(history.last().unwrap().is_final && history.last().unwrap().status == CheckpointStatus::Completed);
+    assert!(
+        history.last().unwrap().is_final && history.last().unwrap().status == CheckpointStatus::Completed
+    );
     // An expired checkpoint is never recovered from and keeps no state.
     for c in expired {
         let (_, manifest) = store.checkpoint("slow", c.id).unwrap().unwrap();
@@ -88,7 +96,11 @@ fn the_oldest_retained_checkpoint_restores_through_the_guest_after_gc() {
     let retained: Vec<u64> = completed.iter().filter(|c| c.retained).map(|c| c.id).collect();
     assert_eq!(retained.len(), 2, "two retained");
     for c in completed.iter().filter(|c| !c.retained) {
-        assert!(store.checkpoint("gc", c.id).unwrap().unwrap().1.is_none(), "checkpoint {} was removed", c.id);
+        assert!(
+            store.checkpoint("gc", c.id).unwrap().unwrap().1.is_none(),
+            "checkpoint {} was removed",
+            c.id
+        );
     }
     let oldest = retained[0];
     let (_, manifest) = store.checkpoint("gc", oldest).unwrap().unwrap();
@@ -98,7 +110,9 @@ fn the_oldest_retained_checkpoint_restores_through_the_guest_after_gc() {
     let mut restored_keys = 0;
     for (subtask, state) in &manifest["count"] {
         let mut stored = BTreeSet::new();
-        let mut inst = rt.block_on(OperatorInstance::new(&module, "count", *subtask, InstanceLimits::default())).unwrap();
+        let mut inst = rt
+            .block_on(OperatorInstance::new(&module, "count", *subtask, InstanceLimits::default()))
+            .unwrap();
         for chain in state.chains.values() {
             let entries = store.read_chain("gc", chain).unwrap();
             for e in &entries {

@@ -145,7 +145,7 @@ fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
             };
             let after = match point {
                 FaultPoint::Process => rng.gen_range(0..400),
-                FaultPoint::Snapshot => rng.gen_range(0..30),
+                FaultPoint::Snapshot => rng.gen_range(0..60),
                 FaultPoint::AsyncWrite => rng.gen_range(0..40),
                 FaultPoint::Restore => rng.gen_range(0..4),
             };
@@ -257,6 +257,7 @@ fn kill_trial(seed: u64) -> Result<String, String> {
 }
 
 fn trials(first: u64) {
+    common::quiet_injected_panics();
     if let Some(seed) = std::env::var("WEIR_CHAOS_REPLAY").ok().and_then(|v| v.parse::<u64>().ok()) {
         if first == 1 {
             let kill = std::env::var("WEIR_CHAOS_KILL").is_ok_and(|v| v == "1");

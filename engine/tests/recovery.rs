@@ -115,6 +115,7 @@ fn a_guest_trap_is_recovered_from_the_latest_checkpoint() {
 
 #[test]
 fn a_task_panic_is_recovered() {
+    common::quiet_injected_panics();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let faults = Arc::new(FaultInjector::new(vec![PlannedFault {
@@ -208,6 +209,7 @@ fn storage_faults_fail_checkpoints_cleanly_and_the_job_goes_on() {
 
 #[test]
 fn the_stream_log_is_a_replayable_partitioned_source_and_an_exactly_once_sink() {
+    common::quiet_injected_panics();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();

@@ -317,7 +317,8 @@ pub fn snapshot_writer(
                     stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
                     stats.state_bytes = state.bytes_written;
                     stats.ack_time_ms = unix_ms();
-                    let _ = config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
+                    let _ =
+                        config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
                 }
                 Err(reason) => {
                     let _ = config.coordinator.send(ToCoordinator::Decline {
@@ -354,7 +355,10 @@ fn merge(deltas: &[Arc<Vec<ScopeDelta>>]) -> Arc<Vec<ScopeDelta>> {
             .into_iter()
             .map(|(scope, m)| ScopeDelta {
                 scope,
-                entries: m.into_iter().map(|((state, key), value)| StateEntry { state, key, value }).collect(),
+                entries: m
+                    .into_iter()
+                    .map(|((state, key), value)| StateEntry { state, key, value })
+                    .collect(),
             })
             .collect(),
     )
@@ -370,7 +374,11 @@ struct WriterShared {
 
 /// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
 /// scope (entries with an empty key), keeping the order of entries within each scope.
-pub fn split_into_scopes(delta: &StateDelta, max_parallelism: u32, subtask: u32) -> Result<Vec<ScopeDelta>, String> {
+pub fn split_into_scopes(
+    delta: &StateDelta,
+    max_parallelism: u32,
+    subtask: u32,
+) -> Result<Vec<ScopeDelta>, String> {
     let mut groups: Vec<Vec<StateEntry>> = (0..max_parallelism).map(|_| Vec::new()).collect();
     let mut operator: Vec<StateEntry> = Vec::new();
     let mut at = 0usize;

@@ -270,6 +270,9 @@ pub async fn run_operator(
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
             let delta = instance.snapshot(a.barrier.id, false).await?;
+            // Also after the guest handed its changes over (and forgot them): recovery must
+            // not depend on this instance's memory.
+            c.hit(FaultPoint::Snapshot)?;
             let state = TaskState {
                 watermarks: watermarks.channels().to_vec(),
                 timers: instance.timers().iter().cloned().collect(),

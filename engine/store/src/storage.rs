@@ -11,8 +11,8 @@ use crate::checkpoint::{
 use crate::codec::{ChunkEncoder, decode_chunk, decode_manifest, encode_manifest};
 use crate::error::StoreError;
 use crate::store::{
-    CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID, MANIFESTS,
-    NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
+    CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID,
+    MANIFESTS, NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
 };
 
 /// Live state while a chain is applied: state name → key → value.
@@ -36,18 +36,37 @@ fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8
     }
 }
 
+/// Reads chunk `chunk` of `job`, joining its pieces; `None` when it does not exist.
+fn read_chunk(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    job: &str,
+    chunk: u64,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let mut bytes: Option<Vec<u8>> = None;
+    for (expected, piece) in chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))?.enumerate() {
+        let (key, value) = piece?;
+        if key.value().2 as usize != expected {
+            return Err(StoreError::corrupt(
+                format!("chunk {chunk} of job `{job}`"),
+                format!("piece {} where piece {expected} was expected", key.value().2),
+            ));
+        }
+        bytes.get_or_insert_with(Vec::new).extend_from_slice(value.value());
+    }
+    Ok(bytes)
+}
+
 /// Applies the chunks of `chain` in order onto `live`.
 fn apply_chain(
-    chunks: &impl ReadableTable<(&'static str, u64), &'static [u8]>,
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
     job: &str,
     chain: &[u64],
     live: &mut LiveState,
 ) -> Result<(), StoreError> {
     for &chunk in chain {
-        let bytes = chunks
-            .get((job, chunk))?
+        let bytes = read_chunk(chunks, job, chunk)?
             .ok_or_else(|| StoreError::MissingChunk { job: job.to_owned(), chunk })?;
-        decode_chunk(bytes.value(), |state, key, value| {
+        decode_chunk(&bytes, |state, key, value| {
             apply_entry(live, state, key, value);
         })
         .map_err(|detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail))?;
@@ -57,7 +76,7 @@ fn apply_chain(
 
 /// The chunk tables of one write transaction.
 struct ChunkTables<'txn> {
-    chunks: Table<'txn, (&'static str, u64), &'static [u8]>,
+    chunks: Table<'txn, (&'static str, u64, u32), &'static [u8]>,
     index: Table<'txn, (&'static str, u64), (u64, u64)>,
     owners: Table<'txn, (&'static str, u64, u64), u64>,
 }
@@ -79,7 +98,13 @@ impl<'txn> ChunkTables<'txn> {
     }
 
     fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
-        self.chunks.remove((job, chunk))?;
+        let mut pieces = Vec::new();
+        for piece in self.chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))? {
+            pieces.push(piece?.0.value().2);
+        }
+        for piece in pieces {
+            self.chunks.remove((job, chunk, piece))?;
+        }
         self.index.remove((job, chunk))?;
         self.owners.remove((job, owner, chunk))?;
         Ok(())
@@ -126,7 +151,9 @@ impl ChunkWriter<'_, '_> {
             let id = self.next_id;
             self.next_id += 1;
             let size = bytes.len() as u64;
-            self.tables.chunks.insert((self.job, id), bytes.as_slice())?;
+            for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
+                self.tables.chunks.insert((self.job, id, piece as u32), part)?;
+            }
             self.tables.index.insert((self.job, id), (self.owner, size))?;
             self.tables.owners.insert((self.job, self.owner, id), size)?;
             self.bytes_written += size;
@@ -313,7 +340,8 @@ impl CheckpointStorage for Store {
             let mut compactions = 0;
             for (scope, entries) in scopes {
                 if write.full {
-                    let ids = writer.write(encode_entries(entries.iter().copied(), self.max_chunk_bytes, true))?;
+                    let ids =
+                        writer.write(encode_entries(entries.iter().copied(), self.max_chunk_bytes, true))?;
                     if !ids.is_empty() {
                         chains.insert(scope, ids);
                     }

@@ -30,8 +30,17 @@ pub(crate) const IN_PROGRESS: TableDefinition<'_, (&str, u64), ()> =
     TableDefinition::new("weir.checkpoints_in_progress");
 /// (job, checkpoint id) → manifest, for completed checkpoints that retention keeps.
 pub(crate) const MANIFESTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("weir.manifests");
-/// (job, chunk id) → encoded chunk.
-pub(crate) const CHUNKS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("weir.chunks");
+/// (job, chunk id, piece) → up to [`CHUNK_PIECE_BYTES`] of an encoded chunk, pieces in order.
+///
+/// A chunk is stored in pieces that fit a 4 KiB B-tree page each: redb gives a value larger
+/// than a page a page of its own whose size is rounded up to a power of two, which wasted up
+/// to half of every chunk (1.64x the changed bytes on disk at 76 KiB chunks, measured).
+pub(crate) const CHUNKS: TableDefinition<'_, (&str, u64, u32), &[u8]> =
+    TableDefinition::new("weir.chunk_pieces");
+
+/// Bytes of one stored chunk piece: a 4 KiB leaf page less room for the page header, the
+/// key (job ids are at most a few dozen bytes) and the entry offsets.
+pub(crate) const CHUNK_PIECE_BYTES: usize = 4096 - 256;
 /// (job, chunk id) → (owning checkpoint id, size in bytes).
 pub(crate) const CHUNK_INDEX: TableDefinition<'_, (&str, u64), (u64, u64)> =
     TableDefinition::new("weir.chunk_index");

@@ -423,19 +423,19 @@ fn completed_checkpoints_survive_reopening() {
 
 #[test]
 fn corrupt_and_missing_chunks_are_errors() {
-    const CHUNKS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("weir.chunks");
+    const CHUNKS: TableDefinition<'_, (&str, u64, u32), &[u8]> = TableDefinition::new("weir.chunk_pieces");
     let (_dir, store) = open();
     let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 1);
     let id = s1.chains[&0][0];
     let original = {
         let txn = store.database().begin_read().unwrap();
         let table = txn.open_table(CHUNKS).unwrap();
-        table.get((JOB, id)).unwrap().unwrap().value().to_vec()
+        table.get((JOB, id, 0)).unwrap().unwrap().value().to_vec()
     };
     let mut damaged = original.clone();
     damaged[2] ^= 0xff;
     let txn = store.database().begin_write().unwrap();
-    txn.open_table(CHUNKS).unwrap().insert((JOB, id), damaged.as_slice()).unwrap();
+    txn.open_table(CHUNKS).unwrap().insert((JOB, id, 0), damaged.as_slice()).unwrap();
     txn.commit().unwrap();
     let err = store.read_chain(JOB, &s1.chains[&0]).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
@@ -445,6 +445,16 @@ fn corrupt_and_missing_chunks_are_errors() {
     assert!(matches!(err, StoreError::MissingChunk { .. }), "{err}");
     assert!(err.to_string().contains(&format!("chunk {} of job `job` is missing", id + 100)));
     assert!(store.read_chain("other", &[id]).is_err(), "chunks belong to their job");
+
+    // A chunk whose middle piece is gone is corrupt, not silently shorter.
+    let big: Vec<_> = (0..2000u32).map(|i| put("s", &i.to_be_bytes(), &[7u8; 20])).collect();
+    let s2 = checkpoint(&store, 2, true, vec![scope(1, big)], &BTreeMap::new(), 5, 1);
+    let id2 = s2.chains[&1][0];
+    let txn = store.database().begin_write().unwrap();
+    txn.open_table(CHUNKS).unwrap().remove((JOB, id2, 1)).unwrap();
+    txn.commit().unwrap();
+    let err = store.read_chain(JOB, &s2.chains[&1]).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
 #[test]

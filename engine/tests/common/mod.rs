@@ -157,3 +157,18 @@ pub fn final_counts(
     }
     Ok(out)
 }
+
+/// Keeps the panics that tests inject on purpose (`injected panic ...`) out of the output;
+/// every other panic is reported as usual.
+pub fn quiet_injected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload_as_str().is_some_and(|m| m.starts_with("injected panic")) {
+                return;
+            }
+            default(info);
+        }));
+    });
+}
