@@ -176,12 +176,7 @@ pub async fn throughput(
     host: &Arc<GuestHost>,
     o: &CheckpointBenchOptions,
 ) -> anyhow::Result<ThroughputResult> {
-    let spec = job(
-        o.records,
-        o.keys,
-        0,
-        std::env::var("WEIR_BENCH_INTERVAL").ok().map(|v| v.parse().unwrap()).or(Some(1000)),
-    )?;
+    let spec = job(o.records, o.keys, 0, Some(1000))?;
     let plan = crate::plan::plan(&spec, &LocalModules::new(host.clone(), "."))?;
     let (mut plain, mut checkpointed, mut counts) = (Vec::new(), Vec::new(), Vec::new());
     let mut periodic = Vec::new();

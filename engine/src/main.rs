@@ -91,6 +91,10 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if let Command::Checkpoints { job_id } = &cli.command {
+        // Reads the store only: no engine, and nothing is created.
+        return checkpoints(&cli.data_dir, job_id);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let host = GuestHost::new(Some(cli.data_dir.join("module-cache")))?;
@@ -103,7 +107,7 @@ fn main() -> anyhow::Result<()> {
                     run_checkpointed(host, &cli.data_dir, &job, job_id).await?;
                 }
             }
-            Command::Checkpoints { job_id } => checkpoints(&cli.data_dir, &job_id)?,
+            Command::Checkpoints { .. } => unreachable!("handled above"),
             Command::Demo => demo(host, &cli.data_dir).await?,
             Command::Bench { suite: Suite::Nexmark, records, seconds, .. } => {
                 bench(&host, records, seconds).await?

@@ -360,3 +360,28 @@ fn checkpoints_can_be_triggered_on_demand_and_history_survives_reopening() {
     assert!(again.unwrap().already_finished);
     check_counts(&file_records(&out), 4000, 3);
 }
+
+#[test]
+fn weir_checkpoints_explains_an_unknown_job_or_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let data = dir.path().join("data");
+    let out = std::process::Command::new(weir)
+        .args(["checkpoints", "nope", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no store at"), "{err}");
+    assert!(!data.exists(), "nothing was created");
+
+    std::fs::create_dir_all(&data).unwrap();
+    drop(Store::open(&data.join("weir.redb")).unwrap());
+    let out = std::process::Command::new(weir)
+        .args(["checkpoints", "nope", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no checkpoints of job `nope`"), "{err}");
+}
