@@ -47,10 +47,12 @@ fn tumbling_windows_survive_failures_exactly_once() {
         PlannedFault { point: FaultPoint::Process, after: 100, kind: FaultKind::Error },
         PlannedFault { point: FaultPoint::Snapshot, after: 10, kind: FaultKind::Error },
     ]));
-    let (result, store) =
-        common::run_checkpointed(spec(count, keys, size, &out, Some(20_000)), &dir.path().join("data"), "w", |env| {
-            env.with_faults(faults.clone())
-        });
+    let (result, store) = common::run_checkpointed(
+        spec(count, keys, size, &out, Some(20_000)),
+        &dir.path().join("data"),
+        "w",
+        |env| env.with_faults(faults.clone()),
+    );
     let report = result.unwrap();
     assert_eq!(faults.fired(), 2);
     assert!(report.restored_from.len() >= 2, "{:?}", report.restored_from);

@@ -484,21 +484,40 @@ pub struct Coordinator {
     pub faults: Option<Arc<FaultInjector>>,
 }
 
+/// The coordinator's bookkeeping during one run.
+struct Progress {
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    consecutive_failures: u32,
+    /// When the last checkpoint ended (completed or failed): the minimum pause counts from it.
+    last_end: Instant,
+    next_periodic: Option<Instant>,
+    sources_finished: Vec<bool>,
+    final_pending: Option<u64>,
+}
+
+impl Progress {
+    fn all_sources_finished(&self, tasks: &[TaskInfo]) -> bool {
+        tasks.iter().zip(&self.sources_finished).all(|(t, finished)| !t.is_source || *finished)
+    }
+}
+
 impl Coordinator {
     /// Runs until the final checkpoint completed (returns its id) or checkpointing fails
     /// for good.
     pub async fn run(mut self) -> Result<u64, JobError> {
         let storage = self.storage.clone();
         let job = self.job.clone();
-        let mut next_id = blocking(move || storage.last_checkpoint_id(&job)).await? + 1;
-        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
-        let mut consecutive_failures = 0u32;
-        let mut last_end = Instant::now();
-        let mut next_periodic =
-            self.settings.interval_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut sources_finished = vec![false; self.tasks.len()];
-        let source_count = self.tasks.iter().filter(|t| t.is_source).count();
-        let mut final_pending: Option<u64> = None;
+        let last_id = blocking(move || storage.last_checkpoint_id(&job)).await?;
+        let mut p = Progress {
+            next_id: last_id + 1,
+            pending: BTreeMap::new(),
+            consecutive_failures: 0,
+            last_end: Instant::now(),
+            next_periodic: self.settings.interval_ms.map(|ms| Instant::now() + Duration::from_millis(ms)),
+            sources_finished: vec![false; self.tasks.len()],
+            final_pending: None,
+        };
         let requests = self.requests.clone();
         let mut requests = requests.lock().await;
         let mut requests_open = true;
@@ -506,201 +525,178 @@ impl Coordinator {
         let timeout = Duration::from_millis(self.settings.timeout_ms);
 
         loop {
-            let finished = sources_finished.iter().filter(|f| **f).count() == source_count;
+            let finished = p.all_sources_finished(&self.tasks);
+            let idle = p.final_pending.is_none() && p.pending.is_empty();
             // The final checkpoint, once every source ended and nothing else is pending.
-            if finished && final_pending.is_none() && pending.is_empty() && last_end.elapsed() >= min_pause {
-                let id = next_id;
-                next_id += 1;
-                self.trigger(id, true, &mut pending).await?;
-                final_pending = Some(id);
+            if finished && idle && p.last_end.elapsed() >= min_pause {
+                let id = self.trigger(&mut p, true).await;
+                p.final_pending = Some(id);
                 continue;
             }
             let can_trigger =
-                pending.len() < self.settings.max_concurrent && final_pending.is_none() && !finished;
-            let periodic_at = match next_periodic {
-                Some(t) if can_trigger => Some(t.max(last_end + min_pause)),
-                _ => None,
-            };
-            let expiry = pending.values().map(|p| p.started + timeout).min();
-            let pause_end =
-                (finished && final_pending.is_none() && pending.is_empty()).then(|| last_end + min_pause);
+                p.pending.len() < self.settings.max_concurrent && p.final_pending.is_none() && !finished;
+            let periodic_at = p.next_periodic.filter(|_| can_trigger).map(|t| t.max(p.last_end + min_pause));
+            let expiry = p.pending.values().map(|c| c.started + timeout).min();
+            let pause_end = (finished && idle).then(|| p.last_end + min_pause);
             let wake = [periodic_at, expiry, pause_end].into_iter().flatten().min();
             tokio::select! {
                 _ = sleep_until(wake) => {
                     let now = Instant::now();
                     let expired: Vec<u64> =
-                        pending.iter().filter(|(_, p)| p.started + timeout <= now).map(|(id, _)| *id).collect();
+                        p.pending.iter().filter(|(_, c)| c.started + timeout <= now).map(|(id, _)| *id).collect();
                     for id in expired {
                         let reason = format!("expired before completing ({} ms timeout)", self.settings.timeout_ms);
-                        self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
+                        self.abort(&mut p, id, reason).await?;
                     }
-                    if let Some(t) = periodic_at && t <= now && pending.len() < self.settings.max_concurrent {
-                        let id = next_id;
-                        next_id += 1;
-                        self.trigger(id, false, &mut pending).await?;
-                        next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
+                    if periodic_at.is_some_and(|t| t <= now) && p.pending.len() < self.settings.max_concurrent {
+                        self.trigger(&mut p, false).await;
+                        p.next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
                     }
                 }
-                request = requests.recv(), if requests_open => {
-                    match request {
-                        None => requests_open = false,
-                        Some(reply) => {
-                            if !can_trigger {
-                                let why = if finished || final_pending.is_some() {
-                                    "the job is finishing".to_string()
-                                } else {
-                                    format!("{} checkpoint(s) already in progress (max_concurrent {})", pending.len(), self.settings.max_concurrent)
-                                };
-                                let _ = reply.send(Err(why));
-                            } else {
-                                let id = next_id;
-                                next_id += 1;
-                                self.trigger(id, false, &mut pending).await?;
-                                let _ = reply.send(Ok(id));
-                            }
+                request = requests.recv(), if requests_open => match request {
+                    None => requests_open = false,
+                    Some(reply) if can_trigger => {
+                        let id = self.trigger(&mut p, false).await;
+                        let _ = reply.send(Ok(id));
+                    }
+                    Some(reply) => {
+                        let why = if finished || p.final_pending.is_some() {
+                            "the job is finishing".to_string()
+                        } else {
+                            format!(
+                                "{} checkpoint(s) already in progress (max_concurrent {})",
+                                p.pending.len(),
+                                self.settings.max_concurrent
+                            )
+                        };
+                        let _ = reply.send(Err(why));
+                    }
+                },
+                message = self.inbox.recv() => match message {
+                    None => return Err(JobError::Checkpoint("every task stopped".into())),
+                    Some(ToCoordinator::SourceFinished { task }) => p.sources_finished[task] = true,
+                    Some(ToCoordinator::Decline { id, reason, .. }) => {
+                        if p.pending.contains_key(&id) {
+                            self.abort(&mut p, id, reason).await?;
                         }
                     }
-                }
-                message = self.inbox.recv() => {
-                    let Some(message) = message else { return Err(JobError::Checkpoint("every task stopped".into())) };
-                    match message {
-                        ToCoordinator::SourceFinished { task } => sources_finished[task] = true,
-                        ToCoordinator::Decline { id, reason, .. } => {
-                            if pending.contains_key(&id) {
-                                self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
-                            }
+                    Some(ToCoordinator::Ack { id, task, state, stats }) => {
+                        let Some(c) = p.pending.get_mut(&id) else { continue };
+                        c.acks.insert(task, (state, stats));
+                        if c.acks.len() < self.tasks.len() {
+                            continue;
                         }
-                        ToCoordinator::Ack { id, task, state, stats } => {
-                            let Some(p) = pending.get_mut(&id) else { continue };
-                            p.acks.insert(task, (state, stats));
-                            if p.acks.len() == self.tasks.len() {
-                                let p = pending.remove(&id).expect("pending");
-                                match self.complete(p).await {
-                                    Ok(meta) => {
-                                        consecutive_failures = 0;
-                                        last_end = Instant::now();
-                                        // Sources last: after the final checkpoint they end
-                                        // the stream, and every other task must have the
-                                        // news by the time the end reaches it.
-                                        for (c, t) in self.controls.iter().zip(&self.tasks) {
-                                            if !t.is_source {
-                                                let _ = c.send(Control::Completed(id));
-                                            }
-                                        }
-                                        for (c, t) in self.controls.iter().zip(&self.tasks) {
-                                            if t.is_source {
-                                                let _ = c.send(Control::Completed(id));
-                                            }
-                                        }
-                                        if let Some(f) = &self.faults {
-                                            f.arm();
-                                        }
-                                        let _ = self.events.send(JobEvent::CheckpointCompleted {
-                                            id,
-                                            is_final: meta.is_final,
-                                            duration_ms: meta.duration_ms.unwrap_or_default(),
-                                            size: meta.state_size,
-                                        });
-                                        tracing::info!(job = %self.job, checkpoint = id, final = meta.is_final, size = meta.state_size, "checkpoint completed");
-                                        if final_pending == Some(id) {
-                                            return Ok(id);
-                                        }
-                                    }
-                                    Err((meta, reason)) => {
-                                        pending.insert(id, Pending { meta, started: Instant::now(), acks: HashMap::new() });
-                                        self.abort(id, reason, &mut pending, &mut consecutive_failures, &mut last_end, &mut final_pending).await?;
-                                    }
+                        let c = p.pending.remove(&id).expect("pending");
+                        match self.complete(c).await {
+                            Ok(meta) => {
+                                p.consecutive_failures = 0;
+                                p.last_end = Instant::now();
+                                self.announce_completion(&meta);
+                                if p.final_pending == Some(id) {
+                                    return Ok(id);
                                 }
                             }
+                            Err((c, reason)) => {
+                                p.pending.insert(id, c);
+                                self.abort(&mut p, id, reason).await?;
+                            }
                         }
                     }
-                }
+                },
             }
         }
     }
 
-    async fn trigger(
-        &mut self,
-        id: u64,
-        is_final: bool,
-        pending: &mut BTreeMap<u64, Pending>,
-    ) -> Result<(), JobError> {
+    /// Tells every task that a checkpoint completed, sources last: after the final
+    /// checkpoint a source ends the stream, and every other task must have the news by the
+    /// time the end reaches it.
+    fn announce_completion(&self, meta: &CheckpointMeta) {
+        let id = meta.id;
+        for sources in [false, true] {
+            for (c, t) in self.controls.iter().zip(&self.tasks) {
+                if t.is_source == sources {
+                    let _ = c.send(Control::Completed(id));
+                }
+            }
+        }
+        if let Some(f) = &self.faults {
+            f.arm();
+        }
+        let _ = self.events.send(JobEvent::CheckpointCompleted {
+            id,
+            is_final: meta.is_final,
+            duration_ms: meta.duration_ms.unwrap_or_default(),
+            size: meta.state_size,
+        });
+        tracing::info!(job = %self.job, checkpoint = id, final = meta.is_final, size = meta.state_size, "checkpoint completed");
+    }
+
+    /// Starts a checkpoint: records it, tells the sources; returns its id.
+    async fn trigger(&self, p: &mut Progress, is_final: bool) -> u64 {
+        let id = p.next_id;
+        p.next_id += 1;
         let meta = CheckpointMeta {
             job: self.job.clone(),
             id,
             status: CheckpointStatus::InProgress,
             is_final,
             trigger_time_ms: unix_ms(),
-            end_time_ms: None,
-            duration_ms: None,
-            state_size: 0,
-            full_size: 0,
-            failure: None,
-            subtasks: Vec::new(),
             retained: true,
+            ..CheckpointMeta::default()
         };
         let storage = self.storage.clone();
         let m = meta.clone();
         if let Err(e) = blocking(move || storage.begin(&m)).await {
+            // The history misses the start; completion still records the checkpoint.
             tracing::warn!(job = %self.job, checkpoint = id, "cannot record the checkpoint's start: {e}");
         }
         let triggered = Instant::now();
-        pending.insert(id, Pending { meta, started: triggered, acks: HashMap::new() });
-        for (i, t) in self.tasks.iter().enumerate() {
+        p.pending.insert(id, Pending { meta, started: triggered, acks: HashMap::new() });
+        for (c, t) in self.controls.iter().zip(&self.tasks) {
             if t.is_source {
-                let _ = self.controls[i].send(Control::Trigger { id, triggered, is_final });
+                let _ = c.send(Control::Trigger { id, triggered, is_final });
             }
         }
         tracing::debug!(job = %self.job, checkpoint = id, final = is_final, "checkpoint triggered");
-        Ok(())
+        id
     }
 
-    async fn complete(&self, p: Pending) -> Result<CheckpointMeta, (CheckpointMeta, String)> {
-        let mut meta = p.meta;
+    /// Completes a checkpoint whose subtasks all acked: one durable store transaction.
+    async fn complete(&self, c: Pending) -> Result<CheckpointMeta, (Pending, String)> {
+        let mut meta = c.meta.clone();
         let mut manifest: Manifest = BTreeMap::new();
         let mut stats = Vec::new();
-        for (task, (state, s)) in p.acks {
-            let info = &self.tasks[task];
+        for (task, (state, s)) in &c.acks {
+            let info = &self.tasks[*task];
             meta.state_size += state.bytes_written;
-            stats.push(s);
-            manifest.entry(info.node.clone()).or_default().insert(info.subtask, state);
+            stats.push(s.clone());
+            manifest.entry(info.node.clone()).or_default().insert(info.subtask, state.clone());
         }
         stats.sort_by(|a, b| (&a.operator, a.subtask).cmp(&(&b.operator, b.subtask)));
-        meta.full_size = stats.iter().map(|s| s.full_state_bytes).sum();
         meta.subtasks = stats;
         meta.status = CheckpointStatus::Completed;
         meta.end_time_ms = Some(unix_ms());
-        meta.duration_ms = Some(p.started.elapsed().as_secs_f64() * 1e3);
+        meta.duration_ms = Some(c.started.elapsed().as_secs_f64() * 1e3);
         let storage = self.storage.clone();
         let retain = self.settings.retained;
         let m = meta.clone();
         match blocking(move || storage.complete(&m, &manifest, retain)).await {
             Ok(_) => Ok(meta),
-            Err(e) => {
-                meta.status = CheckpointStatus::InProgress;
-                Err((meta, format!("completing failed: {e}")))
-            }
+            Err(e) => Err((c, format!("completing failed: {e}"))),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn abort(
-        &self,
-        id: u64,
-        reason: String,
-        pending: &mut BTreeMap<u64, Pending>,
-        consecutive_failures: &mut u32,
-        last_end: &mut Instant,
-        final_pending: &mut Option<u64>,
-    ) -> Result<(), JobError> {
-        // Later checkpoints may build on this one's increments: they go too.
-        let doomed: Vec<u64> = pending.range(id..).map(|(k, _)| *k).collect();
+    /// Fails checkpoint `id` — and every later pending one, which may build on its
+    /// increments — deletes their pieces and tells the tasks. Too many consecutive failures
+    /// fail the job.
+    async fn abort(&self, p: &mut Progress, id: u64, reason: String) -> Result<(), JobError> {
+        let doomed: Vec<u64> = p.pending.range(id..).map(|(k, _)| *k).collect();
         for k in doomed {
-            let p = pending.remove(&k).expect("pending");
-            let mut meta = p.meta;
+            let c = p.pending.remove(&k).expect("pending");
+            let mut meta = c.meta;
             meta.status = CheckpointStatus::Failed;
             meta.end_time_ms = Some(unix_ms());
-            meta.duration_ms = Some(p.started.elapsed().as_secs_f64() * 1e3);
+            meta.duration_ms = Some(c.started.elapsed().as_secs_f64() * 1e3);
             meta.failure = Some(if k == id {
                 reason.clone()
             } else {
@@ -714,20 +710,19 @@ impl Coordinator {
             for c in &self.controls {
                 let _ = c.send(Control::Aborted(k));
             }
-            if *final_pending == Some(k) {
-                *final_pending = None;
+            if p.final_pending == Some(k) {
+                p.final_pending = None;
             }
-            tracing::warn!(job = %self.job, checkpoint = k, reason = meta.failure.as_deref().unwrap_or(""), "checkpoint failed");
-            let _ = self
-                .events
-                .send(JobEvent::CheckpointFailed { id: k, reason: meta.failure.unwrap_or_default() });
+            let failure = meta.failure.unwrap_or_default();
+            tracing::warn!(job = %self.job, checkpoint = k, reason = %failure, "checkpoint failed");
+            let _ = self.events.send(JobEvent::CheckpointFailed { id: k, reason: failure });
         }
-        *consecutive_failures += 1;
-        *last_end = Instant::now();
-        if *consecutive_failures > self.settings.tolerable_failures {
+        p.consecutive_failures += 1;
+        p.last_end = Instant::now();
+        if p.consecutive_failures > self.settings.tolerable_failures {
             return Err(JobError::Checkpoint(format!(
                 "{} consecutive checkpoints failed (tolerable: {}); the last one: {reason}",
-                consecutive_failures, self.settings.tolerable_failures
+                p.consecutive_failures, self.settings.tolerable_failures
             )));
         }
         Ok(())

@@ -177,7 +177,7 @@ impl CheckpointTrigger {
 /// its error is returned (errors that merely follow from it, like a closed channel, are
 /// not).
 pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
-    run_attempt(plan, None, 0).await
+    run_attempt(plan, None).await
 }
 
 /// Runs `plan` with checkpoints in `env`: restores the latest completed checkpoint of the
@@ -214,7 +214,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
             tracing::info!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
         }
-        match run_attempt(plan, Some((env, latest)), restarts).await {
+        match run_attempt(plan, Some((env, latest))).await {
             Ok(mut report) => {
                 report.restarts = restarts;
                 report.restored_from = restored_from;
@@ -299,7 +299,6 @@ fn check_manifest(plan: &Plan, manifest: &Manifest) -> Result<(), JobError> {
 async fn run_attempt(
     plan: &Plan,
     checkpointed: Option<(&RunEnv, Option<(CheckpointMeta, Manifest)>)>,
-    _attempt: u32,
 ) -> Result<JobReport, JobError> {
     let start = Instant::now();
     let settings = &plan.spec.settings;
