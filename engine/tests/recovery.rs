@@ -366,22 +366,20 @@ fn weir_checkpoints_explains_an_unknown_job_or_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let weir = env!("CARGO_BIN_EXE_weir");
     let data = dir.path().join("data");
-    let out = std::process::Command::new(weir)
-        .args(["checkpoints", "nope", "--data-dir", data.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let failure = || {
+        let out = std::process::Command::new(weir)
+            .args(["checkpoints", "nope", "--data-dir", data.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = failure();
     assert!(err.contains("no store at"), "{err}");
     assert!(!data.exists(), "nothing was created");
 
     std::fs::create_dir_all(&data).unwrap();
     drop(Store::open(&data.join("weir.redb")).unwrap());
-    let out = std::process::Command::new(weir)
-        .args(["checkpoints", "nope", "--data-dir", data.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failure();
     assert!(err.contains("no checkpoints of job `nope`"), "{err}");
 }

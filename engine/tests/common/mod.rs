@@ -62,15 +62,7 @@ pub fn run(spec: serde_json::Value) -> Result<JobReport, JobError> {
 
 /// Every line of every `part-*.jsonl` file in `dir`, parsed, file by file in name order.
 pub fn read_output(dir: &Path) -> Vec<serde_json::Value> {
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        for line in std::fs::read_to_string(&f).unwrap().lines() {
-            out.push(serde_json::from_str(line).unwrap());
-        }
-    }
-    out
+    read_committed(dir)
 }
 
 /// Runs a job with checkpoints in `data_dir` (the store is `data_dir/weir.redb`);
@@ -94,7 +86,8 @@ pub fn run_checkpointed(
     (result, store)
 }
 
-/// Every committed line of a file sink directory (`part-*` files; pending ones excluded).
+/// Every committed line of a file sink directory (`part-*` files in name order; pending ones,
+/// under `.pending/`, excluded).
 pub fn read_committed(dir: &Path) -> Vec<serde_json::Value> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
