@@ -169,46 +169,52 @@ mod tests {
         b.iter().map(|r| u64::from_le_bytes(r.value.try_into().unwrap())).collect()
     }
 
-    /// One input: batches before the barrier, batches after it (each a list of ids).
-    fn input_strategy() -> impl Strategy<Value = (Vec<Vec<u64>>, Vec<Vec<u64>>)> {
-        let batches =
-            || prop::collection::vec(prop::collection::vec(any::<u16>().prop_map(u64::from), 0..4), 0..6);
-        (batches(), batches())
+    /// One input: `barriers + 1` segments of batches (each a list of records; the values do
+    /// not matter, every record gets a unique id), a barrier between consecutive segments.
+    fn input_strategy(barriers: usize) -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
+        let segment = prop::collection::vec(prop::collection::vec(any::<u8>(), 0..4), 0..5);
+        prop::collection::vec(segment, barriers + 1)
+    }
+
+    fn inputs_strategy() -> impl Strategy<Value = (usize, Vec<Vec<Vec<Vec<u8>>>>)> {
+        (1usize..4)
+            .prop_flat_map(|barriers| (Just(barriers), prop::collection::vec(input_strategy(barriers), 1..5)))
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
-        /// Random interleavings of batches and barriers on N inputs (random channel
-        /// capacities, random order of sends and reads): the state at the moment of the
-        /// snapshot holds every pre-barrier record and no post-barrier record, the snapshot
-        /// happens exactly once, and nothing is lost afterwards.
+        /// Random interleavings of batches and 1–3 consecutive barriers on 1–4 inputs
+        /// (random channel capacities, random order of sends and reads): the state at the
+        /// moment of snapshot `k` holds every record sent before barrier `k` on any input
+        /// and none sent after it; each barrier is aligned exactly once, in order; nothing is
+        /// lost afterwards.
         #[test]
         fn alignment_snapshots_exactly_the_pre_barrier_records(
-            inputs in prop::collection::vec(input_strategy(), 1..5),
+            (barriers, inputs) in inputs_strategy(),
             capacity in 1usize..4,
             schedule in prop::collection::vec(0usize..6, 0..400),
         ) {
             let n = inputs.len();
-            // Give every record a unique tag: (input, position) folded into the id.
             let mut queues: Vec<Vec<Message>> = Vec::new();
-            let mut pre: BTreeSet<u64> = BTreeSet::new();
+            // before[k]: the records sent before barrier k+1 on any input.
+            let mut before: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); barriers];
             let mut all: BTreeSet<u64> = BTreeSet::new();
-            let barrier = Barrier { id: 7, triggered: Instant::now(), is_final: false };
+            let now = Instant::now();
             let mut next_id = 0u64;
-            for (before, after) in &inputs {
+            for segments in &inputs {
                 let mut q = Vec::new();
-                for (part, batches) in [(0, before), (1, after)] {
+                for (k, batches) in segments.iter().enumerate() {
                     for b in batches {
                         let ids: Vec<u64> = b.iter().map(|_| { next_id += 1; next_id }).collect();
                         all.extend(&ids);
-                        if part == 0 {
-                            pre.extend(&ids);
+                        for set in &mut before[k.min(barriers)..] {
+                            set.extend(&ids);
                         }
                         q.push(Message::Batch(batch_of(&ids)));
                     }
-                    if part == 0 {
-                        q.push(Message::Barrier(barrier));
+                    if k < barriers {
+                        q.push(Message::Barrier(Barrier { id: k as u64 + 1, triggered: now, is_final: false }));
                     }
                 }
                 q.push(Message::EndOfStream);
@@ -225,10 +231,10 @@ mod tests {
             let mut gate = InputGate::new(receivers);
             let mut aligner = Aligner::new(n);
             let mut processed: BTreeSet<u64> = BTreeSet::new();
-            let mut snapshots: Vec<BTreeSet<u64>> = Vec::new();
+            let mut snapshots: Vec<(u64, BTreeSet<u64>)> = Vec::new();
             let mut ended = 0;
             let consume = |gate: &mut InputGate, aligner: &mut Aligner, processed: &mut BTreeSet<u64>,
-                               snapshots: &mut Vec<BTreeSet<u64>>, ended: &mut usize| -> bool {
+                           snapshots: &mut Vec<(u64, BTreeSet<u64>)>, ended: &mut usize| -> bool {
                 let Some(Some(next)) = gate.next().now_or_never() else { return false };
                 let (ch, msg) = next.expect("no upstream failure");
                 let aligned = match msg {
@@ -244,8 +250,7 @@ mod tests {
                     Message::Watermark(_) => None,
                 };
                 if let Some(a) = aligned {
-                    assert_eq!(a.barrier.id, 7);
-                    snapshots.push(processed.clone());
+                    snapshots.push((a.barrier.id, processed.clone()));
                 }
                 true
             };
@@ -280,8 +285,11 @@ mod tests {
                 }
             }
             prop_assert_eq!(ended, n, "every input ended");
-            prop_assert_eq!(snapshots.len(), 1, "exactly one snapshot");
-            prop_assert_eq!(&snapshots[0], &pre, "the snapshot holds exactly the pre-barrier records");
+            let ids: Vec<u64> = snapshots.iter().map(|(id, _)| *id).collect();
+            prop_assert_eq!(ids, (1..=barriers as u64).collect::<Vec<_>>(), "each barrier aligned once, in order");
+            for (k, (_, state)) in snapshots.iter().enumerate() {
+                prop_assert_eq!(state, &before[k], "snapshot {} holds exactly the records before its barrier", k + 1);
+            }
             prop_assert_eq!(processed, all);
             prop_assert!(!aligner.is_aligning());
         }
