@@ -274,6 +274,9 @@ pub fn snapshot_writer(
                 let mut all = earlier;
                 all.extend(split.clone());
                 let scopes = merge(&all);
+                // Several pending deltas are kept as their merge from now on (bounded by the
+                // keys changed, however many checkpoints fail in a row).
+                let keep = if all.len() > 1 { Some(scopes.clone()) } else { split };
                 let blob = state.encode();
                 let written = shared2
                     .storage
@@ -289,26 +292,29 @@ pub fn snapshot_writer(
                         max_chain_length: shared2.max_chain_length,
                     })
                     .map_err(|e| e.to_string());
-                Ok::<_, String>((split, written))
+                Ok::<_, String>((keep, written))
             })
             .await
             .map_err(|e| format!("snapshot write panicked: {e}"))
             .and_then(|r| r);
             let result = match result {
-                Ok((split, written)) => {
-                    if let Some(split) = split {
-                        deltas.push((id, split));
+                Ok((keep, written)) => {
+                    match keep {
+                        Some(merged) if !deltas.is_empty() => deltas = vec![(id, merged)],
+                        Some(split) => deltas.push((id, split)),
+                        None => {}
                     }
                     written
                 }
                 Err(reason) => {
-                    // A malformed snapshot cannot be written now or later.
+                    // A malformed snapshot (or a panic while writing) cannot be written now
+                    // or later: the task fails and the job recovers.
                     let _ = config.coordinator.send(ToCoordinator::Decline {
                         id,
                         task: config.task,
                         reason: format!("{}/{}: {reason}", shared.operator, shared.subtask),
                     });
-                    return Err(TaskError::Storage(format!("malformed snapshot: {reason}")));
+                    return Err(TaskError::Storage(format!("cannot write the snapshot: {reason}")));
                 }
             };
             match result {
