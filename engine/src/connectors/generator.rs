@@ -196,6 +196,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn resumes_at_a_saved_position() {
+        let config = GeneratorConfig::Sequence {
+            count: 1000,
+            offset: 0,
+            keys: Some(3),
+            start_timestamp: 0,
+            interval_ms: 1,
+        };
+        let values = |s: &mut GeneratorSource| {
+            let mut out = Vec::new();
+            while let Some(b) = s.next_batch().unwrap() {
+                out.extend(b.iter().map(|r| r.value.to_vec()));
+            }
+            out
+        };
+        let all = values(&mut GeneratorSource::new(config.clone(), 16, 1, 2));
+        let mut first = GeneratorSource::new(config.clone(), 16, 1, 2);
+        let head: Vec<_> = first.next_batch().unwrap().unwrap().iter().map(|r| r.value.to_vec()).collect();
+        let mut resumed = GeneratorSource::new(config.clone(), 16, 1, 2);
+        resumed.seek(&first.position()).unwrap();
+        assert_eq!([head, values(&mut resumed)].concat(), all);
+        // A position of another subtask, or no position at all, is refused.
+        assert!(resumed.seek(&serde_json::json!({ "next": 2 })).is_err());
+        assert!(resumed.seek(&serde_json::json!({ "offset": 1 })).is_err());
+    }
+
+    #[test]
     fn parallel_subtasks_cover_the_sequence_once() {
         let config = GeneratorConfig::Sequence {
             count: 100,

@@ -142,3 +142,47 @@ impl Source for NexmarkSource {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(source: &mut NexmarkSource) -> Vec<(Vec<u8>, i64)> {
+        let mut out = Vec::new();
+        while let Some(b) = source.next_batch().unwrap() {
+            out.extend(b.iter().map(|r| (r.value.to_vec(), r.timestamp)));
+        }
+        out
+    }
+
+    #[test]
+    fn resumes_at_a_saved_offset_with_the_same_events() {
+        let config = NexmarkSourceConfig {
+            event_type: "bid".into(),
+            count: 500,
+            base_time: base_time(),
+            events_per_second: rate(),
+        };
+        for (index, parallelism) in [(0, 1), (1, 3)] {
+            let all = drain(&mut NexmarkSource::new(&config, 64, index, parallelism));
+            let mut first = NexmarkSource::new(&config, 64, index, parallelism);
+            let head: Vec<_> = (0..2)
+                .flat_map(|_| {
+                    first
+                        .next_batch()
+                        .unwrap()
+                        .unwrap()
+                        .iter()
+                        .map(|r| (r.value.to_vec(), r.timestamp))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let position = first.position();
+            let mut resumed = NexmarkSource::new(&config, 64, index, parallelism);
+            resumed.seek(&position).unwrap();
+            let tail = drain(&mut resumed);
+            assert_eq!([head, tail].concat(), all, "subtask {index} of {parallelism}");
+            assert!(resumed.seek(&serde_json::json!({ "next": 3 })).is_err());
+        }
+    }
+}
