@@ -189,13 +189,17 @@ fn in_process_trial(seed: u64) -> Result<String, String> {
 /// completed checkpoint, runs it again to the end and checks.
 fn kill_trial(seed: u64) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let kill_after = rng.gen_range(1..=6);
+    let kill_after = rng.gen_range(1..=5);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let data = dir.path().join("data");
     let job_file = dir.path().join("chaos.job.json");
     let module = common::guest_path("counter");
-    std::fs::write(&job_file, spec(&out, module.to_str().unwrap()).to_string()).unwrap();
+    let mut spec = spec(&out, module.to_str().unwrap());
+    // Slower than in-process trials: the process must still be running after a few
+    // checkpoints even on a loaded machine.
+    spec["nodes"][0]["config"]["records_per_second"] = 10_000.into();
+    std::fs::write(&job_file, spec.to_string()).unwrap();
     let weir = env!("CARGO_BIN_EXE_weir");
     let run = || {
         Command::new(weir)
