@@ -573,7 +573,20 @@ async fn run_attempt(
         }
     }
     if let Some(c) = coordinator.take() {
-        c.abort();
+        if first_error.is_some() || secondary.is_some() {
+            c.abort();
+        } else {
+            // Every task ended well: the sources ended only after the final checkpoint
+            // completed, so the coordinator has returned (or returns now: its inbox closed).
+            match c.await {
+                Ok(Ok(id)) => final_checkpoint = Some(id),
+                Ok(Err(e)) => first_error = Some(e),
+                Err(e) => {
+                    first_error =
+                        Some(JobError::Checkpoint(format!("the checkpoint coordinator failed: {e}")))
+                }
+            }
+        }
     }
     if let Some(e) = first_error.or(secondary) {
         return Err(e);
