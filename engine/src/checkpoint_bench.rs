@@ -55,6 +55,9 @@ pub struct ThroughputResult {
     pub plain_best: f64,
     /// Best run with 1 s checkpoints.
     pub checkpointed_best: f64,
+    /// Median of the ratios of runs made back to back (a paired comparison: drift of the
+    /// machine between pairs cancels out).
+    pub paired_ratio: f64,
     /// Checkpoints completed per checkpointed run (median), including the final one.
     pub checkpoints: usize,
     /// Mean over the periodic checkpoints of the last run: bytes written, sync ms (largest
@@ -205,7 +208,9 @@ pub async fn throughput(
         c.subtasks.iter().map(f).fold(0.0, f64::max)
     };
     let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let paired = median(checkpointed.iter().zip(&plain).map(|(c, p)| c / p).collect());
     Ok(ThroughputResult {
+        paired_ratio: paired,
         plain_best: best(&plain),
         checkpointed_best: best(&checkpointed),
         plain: median(plain),
@@ -372,7 +377,7 @@ fn write(
 pub async fn run_and_print(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) -> anyhow::Result<()> {
     let t = throughput(host, o).await?;
     println!(
-        "throughput, stateful job on one core ({} records, {} keys, {} runs each, median / best):\n  no checkpoints  {:.2} / {:.2} M records/s\n  1 s checkpoints {:.2} / {:.2} M records/s ({} checkpoints)\n  ratio           {:.3} / {:.3}",
+        "throughput, stateful job on one core ({} records, {} keys, {} runs each, median / best):\n  no checkpoints  {:.2} / {:.2} M records/s\n  1 s checkpoints {:.2} / {:.2} M records/s ({} checkpoints)\n  ratio           {:.3} / {:.3} (median of paired runs {:.3})",
         o.records,
         o.keys,
         o.runs,
@@ -382,7 +387,8 @@ pub async fn run_and_print(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) ->
         t.checkpointed_best / 1e6,
         t.checkpoints,
         t.checkpointed / t.plain,
-        t.checkpointed_best / t.plain_best
+        t.checkpointed_best / t.plain_best,
+        t.paired_ratio
     );
     println!(
         "  periodic checkpoints: {:.2} MiB written, sync {:.1} ms, async {:.1} ms, end to end {:.1} ms (means)",

@@ -246,7 +246,13 @@ pub fn snapshot_writer(
                 WriterMessage::Completed(id) => {
                     if let Some(chains) = written.remove(&id) {
                         base = chains;
-                        deltas.retain(|(k, _)| *k > id);
+                        let (done, rest): (Vec<_>, Vec<_>) = deltas.into_iter().partition(|(k, _)| *k <= id);
+                        deltas = rest;
+                        // Freeing a large delta (an allocation per entry) is work too: not on
+                        // the threads that process records.
+                        if !done.is_empty() {
+                            tokio::task::spawn_blocking(move || drop(done));
+                        }
                     }
                     written.retain(|k, _| *k > id);
                     continue;
