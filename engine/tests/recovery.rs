@@ -410,3 +410,36 @@ fn a_short_job_finishes_without_spurious_restarts() {
         check_counts(&file_records(&out), 200, 3);
     }
 }
+
+#[test]
+fn a_checkpoint_of_another_parallelism_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("out");
+    // First run: checkpoints complete, then a failure with no restart left.
+    let faults = Arc::new(FaultInjector::new(vec![PlannedFault {
+        point: FaultPoint::Process,
+        after: 20,
+        kind: FaultKind::Error,
+    }]));
+    let mut spec = counter_job(generator(4000, 5), serde_json::json!({}), file_sink(&out));
+    spec["settings"]["restart"]["attempts"] = 0.into();
+    let (result, store) =
+        common::run_checkpointed(spec.clone(), &data, "rescale", |env| env.with_faults(faults.clone()));
+    assert!(result.is_err());
+    assert!(!store.latest_completed("rescale").unwrap().unwrap().0.is_final);
+    drop(store);
+    // Second run with another parallelism: refused before anything runs, without retries.
+    spec["nodes"][1]["parallelism"] = 3.into();
+    spec["nodes"][2]["parallelism"] = 3.into();
+    spec["settings"]["restart"]["attempts"] = 3.into();
+    let mut events = None;
+    let (result, _store) = common::run_checkpointed(spec, &data, "rescale", |env| {
+        events = Some(env.subscribe());
+        env
+    });
+    let message = result.unwrap_err().to_string();
+    assert!(message.contains("has 2 subtask(s) of node `count`, the job 3"), "{message}");
+    assert!(message.contains("savepoint"), "{message}");
+    assert!(events.unwrap().try_recv().is_err(), "no restart, no restore");
+}

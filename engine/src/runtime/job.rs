@@ -210,6 +210,9 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                     already_finished: true,
                 });
             }
+            // A checkpoint that does not fit the job (other nodes, other parallelism) will
+            // not fit on a retry either: fail at once.
+            check_manifest(plan, manifest)?;
             restored_from.push(meta.id);
             let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
             tracing::info!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
