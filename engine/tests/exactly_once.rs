@@ -323,6 +323,14 @@ fn failure_free_run_matches_the_reference() {
     assert_eq!(report.restarts, 0);
     assert!(report.final_checkpoint.is_some());
     assert!(completed_checkpoints(&store) >= 1, "periodic checkpoints completed");
+    // The acks carried statistics: with two inputs per operator, some alignment let records
+    // of the other channel through; every subtask of every checkpoint acked.
+    let history = store.history(JOB).unwrap();
+    let stats: Vec<_> = history.iter().flat_map(|c| &c.subtasks).collect();
+    assert!(history.iter().all(|c| c.subtasks.len() == 8), "2 sources, 2 + 2 operators, 2 sinks");
+    assert!(stats.iter().any(|s| s.alignment_bytes > 0 && s.alignment_ms > 0.0), "alignment measured");
+    assert!(stats.iter().any(|s| s.operator == "count1" && s.state_bytes > 0 && s.full_state_bytes > 0));
+    assert!(stats.iter().all(|s| s.sync_ms >= 0.0 && s.async_ms > 0.0 && s.start_delay_ms >= 0.0));
     check(&out, &store).unwrap();
     // Nothing is left pending.
     assert_eq!(std::fs::read_dir(out.join(".pending")).unwrap().count(), 0);

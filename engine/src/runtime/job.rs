@@ -21,7 +21,7 @@ use super::input_gate::InputGate;
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::{EdgeOutput, Output};
 use super::task::{Checkpointing, run_operator, run_sink, run_source};
-use crate::connectors::ConnectorEnv;
+use crate::connectors::{ConnectorEnv, Sink, SinkConfig};
 use crate::guest::bindings::Context;
 use crate::guest::{InstanceLimits, OperatorInstance};
 use crate::plan::key_groups::key_group_range;
@@ -254,13 +254,27 @@ async fn recommit_final(
                 node: &node.id,
                 transactional: true,
             };
-            let task_err = |error: TaskError| JobError::Task { node: node.id.clone(), subtask: s, error };
-            let mut sink = config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
-            let txns: Vec<serde_json::Value> = state.sink_pending.iter().map(|(_, t)| t.clone()).collect();
-            sink.recover(meta.id, &txns).map_err(|e| task_err(e.into()))?;
+            open_recovered_sink(config, s, node.parallelism, cenv, meta.id, &state)
+                .map_err(|error| JobError::Task { node: node.id.clone(), subtask: s, error })?;
         }
     }
     Ok(())
+}
+
+/// Opens subtask `subtask` of a transactional sink and recovers it to checkpoint
+/// `checkpoint` (0: none): commits the transactions that checkpoint owns, drops the rest.
+fn open_recovered_sink(
+    config: &SinkConfig,
+    subtask: u32,
+    parallelism: u32,
+    env: ConnectorEnv<'_>,
+    checkpoint: u64,
+    state: &TaskState,
+) -> Result<Box<dyn Sink>, TaskError> {
+    let mut sink = config.open(subtask, parallelism, env)?;
+    let txns: Vec<serde_json::Value> = state.sink_pending.iter().map(|(_, t)| t.clone()).collect();
+    sink.recover(checkpoint, &txns)?;
+    Ok(sink)
 }
 
 fn subtask_state<'m>(manifest: &'m Manifest, node: &str, subtask: u32) -> Option<&'m SubtaskState> {
@@ -313,10 +327,6 @@ async fn run_attempt(
         Some((env, restore)) => (Some(env), restore),
         None => (None, None),
     };
-    if let Some((_, manifest)) = &restore {
-        check_manifest(plan, manifest)?;
-    }
-    let restore = restore.map(Arc::new);
     // Channels: for every edge and every connected pair of subtasks.
     let mut gates: Vec<Vec<Vec<(u32, Receiver)>>> =
         plan.nodes.iter().map(|n| (0..n.parallelism).map(|_| Vec::new()).collect()).collect();
@@ -463,12 +473,13 @@ async fn run_attempt(
                     ))
                 }
                 NodeBody::Sink(config) => {
-                    let mut sink = config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
-                    if let Some(c) = &checkpointing {
-                        let txns: Vec<serde_json::Value> =
-                            c.restored.sink_pending.iter().map(|(_, t)| t.clone()).collect();
-                        sink.recover(restored_id, &txns).map_err(|e| task_err(e.into()))?;
-                    }
+                    let sink = match &checkpointing {
+                        Some(c) => {
+                            open_recovered_sink(config, s, node.parallelism, cenv, restored_id, &c.restored)
+                                .map_err(task_err)?
+                        }
+                        None => config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?,
+                    };
                     tasks.spawn(run_sink(sink, gate, sub_metrics, job_metrics, checkpointing))
                 }
                 NodeBody::Operator { module, config } => {
@@ -519,7 +530,7 @@ async fn run_attempt(
     });
     let mut coordinator = coordinator;
     let mut final_checkpoint = None;
-    let task_count = task_names.len();
+    let task_count = infos.len();
 
     let mut first_error: Option<JobError> = None;
     let mut secondary: Option<JobError> = None;
