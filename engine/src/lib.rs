@@ -8,15 +8,18 @@
 //! its invariants are in `docs/design.md`.
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod bench;
 pub mod builtin;
 pub mod checkpoint_bench;
+pub mod client;
 pub mod connectors;
 pub mod guest;
 pub mod modules;
 pub mod plan;
 pub mod record;
 pub mod runtime;
+pub mod server;
 
 use std::path::Path;
 use std::sync::Arc;

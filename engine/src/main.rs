@@ -16,6 +16,9 @@ struct Cli {
     /// Data directory (compiled-module cache, outputs of `weir demo`).
     #[arg(long, global = true, default_value = "weir-data", env = "WEIR_DATA_DIR")]
     data_dir: PathBuf,
+    /// `--data-dir` was given on the command line.
+    #[arg(skip)]
+    data_dir_given: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,8 +50,59 @@ enum Command {
         /// The job id.
         job_id: String,
     },
-    /// Runs the bundled demo jobs (word count and Nexmark q1) and shows their results.
-    Demo,
+    /// Runs a Weir server: the HTTP API over the store in the data directory. Jobs that were
+    /// running when it last stopped resume from their latest checkpoints.
+    Serve {
+        /// Address to listen on (overrides the config file and `WEIR_LISTEN`).
+        #[arg(long)]
+        listen: Option<String>,
+        /// Config file (TOML); `WEIR_*` variables override it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// The demo: a server on a fresh data directory (`<data-dir>/demo`) with a demo tenant,
+    /// the example modules uploaded and a word-count job checkpointing every 2 s. Prints the
+    /// address and the tenant's token, and writes them where the CLI client finds them.
+    Demo {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
+    /// Modules on a server.
+    Module {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: ModuleCommand,
+    },
+    /// Jobs on a server.
+    Job {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: JobCommand,
+    },
+    /// Checkpoints of a job on a server.
+    Checkpoint {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: CheckpointCommand,
+    },
+    /// Streams on a server.
+    Stream {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: StreamCommand,
+    },
+    /// Tenants on a server (admin token).
+    Tenant {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
     /// Benchmarks: `nexmark` (q1/q2 records per second per core, Wasm versus native) or
     /// `checkpoints` (throughput with and without checkpoints, checkpoint size and duration,
     /// incremental bytes written, restore speed).
@@ -83,19 +137,173 @@ enum Command {
     },
 }
 
+/// Which server, and as whom.
+#[derive(clap::Args, Clone)]
+struct Target {
+    /// The server (default: `WEIR_URL`, else `<data-dir>/client.toml`, else
+    /// http://127.0.0.1:8080).
+    #[arg(long, env = "WEIR_URL")]
+    url: Option<String>,
+    /// The token (default: `WEIR_TOKEN`, else `<data-dir>/client.toml`).
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum ModuleCommand {
+    /// Uploads a component.
+    Upload {
+        /// The `.wasm` file.
+        file: PathBuf,
+        /// Its name (default: the file name without `.wasm`).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Lists the modules.
+    List,
+    /// Deletes a module no job uses.
+    Delete {
+        /// Module id.
+        id: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum JobCommand {
+    /// Submits a job spec (JSON file) and starts it.
+    Submit {
+        /// The spec.
+        spec: PathBuf,
+    },
+    /// Lists the jobs.
+    List,
+    /// Shows a job: status, graph and live figures.
+    Get {
+        /// Job id.
+        id: String,
+    },
+    /// Stops a job at a final checkpoint.
+    Stop {
+        /// Job id.
+        id: String,
+    },
+    /// Cancels a job at once.
+    Cancel {
+        /// Job id.
+        id: String,
+    },
+    /// Restarts a job from its latest checkpoint.
+    Restart {
+        /// Job id.
+        id: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum CheckpointCommand {
+    /// Lists a job's checkpoints with the summary.
+    List {
+        /// Job id.
+        job: String,
+        /// Most checkpoints listed.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Triggers a checkpoint and waits for its outcome.
+    Trigger {
+        /// Job id.
+        job: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum StreamCommand {
+    /// Creates a stream.
+    Create {
+        /// Its name.
+        name: String,
+        /// Partitions.
+        #[arg(long, default_value_t = 1)]
+        partitions: u32,
+    },
+    /// Lists the streams.
+    List,
+    /// Appends records: JSON lines from a file or stdin (`-`), each a record object with
+    /// `value` (and optionally `key`, `timestamp`, `partition`) or a bare value.
+    Push {
+        /// The stream.
+        name: String,
+        /// The file (`-` for stdin).
+        #[arg(default_value = "-")]
+        file: PathBuf,
+    },
+    /// Reads records of a partition.
+    Read {
+        /// The stream.
+        name: String,
+        /// Partition.
+        #[arg(long, default_value_t = 0)]
+        partition: u32,
+        /// First offset.
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+        /// Most records.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Creates a tenant and prints its token.
+    Create {
+        /// Its name.
+        name: String,
+    },
+    /// Lists the tenants.
+    List,
+}
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "weir=info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)?;
+    cli.data_dir_given = matches.value_source("data_dir") == Some(clap::parser::ValueSource::CommandLine);
     if let Command::Checkpoints { job_id } = &cli.command {
         // Reads the store only: no engine, and nothing is created.
         return checkpoints(&cli.data_dir, job_id);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let data_dir = cli.data_dir.clone();
+    match cli.command {
+        Command::Serve { listen, config } => {
+            return runtime.block_on(serve(cli.data_dir_given.then_some(data_dir), listen, config));
+        }
+        Command::Demo { listen } => return runtime.block_on(demo(data_dir, listen)),
+        Command::Module { target, command } => {
+            return runtime.block_on(async { module_command(&client(&data_dir, target)?, command).await });
+        }
+        Command::Job { target, command } => {
+            return runtime.block_on(async { job_command(&client(&data_dir, target)?, command).await });
+        }
+        Command::Checkpoint { target, command } => {
+            return runtime
+                .block_on(async { checkpoint_command(&client(&data_dir, target)?, command).await });
+        }
+        Command::Stream { target, command } => {
+            return runtime.block_on(async { stream_command(&client(&data_dir, target)?, command).await });
+        }
+        Command::Tenant { target, command } => {
+            return runtime.block_on(async { tenant_command(&client(&data_dir, target)?, command).await });
+        }
+        _ => {}
+    }
     runtime.block_on(async move {
         let host = GuestHost::new(Some(cli.data_dir.join("module-cache")))?;
         match cli.command {
@@ -108,7 +316,13 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             Command::Checkpoints { .. } => unreachable!("handled above"),
-            Command::Demo => demo(host, &cli.data_dir).await?,
+            Command::Serve { .. }
+            | Command::Demo { .. }
+            | Command::Module { .. }
+            | Command::Job { .. }
+            | Command::Checkpoint { .. }
+            | Command::Stream { .. }
+            | Command::Tenant { .. } => unreachable!("handled above"),
             Command::Bench { suite: Suite::Nexmark, records, seconds, .. } => {
                 bench(&host, records, seconds).await?
             }
@@ -321,32 +535,322 @@ async fn bench(host: &GuestHost, records: usize, seconds: f64) -> anyhow::Result
     Ok(())
 }
 
-const DEMO_JOBS: &[(&str, &str)] = &[
-    ("wordcount", include_str!("../../examples/wordcount/wordcount.job.json")),
-    ("nexmark-q1", include_str!("../../examples/nexmark-q1/q1.job.json")),
-];
+async fn serve(
+    data_dir: Option<PathBuf>,
+    listen: Option<String>,
+    config: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let mut config = weir::server::ServerConfig::load(config.as_deref()).map_err(anyhow::Error::msg)?;
+    if let Some(listen) = listen {
+        config.listen = listen;
+    }
+    // `--data-dir` wins over the config file (WEIR_DATA_DIR is read by both).
+    if let Some(dir) = data_dir {
+        config.data_dir = dir;
+    }
+    if config.admin_token.is_none() {
+        tracing::warn!(
+            "no admin_token configured (WEIR_ADMIN_TOKEN): tenants cannot be managed over the API"
+        );
+    }
+    let server = weir::server::Server::open(config).await?;
+    weir::server::serve(server, |address| {
+        println!("weir server listening on http://{address}");
+    })
+    .await
+}
 
-async fn demo(host: Arc<GuestHost>, data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let out_root = data_dir.join("demo-output");
-    for (name, text) in DEMO_JOBS {
-        let mut spec = weir::plan::JobSpec::from_json(text)?;
-        let out_dir = out_root.join(name);
-        for node in &mut spec.nodes {
-            if node.kind == weir::plan::NodeKind::Sink && node.connector.as_deref() == Some("file") {
-                node.config = serde_json::json!({ "path": out_dir });
-            }
-        }
-        let plan = weir::plan::plan(&spec, &weir::modules::LocalModules::new(host.clone(), "."))?;
-        let report = weir::runtime::run_job(&plan).await?;
-        print_report(name, &report);
-        let first = out_dir.join("part-0.jsonl");
-        let text = std::fs::read_to_string(&first).with_context(|| format!("reading {}", first.display()))?;
-        println!("first records of {}:", first.display());
-        for line in text.lines().take(5) {
-            println!("  {line}");
+async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
+    let dir = data_dir.join("demo");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    let admin_token = weir::server::tenants::new_token();
+    let config = weir::server::ServerConfig {
+        listen,
+        data_dir: dir.clone(),
+        admin_token: Some(admin_token.clone()),
+        ..weir::server::ServerConfig::default()
+    };
+    let server = weir::server::Server::open(config).await?;
+    let demo = weir::server::demo::setup(&server).await?;
+    let token = demo.token.clone();
+    weir::server::serve(server, move |address| {
+        let url = format!("http://{address}");
+        let client = weir::client::ClientConfig { url: Some(url.clone()), token: Some(token.clone()) };
+        let written = client.write(&data_dir).is_ok();
+        println!("Weir demo on {url} (data in {})", dir.display());
+        println!("  tenant `demo`, token: {token}");
+        println!("  admin token:          {admin_token}");
+        for job in &demo.jobs {
+            println!("  job {} `{}` started, checkpoint every 2 s", job.id, job.name);
         }
         println!();
+        if written {
+            println!("The CLI finds this server ({}/client.toml):", data_dir.display());
+        }
+        println!("  weir job list");
+        println!("  weir checkpoint list {}", demo.jobs[0].id);
+        println!("  echo '\"to be or not to be\"' | weir stream push lines");
+        println!("  weir stream read live-counts");
+        println!("  curl -H 'Authorization: Bearer {token}' {url}/api/v1/jobs");
+        println!(
+            "Press Ctrl-C to stop; jobs resume when the server starts again on the same data directory."
+        );
+    })
+    .await
+}
+
+fn client(data_dir: &std::path::Path, target: Target) -> anyhow::Result<weir::client::Client> {
+    let file = weir::client::ClientConfig::read(data_dir)?;
+    let url = target.url.or(file.url).unwrap_or_else(|| "http://127.0.0.1:8080".into());
+    Ok(weir::client::Client::new(&url, target.token.or(file.token)))
+}
+
+fn ms_time(v: &serde_json::Value, key: &str) -> String {
+    v.get(key).and_then(serde_json::Value::as_u64).map(format_time).unwrap_or_default()
+}
+
+async fn module_command(c: &weir::client::Client, command: ModuleCommand) -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    use weir::client::{field, items, print_table};
+    match command {
+        ModuleCommand::Upload { file, name } => {
+            let m = c.upload(&file, name.as_deref(), std::io::stderr().is_terminal()).await?;
+            println!("module {} `{}` ({} bytes)", field(&m, "id"), field(&m, "name"), field(&m, "size"));
+        }
+        ModuleCommand::List => {
+            let list = c.get("/api/v1/modules").await?;
+            let rows = items(&list)
+                .iter()
+                .map(|m| vec![field(m, "id"), field(m, "name"), field(m, "size"), ms_time(m, "created_ms")])
+                .collect();
+            print_table(&["id", "name", "bytes", "uploaded (UTC)"], rows);
+        }
+        ModuleCommand::Delete { id } => {
+            c.delete(&format!("/api/v1/modules/{id}")).await?;
+            println!("module {id} deleted");
+        }
     }
-    println!("outputs are in {}", out_root.display());
+    Ok(())
+}
+
+async fn job_command(c: &weir::client::Client, command: JobCommand) -> anyhow::Result<()> {
+    use weir::client::{field, items, print_table};
+    match command {
+        JobCommand::Submit { spec } => {
+            let text =
+                std::fs::read_to_string(&spec).with_context(|| format!("cannot read {}", spec.display()))?;
+            let body: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("{} is not JSON", spec.display()))?;
+            let job = c.post("/api/v1/jobs", Some(&body)).await?;
+            println!("job {} `{}` {}", field(&job, "id"), field(&job, "name"), field(&job, "status"));
+        }
+        JobCommand::List => {
+            let list = c.get("/api/v1/jobs").await?;
+            let rows = items(&list)
+                .iter()
+                .map(|j| {
+                    vec![
+                        field(j, "id"),
+                        field(j, "name"),
+                        field(j, "status"),
+                        field(j, "subtasks"),
+                        field(j, "restarts"),
+                        ms_time(j, "start_ms"),
+                        field(j, "error"),
+                    ]
+                })
+                .collect();
+            print_table(&["id", "name", "status", "subtasks", "restarts", "started (UTC)", "error"], rows);
+        }
+        JobCommand::Get { id } => {
+            let j = c.get(&format!("/api/v1/jobs/{id}")).await?;
+            println!("job {} `{}`: {}", field(&j, "id"), field(&j, "name"), field(&j, "status"));
+            if !field(&j, "error").is_empty() {
+                println!("error: {}", field(&j, "error"));
+            }
+            let vertices =
+                j.get("vertices").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
+            let rows = vertices
+                .iter()
+                .map(|v| {
+                    vec![
+                        field(v, "id"),
+                        field(v, "kind"),
+                        field(v, "parallelism"),
+                        field(v, "records_in"),
+                        field(v, "records_out"),
+                        field(v, "records_out_per_second"),
+                        field(v, "backpressure"),
+                    ]
+                })
+                .collect();
+            print_table(
+                &["node", "kind", "parallelism", "records in", "records out", "out/s", "backpressure"],
+                rows,
+            );
+            if let Some(cp) = j.get("latest_checkpoint").filter(|v| !v.is_null()) {
+                println!(
+                    "latest checkpoint {} ({} ms, {} bytes)",
+                    field(cp, "id"),
+                    field(cp, "duration_ms"),
+                    field(cp, "full_size")
+                );
+            }
+        }
+        JobCommand::Stop { id } => {
+            let j = c.post(&format!("/api/v1/jobs/{id}/stop"), None).await?;
+            println!("job {id} {}", field(&j, "status"));
+        }
+        JobCommand::Cancel { id } => {
+            let j = c.post(&format!("/api/v1/jobs/{id}/cancel"), None).await?;
+            println!("job {id} {}", field(&j, "status"));
+        }
+        JobCommand::Restart { id } => {
+            let j = c.post(&format!("/api/v1/jobs/{id}/restart"), None).await?;
+            println!("job {id} {}", field(&j, "status"));
+        }
+    }
+    Ok(())
+}
+
+async fn checkpoint_command(c: &weir::client::Client, command: CheckpointCommand) -> anyhow::Result<()> {
+    use weir::client::{field, items, print_table};
+    match command {
+        CheckpointCommand::List { job, limit } => {
+            let h = c.get(&format!("/api/v1/jobs/{job}/checkpoints?limit={limit}")).await?;
+            let counts = &h["counts"];
+            println!(
+                "{} checkpoints: {} completed, {} failed, {} in progress",
+                field(counts, "total"),
+                field(counts, "completed"),
+                field(counts, "failed"),
+                field(counts, "in_progress")
+            );
+            let s = &h["summary"];
+            for (name, key) in
+                [("duration ms", "duration_ms"), ("size bytes", "state_size"), ("full size", "full_size")]
+            {
+                let m = &s[key];
+                println!("  {name}: min {} avg {} max {}", field(m, "min"), field(m, "avg"), field(m, "max"));
+            }
+            let rows = items(&h)
+                .iter()
+                .map(|cp| {
+                    vec![
+                        field(cp, "id"),
+                        field(cp, "status"),
+                        format!("{}/{}", field(cp, "acknowledged_subtasks"), field(cp, "total_subtasks")),
+                        ms_time(cp, "trigger_time_ms"),
+                        field(cp, "duration_ms"),
+                        field(cp, "state_size"),
+                        field(cp, "full_size"),
+                        field(cp, "failure"),
+                    ]
+                })
+                .collect();
+            print_table(
+                &["id", "status", "acked", "triggered (UTC)", "duration ms", "size", "full size", "failure"],
+                rows,
+            );
+        }
+        CheckpointCommand::Trigger { job } => {
+            let t = c.post(&format!("/api/v1/jobs/{job}/checkpoints"), None).await?;
+            let id = field(&t, "id");
+            println!("checkpoint {id} triggered");
+            // Poll until it is no longer in progress.
+            for _ in 0..600 {
+                let cp = c.get(&format!("/api/v1/jobs/{job}/checkpoints/{id}")).await;
+                if let Ok(cp) = cp
+                    && field(&cp, "status") != "in_progress"
+                {
+                    println!(
+                        "checkpoint {id} {} in {} ms, {} bytes {}",
+                        field(&cp, "status"),
+                        field(&cp, "duration_ms"),
+                        field(&cp, "state_size"),
+                        field(&cp, "failure")
+                    );
+                    return Ok(());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            anyhow::bail!("checkpoint {id} still in progress after 2 minutes");
+        }
+    }
+    Ok(())
+}
+
+async fn stream_command(c: &weir::client::Client, command: StreamCommand) -> anyhow::Result<()> {
+    use weir::client::{field, items, print_table};
+    match command {
+        StreamCommand::Create { name, partitions } => {
+            let s = c
+                .post("/api/v1/streams", Some(&serde_json::json!({ "name": name, "partitions": partitions })))
+                .await?;
+            println!("stream `{}` with {} partition(s)", field(&s, "name"), field(&s, "partitions"));
+        }
+        StreamCommand::List => {
+            let list = c.get("/api/v1/streams").await?;
+            let rows = items(&list)
+                .iter()
+                .map(|s| vec![field(s, "name"), field(s, "partitions"), field(s, "end_offsets")])
+                .collect();
+            print_table(&["name", "partitions", "end offsets"], rows);
+        }
+        StreamCommand::Push { name, file } => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?
+            };
+            let records = weir::client::records_from_lines(&text)?;
+            let n = records.len();
+            let out = c
+                .post(
+                    &format!("/api/v1/streams/{name}/records"),
+                    Some(&serde_json::json!({ "records": records })),
+                )
+                .await?;
+            let last = items(&out).last().map(|a| {
+                format!(" (last: partition {} offset {})", field(a, "partition"), field(a, "offset"))
+            });
+            println!("{n} record(s) appended to `{name}`{}", last.unwrap_or_default());
+        }
+        StreamCommand::Read { name, partition, offset, limit } => {
+            let r = c
+                .get(&format!(
+                    "/api/v1/streams/{name}/records?partition={partition}&offset={offset}&limit={limit}"
+                ))
+                .await?;
+            let rows = items(&r)
+                .iter()
+                .map(|x| vec![field(x, "offset"), field(x, "key"), field(x, "value"), field(x, "timestamp")])
+                .collect();
+            print_table(&["offset", "key", "value", "timestamp"], rows);
+            println!("next offset: {}", field(&r, "next_offset"));
+        }
+    }
+    Ok(())
+}
+
+async fn tenant_command(c: &weir::client::Client, command: TenantCommand) -> anyhow::Result<()> {
+    use weir::client::{field, items, print_table};
+    match command {
+        TenantCommand::Create { name } => {
+            let t = c.post("/api/v1/tenants", Some(&serde_json::json!({ "name": name }))).await?;
+            println!("tenant {} `{}`", field(&t["tenant"], "id"), field(&t["tenant"], "name"));
+            println!("token: {}", field(&t, "token"));
+        }
+        TenantCommand::List => {
+            let list = c.get("/api/v1/tenants").await?;
+            let rows = items(&list)
+                .iter()
+                .map(|t| vec![field(t, "id"), field(t, "name"), ms_time(t, "created_ms")])
+                .collect();
+            print_table(&["id", "name", "created (UTC)"], rows);
+        }
+    }
     Ok(())
 }

@@ -100,7 +100,8 @@ impl ConnectorEnv<'_> {
 
 /// A parallel instance of a source: produces batches until it is exhausted.
 pub trait Source: Send {
-    /// The next batch, or `None` when the source has no more records.
+    /// The next batch, or `None` when the source has no more records. An empty batch means
+    /// nothing is available yet (a source that follows a log); the task asks again later.
     fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError>;
     /// The current position (what a checkpoint records), as JSON.
     fn position(&self) -> serde_json::Value;

@@ -25,6 +25,10 @@ fn store_err(e: weir_store::StoreError) -> ConnectorError {
 pub struct StreamSourceConfig {
     /// The stream's name.
     pub stream: String,
+    /// Keep reading as records are appended instead of ending at the end of the log: the job
+    /// runs until it is stopped or cancelled.
+    #[serde(default)]
+    pub follow: bool,
 }
 
 /// Reads the partitions of one subtask, in turn, from its saved offsets to the end.
@@ -35,6 +39,7 @@ pub struct StreamSource {
     /// Partition → next offset.
     offsets: BTreeMap<u32, u64>,
     turn: usize,
+    follow: bool,
 }
 
 impl StreamSource {
@@ -48,7 +53,14 @@ impl StreamSource {
     ) -> Result<Self, ConnectorError> {
         let partitions = store.stream_partitions(&config.stream).map_err(store_err)?;
         let offsets = (0..partitions).filter(|p| p % parallelism == index).map(|p| (p, 0)).collect();
-        Ok(StreamSource { store: store.clone(), stream: config.stream.clone(), batch_size, offsets, turn: 0 })
+        Ok(StreamSource {
+            store: store.clone(),
+            stream: config.stream.clone(),
+            batch_size,
+            offsets,
+            turn: 0,
+            follow: config.follow,
+        })
     }
 }
 
@@ -69,7 +81,8 @@ impl Source for StreamSource {
                 return Ok(Some(batch));
             }
         }
-        Ok(None)
+        // Following: nothing new yet is an empty batch, not the end.
+        Ok(self.follow.then(Batch::empty))
     }
 
     fn position(&self) -> serde_json::Value {

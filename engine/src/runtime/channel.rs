@@ -21,6 +21,8 @@ pub struct ChannelStats {
     pub max_depth: AtomicUsize,
     /// Batches sent.
     pub batches: AtomicU64,
+    /// Nanoseconds the sender waited for room: the upstream subtask's backpressured time.
+    pub blocked_ns: AtomicU64,
 }
 
 /// The sending half.
@@ -51,6 +53,7 @@ pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Send
         capacity,
         max_depth: AtomicUsize::new(0),
         batches: AtomicU64::new(0),
+        blocked_ns: AtomicU64::new(0),
     });
     (Sender { tx, stats: stats.clone() }, Receiver { rx, stats })
 }
@@ -59,7 +62,17 @@ impl Sender {
     /// Sends, waiting while the channel is full.
     pub async fn send(&self, message: Message) -> Result<(), Closed> {
         let is_batch = matches!(message, Message::Batch(_));
-        self.tx.send(message).await.map_err(|_| Closed)?;
+        match self.tx.try_reserve() {
+            Ok(permit) => permit.send(message),
+            Err(mpsc::error::TrySendError::Closed(())) => return Err(Closed),
+            Err(mpsc::error::TrySendError::Full(())) => {
+                let waiting = std::time::Instant::now();
+                let sent = self.tx.send(message).await;
+                let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.stats.blocked_ns.fetch_add(waited, Ordering::Relaxed);
+                sent.map_err(|_| Closed)?;
+            }
+        }
         let depth = self.tx.max_capacity() - self.tx.capacity();
         self.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
         if is_batch {

@@ -79,6 +79,8 @@ pub enum ToCoordinator {
     SourceFinished {
         /// Index of the task.
         task: usize,
+        /// It ended because the job is stopping, not because its input ended.
+        stopped: bool,
     },
 }
 
@@ -505,6 +507,8 @@ struct Progress {
     last_end: Instant,
     next_periodic: Option<Instant>,
     sources_finished: Vec<bool>,
+    /// A source ended because the job is stopping: the final checkpoint is a stop point.
+    stopping: bool,
     final_pending: Option<u64>,
 }
 
@@ -528,6 +532,7 @@ impl Coordinator {
             last_end: Instant::now(),
             next_periodic: self.settings.interval_ms.map(|ms| Instant::now() + Duration::from_millis(ms)),
             sources_finished: vec![false; self.tasks.len()],
+            stopping: false,
             final_pending: None,
         };
         let requests = self.requests.clone();
@@ -586,7 +591,10 @@ impl Coordinator {
                 },
                 message = self.inbox.recv() => match message {
                     None => return Err(JobError::Checkpoint("every task stopped".into())),
-                    Some(ToCoordinator::SourceFinished { task }) => p.sources_finished[task] = true,
+                    Some(ToCoordinator::SourceFinished { task, stopped }) => {
+                        p.sources_finished[task] = true;
+                        p.stopping |= stopped;
+                    }
                     Some(ToCoordinator::Decline { id, reason, .. }) => {
                         if p.pending.contains_key(&id) {
                             self.abort(&mut p, id, reason).await?;
@@ -652,6 +660,7 @@ impl Coordinator {
             id,
             status: CheckpointStatus::InProgress,
             is_final,
+            stopped: is_final && p.stopping,
             trigger_time_ms: unix_ms(),
             retained: true,
             ..CheckpointMeta::default()

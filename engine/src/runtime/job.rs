@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, broadcast, mpsc};
@@ -78,6 +78,9 @@ pub struct JobReport {
     pub final_checkpoint: Option<u64>,
     /// The job had finished before this run: it only re-committed its final output.
     pub already_finished: bool,
+    /// The job ended because it was stopped ([`RunEnv::stop`]); it resumes from its final
+    /// checkpoint when run again.
+    pub stopped: bool,
 }
 
 impl JobReport {
@@ -111,6 +114,8 @@ pub struct RunEnv {
     events: broadcast::Sender<JobEvent>,
     requests: Arc<Mutex<mpsc::UnboundedReceiver<TriggerRequest>>>,
     trigger_tx: mpsc::UnboundedSender<TriggerRequest>,
+    stop: Arc<AtomicBool>,
+    live: Arc<std::sync::Mutex<Option<Arc<JobMetrics>>>>,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -132,6 +137,8 @@ impl RunEnv {
             events,
             requests: Arc::new(Mutex::new(rx)),
             trigger_tx,
+            stop: Arc::new(AtomicBool::new(false)),
+            live: Arc::new(std::sync::Mutex::new(None)),
         }
     }
 
@@ -155,6 +162,18 @@ impl RunEnv {
     /// A handle that triggers checkpoints on demand.
     pub fn trigger_handle(&self) -> CheckpointTrigger {
         CheckpointTrigger { tx: self.trigger_tx.clone() }
+    }
+
+    /// Asks the running job to stop: its sources end their input at the next batch
+    /// boundary, a final checkpoint commits every output, and the job ends with
+    /// [`JobReport::stopped`]. Running the job again resumes from that checkpoint.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The counters of the current attempt (none before the first attempt starts).
+    pub fn live_metrics(&self) -> Option<Arc<JobMetrics>> {
+        self.live.lock().map(|m| m.clone()).unwrap_or(None)
     }
 }
 
@@ -196,7 +215,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
         })
         .await?;
         if let Some((meta, manifest)) = &latest {
-            if meta.is_final {
+            if meta.is_final && !meta.stopped {
                 recommit_final(plan, env, meta, manifest).await?;
                 return Ok(JobReport {
                     duration: Duration::ZERO,
@@ -208,6 +227,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                     restored_from,
                     final_checkpoint: Some(meta.id),
                     already_finished: true,
+                    stopped: false,
                 });
             }
             // A checkpoint that does not fit the job (other nodes, other parallelism) will
@@ -362,6 +382,11 @@ async fn run_attempt(
         channels: channel_stats,
         ..JobMetrics::default()
     });
+    if let Some(env) = env
+        && let Ok(mut live) = env.live.lock()
+    {
+        *live = Some(metrics.clone());
+    }
 
     // Task indices (for the coordinator): nodes in spec order, subtasks in order.
     let mut infos = Vec::new();
@@ -442,6 +467,7 @@ async fn run_attempt(
                     restored,
                     final_id: None,
                     control_closed: false,
+                    stop: env.stop.clone(),
                 });
             }
             let cenv = match env {
@@ -642,6 +668,7 @@ async fn run_attempt(
         restored_from: Vec::new(),
         final_checkpoint,
         already_finished: false,
+        stopped: env.is_some_and(|e| e.stop.load(Ordering::Relaxed)),
     })
 }
 

@@ -7,7 +7,7 @@
 //! output is committed by some checkpoint.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tokio::sync::mpsc;
@@ -25,6 +25,9 @@ use super::watermark::WatermarkTracker;
 use crate::connectors::{Sink, Source};
 use crate::guest::OperatorInstance;
 use crate::guest::bindings::Context;
+
+/// How long a source that has nothing new (an empty batch) waits before it asks again.
+const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A task's link to the checkpoint coordinator.
 pub struct Checkpointing {
@@ -48,6 +51,9 @@ pub struct Checkpointing {
     pub final_id: Option<u64>,
     /// The coordinator is gone (its channel closed).
     pub control_closed: bool,
+    /// Set when the job is asked to stop: sources end their input at the next batch
+    /// boundary (without the end-of-input watermark) and the final checkpoint follows.
+    pub stop: Arc<AtomicBool>,
 }
 
 impl Checkpointing {
@@ -100,6 +106,7 @@ pub async fn run_source(
     let (mut max_ts, mut watermark) =
         checkpointing.as_ref().and_then(|c| c.restored.source_watermark).unwrap_or((i64::MIN, i64::MIN));
     let mut exhausted = false;
+    let mut stopped = false;
     let mut announced = false;
     let started = Instant::now();
     let mut emitted = 0u64;
@@ -113,10 +120,16 @@ pub async fn run_source(
             if done {
                 break;
             }
+            if !exhausted && c.stop.load(Ordering::Relaxed) {
+                // Stopping: the input ends here, but event time does not jump to the end,
+                // so the job resumes from the final checkpoint as if never stopped.
+                exhausted = true;
+                stopped = true;
+            }
             if exhausted {
                 if !announced {
                     announced = true;
-                    let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task });
+                    let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task, stopped });
                 }
                 let Some(control) = c.control.recv().await else { break };
                 if source_control(c, control, &mut *source, (max_ts, watermark), &output).await? {
@@ -128,7 +141,9 @@ pub async fn run_source(
         } else if exhausted {
             break;
         }
+        let mut idle = false;
         match source.next_batch()? {
+            Some(batch) if batch.is_empty() => idle = true,
             Some(batch) => {
                 if let Some(delay) = out_of_orderness_ms {
                     for e in &batch.entries {
@@ -162,6 +177,8 @@ pub async fn run_source(
                 let due = started + std::time::Duration::from_secs_f64(emitted as f64 / rate as f64);
                 tokio::time::sleep_until(due.into()).await;
             }
+            // A following source with nothing new polls again a little later.
+            _ if idle => tokio::time::sleep(IDLE_POLL).await,
             // A source that never fills a channel must still let other tasks run.
             _ => tokio::task::yield_now().await,
         }

@@ -140,6 +140,10 @@ pub struct CheckpointMeta {
     pub status: CheckpointStatus,
     /// The checkpoint taken at the end of the input.
     pub is_final: bool,
+    /// The final checkpoint was taken because the job was stopped, not because its input
+    /// ended: the job resumes from it when started again.
+    #[serde(default)]
+    pub stopped: bool,
     /// When it was triggered (unix ms).
     pub trigger_time_ms: u64,
     /// Completion or failure time (unix ms).

@@ -174,6 +174,42 @@ impl Store {
         Ok(first)
     }
 
+    /// Appends records to several partitions in one durable transaction (all or nothing);
+    /// returns the offset of the first record of each group, in order.
+    pub fn append_partitions(
+        &self,
+        name: &str,
+        groups: &[(u32, Vec<LogRecord>)],
+    ) -> Result<Vec<u64>, StoreError> {
+        let txn = self.write_txn(Durability::Immediate)?;
+        let mut firsts = Vec::with_capacity(groups.len());
+        {
+            let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
+            let mut log = txn.open_table(LOG)?;
+            let mut ends = txn.open_table(LOG_ENDS)?;
+            for (partition, records) in groups {
+                check_partition(name, *partition, partitions)?;
+                let encoded: Vec<Vec<u8>> = records
+                    .iter()
+                    .map(|record| {
+                        let mut out = Vec::with_capacity(record.key.len() + record.value.len() + 16);
+                        encode_record(&mut out, record);
+                        out
+                    })
+                    .collect();
+                firsts.push(append_encoded(
+                    &mut log,
+                    &mut ends,
+                    name,
+                    *partition,
+                    encoded.iter().map(Vec::as_slice),
+                )?);
+            }
+        }
+        txn.commit()?;
+        Ok(firsts)
+    }
+
     /// Up to `max` records of a partition from `from_offset` on, with their offsets (empty at or
     /// past the end).
     pub fn read(

@@ -1,0 +1,219 @@
+//! `/api/v1/jobs`: create from a JSON spec, list, get (graph, status, live figures), stop,
+//! cancel, restart.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::checkpoints::{CheckpointView, view};
+use super::{Caller, Data, ErrorBody, parse_json};
+use crate::plan::{JobSpec, NodeKind, Partitioning};
+use crate::server::jobs::{JobRecord, SubtaskLive};
+use crate::server::{Server, ServerError};
+use weir_store::CheckpointStorage as _;
+
+/// A node of the job's graph with its live figures (zero when the job is not running).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Vertex {
+    /// Node id.
+    pub id: String,
+    /// Source, operator or sink.
+    #[schema(value_type = String)]
+    pub kind: NodeKind,
+    /// Parallelism.
+    pub parallelism: u32,
+    /// Operators: the module id (or builtin name).
+    pub module: Option<String>,
+    /// Sources and sinks: the connector.
+    pub connector: Option<String>,
+    /// Records received in the current run.
+    pub records_in: u64,
+    /// Records emitted in the current run.
+    pub records_out: u64,
+    /// Records received per second.
+    pub records_in_per_second: f64,
+    /// Records emitted per second.
+    pub records_out_per_second: f64,
+    /// The largest share of the last second a subtask waited for room downstream (0 to 1).
+    pub backpressure: f64,
+    /// Per subtask.
+    pub subtasks: Vec<SubtaskLive>,
+}
+
+/// An edge of the job's graph.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Edge {
+    /// Upstream node id.
+    pub from: String,
+    /// Downstream node id.
+    pub to: String,
+    /// Partitioning.
+    #[schema(value_type = String)]
+    pub partitioning: Partitioning,
+}
+
+/// A job with its graph and live figures.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobDetail {
+    /// The job.
+    #[serde(flatten)]
+    pub job: JobRecord,
+    /// Its nodes.
+    pub vertices: Vec<Vertex>,
+    /// Its edges.
+    pub edges: Vec<Edge>,
+    /// Its latest completed checkpoint.
+    pub latest_checkpoint: Option<CheckpointView>,
+}
+
+fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
+    let live = server.jobs.live(&job.id).unwrap_or_default();
+    let vertices = job
+        .spec
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let subtasks: Vec<SubtaskLive> = live.get(i).cloned().unwrap_or_else(|| {
+                (0..n.parallelism).map(|s| SubtaskLive { subtask: s, ..SubtaskLive::default() }).collect()
+            });
+            Vertex {
+                id: n.id.clone(),
+                kind: n.kind,
+                parallelism: n.parallelism,
+                module: n.module.clone(),
+                connector: n.connector.clone(),
+                records_in: subtasks.iter().map(|s| s.records_in).sum(),
+                records_out: subtasks.iter().map(|s| s.records_out).sum(),
+                records_in_per_second: subtasks.iter().map(|s| s.records_in_per_second).sum(),
+                records_out_per_second: subtasks.iter().map(|s| s.records_out_per_second).sum(),
+                backpressure: subtasks.iter().map(|s| s.backpressure).fold(0.0, f64::max),
+                subtasks,
+            }
+        })
+        .collect();
+    // Edges as planned: the default partitioning is forward where parallelism is equal.
+    let parallelism = |id: &str| job.spec.nodes.iter().find(|n| n.id == id).map(|n| n.parallelism);
+    let edges = job
+        .spec
+        .edges
+        .iter()
+        .map(|e| Edge {
+            from: e.from.clone(),
+            to: e.to.clone(),
+            partitioning: e.partitioning.unwrap_or(if parallelism(&e.from) == parallelism(&e.to) {
+                Partitioning::Forward
+            } else {
+                Partitioning::Rebalance
+            }),
+        })
+        .collect();
+    let latest_checkpoint =
+        server.store.latest_completed(&job.id)?.map(|(meta, _)| view(&meta, job.subtasks));
+    Ok(JobDetail { job, vertices, edges, latest_checkpoint })
+}
+
+/// Creates a job from its JSON spec and starts it. Operators name their module by id, by
+/// the name it was uploaded under, or `builtin:<name>`; stream connectors name the
+/// caller's streams; `file` connectors are not available over the API.
+#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body(content = Object, description = "A job spec"),
+    responses(
+        (status = 201, description = "Created and started", body = JobDetail),
+        (status = 400, description = "Invalid spec", body = ErrorBody),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 429, description = "A quota would be exceeded", body = ErrorBody)))]
+pub async fn create_job(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<JobDetail>), ServerError> {
+    let spec: JobSpec =
+        parse_json(&body).map_err(|e| ServerError::BadRequest(format!("invalid job spec: {e}")))?;
+    server.check_storage(&tenant, 0)?;
+    let job = server.jobs.create(&tenant, spec).await?;
+    Ok((StatusCode::CREATED, Json(detail(&server, job)?)))
+}
+
+/// Lists the caller's jobs.
+#[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs",
+    responses(
+        (status = 200, description = "The jobs", body = Data<JobRecord>),
+        (status = 401, description = "No or bad token", body = ErrorBody)))]
+pub async fn list_jobs(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+) -> Result<Json<Data<JobRecord>>, ServerError> {
+    Ok(Json(Data { data: server.jobs.list(&tenant.id)? }))
+}
+
+/// One job: status, graph, live records in/out and backpressure per operator and subtask.
+#[utoipa::path(get, path = "/api/v1/jobs/{job_id}", tag = "jobs",
+    params(("job_id" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "The job", body = JobDetail),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody)))]
+pub async fn get_job(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(job_id): Path<String>,
+) -> Result<Json<JobDetail>, ServerError> {
+    let job = server.jobs.get(&tenant.id, &job_id)?;
+    Ok(Json(detail(&server, job)?))
+}
+
+/// Stops a job: its sources stop, a final checkpoint commits every output, and the job
+/// ends `stopped`. `restart` resumes it from there.
+#[utoipa::path(post, path = "/api/v1/jobs/{job_id}/stop", tag = "jobs",
+    params(("job_id" = String, Path, description = "Job id")),
+    responses(
+        (status = 202, description = "Stopping", body = JobRecord),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job is not running", body = ErrorBody)))]
+pub async fn stop_job(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(job_id): Path<String>,
+) -> Result<(StatusCode, Json<JobRecord>), ServerError> {
+    Ok((StatusCode::ACCEPTED, Json(server.jobs.stop(&tenant.id, &job_id)?)))
+}
+
+/// Cancels a job at once (no final checkpoint). `restart` resumes it from its latest
+/// checkpoint.
+#[utoipa::path(post, path = "/api/v1/jobs/{job_id}/cancel", tag = "jobs",
+    params(("job_id" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "Canceled", body = JobRecord),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job has ended", body = ErrorBody)))]
+pub async fn cancel_job(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(job_id): Path<String>,
+) -> Result<Json<JobRecord>, ServerError> {
+    Ok(Json(server.jobs.cancel(&tenant.id, &job_id).await?))
+}
+
+/// Restarts a job from its latest checkpoint (a running job is cancelled first).
+#[utoipa::path(post, path = "/api/v1/jobs/{job_id}/restart", tag = "jobs",
+    params(("job_id" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "Restarted", body = JobRecord),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job finished", body = ErrorBody),
+        (status = 429, description = "A quota would be exceeded", body = ErrorBody)))]
+pub async fn restart_job(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(job_id): Path<String>,
+) -> Result<Json<JobRecord>, ServerError> {
+    Ok(Json(server.jobs.restart(&tenant, &job_id).await?))
+}

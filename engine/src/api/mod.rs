@@ -1,0 +1,183 @@
+//! The HTTP API (`/api/v1`), served by axum over a [`Server`]. Flink's nouns, collections as
+//! `{ "data": [...] }`, every error as `{ "error": "..." }` with its status, snake_case
+//! fields. The OpenAPI document (`/api/v1/openapi.json`) is generated from the same route
+//! list that serves the requests.
+
+// utoipa's expansion of `#[utoipa::path]` over `Query<T>` arguments trips this lint.
+#![allow(unused_qualifications)]
+
+mod auth;
+mod checkpoints;
+mod jobs;
+mod modules;
+mod streams;
+mod tenants;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use auth::{Admin, Caller};
+
+use crate::server::{Server, ServerError};
+
+/// A collection.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Data<T> {
+    /// The items.
+    pub data: Vec<T>,
+}
+
+/// The body of every error response.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, and what to do.
+    pub error: String,
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ServerError::Quota { limit: "max_module_bytes", .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            other => other.status(),
+        };
+        let error = match &self {
+            ServerError::Internal(detail) => {
+                tracing::error!("internal error: {detail}");
+                self.to_string()
+            }
+            other => other.to_string(),
+        };
+        (status, axum::Json(ErrorBody { error })).into_response()
+    }
+}
+
+/// Parses a JSON request body with an error that names the problem.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ServerError> {
+    if body.is_empty() {
+        return Err(ServerError::BadRequest("the request needs a JSON body".into()));
+    }
+    serde_json::from_slice(body).map_err(|e| ServerError::BadRequest(format!("invalid JSON body: {e}")))
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Weir API",
+        description = "Tenants, operator modules, jobs, checkpoints and streams of a Weir server. \
+                       Every route but /healthz, /metrics and this document needs `Authorization: Bearer <token>`.",
+        version = "0.1.0"
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags(
+        (name = "tenants", description = "Tenants and their tokens (admin token)"),
+        (name = "modules", description = "Operator modules (Wasm components)"),
+        (name = "jobs", description = "Jobs"),
+        (name = "checkpoints", description = "Checkpoints of a job"),
+        (name = "streams", description = "The built-in partitioned log"),
+        (name = "service", description = "Health, metrics and this document")
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The routes and their OpenAPI document.
+pub fn routes() -> OpenApiRouter<Arc<Server>> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health))
+        .routes(routes!(tenants::create_tenant, tenants::list_tenants))
+        .routes(routes!(tenants::get_tenant))
+        .routes(routes!(tenants::set_quotas))
+        .routes(routes!(tenants::issue_token))
+        .routes(routes!(tenants::whoami))
+        .routes(routes!(modules::upload_module, modules::list_modules))
+        .routes(routes!(modules::get_module, modules::delete_module))
+        .routes(routes!(jobs::create_job, jobs::list_jobs))
+        .routes(routes!(jobs::get_job))
+        .routes(routes!(jobs::stop_job))
+        .routes(routes!(jobs::cancel_job))
+        .routes(routes!(jobs::restart_job))
+        .routes(routes!(checkpoints::list_checkpoints, checkpoints::trigger_checkpoint))
+        .routes(routes!(checkpoints::get_checkpoint))
+        .routes(routes!(streams::create_stream, streams::list_streams))
+        .routes(routes!(streams::get_stream))
+        .routes(routes!(streams::append_records, streams::read_records))
+}
+
+/// The OpenAPI document of the API.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().split_for_parts().1
+}
+
+/// The whole application: the API, `/metrics`, the OpenAPI document; every error as JSON.
+pub fn router(server: Arc<Server>) -> Router {
+    let (api, document) = routes().split_for_parts();
+    let document = Arc::new(document);
+    let limit = server.config.max_request_bytes;
+    api.route("/metrics", get(metrics))
+        .route("/api/v1/openapi.json", get(move || async move { axum::Json(document.as_ref().clone()) }))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::map_response(json_errors))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(server)
+}
+
+/// Health: the server answers.
+#[utoipa::path(get, path = "/healthz", tag = "service", security(()),
+    responses((status = 200, description = "The server is up", body = Object)))]
+async fn health() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn metrics(State(server): State<Arc<Server>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], server.telemetry.render())
+}
+
+async fn not_found(uri: axum::http::Uri) -> ServerError {
+    ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
+}
+
+/// Turns every error response that is not JSON already (a rejected path, query or body, a
+/// wrong method, a body over the limit) into `{ "error": ... }`.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 << 10).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let error =
+        if text.is_empty() { status.canonical_reason().unwrap_or("error").to_lowercase() } else { text };
+    let body = serde_json::to_vec(&ErrorBody { error }).unwrap_or_default();
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
+}

@@ -1,0 +1,184 @@
+//! `/api/v1/streams`: the built-in partitioned log. Create, append (JSON or MessagePack),
+//! read by partition and offset.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{Caller, Data, ErrorBody, parse_json};
+use crate::server::streams::{Appended, NewRecord, StoredRecord, StreamInfo, msgpack_to_json};
+use crate::server::{Server, ServerError};
+
+/// A new stream.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewStream {
+    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -.
+    pub name: String,
+    /// Its number of partitions (1 to 1024, default 1).
+    #[serde(default = "one")]
+    pub partitions: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Records to append.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendBody {
+    /// The records, in order.
+    pub records: Vec<NewRecord>,
+}
+
+/// Most records in one append.
+const MAX_APPEND: usize = 100_000;
+
+/// Creates a stream (again with the same partition count: no change).
+#[utoipa::path(post, path = "/api/v1/streams", tag = "streams", request_body = NewStream,
+    responses(
+        (status = 201, description = "Created", body = StreamInfo),
+        (status = 400, description = "Bad name or partition count", body = ErrorBody),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 409, description = "It exists with another partition count", body = ErrorBody)))]
+pub async fn create_stream(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<StreamInfo>), ServerError> {
+    let new: NewStream = parse_json(&body)?;
+    let info = server.streams.create(&tenant.id, &new.name, new.partitions)?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+/// Lists the caller's streams.
+#[utoipa::path(get, path = "/api/v1/streams", tag = "streams",
+    responses(
+        (status = 200, description = "The streams", body = Data<StreamInfo>),
+        (status = 401, description = "No or bad token", body = ErrorBody)))]
+pub async fn list_streams(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+) -> Result<Json<Data<StreamInfo>>, ServerError> {
+    Ok(Json(Data { data: server.streams.list(&tenant.id)? }))
+}
+
+/// One stream with its end offsets.
+#[utoipa::path(get, path = "/api/v1/streams/{name}", tag = "streams",
+    params(("name" = String, Path, description = "Stream name")),
+    responses(
+        (status = 200, description = "The stream", body = StreamInfo),
+        (status = 400, description = "Bad name", body = ErrorBody),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such stream", body = ErrorBody)))]
+pub async fn get_stream(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(name): Path<String>,
+) -> Result<Json<StreamInfo>, ServerError> {
+    Ok(Json(server.streams.get(&tenant.id, &name)?))
+}
+
+/// Appends records: `{"records": [{"key": ..., "value": ..., "timestamp": ..., "partition": ...}]}`
+/// as JSON, or the same structure as MessagePack (`Content-Type: application/msgpack`).
+/// All records are appended or none.
+#[utoipa::path(post, path = "/api/v1/streams/{name}/records", tag = "streams",
+    params(("name" = String, Path, description = "Stream name")),
+    request_body(content(
+        (AppendBody = "application/json"),
+        (AppendBody = "application/msgpack")
+    )),
+    responses(
+        (status = 201, description = "Where each record went", body = Data<Appended>),
+        (status = 400, description = "Bad body or partition", body = ErrorBody),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such stream", body = ErrorBody),
+        (status = 429, description = "Storage quota", body = ErrorBody)))]
+pub async fn append_records(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Data<Appended>>), ServerError> {
+    let msgpack = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/msgpack") || v.starts_with("application/x-msgpack"));
+    let append: AppendBody = if msgpack {
+        rmp_serde::from_slice(&body)
+            .map_err(|e| ServerError::BadRequest(format!("invalid MessagePack body: {e}")))?
+    } else {
+        parse_json(&body)?
+    };
+    if append.records.len() > MAX_APPEND {
+        return Err(ServerError::BadRequest(format!(
+            "{} records in one request; at most {MAX_APPEND}",
+            append.records.len()
+        )));
+    }
+    server.check_storage(&tenant, body.len() as u64)?;
+    let streams_server = server.clone();
+    let tenant_id = tenant.id.clone();
+    let appended =
+        tokio::task::spawn_blocking(move || streams_server.streams.append(&tenant_id, &name, append.records))
+            .await??;
+    Ok((StatusCode::CREATED, Json(Data { data: appended })))
+}
+
+/// What to read.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ReadQuery {
+    /// The partition (default 0).
+    pub partition: Option<u32>,
+    /// The first offset (default 0).
+    pub offset: Option<u64>,
+    /// Most records (default 1000, at most 10000).
+    pub limit: Option<usize>,
+}
+
+/// Records read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadBody {
+    /// The records, keys and values decoded from MessagePack to JSON.
+    pub data: Vec<StoredRecord>,
+    /// The offset to read from next.
+    pub next_offset: u64,
+}
+
+/// Reads records of one partition from an offset.
+#[utoipa::path(get, path = "/api/v1/streams/{name}/records", tag = "streams",
+    params(("name" = String, Path, description = "Stream name"), ReadQuery),
+    responses(
+        (status = 200, description = "Records", body = ReadBody),
+        (status = 400, description = "Bad partition or query", body = ErrorBody),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such stream", body = ErrorBody)))]
+pub async fn read_records(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(name): Path<String>,
+    Query(query): Query<ReadQuery>,
+) -> Result<Json<ReadBody>, ServerError> {
+    let partition = query.partition.unwrap_or(0);
+    let offset = query.offset.unwrap_or(0);
+    let records = server.streams.read(&tenant.id, &name, partition, offset, query.limit.unwrap_or(1000))?;
+    let next_offset = records.last().map_or(offset, |(o, _)| o + 1);
+    let data = records
+        .into_iter()
+        .map(|(o, r)| StoredRecord {
+            partition,
+            offset: o,
+            key: msgpack_to_json(&r.key),
+            value: msgpack_to_json(&r.value),
+            timestamp: r.timestamp,
+        })
+        .collect();
+    Ok(Json(ReadBody { data, next_offset }))
+}

@@ -1,0 +1,70 @@
+//! Server configuration: defaults, then a TOML file, then `WEIR_*` environment variables
+//! (figment). Nested keys use `__`: `WEIR_DEFAULT_QUOTAS__MAX_JOBS=4`.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+use super::tenants::Quotas;
+
+/// The top-level keys, also the `WEIR_*` variables read from the environment.
+const KEYS: [&str; 7] =
+    ["listen", "data_dir", "admin_token", "max_request_bytes", "default_quotas", "pooling", "max_instances"];
+
+/// How `weir serve` runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on (`127.0.0.1:8080`; port 0 picks a free one).
+    pub listen: String,
+    /// Where the store (`weir.redb`), uploaded modules and the compiled-module cache live.
+    pub data_dir: PathBuf,
+    /// The admin token: it manages tenants. Without one, the tenant routes are closed.
+    pub admin_token: Option<String>,
+    /// Largest request body accepted, in bytes (module uploads are also held to the
+    /// tenant's `max_module_bytes`).
+    pub max_request_bytes: usize,
+    /// Quotas of tenants created without their own.
+    pub default_quotas: Quotas,
+    /// Instantiate operators from wasmtime's pooling allocator (fast, memory reserved up
+    /// front).
+    pub pooling: bool,
+    /// Most operator instances alive at once on this server (the pool's size).
+    pub max_instances: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("weir-data"),
+            admin_token: None,
+            max_request_bytes: 64 << 20,
+            default_quotas: Quotas::default(),
+            pooling: true,
+            max_instances: 1000,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Defaults, merged with `file` (TOML) when given, then with `WEIR_*` variables.
+    pub fn load(file: Option<&Path>) -> Result<Self, String> {
+        let mut figment = Figment::from(Serialized::defaults(ServerConfig::default()));
+        if let Some(file) = file {
+            if !file.exists() {
+                return Err(format!("the config file {} does not exist", file.display()));
+            }
+            figment = figment.merge(Toml::file(file));
+        }
+        // Other WEIR_* variables (the CLI's, the tests') are not configuration.
+        let env = Env::prefixed("WEIR_").split("__").filter(|key| {
+            let top = key.as_str().split('.').next().unwrap_or("");
+            KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
+        });
+        figment = figment.merge(env);
+        figment.extract().map_err(|e| format!("invalid configuration: {e}"))
+    }
+}

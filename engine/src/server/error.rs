@@ -1,0 +1,89 @@
+//! The one error type of the server: every failure a request can meet, with the HTTP status
+//! it answers with.
+
+use axum::http::StatusCode;
+
+/// Why a request failed. The message is a sentence for the user; [`ServerError::status`]
+/// is the HTTP status.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The request is malformed (bad JSON, a bad name or id, a bad job spec).
+    #[error("{0}")]
+    BadRequest(String),
+    /// No token, or one that no tenant holds.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller may not do this (a tenant calling an admin route).
+    #[error("{0}")]
+    Forbidden(String),
+    /// No such resource for this tenant (another tenant's resources answer this too).
+    #[error("{0}")]
+    NotFound(String),
+    /// The resource is not in a state that allows this (a module in use, a job not running).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request body is larger than allowed.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The upload is not an operator component (not Wasm, a core module, another world).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// A tenant quota would be exceeded; `limit` names it.
+    #[error("quota exceeded: {limit}: {message}")]
+    Quota {
+        /// The quota's name (`max_jobs`, `max_subtasks`, ...).
+        limit: &'static str,
+        /// What was asked and what is allowed.
+        message: String,
+    },
+    /// A failure of the server itself (storage, a bug). Logged; the user sees a short
+    /// message.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ServerError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ServerError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ServerError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServerError::Conflict(_) => StatusCode::CONFLICT,
+            ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ServerError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ServerError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ServerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// An internal error from anything displayable.
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        ServerError::Internal(e.to_string())
+    }
+}
+
+impl From<weir_store::StoreError> for ServerError {
+    fn from(e: weir_store::StoreError) -> Self {
+        use weir_store::StoreError;
+        match e {
+            StoreError::InvalidStreamName { .. }
+            | StoreError::InvalidPartitionCount { .. }
+            | StoreError::UnknownPartition { .. } => ServerError::BadRequest(e.to_string()),
+            StoreError::UnknownStream { .. } => ServerError::NotFound(e.to_string()),
+            StoreError::StreamExists { .. } => ServerError::Conflict(e.to_string()),
+            other => ServerError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ServerError {
+    fn from(e: tokio::task::JoinError) -> Self {
+        ServerError::Internal(format!("a background task failed: {e}"))
+    }
+}
+
+/// Result of server operations.
+pub type ServerResult<T> = Result<T, ServerError>;

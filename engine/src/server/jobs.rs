@@ -1,0 +1,776 @@
+//! The job manager: creates jobs from specs for a tenant, runs them with checkpoints, keeps
+//! their status in the store, and controls them (stop, cancel, restart). Jobs that were
+//! running when the server went down resume from their latest checkpoint when it starts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use tracing::Instrument as _;
+use utoipa::ToSchema;
+use weir_store::{CheckpointStorage as _, Store};
+
+use super::error::{ServerError, ServerResult};
+use super::registry::ModuleRegistry;
+use super::streams::internal_stream_name;
+use super::telemetry::Telemetry;
+use super::tenants::{Quotas, Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
+use crate::guest::OperatorModule;
+use crate::plan::{JobSpec, ModuleLoader, NodeKind, Plan, Settings};
+use crate::runtime::{JobEvent, JobMetrics, RunEnv, run_job_checkpointed};
+
+/// (tenant, job id) → job record (JSON).
+const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.jobs");
+
+/// How often the live rates of a running job are sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Running (restored from its latest checkpoint if it had one).
+    Running,
+    /// Failed and waiting to restart from its latest checkpoint.
+    Restarting,
+    /// Asked to stop: taking its final checkpoint.
+    Stopping,
+    /// Stopped at a final checkpoint; `restart` resumes it from there.
+    Stopped,
+    /// Its input ended and every output is committed.
+    Finished,
+    /// Cancelled; `restart` resumes it from its latest checkpoint.
+    Canceled,
+    /// Failed for good (restarts used up, or it cannot run); `error` says why.
+    Failed,
+}
+
+impl JobStatus {
+    /// The job runs (or is about to).
+    pub fn is_active(self) -> bool {
+        matches!(self, JobStatus::Running | JobStatus::Restarting | JobStatus::Stopping)
+    }
+
+    /// The job counts against the tenant's job and subtask quotas.
+    pub fn holds_quota(self) -> bool {
+        self.is_active() || self == JobStatus::Stopped
+    }
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JobRecord {
+    /// Its id (32 hex digits).
+    pub id: String,
+    /// The owning tenant.
+    #[serde(skip)]
+    pub tenant: String,
+    /// The spec's name.
+    pub name: String,
+    /// Current status.
+    pub status: JobStatus,
+    /// Why it failed (or the last failure it restarted after).
+    pub error: Option<String>,
+    /// Creation time, unix ms.
+    pub created_ms: u64,
+    /// When the current run started, unix ms.
+    pub start_ms: Option<u64>,
+    /// When it last ended, unix ms.
+    pub end_ms: Option<u64>,
+    /// Restarts after failures, over every run.
+    pub restarts: u32,
+    /// Total subtasks.
+    pub subtasks: u32,
+    /// The spec as submitted, with module references pinned to module ids.
+    #[schema(value_type = Object)]
+    pub spec: JobSpec,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredJob {
+    tenant: String,
+    #[serde(flatten)]
+    record: JobRecord,
+}
+
+/// Live figures of one subtask.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct SubtaskLive {
+    /// Subtask index.
+    pub subtask: u32,
+    /// Records received in this run.
+    pub records_in: u64,
+    /// Records emitted in this run.
+    pub records_out: u64,
+    /// Records received per second (last second).
+    pub records_in_per_second: f64,
+    /// Records emitted per second (last second).
+    pub records_out_per_second: f64,
+    /// Share of the last second spent waiting for room downstream (0 to 1).
+    pub backpressure: f64,
+}
+
+#[derive(Default)]
+struct Sample {
+    at: Option<Instant>,
+    metrics: Option<Arc<JobMetrics>>,
+    /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
+    counters: HashMap<(usize, u32), (u64, u64, u64)>,
+    live: Vec<Vec<SubtaskLive>>,
+}
+
+struct Running {
+    env: Arc<RunEnv>,
+    task: tokio::task::JoinHandle<()>,
+    /// Tells this run apart from a later run of the same job.
+    generation: u64,
+    /// The task following its events.
+    watcher: tokio::task::AbortHandle,
+    sample: Arc<Mutex<Sample>>,
+}
+
+struct Inner {
+    store: Store,
+    registry: ModuleRegistry,
+    telemetry: Arc<Telemetry>,
+    running: Mutex<HashMap<String, Running>>,
+    generations: std::sync::atomic::AtomicU64,
+    /// Serialises quota checks with the job creations they admit.
+    admission: tokio::sync::Mutex<()>,
+}
+
+/// The job manager. Cheap to clone.
+#[derive(Clone)]
+pub struct JobManager {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for JobManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobManager").finish_non_exhaustive()
+    }
+}
+
+fn db_err(e: impl std::fmt::Display) -> ServerError {
+    ServerError::internal(e)
+}
+
+/// Resolves module references for one tenant and remembers what they resolved to.
+struct TenantModules<'a> {
+    registry: &'a ModuleRegistry,
+    tenant: &'a str,
+    resolved: Mutex<BTreeMap<String, String>>,
+}
+
+impl ModuleLoader for TenantModules<'_> {
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String> {
+        let (module, id) = self.registry.resolve(self.tenant, reference)?;
+        self.resolved.lock().expect("resolved lock").insert(reference.to_string(), id);
+        Ok(module)
+    }
+}
+
+impl JobManager {
+    /// The manager over `store` (creates its table).
+    pub fn open(store: &Store, registry: ModuleRegistry, telemetry: Arc<Telemetry>) -> ServerResult<Self> {
+        let txn = store.database().begin_write().map_err(db_err)?;
+        txn.open_table(JOBS).map_err(db_err)?;
+        txn.commit().map_err(db_err)?;
+        Ok(JobManager {
+            inner: Arc::new(Inner {
+                store: store.clone(),
+                registry,
+                telemetry,
+                running: Mutex::new(HashMap::new()),
+                generations: std::sync::atomic::AtomicU64::new(0),
+                admission: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    /// Job `id` of `tenant`.
+    pub fn get(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        check_hex_id("job", id, 32)?;
+        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(JOBS).map_err(db_err)?;
+        match t.get((tenant, id)).map_err(db_err)? {
+            Some(v) => decode_job(v.value()),
+            None => Err(ServerError::NotFound(format!("no job `{id}`"))),
+        }
+    }
+
+    /// The jobs of `tenant`, oldest first.
+    pub fn list(&self, tenant: &str) -> ServerResult<Vec<JobRecord>> {
+        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in t.range((tenant, "")..).map_err(db_err)? {
+            let (k, v) = row.map_err(db_err)?;
+            if k.value().0 != tenant {
+                break;
+            }
+            out.push(decode_job(v.value())?);
+        }
+        out.sort_by_key(|j| j.created_ms);
+        Ok(out)
+    }
+
+    fn all(&self) -> ServerResult<Vec<JobRecord>> {
+        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(db_err)? {
+            let (_, v) = row.map_err(db_err)?;
+            out.push(decode_job(v.value())?);
+        }
+        Ok(out)
+    }
+
+    fn put(&self, job: &JobRecord) -> ServerResult<()> {
+        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        {
+            let mut t = txn.open_table(JOBS).map_err(db_err)?;
+            let stored = StoredJob { tenant: job.tenant.clone(), record: job.clone() };
+            t.insert((job.tenant.as_str(), job.id.as_str()), encode_record(&stored)?.as_slice())
+                .map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)
+    }
+
+    /// Changes job `id` of `tenant` in one transaction; returns the new record.
+    fn update(&self, tenant: &str, id: &str, change: impl FnOnce(&mut JobRecord)) -> ServerResult<JobRecord> {
+        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        let job;
+        {
+            let mut t = txn.open_table(JOBS).map_err(db_err)?;
+            let mut record = match t.get((tenant, id)).map_err(db_err)? {
+                Some(v) => decode_job(v.value())?,
+                None => return Err(ServerError::NotFound(format!("no job `{id}`"))),
+            };
+            change(&mut record);
+            let stored = StoredJob { tenant: tenant.to_string(), record: record.clone() };
+            t.insert((tenant, id), encode_record(&stored)?.as_slice()).map_err(db_err)?;
+            job = record;
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(job)
+    }
+
+    /// The module ids that `tenant`'s jobs which may still run (not finished, failed or
+    /// cancelled... a cancelled job may restart, so it counts too) refer to.
+    pub fn modules_in_use(&self, tenant: &str) -> ServerResult<Vec<(String, String)>> {
+        let mut used = Vec::new();
+        for job in self.list(tenant)? {
+            if job.status == JobStatus::Finished {
+                continue;
+            }
+            for node in &job.spec.nodes {
+                if let Some(m) = &node.module {
+                    used.push((m.clone(), job.id.clone()));
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    /// Bytes of checkpointed state of `tenant`'s jobs (their latest completed checkpoints).
+    pub fn state_usage(&self, tenant: &str) -> ServerResult<u64> {
+        let mut total = 0;
+        for job in self.list(tenant)? {
+            if let Some(meta) = self.inner.store.history(&job.id)?.iter().rev().find(|m| m.retained) {
+                total += meta.full_size;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Validates `spec` for `tenant` against its quotas, stores the job and starts it.
+    pub async fn create(&self, tenant: &Tenant, mut spec: JobSpec) -> ServerResult<JobRecord> {
+        apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
+        let _admitted = self.inner.admission.lock().await;
+        let (spec, plan) = self.plan(&tenant.id, spec).await?;
+        self.check_counts(tenant, None, plan.subtask_count())?;
+        let job = JobRecord {
+            id: new_id(16),
+            tenant: tenant.id.clone(),
+            name: spec.name.clone(),
+            status: JobStatus::Running,
+            error: None,
+            created_ms: weir_now_ms(),
+            start_ms: Some(weir_now_ms()),
+            end_ms: None,
+            restarts: 0,
+            subtasks: plan.subtask_count(),
+            spec,
+        };
+        self.put(&job)?;
+        tracing::info!(tenant = %job.tenant, job = %job.id, name = %job.name, "job created");
+        self.start(&job, plan);
+        Ok(job)
+    }
+
+    /// Resolves the modules (pinning references to module ids in the returned spec), scopes
+    /// the connectors to the tenant and plans the job. Compiles, so it runs on the blocking
+    /// pool.
+    async fn plan(&self, tenant: &str, mut spec: JobSpec) -> ServerResult<(JobSpec, Arc<Plan>)> {
+        let registry = self.inner.registry.clone();
+        let store = self.inner.store.clone();
+        let tenant = tenant.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut scoped = spec.clone();
+            scope_spec(&tenant, &mut scoped, &store)?;
+            let loader =
+                TenantModules { registry: &registry, tenant: &tenant, resolved: Mutex::new(BTreeMap::new()) };
+            let plan =
+                crate::plan::plan(&scoped, &loader).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let resolved = loader.resolved.into_inner().expect("resolved lock");
+            for node in &mut spec.nodes {
+                if let Some(m) = &mut node.module
+                    && let Some(id) = resolved.get(m.as_str())
+                {
+                    *m = id.clone();
+                }
+            }
+            Ok((spec, Arc::new(plan)))
+        })
+        .await?
+    }
+
+    /// Checks the job and subtask quotas for a job of `subtasks` subtasks (`except`: a job
+    /// already counted, being restarted).
+    fn check_counts(&self, tenant: &Tenant, except: Option<&str>, subtasks: u32) -> ServerResult<()> {
+        let holding: Vec<JobRecord> = self
+            .list(&tenant.id)?
+            .into_iter()
+            .filter(|j| j.status.holds_quota() && Some(j.id.as_str()) != except)
+            .collect();
+        let q = &tenant.quotas;
+        if holding.len() as u32 >= q.max_jobs {
+            return Err(ServerError::Quota {
+                limit: "max_jobs",
+                message: format!(
+                    "the tenant has {} job(s) that are running or stopped, and may have {}; cancel one first",
+                    holding.len(),
+                    q.max_jobs
+                ),
+            });
+        }
+        let used: u32 = holding.iter().map(|j| j.subtasks).sum();
+        if used + subtasks > q.max_subtasks {
+            return Err(ServerError::Quota {
+                limit: "max_subtasks",
+                message: format!(
+                    "the job needs {subtasks} subtask(s); the tenant's jobs use {used} of {}",
+                    q.max_subtasks
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts running `job` (its status is already stored as running).
+    fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
+        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.clone()));
+        let sample = Arc::new(Mutex::new(Sample::default()));
+        let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
+        let events = self.clone().watch_events(
+            job.tenant.clone(),
+            job.id.clone(),
+            env.subscribe(),
+            env.clone(),
+            plan.clone(),
+            sample.clone(),
+        );
+        let events = tokio::spawn(events.instrument(span.clone()));
+        let events_handle = events.abort_handle();
+        let manager = self.clone();
+        let (tenant, id) = (job.tenant.clone(), job.id.clone());
+        let run_env = env.clone();
+        let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
+        // The entry is in the map before the run can end and look for it.
+        let mut running = self.inner.running.lock().expect("running lock");
+        let task = tokio::spawn(
+            async move {
+                let result = run_job_checkpointed(&plan, &run_env).await;
+                events.abort();
+                manager.finished(&tenant, &id, generation, result).await;
+            }
+            .instrument(span),
+        );
+        let watcher = events_handle;
+        running.insert(job.id.clone(), Running { env, task, generation, watcher, sample });
+    }
+
+    /// Follows a running job: status on restarts, telemetry on checkpoints, live rates.
+    async fn watch_events(
+        self,
+        tenant: String,
+        id: String,
+        mut events: tokio::sync::broadcast::Receiver<JobEvent>,
+        env: Arc<RunEnv>,
+        plan: Arc<Plan>,
+        sample: Arc<Mutex<Sample>>,
+    ) {
+        let mut tick = tokio::time::interval(SAMPLE_EVERY);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.sample(&tenant, &id, &env, &plan, &sample),
+                event = events.recv() => match event {
+                    Ok(JobEvent::Restarting { error, .. }) => {
+                        self.inner.telemetry.restarted(&tenant, &id);
+                        let _ = self.update(&tenant, &id, |j| {
+                            j.restarts += 1;
+                            j.error = Some(error);
+                            if j.status == JobStatus::Running {
+                                j.status = JobStatus::Restarting;
+                            }
+                        });
+                    }
+                    Ok(JobEvent::CheckpointCompleted { id: checkpoint, .. }) => {
+                        let _ = self.update(&tenant, &id, |j| {
+                            if j.status == JobStatus::Restarting {
+                                j.status = JobStatus::Running;
+                            }
+                        });
+                        let store = self.inner.store.clone();
+                        let job_id = id.clone();
+                        if let Ok(Ok(Some((meta, _)))) =
+                            tokio::task::spawn_blocking(move || store.checkpoint(&job_id, checkpoint)).await
+                        {
+                            self.inner.telemetry.checkpoint_completed(&tenant, &id, &meta);
+                        }
+                    }
+                    Ok(JobEvent::CheckpointFailed { .. }) => self.inner.telemetry.checkpoint_failed(&tenant, &id),
+                    Ok(JobEvent::Restored { .. }) => {
+                        let _ = self.update(&tenant, &id, |j| {
+                            if j.status == JobStatus::Restarting {
+                                j.status = JobStatus::Running;
+                            }
+                        });
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
+    }
+
+    /// Samples the live counters of a running job: rates, backpressure and telemetry.
+    fn sample(&self, tenant: &str, id: &str, env: &RunEnv, plan: &Plan, sample: &Mutex<Sample>) {
+        let Some(metrics) = env.live_metrics() else { return };
+        let Ok(mut s) = sample.lock() else { return };
+        let now = Instant::now();
+        if !s.metrics.as_ref().is_some_and(|m| Arc::ptr_eq(m, &metrics)) {
+            // A new attempt: its counters start from zero.
+            s.counters.clear();
+            s.at = None;
+        }
+        let elapsed = s.at.map(|t| now.duration_since(t).as_secs_f64().max(1e-3));
+        let mut blocked: HashMap<(&str, u32), u64> = HashMap::new();
+        for c in &metrics.channels {
+            *blocked.entry((c.from.0.as_str(), c.from.1)).or_default() +=
+                c.blocked_ns.load(Ordering::Relaxed);
+        }
+        let rate = |x: u64| elapsed.map(|e| x as f64 / e).unwrap_or(0.0);
+        let mut live = Vec::with_capacity(plan.nodes.len());
+        for (i, node) in plan.nodes.iter().enumerate() {
+            let mut subtasks = Vec::new();
+            let (mut node_in, mut node_out) = (0, 0);
+            for (k, m) in metrics.subtasks.get(i).into_iter().flatten().enumerate() {
+                let k = k as u32;
+                let current = (
+                    m.records_in.load(Ordering::Relaxed),
+                    m.records_out.load(Ordering::Relaxed),
+                    blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0),
+                );
+                let previous = s.counters.insert((i, k), current).unwrap_or((0, 0, 0));
+                let d_in = current.0.saturating_sub(previous.0);
+                let d_out = current.1.saturating_sub(previous.1);
+                let d_blocked = current.2.saturating_sub(previous.2);
+                node_in += d_in;
+                node_out += d_out;
+                subtasks.push(SubtaskLive {
+                    subtask: k,
+                    records_in: current.0,
+                    records_out: current.1,
+                    records_in_per_second: rate(d_in),
+                    records_out_per_second: rate(d_out),
+                    backpressure: elapsed
+                        .map(|e| (d_blocked as f64 / 1e9 / e).clamp(0.0, 1.0))
+                        .unwrap_or(0.0),
+                });
+            }
+            self.inner.telemetry.records(tenant, id, &node.id, node_in, node_out);
+            live.push(subtasks);
+        }
+        s.live = live;
+        s.at = Some(now);
+        s.metrics = Some(metrics);
+    }
+
+    /// Live figures of a running job, per node (spec order) and subtask; `None` when it is
+    /// not running.
+    pub fn live(&self, id: &str) -> Option<Vec<Vec<SubtaskLive>>> {
+        let running = self.inner.running.lock().ok()?;
+        let r = running.get(id)?;
+        let s = r.sample.lock().ok()?;
+        Some(s.live.clone())
+    }
+
+    /// Records how a run ended.
+    async fn finished(
+        &self,
+        tenant: &str,
+        id: &str,
+        generation: u64,
+        result: Result<crate::runtime::JobReport, crate::runtime::JobError>,
+    ) {
+        {
+            let mut running = self.inner.running.lock().expect("running lock");
+            if running.get(id).is_none_or(|r| r.generation != generation) {
+                // Cancelled or restarted meanwhile: whoever did that records the status.
+                return;
+            }
+            running.remove(id);
+        }
+        let outcome = self.update(tenant, id, |j| {
+            j.end_ms = Some(weir_now_ms());
+            match &result {
+                Ok(report) if report.stopped => j.status = JobStatus::Stopped,
+                Ok(_) => {
+                    j.status = JobStatus::Finished;
+                    j.error = None;
+                }
+                Err(e) => {
+                    j.status = JobStatus::Failed;
+                    j.error = Some(e.to_string());
+                }
+            }
+        });
+        match (&result, outcome) {
+            (_, Err(e)) => tracing::error!("cannot record the end of the job: {e}"),
+            (Ok(report), Ok(j)) => tracing::info!(
+                status = ?j.status,
+                final_checkpoint = report.final_checkpoint.unwrap_or_default(),
+                "job ended"
+            ),
+            (Err(e), Ok(_)) => tracing::warn!("job failed: {e}"),
+        }
+    }
+
+    /// Asks job `id` to stop at a final checkpoint.
+    pub fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        let job = self.get(tenant, id)?;
+        if !job.status.is_active() {
+            return Err(ServerError::Conflict(
+                format!("job `{id}` is {:?}, not running", job.status).to_lowercase(),
+            ));
+        }
+        if let Some(r) = self.inner.running.lock().expect("running lock").get(id) {
+            r.env.stop();
+        }
+        self.update(tenant, id, |j| {
+            if j.status.is_active() {
+                j.status = JobStatus::Stopping;
+            }
+        })
+    }
+
+    /// Aborts the run of job `id` (if any) and waits until it is gone.
+    async fn abort_run(&self, id: &str) -> ServerResult<()> {
+        let running = self.inner.running.lock().expect("running lock").remove(id);
+        if let Some(r) = running {
+            r.watcher.abort();
+            r.task.abort();
+            // The run's tasks are dropped with it.
+            let _ = r.task.await;
+            // Checkpoints it left in progress fail now (and their chunks go).
+            let store = self.inner.store.clone();
+            let job = id.to_string();
+            tokio::task::spawn_blocking(move || store.recover(&job)).await??;
+        }
+        Ok(())
+    }
+
+    /// Cancels job `id` at once: no final checkpoint; it can restart from its latest one.
+    pub async fn cancel(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        let job = self.get(tenant, id)?;
+        if !job.status.holds_quota() {
+            return Err(ServerError::Conflict(
+                format!("job `{id}` is {:?}; there is nothing to cancel", job.status).to_lowercase(),
+            ));
+        }
+        self.abort_run(id).await?;
+        let job = self.update(tenant, id, |j| {
+            if j.status.holds_quota() {
+                j.status = JobStatus::Canceled;
+                j.end_ms = Some(weir_now_ms());
+            }
+        })?;
+        tracing::info!(tenant = %tenant, job = %id, "job canceled");
+        Ok(job)
+    }
+
+    /// Restarts job `id` from its latest checkpoint (cancelling the current run first).
+    pub async fn restart(&self, tenant: &Tenant, id: &str) -> ServerResult<JobRecord> {
+        let job = self.get(&tenant.id, id)?;
+        if job.status == JobStatus::Finished {
+            return Err(ServerError::Conflict(format!(
+                "job `{id}` finished: its input ended and its output is committed; submit it again for a new run"
+            )));
+        }
+        let _admitted = self.inner.admission.lock().await;
+        let mut spec = job.spec.clone();
+        apply_quota_settings(&tenant.quotas, &mut spec.settings, false)?;
+        let (_, plan) = self.plan(&tenant.id, spec).await?;
+        if !job.status.holds_quota() {
+            self.check_counts(tenant, Some(id), plan.subtask_count())?;
+        }
+        self.abort_run(id).await?;
+        let job = self.update(&tenant.id, id, |j| {
+            j.status = JobStatus::Running;
+            j.error = None;
+            j.start_ms = Some(weir_now_ms());
+            j.end_ms = None;
+        })?;
+        tracing::info!(tenant = %tenant.id, job = %id, "job restarted");
+        self.start(&job, plan);
+        Ok(job)
+    }
+
+    /// Triggers a checkpoint of running job `id`; returns its id.
+    pub async fn trigger_checkpoint(&self, tenant: &str, id: &str) -> ServerResult<u64> {
+        let job = self.get(tenant, id)?;
+        let trigger = self
+            .inner
+            .running
+            .lock()
+            .expect("running lock")
+            .get(id)
+            .map(|r| r.env.trigger_handle())
+            .filter(|_| job.status == JobStatus::Running);
+        let Some(trigger) = trigger else {
+            return Err(ServerError::Conflict(
+                format!("job `{id}` is {:?}, not running", job.status).to_lowercase(),
+            ));
+        };
+        trigger
+            .trigger()
+            .await
+            .map_err(|why| ServerError::Conflict(format!("cannot trigger a checkpoint: {why}")))
+    }
+
+    /// Starts every job that was running when the server stopped, from its latest checkpoint.
+    pub async fn resume_all(&self) -> ServerResult<usize> {
+        let mut resumed = 0;
+        for job in self.all()? {
+            if !job.status.is_active() {
+                continue;
+            }
+            match self.plan(&job.tenant, job.spec.clone()).await {
+                Ok((_, plan)) => {
+                    let job = self.update(&job.tenant, &job.id, |j| {
+                        j.status = JobStatus::Running;
+                        j.start_ms = Some(weir_now_ms());
+                    })?;
+                    tracing::info!(tenant = %job.tenant, job = %job.id, "resuming job");
+                    self.start(&job, plan);
+                    resumed += 1;
+                }
+                Err(e) => {
+                    self.update(&job.tenant, &job.id, |j| {
+                        j.status = JobStatus::Failed;
+                        j.error = Some(format!("cannot resume after a server restart: {e}"));
+                    })?;
+                }
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Cancels every run (server shutdown); statuses stay as they are so the jobs resume.
+    pub fn abort_all(&self) {
+        for (_, r) in self.inner.running.lock().expect("running lock").drain() {
+            r.watcher.abort();
+            r.task.abort();
+        }
+    }
+}
+
+fn decode_job(bytes: &[u8]) -> ServerResult<JobRecord> {
+    let stored: StoredJob = decode_record(bytes)?;
+    let mut record = stored.record;
+    record.tenant = stored.tenant;
+    Ok(record)
+}
+
+/// Confines a spec to its tenant: stream names are the tenant's own, file connectors (paths
+/// on the server's disk) are refused.
+fn scope_spec(tenant: &str, spec: &mut JobSpec, store: &Store) -> ServerResult<()> {
+    for node in &mut spec.nodes {
+        let Some(connector) = node.connector.as_deref() else { continue };
+        match connector {
+            "file" => {
+                return Err(ServerError::BadRequest(format!(
+                    "node `{}`: the file connector reads and writes the server's disk and is not available to \
+                     jobs submitted over the API; use a stream",
+                    node.id
+                )));
+            }
+            "stream" => {
+                let name = node.config.get("stream").and_then(|s| s.as_str()).ok_or_else(|| {
+                    ServerError::BadRequest(format!(
+                        "node `{}`: the stream connector needs `stream` (a name)",
+                        node.id
+                    ))
+                })?;
+                let internal = internal_stream_name(tenant, name)?;
+                if node.kind == NodeKind::Source && store.stream_partitions(&internal).is_err() {
+                    return Err(ServerError::BadRequest(format!(
+                        "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams)",
+                        node.id
+                    )));
+                }
+                node.config["stream"] = serde_json::Value::String(internal);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Holds a job's per-instance limits to the tenant's quotas. A default setting above the
+/// quota is lowered to it; one the spec asked for is refused (`strict`).
+fn apply_quota_settings(quotas: &Quotas, settings: &mut Settings, strict: bool) -> ServerResult<()> {
+    let defaults = Settings::default();
+    if settings.memory_limit_mb > quotas.max_memory_mb {
+        if settings.memory_limit_mb == defaults.memory_limit_mb || !strict {
+            settings.memory_limit_mb = quotas.max_memory_mb;
+        } else {
+            return Err(ServerError::Quota {
+                limit: "max_memory_mb",
+                message: format!(
+                    "the job asks for {} MiB per operator instance (memory_limit_mb); the tenant may use {}",
+                    settings.memory_limit_mb, quotas.max_memory_mb
+                ),
+            });
+        }
+    }
+    if settings.cpu_limit_ms > quotas.max_cpu_ms {
+        if settings.cpu_limit_ms == defaults.cpu_limit_ms || !strict {
+            settings.cpu_limit_ms = quotas.max_cpu_ms;
+        } else {
+            return Err(ServerError::Quota {
+                limit: "max_cpu_ms",
+                message: format!(
+                    "the job asks for {} ms of CPU per guest call (cpu_limit_ms); the tenant may use {}",
+                    settings.cpu_limit_ms, quotas.max_cpu_ms
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! Uploaded operator modules, per tenant. A module is content-addressed: its id is the
+//! SHA-256 of its bytes, which are stored once (`<data-dir>/modules/<id>.wasm`) however many
+//! tenants upload them. It is validated and compiled at upload, so a job never waits for a
+//! compiler and never starts with a module that does not fit the `weir:operator` world.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+use weir_store::Store;
+
+use super::error::{ServerError, ServerResult};
+use super::tenants::{check_hex_id, check_name, decode_record, encode_record, printable, weir_now_ms};
+use crate::guest::{GuestError, GuestHost, OperatorModule};
+
+/// (tenant, module id) → module record (JSON).
+const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
+
+/// An uploaded module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Module {
+    /// The SHA-256 of its bytes (64 hex digits): its id.
+    pub id: String,
+    /// The name it was uploaded under; jobs may refer to it by this name (the latest upload
+    /// of a name wins) or by id.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Upload time, unix ms.
+    pub created_ms: u64,
+    /// The component's exports.
+    pub exports: Vec<String>,
+}
+
+/// The module registry.
+#[derive(Debug, Clone)]
+pub struct ModuleRegistry {
+    store: Store,
+    host: Arc<GuestHost>,
+    dir: PathBuf,
+}
+
+fn db_err(e: impl std::fmt::Display) -> ServerError {
+    ServerError::internal(e)
+}
+
+impl ModuleRegistry {
+    /// The registry keeping module bytes in `dir`.
+    pub fn open(store: &Store, host: Arc<GuestHost>, dir: PathBuf) -> ServerResult<Self> {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| ServerError::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        let txn = store.database().begin_write().map_err(db_err)?;
+        txn.open_table(MODULES).map_err(db_err)?;
+        txn.commit().map_err(db_err)?;
+        Ok(ModuleRegistry { store: store.clone(), host, dir })
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.wasm"))
+    }
+
+    /// Validates, compiles and stores `bytes` as module `name` of `tenant`. Returns the module
+    /// and whether it is new for the tenant (an identical upload returns the existing one).
+    /// Blocking: compiles.
+    pub fn upload(&self, tenant: &str, name: &str, bytes: &[u8]) -> ServerResult<(Module, bool)> {
+        check_name("module", name)?;
+        let id = hex::encode(Sha256::digest(bytes));
+        if let Ok(mut existing) = self.get(tenant, &id) {
+            if existing.name != name {
+                existing.name = name.to_string();
+                self.put(tenant, &existing)?;
+            }
+            return Ok((existing, false));
+        }
+        let compiled = self.host.load(name, bytes).map_err(|e| match e {
+            GuestError::NotAComponent { .. } | GuestError::WrongWorld { .. } => {
+                ServerError::Unprocessable(e.to_string())
+            }
+            other => ServerError::Unprocessable(other.to_string()),
+        })?;
+        let exports = compiled
+            .component()
+            .component_type()
+            .exports(self.host.engine())
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let path = self.path(&id);
+        if !path.exists() {
+            let tmp = self.dir.join(format!("{id}.tmp"));
+            std::fs::write(&tmp, bytes)
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|e| ServerError::Internal(format!("cannot store module: {e}")))?;
+        }
+        let module = Module {
+            id,
+            name: name.to_string(),
+            size: bytes.len() as u64,
+            created_ms: weir_now_ms(),
+            exports,
+        };
+        self.put(tenant, &module)?;
+        Ok((module, true))
+    }
+
+    fn put(&self, tenant: &str, module: &Module) -> ServerResult<()> {
+        let txn = self.store.database().begin_write().map_err(db_err)?;
+        {
+            let mut t = txn.open_table(MODULES).map_err(db_err)?;
+            t.insert((tenant, module.id.as_str()), encode_record(module)?.as_slice()).map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)
+    }
+
+    /// Module `id` of `tenant`.
+    pub fn get(&self, tenant: &str, id: &str) -> ServerResult<Module> {
+        check_hex_id("module", id, 64)?;
+        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(MODULES).map_err(db_err)?;
+        match t.get((tenant, id)).map_err(db_err)? {
+            Some(v) => decode_record(v.value()),
+            None => Err(ServerError::NotFound(format!("no module `{id}`"))),
+        }
+    }
+
+    /// The modules of `tenant`, oldest first.
+    pub fn list(&self, tenant: &str) -> ServerResult<Vec<Module>> {
+        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(MODULES).map_err(db_err)?;
+        let mut out: Vec<Module> = Vec::new();
+        for row in t.range((tenant, "")..).map_err(db_err)? {
+            let (k, v) = row.map_err(db_err)?;
+            if k.value().0 != tenant {
+                break;
+            }
+            out.push(decode_record(v.value())?);
+        }
+        out.sort_by_key(|m| m.created_ms);
+        Ok(out)
+    }
+
+    /// Bytes stored for `tenant`'s modules.
+    pub fn usage(&self, tenant: &str) -> ServerResult<u64> {
+        Ok(self.list(tenant)?.iter().map(|m| m.size).sum())
+    }
+
+    /// Removes module `id` of `tenant` (the caller checked that no job uses it); its bytes go
+    /// when no tenant has it any more.
+    pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+        self.get(tenant, id)?;
+        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let still_used;
+        {
+            let mut t = txn.open_table(MODULES).map_err(db_err)?;
+            t.remove((tenant, id)).map_err(db_err)?;
+            let mut used = false;
+            for row in t.iter().map_err(db_err)? {
+                let (k, _) = row.map_err(db_err)?;
+                if k.value().1 == id {
+                    used = true;
+                    break;
+                }
+            }
+            still_used = used;
+        }
+        txn.commit().map_err(db_err)?;
+        if !still_used {
+            let _ = std::fs::remove_file(self.path(id));
+        }
+        Ok(())
+    }
+
+    /// Resolves a job's module reference for `tenant`: a module id, the name of an uploaded
+    /// module (the latest upload), or `builtin:<name>`. Returns the compiled module and the
+    /// id it resolved to. Blocking (may compile after a restart).
+    pub fn resolve(&self, tenant: &str, reference: &str) -> Result<(Arc<OperatorModule>, String), String> {
+        if let Some(name) = reference.strip_prefix("builtin:") {
+            let bytes = crate::builtin::get(name).ok_or_else(|| {
+                let known: Vec<_> = crate::builtin::names().collect();
+                format!("unknown module `{}` (builtin modules: {})", printable(reference), known.join(", "))
+            })?;
+            let module = self.host.load(reference, bytes).map_err(|e| e.to_string())?;
+            return Ok((module, reference.to_string()));
+        }
+        let modules = self.list(tenant).map_err(|e| e.to_string())?;
+        let found = modules
+            .iter()
+            .find(|m| m.id == reference)
+            .or_else(|| modules.iter().rev().find(|m| m.name == reference))
+            .ok_or_else(|| {
+                format!(
+                    "unknown module `{}`: upload it first (POST /api/v1/modules), or use a module id or builtin:<name>",
+                    printable(reference)
+                )
+            })?;
+        let bytes = std::fs::read(self.path(&found.id))
+            .map_err(|e| format!("module `{}` cannot be read: {e}", found.id))?;
+        let module = self.host.load(&found.name, &bytes).map_err(|e| e.to_string())?;
+        Ok((module, found.id.clone()))
+    }
+}
