@@ -1,0 +1,209 @@
+//! The life of a job over the API: upload, create, checkpoints, stop, history; and a server
+//! killed with SIGKILL that resumes its running job with exactly-once output.
+
+mod common;
+mod server;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use server::{Api, TestServer};
+
+const LONG: Duration = Duration::from_secs(120);
+
+fn wordcount_spec(tokenizer: &str, wordcount: &str) -> Value {
+    json!({
+        "name": "live-wordcount",
+        "nodes": [
+            { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
+            { "id": "split", "kind": "operator", "module": tokenizer, "parallelism": 2 },
+            { "id": "count", "kind": "operator", "module": wordcount, "parallelism": 2 },
+            { "id": "out", "kind": "sink", "connector": "stream", "parallelism": 2,
+              "config": { "stream": "counts", "partitions": 2 } }
+        ],
+        "edges": [
+            { "from": "lines", "to": "split", "partitioning": "rebalance" },
+            { "from": "split", "to": "count", "partitioning": "hash" },
+            { "from": "count", "to": "out", "partitioning": "forward" }
+        ],
+        "settings": { "checkpoint": { "interval_ms": 200 } }
+    })
+}
+
+/// Lines `from..to` of a small corpus: line i has words w(i % 7), w(i % 11), w(i % 13).
+fn lines(from: u64, to: u64) -> Vec<Value> {
+    (from..to).map(|i| json!({ "value": format!("w{} w{} w{}", i % 7, i % 11 + 7, i % 13 + 18) })).collect()
+}
+
+fn expected_counts(n: u64) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for line in lines(0, n) {
+        for w in line["value"].as_str().unwrap().split(' ') {
+            *m.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    m
+}
+
+async fn push(api: &Api, records: Vec<Value>) {
+    for chunk in records.chunks(500) {
+        let (status, v) = api.post("/api/v1/streams/lines/records", &json!({ "records": chunk })).await;
+        assert_eq!(status, 201, "{v}");
+    }
+}
+
+/// The output per word: the running counts in the order the sink committed them.
+async fn output(api: &Api) -> BTreeMap<String, Vec<u64>> {
+    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (_, _, key, value) in api.read_all("counts").await {
+        seen.entry(key.as_str().unwrap().to_string()).or_default().push(value.as_u64().unwrap());
+    }
+    seen
+}
+
+/// Checks the output stream is exactly once. The word count emits one running count per
+/// word and input batch, so each word's counts must rise strictly (a replayed batch would
+/// repeat or lower a count; lost state would start again low) and end at its total.
+async fn check_exactly_once(api: &Api, n_lines: u64) {
+    let expected = expected_counts(n_lines);
+    let seen = output(api).await;
+    assert_eq!(seen.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "words differ");
+    for (word, counts) in &seen {
+        assert!(counts.windows(2).all(|w| w[0] < w[1]), "counts of `{word}` repeat or fall: {counts:?}");
+        assert_eq!(counts.last(), Some(&expected[word]), "final count of `{word}`");
+    }
+}
+
+/// Waits until every word's latest output count is its total over `n_lines` lines.
+async fn wait_output(api: &Api, n_lines: u64) {
+    let expected = expected_counts(n_lines);
+    let deadline = std::time::Instant::now() + LONG;
+    loop {
+        let seen = output(api).await;
+        let done = expected.iter().all(|(w, n)| seen.get(w).and_then(|c| c.iter().max()) == Some(n));
+        if done {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the output did not reach the totals of {n_lines} lines"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn completed_checkpoints(api: &Api, job: &str) -> u64 {
+    let (status, h) = api.get(&format!("/api/v1/jobs/{job}/checkpoints")).await;
+    assert_eq!(status, 200, "{h}");
+    h["counts"]["completed"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_run_checkpoint_stop_and_history() {
+    let server = TestServer::start(|_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let tokenizer = api.upload_guest("tokenizer").await;
+    api.upload_guest("wordcount").await;
+    let (status, _) = api.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
+    assert_eq!(status, 201);
+    push(&api, lines(0, 1000)).await;
+
+    // Modules may be named by id or by name.
+    let job = api.create_job(&wordcount_spec(&tokenizer, "wordcount")).await;
+    let (_, detail) = api.get(&format!("/api/v1/jobs/{job}")).await;
+    assert_eq!(detail["status"], "running");
+    assert_eq!(detail["vertices"].as_array().unwrap().len(), 4);
+    assert_eq!(detail["edges"][1]["partitioning"], "hash");
+    // The spec is the tenant's own: pinned module ids, its own stream names.
+    assert_eq!(detail["spec"]["nodes"][2]["module"].as_str().unwrap().len(), 64);
+    assert_eq!(detail["spec"]["nodes"][3]["config"]["stream"], "counts");
+
+    wait_output(&api, 1000).await;
+    api.wait_job(&job, LONG, |j| j["latest_checkpoint"]["id"].as_u64().unwrap_or(0) >= 2).await;
+    let live = api.wait_job(&job, LONG, |j| j["vertices"][2]["records_in"].as_u64() == Some(3000)).await;
+    assert_eq!(live["vertices"][1]["records_in"].as_u64(), Some(1000), "{live}");
+
+    // An on-demand checkpoint: triggered, then completed.
+    let (status, t) = api.post_empty(&format!("/api/v1/jobs/{job}/checkpoints")).await;
+    assert_eq!(status, 202, "{t}");
+    let id = t["id"].as_u64().unwrap();
+    let deadline = std::time::Instant::now() + LONG;
+    loop {
+        let (status, cp) = api.get(&format!("/api/v1/jobs/{job}/checkpoints/{id}")).await;
+        if status == 200 && cp["status"] == "completed" {
+            assert_eq!(cp["acknowledged_subtasks"], cp["total_subtasks"]);
+            assert_eq!(cp["subtasks"].as_array().unwrap().len(), 7, "{cp}");
+            assert_eq!(cp["operators"].as_array().unwrap().len(), 4, "{cp}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "checkpoint {id}: {status} {cp}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let (status, stopped) = api.post_empty(&format!("/api/v1/jobs/{job}/stop")).await;
+    assert_eq!(status, 202, "{stopped}");
+    api.wait_status(&job, "stopped", LONG).await;
+    let (_, history) = api.get(&format!("/api/v1/jobs/{job}/checkpoints")).await;
+    let latest = &history["latest"]["completed"];
+    assert_eq!(latest["is_final"], true, "{history}");
+    assert_eq!(latest["stopped"], true, "{history}");
+    assert!(history["counts"]["completed"].as_u64().unwrap() >= 3, "{history}");
+    assert!(history["summary"]["duration_ms"]["max"].as_f64().unwrap() > 0.0, "{history}");
+    check_exactly_once(&api, 1000).await;
+
+    // Restarted, it resumes where it stopped: new lines are counted on top.
+    push(&api, lines(1000, 1500)).await;
+    let (status, v) = api.post_empty(&format!("/api/v1/jobs/{job}/restart")).await;
+    assert_eq!(status, 200, "{v}");
+    wait_output(&api, 1500).await;
+    let (status, v) = api.post_empty(&format!("/api/v1/jobs/{job}/cancel")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "canceled");
+    check_exactly_once(&api, 1500).await;
+
+    let metrics = reqwest::get(format!("{}/metrics", server.url)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("weir_checkpoints_completed_total"), "{metrics}");
+    assert!(metrics.contains("weir_records_in_total"), "{metrics}");
+    assert!(metrics.contains("weir_checkpoint_duration_seconds_bucket"), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_server_resumes_its_running_job_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = TestServer::spawn_process(dir.path());
+    let (_, api) = first.tenant("acme").await;
+    api.upload_guest("tokenizer").await;
+    api.upload_guest("wordcount").await;
+    api.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
+    let job = api.create_job(&wordcount_spec("tokenizer", "wordcount")).await;
+    push(&api, lines(0, 2000)).await;
+    // Some output and at least two completed checkpoints, then SIGKILL mid-stream.
+    let deadline = std::time::Instant::now() + LONG;
+    while completed_checkpoints(&api, &job).await < 2 {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    push(&api, lines(2000, 3000)).await;
+    let (_, before) = api.get(&format!("/api/v1/jobs/{job}/checkpoints?limit=100000")).await;
+    first.kill9();
+
+    let second = TestServer::spawn_process(dir.path());
+    let api = api.at(&second.url);
+    let (status, resumed) = api.get(&format!("/api/v1/jobs/{job}")).await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["status"], "running", "{resumed}");
+    // The history is intact: every checkpoint completed before the kill is still listed.
+    let (_, after) = api.get(&format!("/api/v1/jobs/{job}/checkpoints?limit=100000")).await;
+    for cp in before["data"].as_array().unwrap().iter().filter(|c| c["status"] == "completed") {
+        let same = after["data"].as_array().unwrap().iter().find(|c| c["id"] == cp["id"]).expect("kept");
+        assert_eq!(same["status"], "completed");
+        assert_eq!(same["state_size"], cp["state_size"]);
+    }
+    push(&api, lines(3000, 4000)).await;
+    wait_output(&api, 4000).await;
+    let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/stop")).await;
+    assert_eq!(status, 202);
+    api.wait_status(&job, "stopped", LONG).await;
+    check_exactly_once(&api, 4000).await;
+}
