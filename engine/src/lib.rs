@@ -20,6 +20,7 @@ pub mod plan;
 pub mod record;
 pub mod runtime;
 pub mod server;
+pub mod server_bench;
 
 use std::path::Path;
 use std::sync::Arc;

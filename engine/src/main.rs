@@ -27,6 +27,7 @@ struct Cli {
 enum Suite {
     Nexmark,
     Checkpoints,
+    Server,
 }
 
 #[derive(Subcommand)]
@@ -103,9 +104,10 @@ enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
-    /// Benchmarks: `nexmark` (q1/q2 records per second per core, Wasm versus native) or
+    /// Benchmarks: `nexmark` (q1/q2 records per second per core, Wasm versus native),
     /// `checkpoints` (throughput with and without checkpoints, checkpoint size and duration,
-    /// incremental bytes written, restore speed).
+    /// incremental bytes written, restore speed) or `server` (instantiation, memory per idle
+    /// instance, API latency over a long history, a quiet tenant beside a noisy one).
     Bench {
         /// Which benchmark.
         #[arg(value_enum, default_value_t = Suite::Nexmark)]
@@ -134,6 +136,21 @@ enum Command {
         /// checkpoints: bytes per state value.
         #[arg(long, default_value_t = 1000)]
         value_bytes: usize,
+        /// server: operator instances created.
+        #[arg(long, default_value_t = 200)]
+        instances: usize,
+        /// server: checkpoints in the listed history.
+        #[arg(long, default_value_t = 10_000)]
+        history: u64,
+        /// server: requests per latency figure.
+        #[arg(long, default_value_t = 20)]
+        requests: usize,
+        /// server: seconds per throughput measurement.
+        #[arg(long, default_value_t = 5.0)]
+        window: f64,
+        /// server: lines per second of the quiet tenant's job.
+        #[arg(long, default_value_t = 20_000)]
+        quiet_rate: u64,
     },
 }
 
@@ -348,6 +365,19 @@ fn main() -> anyhow::Result<()> {
                 };
                 weir::checkpoint_bench::run_and_print(&host, &options).await?;
                 let _ = std::fs::remove_dir_all(&dir);
+            }
+            Command::Bench {
+                suite: Suite::Server, instances, history, requests, window, quiet_rate, ..
+            } => {
+                let options = weir::server_bench::ServerBenchOptions {
+                    dir: cli.data_dir.join("bench-server"),
+                    instances: instances.max(1),
+                    checkpoints: history,
+                    requests: requests.max(1),
+                    seconds: window,
+                    quiet_rate,
+                };
+                weir::server_bench::run_and_print(&options).await?;
             }
         }
         Ok(())

@@ -509,6 +509,8 @@ struct Progress {
     sources_finished: Vec<bool>,
     /// A source ended because the job is stopping: the final checkpoint is a stop point.
     stopping: bool,
+    /// On-demand triggers waiting for a checkpoint in flight to end (max_concurrent).
+    waiting: std::collections::VecDeque<TriggerRequest>,
     final_pending: Option<u64>,
 }
 
@@ -533,6 +535,7 @@ impl Coordinator {
             next_periodic: self.settings.interval_ms.map(|ms| Instant::now() + Duration::from_millis(ms)),
             sources_finished: vec![false; self.tasks.len()],
             stopping: false,
+            waiting: std::collections::VecDeque::new(),
             final_pending: None,
         };
         let requests = self.requests.clone();
@@ -543,6 +546,17 @@ impl Coordinator {
 
         loop {
             let finished = p.all_sources_finished(&self.tasks);
+            if finished || p.final_pending.is_some() {
+                for reply in p.waiting.drain(..) {
+                    let _ = reply.send(Err("the job is finishing".to_string()));
+                }
+            } else if !p.waiting.is_empty() && p.pending.len() < self.settings.max_concurrent {
+                let id = self.trigger(&mut p, false).await;
+                if let Some(reply) = p.waiting.pop_front() {
+                    let _ = reply.send(Ok(id));
+                }
+                continue;
+            }
             let idle = p.final_pending.is_none() && p.pending.is_empty();
             // The final checkpoint, once every source ended and nothing else is pending.
             if finished && idle && p.last_end.elapsed() >= min_pause {
@@ -576,18 +590,11 @@ impl Coordinator {
                         let id = self.trigger(&mut p, false).await;
                         let _ = reply.send(Ok(id));
                     }
-                    Some(reply) => {
-                        let why = if finished || p.final_pending.is_some() {
-                            "the job is finishing".to_string()
-                        } else {
-                            format!(
-                                "{} checkpoint(s) already in progress (max_concurrent {})",
-                                p.pending.len(),
-                                self.settings.max_concurrent
-                            )
-                        };
-                        let _ = reply.send(Err(why));
+                    Some(reply) if finished || p.final_pending.is_some() => {
+                        let _ = reply.send(Err("the job is finishing".to_string()));
                     }
+                    // max_concurrent checkpoints are in flight: this one starts when one ends.
+                    Some(reply) => p.waiting.push_back(reply),
                 },
                 message = self.inbox.recv() => match message {
                     None => return Err(JobError::Checkpoint("every task stopped".into())),

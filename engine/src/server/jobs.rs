@@ -728,11 +728,33 @@ fn scope_spec(tenant: &str, spec: &mut JobSpec, store: &Store) -> ServerResult<(
                     ))
                 })?;
                 let internal = internal_stream_name(tenant, name)?;
-                if node.kind == NodeKind::Source && store.stream_partitions(&internal).is_err() {
-                    return Err(ServerError::BadRequest(format!(
-                        "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams)",
-                        node.id
-                    )));
+                let partitions = node.config.get("partitions").and_then(|p| p.as_u64());
+                match (store.stream_partitions(&internal), partitions) {
+                    (Ok(_), _) => {}
+                    // A sink that creates its stream: create it now, so that it can be read
+                    // as soon as the job exists.
+                    (Err(_), Some(p)) if node.kind == NodeKind::Sink => {
+                        let p = u32::try_from(p).map_err(|_| {
+                            ServerError::BadRequest(format!(
+                                "node `{}`: partitions {p} is out of range",
+                                node.id
+                            ))
+                        })?;
+                        store.create_stream(&internal, p).map_err(|e| {
+                            ServerError::BadRequest(format!(
+                                "node `{}`: {}",
+                                node.id,
+                                e.to_string().replace(&internal, name)
+                            ))
+                        })?;
+                    }
+                    (Err(_), _) => {
+                        return Err(ServerError::BadRequest(format!(
+                            "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams){}",
+                            node.id,
+                            if node.kind == NodeKind::Sink { " or give the sink `partitions`" } else { "" }
+                        )));
+                    }
                 }
                 node.config["stream"] = serde_json::Value::String(internal);
             }

@@ -122,6 +122,26 @@ impl Store {
         &self.path
     }
 
+    /// Writes history rows as given, in one durable transaction, and raises each job's last
+    /// checkpoint id to cover them. Only the history: no manifest, so none of them can be
+    /// restored. For tools and benchmarks (a long history without running a job for hours).
+    pub fn import_history(&self, metas: &[CheckpointMeta]) -> Result<(), StoreError> {
+        let txn = self.write_txn(Durability::Immediate)?;
+        {
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            let mut last = txn.open_table(JOB_LAST_ID)?;
+            for meta in metas {
+                checkpoints.insert((meta.job.as_str(), meta.id), encode_meta(meta)?.as_slice())?;
+                let current = last.get(meta.job.as_str())?.map_or(0, |v| v.value());
+                if meta.id > current {
+                    last.insert(meta.job.as_str(), meta.id)?;
+                }
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     pub(crate) fn read_txn(&self) -> Result<ReadTransaction, StoreError> {
         Ok(self.db.begin_read()?)
     }
