@@ -207,3 +207,28 @@ async fn killed_server_resumes_its_running_job_exactly_once() {
     api.wait_status(&job, "stopped", LONG).await;
     check_exactly_once(&api, 4000).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sink_shows_as_backpressure_upstream() {
+    let server = TestServer::start(|_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let job = api
+        .create_job(&json!({
+            "name": "slow",
+            "nodes": [
+                { "id": "in", "kind": "source", "connector": "generator",
+                  "config": { "mode": "sequence", "count": 1_000_000_000u64, "batch_size": 64 } },
+                { "id": "out", "kind": "sink", "connector": "blackhole", "config": { "pause_ms_per_batch": 20 } }
+            ],
+            "edges": [{ "from": "in", "to": "out" }]
+        }))
+        .await;
+    // The source waits on the full channel nearly all the time; the sink never waits.
+    let j =
+        api.wait_job(&job, LONG, |j| j["vertices"][0]["backpressure"].as_f64().unwrap_or(0.0) > 0.5).await;
+    assert_eq!(j["vertices"][1]["backpressure"].as_f64(), Some(0.0), "{j}");
+    let rate = j["vertices"][1]["records_in_per_second"].as_f64().unwrap();
+    assert!(rate > 0.0 && rate < 64.0 * 1000.0 / 20.0 * 1.5, "sink rate {rate}");
+    let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/cancel")).await;
+    assert_eq!(status, 200);
+}
