@@ -280,7 +280,7 @@ impl JobManager {
     pub fn state_usage(&self, tenant: &str) -> ServerResult<u64> {
         let mut total = 0;
         for job in self.list(tenant)? {
-            if let Some(meta) = self.inner.store.history(&job.id)?.iter().rev().find(|m| m.retained) {
+            if let Some((meta, _)) = self.inner.store.latest_completed(&job.id)? {
                 total += meta.full_size;
             }
         }
