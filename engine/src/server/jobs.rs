@@ -672,12 +672,18 @@ impl JobManager {
             }
             match self.plan(&job.tenant, job.spec.clone()).await {
                 Ok((_, plan)) => {
+                    // A job that was stopping resumes and is asked to stop again.
+                    let stopping = job.status == JobStatus::Stopping;
                     let job = self.update(&job.tenant, &job.id, |j| {
-                        j.status = JobStatus::Running;
+                        j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
                         j.start_ms = Some(weir_now_ms());
                     })?;
-                    tracing::info!(tenant = %job.tenant, job = %job.id, "resuming job");
+                    tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
                     self.start(&job, plan);
+                    if stopping && let Some(r) = self.inner.running.lock().expect("running lock").get(&job.id)
+                    {
+                        r.env.stop();
+                    }
                     resumed += 1;
                 }
                 Err(e) => {
