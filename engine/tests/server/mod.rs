@@ -296,7 +296,7 @@ impl Api {
 pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
+    Fut: Future<Output = bool>,
 {
     let deadline = Instant::now() + timeout;
     while !check().await {
