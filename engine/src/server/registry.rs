@@ -41,6 +41,10 @@ pub struct ModuleRegistry {
     store: Store,
     host: Arc<GuestHost>,
     dir: PathBuf,
+    /// Held while a module's bytes are stored with its record, and while a deletion removes
+    /// the last record and then the bytes: an upload of the same bytes by another tenant
+    /// never ends with a record whose bytes were just removed.
+    files: Arc<std::sync::Mutex<()>>,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
@@ -55,7 +59,7 @@ impl ModuleRegistry {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(MODULES).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
-        Ok(ModuleRegistry { store: store.clone(), host, dir })
+        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default() })
     }
 
     fn path(&self, id: &str) -> PathBuf {
@@ -92,6 +96,7 @@ impl ModuleRegistry {
             .exports(self.host.engine())
             .map(|(n, _)| n.to_string())
             .collect();
+        let _files = self.files.lock().expect("module files lock");
         let path = self.path(&id);
         if !path.exists() {
             let tmp = self.dir.join(format!("{id}.tmp"));
@@ -168,6 +173,7 @@ impl ModuleRegistry {
     /// when no tenant has it any more.
     pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
+        let _files = self.files.lock().expect("module files lock");
         let txn = self.store.database().begin_write().map_err(db_err)?;
         let still_used;
         {
