@@ -109,8 +109,9 @@ fn multipart(boundary: &str, parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
     body
 }
 
+/// A module upload on a connection of its own (the server may refuse it unread).
 async fn upload_raw(api: &Api, content_type: &str, body: Vec<u8>) -> (u16, Value) {
-    api.send_bytes(Method::POST, "/api/v1/modules", content_type, body).await
+    api.fresh().send_bytes(Method::POST, "/api/v1/modules", content_type, body).await
 }
 
 const FORM: &str = "multipart/form-data; boundary=XyZ";
@@ -221,6 +222,7 @@ async fn uploads_that_are_not_operator_components() {
     }
     for query in ["..%2f..%2fevil", "%2e%2e", "..%252fevil", "%00", "a%2fb", "%C3%BC", "%ff"] {
         let answer = api
+            .fresh()
             .send_bytes(
                 Method::POST,
                 &format!("/api/v1/modules?name={query}"),
@@ -257,19 +259,22 @@ async fn oversized_requests() {
     let (server, api) = setup().await;
     let tokenizer = std::fs::read(common::guest_path("tokenizer")).unwrap();
     let (_, small) = server.tenant_with("small", Some(json!({ "max_module_bytes": 1000 }))).await;
-    let before = state(&server, &api).await;
-    let before_small = state(&server, &small).await;
+    // Every request on a connection of its own: the server closes one whose request body
+    // it stopped reading.
+    let fresh = Api::fresh;
+    let before = state(&server, &fresh(&api)).await;
+    let before_small = state(&server, &fresh(&small)).await;
 
     // Over the tenant's max_module_bytes: 413 naming the quota, multipart or raw.
     expect(
         "multipart over max_module_bytes",
-        small.upload("tok", tokenizer.clone()).await,
+        fresh(&small).upload("tok", tokenizer.clone()).await,
         413,
         &["max_module_bytes", "1000"],
     );
     expect(
         "raw over max_module_bytes",
-        small
+        fresh(&small)
             .send_bytes(Method::POST, "/api/v1/modules?name=tok", "application/wasm", tokenizer.clone())
             .await,
         413,
@@ -278,23 +283,24 @@ async fn oversized_requests() {
 
     // Over the server's max_request_bytes (the tenant's module limit is higher).
     let big = vec![0u8; MAX_REQUEST + 1024];
-    expect_too_large("multipart over max_request_bytes", api.upload("big", big.clone()).await);
+    expect_too_large("multipart over max_request_bytes", fresh(&api).upload("big", big.clone()).await);
     expect_too_large(
         "raw over max_request_bytes",
-        api.send_bytes(Method::POST, "/api/v1/modules?name=big", "application/wasm", big.clone()).await,
+        fresh(&api)
+            .send_bytes(Method::POST, "/api/v1/modules?name=big", "application/wasm", big.clone())
+            .await,
     );
     let records: Vec<Value> =
         (0..MAX_REQUEST / 40).map(|i| json!({ "value": format!("{i:0>40}") })).collect();
     expect_too_large(
         "records over max_request_bytes",
-        api.post("/api/v1/streams/events/records", &json!({ "records": records })).await,
+        fresh(&api).post("/api/v1/streams/events/records", &json!({ "records": records })).await,
     );
     let spec = json!({ "name": "x".repeat(MAX_REQUEST + 10), "nodes": [] });
-    expect_too_large("a job spec over max_request_bytes", api.post("/api/v1/jobs", &spec).await);
-    let admin = server.client(ADMIN);
+    expect_too_large("a job spec over max_request_bytes", fresh(&api).post("/api/v1/jobs", &spec).await);
     expect_too_large(
         "a tenant over max_request_bytes",
-        admin.post("/api/v1/tenants", &json!({ "name": "y".repeat(MAX_REQUEST) })).await,
+        server.client(ADMIN).post("/api/v1/tenants", &json!({ "name": "y".repeat(MAX_REQUEST) })).await,
     );
 
     // Too many records in one append (under the byte limit).
@@ -303,13 +309,15 @@ async fn oversized_requests() {
     assert!(body.len() < MAX_REQUEST);
     expect(
         "100001 records",
-        api.send_bytes(Method::POST, "/api/v1/streams/events/records", "application/json", body).await,
+        fresh(&api)
+            .send_bytes(Method::POST, "/api/v1/streams/events/records", "application/json", body)
+            .await,
         400,
         &["100001 records", "at most 100000"],
     );
 
-    assert_eq!(state(&server, &api).await, before);
-    assert_eq!(state(&server, &small).await, before_small);
+    assert_eq!(state(&server, &fresh(&api)).await, before);
+    assert_eq!(state(&server, &fresh(&small)).await, before_small);
 }
 
 #[track_caller]
@@ -756,6 +764,8 @@ async fn unknown_ids_and_path_tricks() {
             }
             let answer = api.send(r).await;
             expect_4xx(&format!("{method} {short}… ({})", path.len()), &answer);
+            // The message names the input, shortened: it never echoes 10 000 characters.
+            assert!(answer.1["error"].as_str().unwrap().len() < 400, "{method} {short}…: {}", answer.1);
             assert!(answer.0 == 400 || answer.0 == 404, "{method} {path}: {answer:?}");
         }
         for (method, path) in [
@@ -769,6 +779,7 @@ async fn unknown_ids_and_path_tricks() {
             }
             let answer = admin.send(r).await;
             expect_4xx(&format!("{method} {short}…"), &answer);
+            assert!(answer.1["error"].as_str().unwrap().len() < 400, "{method} {short}…: {}", answer.1);
             assert!(answer.0 == 400 || answer.0 == 404, "{method} {path}: {answer:?}");
         }
     }
@@ -793,8 +804,8 @@ async fn unknown_ids_and_path_tricks() {
     expect(
         "a non-numeric checkpoint",
         api.get(&format!("/api/v1/jobs/{job}/checkpoints/abc")).await,
-        400,
-        &[],
+        404,
+        &["no checkpoint `abc`", "a number"],
     );
     expect(
         "a bad stream name",

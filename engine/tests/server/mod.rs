@@ -157,6 +157,13 @@ impl Api {
         Api { url: url.to_string(), ..self.clone() }
     }
 
+    /// The same client on a connection pool of its own. For requests whose body the server
+    /// may stop reading (it then closes the connection, and a pooled connection that was
+    /// closed under a client fails its next request).
+    pub fn fresh(&self) -> Api {
+        Api { http: reqwest::Client::new(), ..self.clone() }
+    }
+
     /// The client's token.
     pub fn token(&self) -> Option<&str> {
         self.token.as_deref()
