@@ -20,10 +20,12 @@ use crate::server::{Server, ServerError};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewStream {
-    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -.
+    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
+    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$", min_length = 1, max_length = 100)]
     pub name: String,
     /// Its number of partitions (1 to 1024, default 1).
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 1024)]
     pub partitions: u32,
 }
 
