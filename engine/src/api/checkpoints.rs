@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage as _};
 
 use super::{Caller, ErrorBody};
+use crate::server::tenants::printable;
 use crate::server::{Server, ServerError};
 
 /// A checkpoint in the history.
@@ -275,15 +276,22 @@ pub struct CheckpointDetail {
     params(("job_id" = String, Path, description = "Job id"), ("checkpoint_id" = u64, Path, description = "Checkpoint id")),
     responses(
         (status = 200, description = "The checkpoint", body = CheckpointDetail),
-        (status = 400, description = "Bad id", body = ErrorBody),
+        (status = 400, description = "An id that is not UTF-8", body = ErrorBody),
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 404, description = "No such job or checkpoint", body = ErrorBody)))]
 pub async fn get_checkpoint(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
-    Path((job_id, checkpoint_id)): Path<(String, u64)>,
+    Path((job_id, checkpoint_id)): Path<(String, String)>,
 ) -> Result<Json<CheckpointDetail>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
+    // Parsed here rather than by the extractor: its message would echo the whole input.
+    let checkpoint_id: u64 = checkpoint_id.parse().map_err(|_| {
+        ServerError::NotFound(format!(
+            "job `{job_id}` has no checkpoint `{}` (a checkpoint id is a number)",
+            printable(&checkpoint_id)
+        ))
+    })?;
     let store = server.store.clone();
     let id = job.id.clone();
     let meta = tokio::task::spawn_blocking(move || store.checkpoint(&id, checkpoint_id))

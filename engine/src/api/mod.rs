@@ -62,12 +62,26 @@ impl IntoResponse for ServerError {
     }
 }
 
-/// Parses a JSON request body with an error that names the problem.
+/// Parses a JSON request body with an error that names the problem. Every body of the API
+/// is a JSON object: other JSON is refused (serde would otherwise take an array for a
+/// struct, `[]` for default quotas).
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ServerError> {
-    if body.is_empty() {
+    let invalid = |e: serde_json::Error| ServerError::BadRequest(format!("invalid JSON body: {e}"));
+    let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err(ServerError::BadRequest("the request needs a JSON body".into()));
+    };
+    if *first != b'{' {
+        serde_json::from_slice::<serde::de::IgnoredAny>(body).map_err(invalid)?;
+        let kind = match first {
+            b'[' => "an array",
+            b'"' => "a string",
+            b't' | b'f' => "a boolean",
+            b'n' => "null",
+            _ => "a number",
+        };
+        return Err(ServerError::BadRequest(format!("the request body must be a JSON object, not {kind}")));
     }
-    serde_json::from_slice(body).map_err(|e| ServerError::BadRequest(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(body).map_err(invalid)
 }
 
 #[derive(OpenApi)]

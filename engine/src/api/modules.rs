@@ -58,7 +58,17 @@ async fn read_multipart(
                 let mut data = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(bad)? {
                     data.extend_from_slice(&chunk);
-                    check_size(tenant, data.len() as u64)?;
+                    if let Err(e) = check_size(tenant, data.len() as u64) {
+                        // Read (and drop) the rest of the body, up to the server's request
+                        // limit, before answering: a client still sending would otherwise
+                        // see a broken connection instead of this answer.
+                        drop(data);
+                        while let Ok(Some(_)) = field.chunk().await {}
+                        while let Ok(Some(mut rest)) = form.next_field().await {
+                            while let Ok(Some(_)) = rest.chunk().await {}
+                        }
+                        return Err(e);
+                    }
                 }
                 bytes = Some(Bytes::from(data));
             }

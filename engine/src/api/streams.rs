@@ -11,17 +11,21 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Caller, Data, ErrorBody, parse_json};
-use crate::server::streams::{Appended, NewRecord, StoredRecord, StreamInfo, msgpack_to_json};
+use crate::server::streams::{
+    Appended, MAX_MSGPACK_DEPTH, NewRecord, StoredRecord, StreamInfo, check_msgpack_depth, msgpack_to_json,
+};
 use crate::server::{Server, ServerError};
 
 /// A new stream.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewStream {
-    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -.
+    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
+    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$", min_length = 1, max_length = 100)]
     pub name: String,
     /// Its number of partitions (1 to 1024, default 1).
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 1024)]
     pub partitions: u32,
 }
 
@@ -112,6 +116,12 @@ pub async fn append_records(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/msgpack") || v.starts_with("application/x-msgpack"));
     let append: AppendBody = if msgpack {
+        // The body's own map, list and record take three levels.
+        check_msgpack_depth(&body, MAX_MSGPACK_DEPTH + 3).map_err(|_| {
+            ServerError::BadRequest(format!(
+                "invalid MessagePack body: a record nests arrays and maps more than {MAX_MSGPACK_DEPTH} deep"
+            ))
+        })?;
         rmp_serde::from_slice(&body)
             .map_err(|e| ServerError::BadRequest(format!("invalid MessagePack body: {e}")))?
     } else {

@@ -17,7 +17,8 @@ use crate::server::{Server, ServerError};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTenant {
-    /// Its name: 1 to 128 characters of A-Z a-z 0-9 . _ -.
+    /// Its name: 1 to 128 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
+    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$", min_length = 1, max_length = 128)]
     pub name: String,
     /// Its quotas (default: the server's `default_quotas`).
     #[serde(default)]

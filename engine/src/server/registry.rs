@@ -41,6 +41,10 @@ pub struct ModuleRegistry {
     store: Store,
     host: Arc<GuestHost>,
     dir: PathBuf,
+    /// Held while a module's bytes are stored with its record, and while a deletion removes
+    /// the last record and then the bytes: an upload of the same bytes by another tenant
+    /// never ends with a record whose bytes were just removed.
+    files: Arc<std::sync::Mutex<()>>,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
@@ -55,7 +59,7 @@ impl ModuleRegistry {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(MODULES).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
-        Ok(ModuleRegistry { store: store.clone(), host, dir })
+        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default() })
     }
 
     fn path(&self, id: &str) -> PathBuf {
@@ -75,11 +79,16 @@ impl ModuleRegistry {
             }
             return Ok((existing, false));
         }
-        let compiled = self.host.load(name, bytes).map_err(|e| match e {
-            GuestError::NotAComponent { .. } | GuestError::WrongWorld { .. } => {
-                ServerError::Unprocessable(e.to_string())
+        let compiled = self.host.load(name, bytes).map_err(|e| {
+            // The host caches a component's compiled form before it checks the world: a
+            // refused upload must leave nothing on disk.
+            self.forget_compiled(&id);
+            match e {
+                GuestError::NotAComponent { .. } | GuestError::WrongWorld { .. } => {
+                    ServerError::Unprocessable(e.to_string())
+                }
+                other => ServerError::Unprocessable(other.to_string()),
             }
-            other => ServerError::Unprocessable(other.to_string()),
         })?;
         let exports = compiled
             .component()
@@ -87,6 +96,7 @@ impl ModuleRegistry {
             .exports(self.host.engine())
             .map(|(n, _)| n.to_string())
             .collect();
+        let _files = self.files.lock().expect("module files lock");
         let path = self.path(&id);
         if !path.exists() {
             let tmp = self.dir.join(format!("{id}.tmp"));
@@ -103,6 +113,19 @@ impl ModuleRegistry {
         };
         self.put(tenant, &module)?;
         Ok((module, true))
+    }
+
+    /// Removes the compiled forms of module `id` from the host's cache
+    /// (`<data-dir>/module-cache/<id>-<engine hash>.cwasm`, beside `modules/`).
+    fn forget_compiled(&self, id: &str) {
+        let Some(cache) = self.dir.parent().map(|d| d.join("module-cache")) else { return };
+        let Ok(entries) = std::fs::read_dir(&cache) else { return };
+        let prefix = format!("{id}-");
+        for entry in entries.flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn put(&self, tenant: &str, module: &Module) -> ServerResult<()> {
@@ -150,6 +173,7 @@ impl ModuleRegistry {
     /// when no tenant has it any more.
     pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
+        let _files = self.files.lock().expect("module files lock");
         let txn = self.store.database().begin_write().map_err(db_err)?;
         let still_used;
         {
@@ -168,6 +192,7 @@ impl ModuleRegistry {
         txn.commit().map_err(db_err)?;
         if !still_used {
             let _ = std::fs::remove_file(self.path(id));
+            self.forget_compiled(id);
         }
         Ok(())
     }

@@ -157,6 +157,18 @@ impl Api {
         Api { url: url.to_string(), ..self.clone() }
     }
 
+    /// The same client on a connection pool of its own. For requests whose body the server
+    /// may stop reading (it then closes the connection, and a pooled connection that was
+    /// closed under a client fails its next request).
+    pub fn fresh(&self) -> Api {
+        Api { http: reqwest::Client::new(), ..self.clone() }
+    }
+
+    /// The client's token.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// A request to `path` (appended to the base URL as is).
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let r = self.http.request(method, format!("{}{path}", self.url));
@@ -199,6 +211,23 @@ impl Api {
     /// DELETE.
     pub async fn delete(&self, path: &str) -> (u16, Value) {
         self.send(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    /// PUT a JSON body.
+    pub async fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.request(reqwest::Method::PUT, path).json(body)).await
+    }
+
+    /// Any method with a raw body of `content_type`.
+    pub async fn send_bytes(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value) {
+        self.send(self.request(method, path).header(reqwest::header::CONTENT_TYPE, content_type).body(body))
+            .await
     }
 
     /// Uploads module bytes as multipart; (status, body).
@@ -267,4 +296,86 @@ impl Api {
         }
         out
     }
+}
+
+/// Waits until `check` is true (checked every 50 ms, up to `timeout`); panics naming `what`
+/// otherwise.
+pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not reached in {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends `request` (a whole HTTP/1.1 request, sent as is: no URL normalisation, no
+/// encoding) to the server at `url` and returns (status, headers, body). The request should
+/// say `Connection: close`.
+pub async fn raw_request(url: &str, request: &[u8]) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = url.strip_prefix("http://").expect("an http:// URL");
+    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
+    stream.write_all(request).await.expect("request written");
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut response))
+        .await
+        .expect("the server answered within 60 s")
+        .expect("response read");
+    let end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| {
+        panic!("no end of headers in the response: {}", String::from_utf8_lossy(&response))
+    });
+    let head = String::from_utf8_lossy(&response[..end]).to_string();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let status: u16 = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line `{status_line}`"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let mut body = response[end + 4..].to_vec();
+    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked")) {
+        body = dechunk(&body);
+    }
+    (status, headers, body)
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else { return out };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..line_end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        let start = line_end + 2;
+        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
+        data = &data[(start + size + 2).min(data.len())..];
+    }
+}
+
+/// Every file under `dir` (relative path → size in bytes).
+pub fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<PathBuf, u64>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap_or(&path).to_path_buf(), meta.len());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
 }
