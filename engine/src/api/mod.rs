@@ -166,7 +166,9 @@ async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(serde_json::json!({ "status": "ok" }))
 }
 
-async fn metrics(State(server): State<Arc<Server>>) -> impl IntoResponse {
+/// Prometheus metrics; they name every tenant's jobs, so they need the admin token (a
+/// scraper sends it as `authorization: { credentials: ... }`).
+async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], server.telemetry.render())
 }
 
