@@ -342,6 +342,7 @@ async fn run_attempt(
     let limits = InstanceLimits {
         memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
         cpu_limit_ms: settings.cpu_limit_ms,
+        max_output_bytes: usize::try_from(settings.max_output_bytes_per_call).unwrap_or(usize::MAX),
     };
     let (env, restore) = match checkpointed {
         Some((env, restore)) => (Some(env), restore),
