@@ -12,8 +12,8 @@ use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, Store, SubtaskStat
 
 use super::channel::{Receiver, Sender, channel};
 use super::checkpoint::{
-    Control, Coordinator, JobEvent, TaskInfo, TaskState, ToCoordinator, TriggerRequest, WriterConfig,
-    blocking, restore_chunks, snapshot_writer,
+    Control, Coordinator, JobEvent, TASKS_GONE, TaskInfo, TaskState, ToCoordinator, TriggerRequest,
+    WriterConfig, blocking, restore_chunks, snapshot_writer,
 };
 use super::error::{JobError, TaskError};
 use super::faults::{FaultInjector, FaultPoint};
@@ -569,6 +569,11 @@ async fn run_attempt(
                     coordinator = None;
                     match result {
                         Ok(Ok(id)) => final_checkpoint = Some(id),
+                        // The tasks ended (the coordinator may see it before this loop
+                        // joins them): their own errors come first.
+                        Ok(Err(JobError::Checkpoint(m))) if m == TASKS_GONE => {
+                            secondary.get_or_insert(JobError::Checkpoint(m));
+                        }
                         Ok(Err(e)) => {
                             first_error.get_or_insert(e);
                             tasks.abort_all();
