@@ -272,7 +272,7 @@ pub async fn incremental(
     o: &CheckpointBenchOptions,
 ) -> anyhow::Result<IncrementalResult> {
     let module = counter(host)?;
-    let limits = InstanceLimits { memory_bytes: 8 << 30, cpu_limit_ms: 600_000 };
+    let limits = InstanceLimits { memory_bytes: 8 << 30, cpu_limit_ms: 600_000, ..InstanceLimits::default() };
     let config = format!(r#"{{"pad": {}}}"#, o.value_bytes);
     let context = Context::standalone("count", &config, 128);
     let mut inst = OperatorInstance::new(&module, "count", 0, limits).await?;

@@ -93,6 +93,52 @@ pub enum GuestError {
         /// The limit.
         limit_ms: u64,
     },
+    /// The guest grew its linear memory past the instance's limit and was stopped.
+    #[error(
+        "operator `{operator}` (subtask {subtask}) trapped in {call}: it reached its memory limit of {} MiB ({limit})",
+        limit_bytes >> 20
+    )]
+    MemoryLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that asked for more memory.
+        call: Call,
+        /// The limit the instance ran with.
+        limit_bytes: usize,
+        /// Which setting the limit comes from.
+        limit: String,
+    },
+    /// One call returned more output than the job allows per call.
+    #[error(
+        "operator `{operator}` (subtask {subtask}) returned more than {limit_bytes} bytes of output from one {call} call and was stopped (the job's max_output_bytes_per_call, counting key and value bytes plus 16 bytes per record)"
+    )]
+    OutputLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call.
+        call: Call,
+        /// The limit.
+        limit_bytes: usize,
+    },
+    /// The engine's instance pool is full: as many operator instances are alive as the
+    /// server allows.
+    #[error(
+        "cannot instantiate operator `{operator}` (subtask {subtask}): the instance pool is full ({reason}); the server runs at most {max_instances} operator instances at once (max_instances): stop a job or raise max_instances"
+    )]
+    PoolExhausted {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The pool's size.
+        max_instances: u32,
+        /// Which of the pool's resources ran out.
+        reason: String,
+    },
     /// The operator returned its own error.
     #[error("operator `{operator}` (subtask {subtask}) failed in {call}: {error}")]
     Operator {

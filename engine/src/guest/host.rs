@@ -1,5 +1,6 @@
-//! The wasmtime engine shared by every job: configuration, the epoch ticker, the linker
-//! with Weir's host imports, and the cache of compiled modules.
+//! The wasmtime engine shared by every job: configuration (with the pooling allocator when
+//! asked), the epoch ticker, the linker with Weir's host imports, and the cache of compiled
+//! modules.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, OptLevel};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 use super::bindings::OperatorWorld;
 use super::error::GuestError;
@@ -21,32 +22,91 @@ use super::state::HostState;
 /// CPU limits are counted in ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// How the engine is set up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostOptions {
+    /// Where compiled modules are cached on disk (always in memory too).
+    pub cache_dir: Option<PathBuf>,
+    /// Instantiate from a pool reserved up front instead of allocating on demand.
+    pub pooling: Option<PoolingOptions>,
+}
+
+/// The size of the instance pool.
+///
+/// Every operator instance takes one slot, whatever its module; a slot holds what one
+/// component needs: up to [`CORE_INSTANCES_PER_INSTANCE`] core instances,
+/// [`MEMORIES_PER_INSTANCE`] linear memories and [`TABLES_PER_INSTANCE`] tables (a Rust
+/// `wasm32-wasip2` component uses 3 core instances, 1 memory and 2 tables; one built with the
+/// WASI preview 1 adapter has a second memory). Past
+/// `max_instances` live instances, instantiation fails with [`GuestError::PoolExhausted`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolingOptions {
+    /// Most operator instances alive at once.
+    pub max_instances: u32,
+    /// Largest linear memory of one instance, in bytes (at most 4 GiB). A job's
+    /// `memory_limit_mb` above it is lowered to it: the instance runs with this limit, and
+    /// the memory-limit error names both.
+    pub max_memory_bytes: usize,
+}
+
+/// Core instances one pool slot allows (the pool holds this many per `max_instances`).
+pub const CORE_INSTANCES_PER_INSTANCE: u32 = 8;
+/// Linear memories one pool slot allows.
+pub const MEMORIES_PER_INSTANCE: u32 = 2;
+/// Tables one pool slot allows.
+pub const TABLES_PER_INSTANCE: u32 = 4;
+
+/// Largest linear memory a 32-bit WebAssembly memory can have.
+const MAX_WASM32_MEMORY: usize = 4 << 30;
+
 /// Owns the wasmtime [`Engine`] and compiles, validates and caches operator modules.
 pub struct GuestHost {
     engine: Engine,
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
+    pooling: Option<PoolingOptions>,
     modules: Mutex<HashMap<[u8; 32], Arc<OperatorModule>>>,
     stop_ticker: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for GuestHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuestHost").field("cache_dir", &self.cache_dir).finish_non_exhaustive()
+        f.debug_struct("GuestHost")
+            .field("cache_dir", &self.cache_dir)
+            .field("pooling", &self.pooling)
+            .finish_non_exhaustive()
     }
 }
 
 impl GuestHost {
-    /// Creates the engine. Compiled modules are cached in `cache_dir` when given (keyed by
-    /// the module's SHA-256 and the engine's compatibility hash), and always in memory.
+    /// Creates the engine, allocating instances on demand. Compiled modules are cached in
+    /// `cache_dir` when given (keyed by the module's SHA-256 and the engine's compatibility
+    /// hash), and always in memory.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Arc<Self>, GuestError> {
+        Self::with_options(HostOptions { cache_dir, pooling: None })
+    }
+
+    /// Creates the engine as `options` say.
+    pub fn with_options(options: HostOptions) -> Result<Arc<Self>, GuestError> {
+        let HostOptions { cache_dir, pooling } = options;
+        let engine_err = |reason: String| GuestError::Load { module: "<engine>".into(), reason };
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.cranelift_opt_level(OptLevel::Speed);
-        let engine = Engine::new(&config).map_err(|e| GuestError::Load {
-            module: "<engine>".into(),
-            reason: format!("cannot create the wasmtime engine: {e:#}"),
+        if let Some(p) = &pooling {
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(
+                pooling_config(p).map_err(engine_err)?,
+            ));
+        }
+        let engine = Engine::new(&config).map_err(|e| match &pooling {
+            Some(p) => engine_err(format!(
+                "cannot create the wasmtime engine with an instance pool of {} instances of up to {} MiB \
+                 (max_instances, max_instance_memory_mb; the pool reserves virtual memory up front): {e:#}",
+                p.max_instances,
+                p.max_memory_bytes >> 20
+            )),
+            None => engine_err(format!("cannot create the wasmtime engine: {e:#}")),
         })?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
@@ -82,6 +142,7 @@ impl GuestHost {
             engine,
             linker,
             cache_dir,
+            pooling,
             modules: Mutex::new(HashMap::new()),
             stop_ticker,
         }))
@@ -92,6 +153,16 @@ impl GuestHost {
         &self.engine
     }
 
+    /// The instance pool's size, when instances come from a pool.
+    pub fn pooling(&self) -> Option<PoolingOptions> {
+        self.pooling
+    }
+
+    /// Operator instances alive now, when instances come from a pool.
+    pub fn live_instances(&self) -> Option<u64> {
+        self.engine.pooling_allocator_metrics().map(|m| m.component_instances())
+    }
+
     /// Compiles (or fetches from the cache) and validates a module.
     pub fn load(&self, name: &str, bytes: &[u8]) -> Result<Arc<OperatorModule>, GuestError> {
         let sha: [u8; 32] = Sha256::digest(bytes).into();
@@ -100,7 +171,9 @@ impl GuestHost {
         }
         check_header(name, bytes)?;
         let component = self.compile_cached(name, &sha, bytes)?;
-        let module = Arc::new(OperatorModule::new(name, sha, component, &self.engine, &self.linker)?);
+        let module = Arc::new(
+            OperatorModule::new(name, sha, component, &self.engine, &self.linker)?.with_pool(self.pooling),
+        );
         self.modules.lock().expect("module cache lock").insert(sha, module.clone());
         Ok(module)
     }
@@ -141,6 +214,34 @@ impl Drop for GuestHost {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
     }
+}
+
+/// The pooling allocator's configuration: totals are per operator instance (one component)
+/// times `max_instances`, and one component may not take more than its share.
+fn pooling_config(p: &PoolingOptions) -> Result<PoolingAllocationConfig, String> {
+    if p.max_instances == 0 {
+        return Err("the instance pool needs room for at least one instance (max_instances)".into());
+    }
+    if p.max_memory_bytes < (1 << 20) || p.max_memory_bytes > MAX_WASM32_MEMORY {
+        return Err(format!(
+            "an instance's memory in the pool must be between 1 MiB and 4096 MiB (max_instance_memory_mb), got {} bytes",
+            p.max_memory_bytes
+        ));
+    }
+    let n = p.max_instances;
+    let total = |per: u32| n.saturating_mul(per);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(n)
+        .total_core_instances(total(CORE_INSTANCES_PER_INSTANCE))
+        .total_memories(total(MEMORIES_PER_INSTANCE))
+        .total_tables(total(TABLES_PER_INSTANCE))
+        // Each store keeps the fiber stack of its last async call.
+        .total_stacks(n)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_INSTANCE)
+        .max_memories_per_component(MEMORIES_PER_INSTANCE)
+        .max_tables_per_component(TABLES_PER_INSTANCE)
+        .max_memory_size(p.max_memory_bytes);
+    Ok(pool)
 }
 
 /// Tells a component apart from other bytes before handing them to the compiler, for a

@@ -1,29 +1,41 @@
 //! One running operator instance: a wasmtime store and the guest's exports, with every call
-//! bounded by the CPU limit and every failure mapped to a [`GuestError`].
+//! bounded by the CPU, memory and output limits and every failure mapped to a [`GuestError`].
 
-use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 
-use super::bindings::{Batch, Context, OperatorInfo, OperatorWorld, StateDelta};
+use super::bindings::{Batch, Context, Entry, OperatorInfo, OperatorWorld, StateDelta};
 use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
 use super::module::OperatorModule;
-use super::state::HostState;
+use super::state::{HostState, Limiter};
 use super::timers::TimerService;
 
 /// Resource limits of one instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceLimits {
-    /// Most linear memory the instance may grow to, in bytes.
+    /// Most linear memory the instance may grow to, in bytes, all its memories together
+    /// (lowered to the instance pool's slot size when the engine has a pool).
     pub memory_bytes: usize,
     /// Most wall-clock time (counted in epoch ticks while the guest runs) one call may take.
     pub cpu_limit_ms: u64,
+    /// Most output one `process`, `on-watermark` or `on-timer` call may return, in bytes:
+    /// key and value bytes plus 16 bytes (one entry) per record. The host never copies more
+    /// out of the guest in those calls (nor in one import call they make: a log line, a
+    /// timer key).
+    pub max_output_bytes: usize,
 }
 
 impl Default for InstanceLimits {
     fn default() -> Self {
-        InstanceLimits { memory_bytes: 512 << 20, cpu_limit_ms: 10_000 }
+        InstanceLimits { memory_bytes: 512 << 20, cpu_limit_ms: 10_000, max_output_bytes: 64 << 20 }
     }
 }
+
+/// Bytes one output record costs besides its key and value: its entry.
+const ENTRY_BYTES: usize = size_of::<Entry>();
+
+/// What wasmtime says when a guest hands the host more than the store's hostcall fuel.
+const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
 impl Context {
     /// The context of a lone instance: subtask 0 of 1, owning every key group of
@@ -48,40 +60,54 @@ impl Context {
 pub struct OperatorInstance {
     store: Store<HostState>,
     world: OperatorWorld,
+    who: Who,
+    poisoned: Option<String>,
+}
+
+/// Which instance, and the limits it runs with: what its errors name.
+struct Who {
     operator: String,
     subtask: u32,
     limits: InstanceLimits,
-    poisoned: Option<String>,
+    /// The memory limit after the pool's cap.
+    memory_bytes: usize,
+    /// The instance pool's size, when the engine has one.
+    max_instances: Option<u32>,
 }
 
 impl std::fmt::Debug for OperatorInstance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OperatorInstance")
-            .field("operator", &self.operator)
-            .field("subtask", &self.subtask)
+            .field("operator", &self.who.operator)
+            .field("subtask", &self.who.subtask)
             .finish_non_exhaustive()
     }
 }
 
 impl OperatorInstance {
-    /// Instantiates `module` for subtask `subtask` of operator `operator`.
+    /// Instantiates `module` for subtask `subtask` of operator `operator`. With an instance
+    /// pool, the memory limit is lowered to the pool's slot size.
     pub async fn new(
         module: &OperatorModule,
         operator: &str,
         subtask: u32,
         limits: InstanceLimits,
     ) -> Result<Self, GuestError> {
-        let store_limits =
-            StoreLimitsBuilder::new().memory_size(limits.memory_bytes).trap_on_grow_failure(true).build();
+        let pool = module.pool();
+        let who = Who {
+            operator: operator.to_string(),
+            subtask,
+            limits,
+            memory_bytes: pool.map_or(limits.memory_bytes, |p| limits.memory_bytes.min(p.max_memory_bytes)),
+            max_instances: pool.map(|p| p.max_instances),
+        };
         let tick_ms = EPOCH_TICK.as_millis().max(1) as u64;
         let max_ticks = limits.cpu_limit_ms.div_ceil(tick_ms).max(1);
-        let state = HostState::new(format!("{operator}/{subtask}"), store_limits, max_ticks);
+        let state =
+            HostState::new(format!("{operator}/{subtask}"), Limiter::new(who.memory_bytes), max_ticks);
         let mut store = Store::new(module.component().engine(), state);
         store.limiter(|s| &mut s.limits);
-        // Data a guest hands over in one call (a batch, a snapshot) lives in its memory, so
-        // the memory limit already bounds it; wasmtime's default cap (128 MiB) would trap
-        // the snapshot of a larger state.
-        store.set_hostcall_fuel(limits.memory_bytes.max(128 << 20));
+        store.set_hostcall_fuel(who.hostcall_fuel(Call::Instantiate));
         store.epoch_deadline_callback(|mut ctx| {
             let s = ctx.data_mut();
             s.ticks_in_call += 1;
@@ -92,11 +118,9 @@ impl OperatorInstance {
             }
         });
         let mut inst = OperatorInstance {
-            world: instantiate(module, &mut store, operator, subtask, limits).await?,
+            world: instantiate(module, &mut store, &who).await?,
             store,
-            operator: operator.to_string(),
-            subtask,
-            limits,
+            who,
             poisoned: None,
         };
         inst.store.data_mut().ticks_in_call = 0;
@@ -105,12 +129,12 @@ impl OperatorInstance {
 
     /// The operator's node id.
     pub fn operator(&self) -> &str {
-        &self.operator
+        &self.who.operator
     }
 
     /// The subtask index.
     pub fn subtask(&self) -> u32 {
-        self.subtask
+        self.who.subtask
     }
 
     /// The instance's timers.
@@ -180,14 +204,15 @@ impl OperatorInstance {
     fn begin(&mut self, call: Call) -> Result<(), GuestError> {
         if let Some(message) = &self.poisoned {
             return Err(GuestError::Trap {
-                operator: self.operator.clone(),
-                subtask: self.subtask,
+                operator: self.who.operator.clone(),
+                subtask: self.who.subtask,
                 call,
                 message: format!("the instance trapped earlier and cannot be entered again ({message})"),
             });
         }
         self.store.data_mut().ticks_in_call = 0;
         self.store.set_epoch_deadline(1);
+        self.store.set_hostcall_fuel(self.who.hostcall_fuel(call));
         Ok(())
     }
 
@@ -199,14 +224,13 @@ impl OperatorInstance {
         match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(GuestError::Operator {
-                operator: self.operator.clone(),
-                subtask: self.subtask,
+                operator: self.who.operator.clone(),
+                subtask: self.who.subtask,
                 call,
                 error: e.into(),
             }),
             Err(e) => {
-                let err =
-                    trap_error(&self.operator, self.subtask, call, self.limits, self.store.data_mut(), e);
+                let err = self.who.failure(call, self.store.data_mut(), e);
                 self.poisoned = Some(err.to_string());
                 Err(err)
             }
@@ -214,55 +238,141 @@ impl OperatorInstance {
     }
 
     fn malformed(&self, call: Call, reason: String) -> GuestError {
-        GuestError::Malformed { operator: self.operator.clone(), subtask: self.subtask, call, reason }
+        GuestError::Malformed { operator: self.who.operator.clone(), subtask: self.who.subtask, call, reason }
     }
 
-    fn check_batch(&self, call: Call, batch: Batch) -> Result<Batch, GuestError> {
+    /// Checks an output batch: well formed, and within the output limit (which the hostcall
+    /// fuel already enforced while copying it; this keeps the limit exact).
+    fn check_batch(&mut self, call: Call, batch: Batch) -> Result<Batch, GuestError> {
         batch.validate().map_err(|reason| self.malformed(call, reason))?;
+        let bytes = batch.data.len().saturating_add(batch.entries.len().saturating_mul(ENTRY_BYTES));
+        if bytes > self.who.limits.max_output_bytes {
+            let err = self.who.output_limit(call);
+            self.poisoned = Some(err.to_string());
+            return Err(err);
+        }
         Ok(batch)
     }
+}
+
+impl Who {
+    /// Most bytes the host copies out of the guest in one lift: a call's output for the
+    /// calls that return records; otherwise what the guest's memory can hold (a snapshot
+    /// may be large; wasmtime's default of 128 MiB would trap a larger state).
+    fn hostcall_fuel(&self, call: Call) -> usize {
+        if returns_records(call) { self.limits.max_output_bytes } else { self.memory_bytes.max(128 << 20) }
+    }
+
+    fn output_limit(&self, call: Call) -> GuestError {
+        GuestError::OutputLimit {
+            operator: self.operator.clone(),
+            subtask: self.subtask,
+            call,
+            limit_bytes: self.limits.max_output_bytes,
+        }
+    }
+
+    /// The error of a call (or instantiation) that did not return: a limit, or a trap with
+    /// the guest's last error line (its panic message).
+    fn failure(&self, call: Call, state: &mut HostState, e: wasmtime::Error) -> GuestError {
+        let (operator, subtask) = (self.operator.clone(), self.subtask);
+        if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return GuestError::CpuLimit { operator, subtask, call, limit_ms: self.limits.cpu_limit_ms };
+        }
+        if std::mem::take(&mut state.limits.limit_hit) {
+            let limit = if self.memory_bytes < self.limits.memory_bytes {
+                format!(
+                    "the job's memory_limit_mb asks for {} MiB; the server's max_instance_memory_mb caps an instance at {} MiB",
+                    self.limits.memory_bytes >> 20,
+                    self.memory_bytes >> 20
+                )
+            } else {
+                "the job's memory_limit_mb".to_string()
+            };
+            return GuestError::MemoryLimit {
+                operator,
+                subtask,
+                call,
+                limit_bytes: self.memory_bytes,
+                limit,
+            };
+        }
+        if returns_records(call) && format!("{e:#}").contains(HOSTCALL_FUEL_EXHAUSTED) {
+            return self.output_limit(call);
+        }
+        if let (Some(max_instances), Some(pool)) =
+            (self.max_instances, e.downcast_ref::<PoolConcurrencyLimitError>())
+        {
+            return GuestError::PoolExhausted { operator, subtask, max_instances, reason: pool.to_string() };
+        }
+        let message = match state.last_error.take() {
+            Some(guest) => format!("{guest} ({})", trap_message(&e)),
+            None => trap_message(&e),
+        };
+        GuestError::Trap { operator, subtask, call, message }
+    }
+}
+
+/// What wasmtime prints before a backtrace.
+const BACKTRACE_HEADER: &str = "error while executing at wasm backtrace:";
+/// What wasmtime prints before the address of a faulting memory access.
+const MEMORY_FAULT: &str = "memory fault at wasm address 0x";
+/// Out-of-bounds addresses from here up are pointers that went below 0 and wrapped around.
+const WRAPPED_BELOW_ZERO: u64 = 0xF000_0000;
+
+/// A trap in one line: the error chain without the backtrace, the innermost function, and
+/// a hint when it looks like a stack overflow. Rust guests keep their stack in linear memory
+/// below the data (it grows down towards 0), so an overflow is an out-of-bounds access at
+/// an address that wrapped around below 0 rather than wasmtime's `call stack exhausted`.
+fn trap_message(e: &wasmtime::Error) -> String {
+    let parts: Vec<String> =
+        e.chain().map(|c| c.to_string()).filter(|c| !c.starts_with(BACKTRACE_HEADER)).collect();
+    let mut message = parts.join(": ");
+    if let Some(function) = e.downcast_ref::<wasmtime::WasmBacktrace>().and_then(innermost_function) {
+        message.push_str(&format!(" (in {function})"));
+    }
+    let wrapped = parts.iter().find_map(|p| p.strip_prefix(MEMORY_FAULT)).is_some_and(|rest| {
+        let hex: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+        u64::from_str_radix(&hex, 16).is_ok_and(|address| address >= WRAPPED_BELOW_ZERO)
+    });
+    if wrapped && matches!(e.downcast_ref::<Trap>(), Some(Trap::MemoryOutOfBounds)) {
+        message.push_str(
+            "; the address wrapped around below 0, so the guest most likely overflowed its stack \
+             (unbounded recursion, or too large values on the stack)",
+        );
+    }
+    message
+}
+
+/// The innermost function of a backtrace, demangled, without the Rust symbol hash.
+fn innermost_function(backtrace: &wasmtime::WasmBacktrace) -> Option<String> {
+    let text = backtrace.to_string();
+    let frame = text.lines().nth(1)?;
+    let (_, function) = frame.split_once(" - ")?;
+    let function = function.split_once('!').map_or(function, |(_, f)| f).trim();
+    let function = match function.rsplit_once("::h") {
+        Some((f, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => f,
+        _ => function,
+    };
+    Some(function.to_string())
+}
+
+/// The calls whose result is a batch of records.
+fn returns_records(call: Call) -> bool {
+    matches!(call, Call::Process | Call::OnWatermark | Call::OnTimer)
 }
 
 async fn instantiate(
     module: &OperatorModule,
     store: &mut Store<HostState>,
-    operator: &str,
-    subtask: u32,
-    limits: InstanceLimits,
+    who: &Who,
 ) -> Result<OperatorWorld, GuestError> {
     store.set_epoch_deadline(1);
     module
         .pre()
         .instantiate_async(&mut *store)
         .await
-        .map_err(|e| trap_error(operator, subtask, Call::Instantiate, limits, store.data_mut(), e))
-}
-
-fn trap_error(
-    operator: &str,
-    subtask: u32,
-    call: Call,
-    limits: InstanceLimits,
-    state: &mut HostState,
-    e: wasmtime::Error,
-) -> GuestError {
-    if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-        return GuestError::CpuLimit {
-            operator: operator.to_string(),
-            subtask,
-            call,
-            limit_ms: limits.cpu_limit_ms,
-        };
-    }
-    let trap = match e.downcast_ref::<Trap>() {
-        Some(t) => t.to_string(),
-        None => format!("{e:#}"),
-    };
-    let message = match state.last_error.take() {
-        Some(guest) => format!("{guest} ({trap})"),
-        None => format!("{e:#}"),
-    };
-    GuestError::Trap { operator: operator.to_string(), subtask, call, message }
+        .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))
 }
 
 fn check_delta(delta: &StateDelta) -> Result<(), String> {

@@ -10,7 +10,10 @@ mod state;
 mod timers;
 
 pub use error::{Call, GuestError, OperatorError};
-pub use host::{EPOCH_TICK, GuestHost};
+pub use host::{
+    CORE_INSTANCES_PER_INSTANCE, EPOCH_TICK, GuestHost, HostOptions, MEMORIES_PER_INSTANCE, PoolingOptions,
+    TABLES_PER_INSTANCE,
+};
 pub use instance::{InstanceLimits, OperatorInstance};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
 pub use state::HostState;

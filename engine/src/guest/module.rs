@@ -6,6 +6,7 @@ use wasmtime::component::{Component, Linker};
 
 use super::bindings::OperatorWorldPre;
 use super::error::GuestError;
+use super::host::PoolingOptions;
 use super::state::HostState;
 
 /// The export every operator must provide.
@@ -26,6 +27,7 @@ pub struct OperatorModule {
     sha256: [u8; 32],
     component: Component,
     pre: OperatorWorldPre<HostState>,
+    pool: Option<PoolingOptions>,
 }
 
 impl std::fmt::Debug for OperatorModule {
@@ -63,7 +65,12 @@ impl OperatorModule {
         }
         let pre = linker.instantiate_pre(&component).map_err(|e| wrong(format!("{e:#}")))?;
         let pre = OperatorWorldPre::new(pre).map_err(|e| wrong(format!("{e:#}")))?;
-        Ok(OperatorModule { name: name.to_string(), sha256, component, pre })
+        Ok(OperatorModule { name: name.to_string(), sha256, component, pre, pool: None })
+    }
+
+    /// The same module, instantiated from the engine's instance pool of this size.
+    pub(crate) fn with_pool(self, pool: Option<PoolingOptions>) -> Self {
+        OperatorModule { pool, ..self }
     }
 
     /// The module's name (a path or `builtin:` name).
@@ -83,5 +90,10 @@ impl OperatorModule {
 
     pub(crate) fn pre(&self) -> &OperatorWorldPre<HostState> {
         &self.pre
+    }
+
+    /// The engine's instance pool, if instances come from one.
+    pub(crate) fn pool(&self) -> Option<PoolingOptions> {
+        self.pool
     }
 }

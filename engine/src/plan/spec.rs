@@ -93,6 +93,9 @@ pub struct Settings {
     pub cpu_limit_ms: u64,
     /// Linear memory one operator instance may use, in MiB.
     pub memory_limit_mb: u64,
+    /// Output one guest call may return, in bytes: its records' key and value bytes plus 16
+    /// bytes per record. A call that returns more fails the job.
+    pub max_output_bytes_per_call: u64,
     /// Checkpointing (used when the job runs with a store).
     pub checkpoint: CheckpointSettings,
     /// What to do when the job fails.
@@ -106,6 +109,7 @@ impl Default for Settings {
             channel_capacity: 8,
             cpu_limit_ms: 10_000,
             memory_limit_mb: 512,
+            max_output_bytes_per_call: 64 << 20,
             checkpoint: CheckpointSettings::default(),
             restart: RestartSettings::default(),
         }

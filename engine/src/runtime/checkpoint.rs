@@ -29,6 +29,10 @@ use crate::guest::bindings::{ChangeKind, StateDelta};
 use crate::plan::CheckpointSettings;
 use crate::plan::key_groups::key_group;
 
+/// The coordinator's error when every task ended before the final checkpoint: a consequence
+/// of the tasks' ends, which say why.
+pub(crate) const TASKS_GONE: &str = "every task stopped";
+
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
@@ -597,7 +601,7 @@ impl Coordinator {
                     Some(reply) => p.waiting.push_back(reply),
                 },
                 message = self.inbox.recv() => match message {
-                    None => return Err(JobError::Checkpoint("every task stopped".into())),
+                    None => return Err(JobError::Checkpoint(TASKS_GONE.into())),
                     Some(ToCoordinator::SourceFinished { task, stopped }) => {
                         p.sources_finished[task] = true;
                         p.stopping |= stopped;

@@ -12,8 +12,8 @@ use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, Store, SubtaskStat
 
 use super::channel::{Receiver, Sender, channel};
 use super::checkpoint::{
-    Control, Coordinator, JobEvent, TaskInfo, TaskState, ToCoordinator, TriggerRequest, WriterConfig,
-    blocking, restore_chunks, snapshot_writer,
+    Control, Coordinator, JobEvent, TASKS_GONE, TaskInfo, TaskState, ToCoordinator, TriggerRequest,
+    WriterConfig, blocking, restore_chunks, snapshot_writer,
 };
 use super::error::{JobError, TaskError};
 use super::faults::{FaultInjector, FaultPoint};
@@ -342,6 +342,7 @@ async fn run_attempt(
     let limits = InstanceLimits {
         memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
         cpu_limit_ms: settings.cpu_limit_ms,
+        max_output_bytes: usize::try_from(settings.max_output_bytes_per_call).unwrap_or(usize::MAX),
     };
     let (env, restore) = match checkpointed {
         Some((env, restore)) => (Some(env), restore),
@@ -568,6 +569,11 @@ async fn run_attempt(
                     coordinator = None;
                     match result {
                         Ok(Ok(id)) => final_checkpoint = Some(id),
+                        // The tasks ended (the coordinator may see it before this loop
+                        // joins them): their own errors come first.
+                        Ok(Err(JobError::Checkpoint(m))) if m == TASKS_GONE => {
+                            secondary.get_or_insert(JobError::Checkpoint(m));
+                        }
                         Ok(Err(e)) => {
                             first_error.get_or_insert(e);
                             tasks.abort_all();

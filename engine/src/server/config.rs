@@ -8,10 +8,19 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use super::tenants::Quotas;
+use crate::guest::{HostOptions, PoolingOptions};
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 7] =
-    ["listen", "data_dir", "admin_token", "max_request_bytes", "default_quotas", "pooling", "max_instances"];
+const KEYS: [&str; 8] = [
+    "listen",
+    "data_dir",
+    "admin_token",
+    "max_request_bytes",
+    "default_quotas",
+    "pooling",
+    "max_instances",
+    "max_instance_memory_mb",
+];
 
 /// How `weir serve` runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,11 +37,18 @@ pub struct ServerConfig {
     pub max_request_bytes: usize,
     /// Quotas of tenants created without their own.
     pub default_quotas: Quotas,
-    /// Instantiate operators from wasmtime's pooling allocator (fast, memory reserved up
-    /// front).
+    /// Instantiate operators from wasmtime's pooling allocator (fast, address space
+    /// reserved up front: about 8 GiB of virtual memory per instance, none of it resident
+    /// until used).
     pub pooling: bool,
-    /// Most operator instances alive at once on this server (the pool's size).
+    /// Most operator instances alive at once on this server (the pool's size); one more
+    /// fails its job with an error naming this setting. Only with `pooling`.
     pub max_instances: u32,
+    /// Largest linear memory of one operator instance, in MiB (at most 4096): the pool's
+    /// slot size. A job's `memory_limit_mb` above it is lowered to it (not refused, so that
+    /// a default limit always runs); the memory-limit error then names both. Only with
+    /// `pooling`.
+    pub max_instance_memory_mb: u64,
 }
 
 impl Default for ServerConfig {
@@ -45,11 +61,23 @@ impl Default for ServerConfig {
             default_quotas: Quotas::default(),
             pooling: true,
             max_instances: 1000,
+            max_instance_memory_mb: 4096,
         }
     }
 }
 
 impl ServerConfig {
+    /// The wasmtime engine's options: the module cache in `cache_dir`, and the instance
+    /// pool when `pooling` is on.
+    pub fn host_options(&self, cache_dir: PathBuf) -> HostOptions {
+        let pooling = self.pooling.then(|| PoolingOptions {
+            max_instances: self.max_instances,
+            max_memory_bytes: usize::try_from(self.max_instance_memory_mb.saturating_mul(1 << 20))
+                .unwrap_or(usize::MAX),
+        });
+        HostOptions { cache_dir: Some(cache_dir), pooling }
+    }
+
     /// Defaults, merged with `file` (TOML) when given, then with `WEIR_*` variables.
     pub fn load(file: Option<&Path>) -> Result<Self, String> {
         let mut figment = Figment::from(Serialized::defaults(ServerConfig::default()));

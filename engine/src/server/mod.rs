@@ -64,7 +64,7 @@ impl Server {
                 .await?
                 .with_context(|| format!("cannot open the store {}", path.display()))?
         };
-        let host = GuestHost::new(Some(dir.join("module-cache")))?;
+        let host = GuestHost::with_options(config.host_options(dir.join("module-cache")))?;
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?;

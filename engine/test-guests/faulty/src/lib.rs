@@ -6,7 +6,10 @@
 //! - `error_at`: returns `error::other("refused record {n}")`;
 //! - `loop_at`: spins forever;
 //! - `alloc_at`: allocates memory without bound;
-//! - `stack_at`: recurses without bound.
+//! - `stack_at`: recurses without bound;
+//! - `flood_at`: emits the record `flood_records` times (default 5,000,000: about 85 MB of
+//!   output, past the default per-call output limit of 64 MiB, in less than the default
+//!   512 MiB of guest memory).
 //!
 //! With `tag_input: true` each output record's key is its input index (MessagePack u32).
 //!
@@ -27,8 +30,13 @@ struct Config {
     loop_at: Option<u64>,
     alloc_at: Option<u64>,
     stack_at: Option<u64>,
+    flood_at: Option<u64>,
+    flood_records: Option<u64>,
     tag_input: bool,
 }
+
+/// Records `flood_at` emits unless `flood_records` says otherwise.
+const FLOOD_RECORDS: u64 = 5_000_000;
 
 /// The faulty operator.
 #[derive(Default)]
@@ -64,6 +72,11 @@ impl Operator for Faulty {
         }
         if c.stack_at == Some(n) {
             black_box(recurse(n));
+        }
+        if c.flood_at == Some(n) {
+            for _ in 0..c.flood_records.unwrap_or(FLOOD_RECORDS) {
+                out.forward(&record);
+            }
         }
         *self.seen.get_or_insert_with(&n, || 0) += 1;
         if c.tag_input {
@@ -133,6 +146,14 @@ mod tests {
         let err = h.process(&[TestRecord::unkeyed("x", 0)]).unwrap_err();
         assert!(matches!(err, Error::InvalidInput(_)));
         assert!(matches!(Harness::<Faulty>::new().open(r#"{"nope": 1}"#), Err(Error::InvalidConfig(_))));
+    }
+
+    #[test]
+    fn floods_on_demand() {
+        let mut h = Harness::<Faulty>::new();
+        h.open(r#"{"flood_at": 2, "flood_records": 1000}"#).unwrap();
+        let out = h.process(&[TestRecord::unkeyed(&1u64, 0), TestRecord::unkeyed(&2u64, 1)]).unwrap();
+        assert_eq!(out.len(), 1 + 1000 + 1);
     }
 
     #[test]
