@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use serde_json::{Value, json};
 
-use crate::guest::{GuestHost, InstanceLimits, OperatorInstance};
+use crate::guest::{GuestHost, HostOptions, InstanceLimits, OperatorInstance, PoolingOptions};
 use crate::server::{Server, ServerConfig};
 
 /// What to measure.
@@ -50,7 +50,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub async fn instances(host: &GuestHost, n: usize) -> anyhow::Result<(f64, f64, f64)> {
     let module =
         host.load("builtin:wordcount", crate::builtin::get("wordcount").context("wordcount builtin")?)?;
-    let limits = InstanceLimits { memory_bytes: 64 << 20, cpu_limit_ms: 10_000 };
+    let limits = InstanceLimits { memory_bytes: 64 << 20, ..InstanceLimits::default() };
     // Warm up (first instantiation maps code).
     drop(OperatorInstance::new(&module, "warm", 0, limits).await?);
     let before = rss_bytes();
@@ -187,13 +187,19 @@ pub async fn run_and_print(options: &ServerBenchOptions) -> anyhow::Result<()> {
     std::fs::create_dir_all(&options.dir)?;
 
     println!("Operator instantiation (word count, InstancePre; {} instances):", options.instances);
-    let host = GuestHost::new(None)?;
-    let (alive, churn, memory) = instances(&host, options.instances).await?;
-    println!(
-        "  on-demand allocator: {alive:.1} µs per instance kept alive, {churn:.1} µs instantiate+drop, {:.0} KiB RSS per idle instance",
-        memory / 1024.0
-    );
-    drop(host);
+    for pooled in [false, true] {
+        let pooling = pooled.then(|| PoolingOptions {
+            max_instances: u32::try_from(options.instances + 1).unwrap_or(u32::MAX),
+            max_memory_bytes: 64 << 20,
+        });
+        let host = GuestHost::with_options(HostOptions { cache_dir: None, pooling })?;
+        let (alive, churn, memory) = instances(&host, options.instances).await?;
+        println!(
+            "  {:<21} {alive:7.1} µs per instance kept alive, {churn:7.1} µs instantiate+drop, {:6.0} KiB RSS per idle instance",
+            if pooled { "pooling allocator:" } else { "on-demand allocator:" },
+            memory / 1024.0
+        );
+    }
 
     let bench = start(&options.dir.join("server")).await?;
     api_latency(&bench, options).await?;
