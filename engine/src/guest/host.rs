@@ -170,43 +170,72 @@ impl GuestHost {
             return Ok(m.clone());
         }
         check_header(name, bytes)?;
-        let component = self.compile_cached(name, &sha, bytes)?;
+        let (component, uncached) = self.compile_cached(name, &sha, bytes)?;
         let module = Arc::new(
             OperatorModule::new(name, sha, component, &self.engine, &self.linker)?.with_pool(self.pooling),
         );
+        // Only a module that fits the world is cached on disk: a refused one leaves nothing.
+        if let Some(path) = uncached
+            && let Ok(serialized) = module.component().serialize()
+        {
+            let tmp = path.with_extension("tmp");
+            if let Err(e) = std::fs::write(&tmp, serialized).and_then(|()| std::fs::rename(&tmp, &path)) {
+                tracing::warn!("cannot cache compiled module {}: {e}", path.display());
+            }
+        }
         self.modules.lock().expect("module cache lock").insert(sha, module.clone());
         Ok(module)
     }
 
-    fn compile_cached(&self, name: &str, sha: &[u8; 32], bytes: &[u8]) -> Result<Component, GuestError> {
+    /// Forgets module `sha256` (hex): drops it from the in-memory cache and deletes its
+    /// compiled forms from the disk cache (a deleted module).
+    pub fn forget(&self, sha256: &str) {
+        if let Ok(sha) = <[u8; 32]>::try_from(hex::decode(sha256).unwrap_or_default().as_slice()) {
+            self.modules.lock().expect("module cache lock").remove(&sha);
+        }
+        let Some(dir) = &self.cache_dir else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let prefix = format!("{sha256}-");
+        for entry in entries.flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    fn cache_path(&self, sha: &[u8; 32]) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.engine.precompile_compatibility_hash().hash(&mut h);
+        Some(dir.join(format!("{}-{:016x}.cwasm", hex::encode(sha), h.finish())))
+    }
+
+    /// Compiles `bytes`, or loads their compiled form from the disk cache. Returns the
+    /// component and, when it was compiled here, the cache path to write once it is validated.
+    fn compile_cached(
+        &self,
+        name: &str,
+        sha: &[u8; 32],
+        bytes: &[u8],
+    ) -> Result<(Component, Option<PathBuf>), GuestError> {
         let not_component = |e: wasmtime::Error| GuestError::NotAComponent {
             module: name.to_string(),
             reason: format!("{e:#}"),
         };
-        let Some(dir) = &self.cache_dir else {
-            return Component::new(&self.engine, bytes).map_err(not_component);
+        let Some(path) = self.cache_path(sha) else {
+            return Ok((Component::new(&self.engine, bytes).map_err(not_component)?, None));
         };
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut h);
-        let path = dir.join(format!("{}-{:016x}.cwasm", hex::encode(sha), h.finish()));
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of an engine with the
             // same compatibility hash (part of its name), into Weir's own cache directory.
             #[allow(unsafe_code)]
             let cached = unsafe { Component::deserialize_file(&self.engine, &path) };
             match cached {
-                Ok(c) => return Ok(c),
+                Ok(c) => return Ok((c, None)),
                 Err(e) => tracing::warn!("ignoring unreadable cached module {}: {e:#}", path.display()),
             }
         }
-        let component = Component::new(&self.engine, bytes).map_err(not_component)?;
-        if let Ok(serialized) = component.serialize() {
-            let tmp = path.with_extension("tmp");
-            if let Err(e) = std::fs::write(&tmp, serialized).and_then(|()| std::fs::rename(&tmp, &path)) {
-                tracing::warn!("cannot cache compiled module {}: {e}", path.display());
-            }
-        }
-        Ok(component)
+        Ok((Component::new(&self.engine, bytes).map_err(not_component)?, Some(path)))
     }
 }
 

@@ -115,6 +115,12 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     if s.memory_limit_mb == 0 {
         return Err(PlanError::Settings("memory_limit_mb must be at least 1".into()));
     }
+    if s.max_output_bytes_per_call < 1024 {
+        return Err(PlanError::Settings(format!(
+            "max_output_bytes_per_call must be at least 1024, got {}",
+            s.max_output_bytes_per_call
+        )));
+    }
     let c = &s.checkpoint;
     if c.interval_ms == Some(0) {
         return Err(PlanError::Settings("checkpoint.interval_ms must be at least 1 (or null)".into()));

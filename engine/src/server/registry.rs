@@ -14,7 +14,7 @@ use weir_store::Store;
 
 use super::error::{ServerError, ServerResult};
 use super::tenants::{check_hex_id, check_name, decode_record, encode_record, printable, weir_now_ms};
-use crate::guest::{GuestError, GuestHost, OperatorModule};
+use crate::guest::{GuestHost, OperatorModule};
 
 /// (tenant, module id) → module record (JSON).
 const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
@@ -79,17 +79,9 @@ impl ModuleRegistry {
             }
             return Ok((existing, false));
         }
-        let compiled = self.host.load(name, bytes).map_err(|e| {
-            // The host caches a component's compiled form before it checks the world: a
-            // refused upload must leave nothing on disk.
-            self.forget_compiled(&id);
-            match e {
-                GuestError::NotAComponent { .. } | GuestError::WrongWorld { .. } => {
-                    ServerError::Unprocessable(e.to_string())
-                }
-                other => ServerError::Unprocessable(other.to_string()),
-            }
-        })?;
+        // The host caches a compiled form only once the module fits the world: a refused
+        // upload leaves nothing on disk.
+        let compiled = self.host.load(name, bytes).map_err(|e| ServerError::Unprocessable(e.to_string()))?;
         let exports = compiled
             .component()
             .component_type()
@@ -113,19 +105,6 @@ impl ModuleRegistry {
         };
         self.put(tenant, &module)?;
         Ok((module, true))
-    }
-
-    /// Removes the compiled forms of module `id` from the host's cache
-    /// (`<data-dir>/module-cache/<id>-<engine hash>.cwasm`, beside `modules/`).
-    fn forget_compiled(&self, id: &str) {
-        let Some(cache) = self.dir.parent().map(|d| d.join("module-cache")) else { return };
-        let Ok(entries) = std::fs::read_dir(&cache) else { return };
-        let prefix = format!("{id}-");
-        for entry in entries.flatten() {
-            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
     }
 
     fn put(&self, tenant: &str, module: &Module) -> ServerResult<()> {
@@ -192,7 +171,7 @@ impl ModuleRegistry {
         txn.commit().map_err(db_err)?;
         if !still_used {
             let _ = std::fs::remove_file(self.path(id));
-            self.forget_compiled(id);
+            self.host.forget(id);
         }
         Ok(())
     }
