@@ -4,94 +4,13 @@
 mod common;
 mod server;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use server::{Api, TestServer};
+use serde_json::json;
+use server::wordcount::{check_exactly_once, lines, push, wait_output};
+use server::{Api, TestServer, wordcount};
 
 const LONG: Duration = Duration::from_secs(120);
-
-fn wordcount_spec(tokenizer: &str, wordcount: &str) -> Value {
-    json!({
-        "name": "live-wordcount",
-        "nodes": [
-            { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
-            { "id": "split", "kind": "operator", "module": tokenizer, "parallelism": 2 },
-            { "id": "count", "kind": "operator", "module": wordcount, "parallelism": 2 },
-            { "id": "out", "kind": "sink", "connector": "stream", "parallelism": 2,
-              "config": { "stream": "counts", "partitions": 2 } }
-        ],
-        "edges": [
-            { "from": "lines", "to": "split", "partitioning": "rebalance" },
-            { "from": "split", "to": "count", "partitioning": "hash" },
-            { "from": "count", "to": "out", "partitioning": "forward" }
-        ],
-        "settings": { "checkpoint": { "interval_ms": 200 } }
-    })
-}
-
-/// Lines `from..to` of a small corpus: line i has words w(i % 7), w(i % 11), w(i % 13).
-fn lines(from: u64, to: u64) -> Vec<Value> {
-    (from..to).map(|i| json!({ "value": format!("w{} w{} w{}", i % 7, i % 11 + 7, i % 13 + 18) })).collect()
-}
-
-fn expected_counts(n: u64) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    for line in lines(0, n) {
-        for w in line["value"].as_str().unwrap().split(' ') {
-            *m.entry(w.to_string()).or_default() += 1;
-        }
-    }
-    m
-}
-
-async fn push(api: &Api, records: Vec<Value>) {
-    for chunk in records.chunks(500) {
-        let (status, v) = api.post("/api/v1/streams/lines/records", &json!({ "records": chunk })).await;
-        assert_eq!(status, 201, "{v}");
-    }
-}
-
-/// The output per word: the running counts in the order the sink committed them.
-async fn output(api: &Api) -> BTreeMap<String, Vec<u64>> {
-    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for (_, _, key, value) in api.read_all("counts").await {
-        seen.entry(key.as_str().unwrap().to_string()).or_default().push(value.as_u64().unwrap());
-    }
-    seen
-}
-
-/// Checks the output stream is exactly once. The word count emits one running count per
-/// word and input batch, so each word's counts must rise strictly (a replayed batch would
-/// repeat or lower a count; lost state would start again low) and end at its total.
-async fn check_exactly_once(api: &Api, n_lines: u64) {
-    let expected = expected_counts(n_lines);
-    let seen = output(api).await;
-    assert_eq!(seen.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "words differ");
-    for (word, counts) in &seen {
-        assert!(counts.windows(2).all(|w| w[0] < w[1]), "counts of `{word}` repeat or fall: {counts:?}");
-        assert_eq!(counts.last(), Some(&expected[word]), "final count of `{word}`");
-    }
-}
-
-/// Waits until every word's latest output count is its total over `n_lines` lines.
-async fn wait_output(api: &Api, n_lines: u64) {
-    let expected = expected_counts(n_lines);
-    let deadline = std::time::Instant::now() + LONG;
-    loop {
-        let seen = output(api).await;
-        let done = expected.iter().all(|(w, n)| seen.get(w).and_then(|c| c.iter().max()) == Some(n));
-        if done {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the output did not reach the totals of {n_lines} lines"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 async fn completed_checkpoints(api: &Api, job: &str) -> u64 {
     let (status, h) = api.get(&format!("/api/v1/jobs/{job}/checkpoints")).await;
@@ -110,7 +29,7 @@ async fn upload_run_checkpoint_stop_and_history() {
     push(&api, lines(0, 1000)).await;
 
     // Modules may be named by id or by name.
-    let job = api.create_job(&wordcount_spec(&tokenizer, "wordcount")).await;
+    let job = api.create_job(&wordcount::spec("live-wordcount", &tokenizer, "wordcount")).await;
     let (_, detail) = api.get(&format!("/api/v1/jobs/{job}")).await;
     assert_eq!(detail["status"], "running");
     assert_eq!(detail["vertices"].as_array().unwrap().len(), 4);
@@ -186,7 +105,7 @@ async fn killed_server_resumes_its_running_job_exactly_once() {
     api.upload_guest("tokenizer").await;
     api.upload_guest("wordcount").await;
     api.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
-    let job = api.create_job(&wordcount_spec("tokenizer", "wordcount")).await;
+    let job = api.create_job(&wordcount::spec("live-wordcount", "tokenizer", "wordcount")).await;
     push(&api, lines(0, 2000)).await;
     // Some output and at least two completed checkpoints, then SIGKILL mid-stream.
     let deadline = std::time::Instant::now() + LONG;

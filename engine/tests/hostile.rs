@@ -7,13 +7,13 @@
 mod common;
 mod server;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use server::{Api, TestServer};
+use server::wordcount::{check_exactly_once, lines, push, wait_output};
+use server::{TestServer, wordcount};
 
 const LONG: Duration = Duration::from_secs(180);
 
@@ -44,85 +44,6 @@ fn hostile_settings(cpu_limit_ms: u64, extra: Value) -> Value {
         s[k] = v.clone();
     }
     s
-}
-
-fn wordcount_spec() -> Value {
-    json!({
-        "name": "good-wordcount",
-        "nodes": [
-            { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
-            { "id": "split", "kind": "operator", "module": "tokenizer", "parallelism": 2 },
-            { "id": "count", "kind": "operator", "module": "wordcount", "parallelism": 2 },
-            { "id": "out", "kind": "sink", "connector": "stream", "parallelism": 2,
-              "config": { "stream": "counts", "partitions": 2 } }
-        ],
-        "edges": [
-            { "from": "lines", "to": "split", "partitioning": "rebalance" },
-            { "from": "split", "to": "count", "partitioning": "hash" },
-            { "from": "count", "to": "out", "partitioning": "forward" }
-        ],
-        "settings": { "checkpoint": { "interval_ms": 200 } }
-    })
-}
-
-/// Lines `from..to`: line i has words w(i % 7), w(i % 11 + 7), w(i % 13 + 18).
-fn lines(from: u64, to: u64) -> Vec<Value> {
-    (from..to).map(|i| json!({ "value": format!("w{} w{} w{}", i % 7, i % 11 + 7, i % 13 + 18) })).collect()
-}
-
-fn expected_counts(n: u64) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    for line in lines(0, n) {
-        for w in line["value"].as_str().unwrap().split(' ') {
-            *m.entry(w.to_string()).or_default() += 1;
-        }
-    }
-    m
-}
-
-async fn push(api: &Api, records: Vec<Value>) {
-    for chunk in records.chunks(500) {
-        let (status, v) = api.post("/api/v1/streams/lines/records", &json!({ "records": chunk })).await;
-        assert_eq!(status, 201, "{v}");
-    }
-}
-
-/// Each word's running counts, in the order the sink committed them (none before the sink
-/// created its stream at its first commit).
-async fn output(api: &Api) -> BTreeMap<String, Vec<u64>> {
-    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    if api.get("/api/v1/streams/counts").await.0 == 404 {
-        return seen;
-    }
-    for (_, _, key, value) in api.read_all("counts").await {
-        seen.entry(key.as_str().unwrap().to_string()).or_default().push(value.as_u64().unwrap());
-    }
-    seen
-}
-
-/// Waits until every word's latest count is its total over `n_lines` lines.
-async fn wait_output(api: &Api, n_lines: u64) {
-    let expected = expected_counts(n_lines);
-    let deadline = Instant::now() + LONG;
-    loop {
-        let seen = output(api).await;
-        if expected.iter().all(|(w, n)| seen.get(w).and_then(|c| c.iter().max()) == Some(n)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the output did not reach the totals of {n_lines} lines");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Exactly once: each word's counts rise strictly and end at its total.
-async fn check_counts(api: &Api, n_lines: u64) {
-    let expected = expected_counts(n_lines);
-    let seen = output(api).await;
-    assert_eq!(seen.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "words differ");
-    for (word, counts) in &seen {
-        assert!(counts.windows(2).all(|w| w[0] < w[1]), "counts of `{word}` repeat or fall: {counts:?}");
-        assert_eq!(counts.last(), Some(&expected[word]), "final count of `{word}`");
-    }
 }
 
 /// Asks `/healthz` again and again until stopped; counts the answers and fails on any error
@@ -173,7 +94,7 @@ async fn hostile_guests_fail_their_own_jobs_only() {
     let (status, v) = good.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
     assert_eq!(status, 201, "{v}");
     push(&good, lines(0, 1000)).await;
-    let wordcount = good.create_job(&wordcount_spec()).await;
+    let wordcount = good.create_job(&wordcount::spec("good-wordcount", "tokenizer", "wordcount")).await;
     wait_output(&good, 1000).await;
 
     let probe = HealthProbe::start(&server.url);
@@ -245,7 +166,7 @@ async fn hostile_guests_fail_their_own_jobs_only() {
     let (status, v) = good.post_empty(&format!("/api/v1/jobs/{wordcount}/stop")).await;
     assert_eq!(status, 202, "{v}");
     good.wait_status(&wordcount, "stopped", LONG).await;
-    check_counts(&good, 3000).await;
+    check_exactly_once(&good, 3000).await;
 
     let (answers, slowest) = probe.finish().await;
     assert!(answers > 0, "/healthz was asked");

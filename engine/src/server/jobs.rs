@@ -774,31 +774,47 @@ fn scope_spec(tenant: &str, spec: &mut JobSpec, store: &Store) -> ServerResult<(
 /// quota is lowered to it; one the spec asked for is refused (`strict`).
 fn apply_quota_settings(quotas: &Quotas, settings: &mut Settings, strict: bool) -> ServerResult<()> {
     let defaults = Settings::default();
-    if settings.memory_limit_mb > quotas.max_memory_mb {
-        if settings.memory_limit_mb == defaults.memory_limit_mb || !strict {
-            settings.memory_limit_mb = quotas.max_memory_mb;
-        } else {
-            return Err(ServerError::Quota {
-                limit: "max_memory_mb",
-                message: format!(
-                    "the job asks for {} MiB per operator instance (memory_limit_mb); the tenant may use {}",
-                    settings.memory_limit_mb, quotas.max_memory_mb
-                ),
-            });
-        }
+    hold(
+        &mut settings.memory_limit_mb,
+        defaults.memory_limit_mb,
+        quotas.max_memory_mb,
+        strict,
+        "max_memory_mb",
+        |asked, max| {
+            format!(
+                "the job asks for {asked} MiB per operator instance (memory_limit_mb); the tenant may use {max}"
+            )
+        },
+    )?;
+    hold(
+        &mut settings.cpu_limit_ms,
+        defaults.cpu_limit_ms,
+        quotas.max_cpu_ms,
+        strict,
+        "max_cpu_ms",
+        |asked, max| {
+            format!(
+                "the job asks for {asked} ms of CPU per guest call (cpu_limit_ms); the tenant may use {max}"
+            )
+        },
+    )
+}
+
+/// Holds one setting to its quota (see [`apply_quota_settings`]).
+fn hold(
+    value: &mut u64,
+    default: u64,
+    max: u64,
+    strict: bool,
+    limit: &'static str,
+    message: impl FnOnce(u64, u64) -> String,
+) -> ServerResult<()> {
+    if *value <= max {
+        Ok(())
+    } else if *value == default || !strict {
+        *value = max;
+        Ok(())
+    } else {
+        Err(ServerError::Quota { limit, message: message(*value, max) })
     }
-    if settings.cpu_limit_ms > quotas.max_cpu_ms {
-        if settings.cpu_limit_ms == defaults.cpu_limit_ms || !strict {
-            settings.cpu_limit_ms = quotas.max_cpu_ms;
-        } else {
-            return Err(ServerError::Quota {
-                limit: "max_cpu_ms",
-                message: format!(
-                    "the job asks for {} ms of CPU per guest call (cpu_limit_ms); the tenant may use {}",
-                    settings.cpu_limit_ms, quotas.max_cpu_ms
-                ),
-            });
-        }
-    }
-    Ok(())
 }

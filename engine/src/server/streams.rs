@@ -286,8 +286,10 @@ impl Streams {
             groups.push((p, records));
             positions.push((p, indices));
         }
-        let firsts =
-            self.store.append_partitions(&internal, &groups).map_err(|e| user_err(e, &internal, name))?;
+        let firsts = self
+            .store
+            .append_partitions(&internal, &groups.iter().map(|(p, r)| (*p, r.as_slice())).collect::<Vec<_>>())
+            .map_err(|e| user_err(e, &internal, name))?;
         for ((p, indices), first) in positions.into_iter().zip(firsts) {
             for (k, i) in indices.into_iter().enumerate() {
                 out[i] = Appended { partition: p, offset: first + k as u64 };

@@ -150,28 +150,8 @@ impl Store {
         if records.is_empty() {
             return self.end_offset(name, partition);
         }
-        let txn = self.write_txn(Durability::Immediate)?;
-        let first = {
-            let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
-            check_partition(name, partition, partitions)?;
-            let encoded: Vec<Vec<u8>> = records
-                .iter()
-                .map(|record| {
-                    let mut out = Vec::with_capacity(record.key.len() + record.value.len() + 16);
-                    encode_record(&mut out, record);
-                    out
-                })
-                .collect();
-            append_encoded(
-                &mut txn.open_table(LOG)?,
-                &mut txn.open_table(LOG_ENDS)?,
-                name,
-                partition,
-                encoded.iter().map(Vec::as_slice),
-            )?
-        };
-        txn.commit()?;
-        Ok(first)
+        let firsts = self.append_partitions(name, &[(partition, records)])?;
+        Ok(firsts[0])
     }
 
     /// Appends records to several partitions in one durable transaction (all or nothing);
@@ -179,7 +159,7 @@ impl Store {
     pub fn append_partitions(
         &self,
         name: &str,
-        groups: &[(u32, Vec<LogRecord>)],
+        groups: &[(u32, &[LogRecord])],
     ) -> Result<Vec<u64>, StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
         let mut firsts = Vec::with_capacity(groups.len());

@@ -13,6 +13,8 @@ use weir::server::{Server, ServerConfig};
 
 use crate::common::guest_path;
 
+pub mod wordcount;
+
 /// The admin token of test servers.
 pub const ADMIN: &str = "test-admin-token";
 
