@@ -23,7 +23,6 @@ pub struct Vertex {
     /// Node id.
     pub id: String,
     /// Source, operator or sink.
-    #[schema(value_type = String)]
     pub kind: NodeKind,
     /// Parallelism.
     pub parallelism: u32,
@@ -53,7 +52,6 @@ pub struct Edge {
     /// Downstream node id.
     pub to: String,
     /// Partitioning.
-    #[schema(value_type = String)]
     pub partitioning: Partitioning,
 }
 
@@ -121,7 +119,7 @@ fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
 /// Creates a job from its JSON spec and starts it. Operators name their module by id, by
 /// the name it was uploaded under, or `builtin:<name>`; stream connectors name the
 /// caller's streams; `file` connectors are not available over the API.
-#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body(content = Object, description = "A job spec"),
+#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body(content = JobSpec, description = "A job spec"),
     responses(
         (status = 201, description = "Created and started", body = JobDetail),
         (status = 400, description = "Invalid spec", body = ErrorBody),

@@ -1,9 +1,10 @@
 //! The job specification: the JSON document a user submits.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// A job: a graph of sources, operators and sinks, and its settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     /// A human-readable name.
@@ -20,7 +21,7 @@ pub struct JobSpec {
 }
 
 /// What a node does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
     /// Produces records from a connector.
@@ -32,7 +33,7 @@ pub enum NodeKind {
 }
 
 /// One node of the graph.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     /// The node's id, stable across versions of the job (state is mapped by it).
@@ -50,11 +51,12 @@ pub struct NodeSpec {
     pub connector: Option<String>,
     /// Configuration handed to the operator or connector.
     #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
     pub config: serde_json::Value,
 }
 
 /// How records move along an edge from the upstream subtasks to the downstream ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Partitioning {
     /// Subtask `i` sends to subtask `i` (needs equal parallelism).
@@ -69,7 +71,7 @@ pub enum Partitioning {
 }
 
 /// One edge of the graph.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EdgeSpec {
     /// Upstream node id.
@@ -82,7 +84,7 @@ pub struct EdgeSpec {
 }
 
 /// Job-wide settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
     /// Number of key groups (the largest parallelism keyed state can be rescaled to).
@@ -117,7 +119,7 @@ impl Default for Settings {
 }
 
 /// Checkpointing settings (Flink's names where they exist).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckpointSettings {
     /// Trigger a checkpoint this often; `null` for none but the final one and those
@@ -152,7 +154,7 @@ impl Default for CheckpointSettings {
 }
 
 /// The restart strategy: a fixed number of attempts with a fixed delay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RestartSettings {
     /// Restarts after a failure before the job fails for good (0: never restart).

@@ -85,7 +85,6 @@ pub struct JobRecord {
     /// Total subtasks.
     pub subtasks: u32,
     /// The spec as submitted, with module references pinned to module ids.
-    #[schema(value_type = Object)]
     pub spec: JobSpec,
 }
 
