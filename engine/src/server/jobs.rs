@@ -258,8 +258,9 @@ impl JobManager {
         Ok(job)
     }
 
-    /// The module ids that `tenant`'s jobs which may still run (not finished, failed or
-    /// cancelled... a cancelled job may restart, so it counts too) refer to.
+    /// (module id, job id) for every module that a job of `tenant` which may still run refers
+    /// to. Every job but a finished one may run again (stopped, cancelled and failed jobs can
+    /// be restarted), so only finished jobs release their modules.
     pub fn modules_in_use(&self, tenant: &str) -> ServerResult<Vec<(String, String)>> {
         let mut used = Vec::new();
         for job in self.list(tenant)? {
