@@ -54,6 +54,19 @@ impl JobStatus {
         matches!(self, JobStatus::Running | JobStatus::Restarting | JobStatus::Stopping)
     }
 
+    /// Its name in the API (`running`, `stopped`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Restarting => "restarting",
+            JobStatus::Stopping => "stopping",
+            JobStatus::Stopped => "stopped",
+            JobStatus::Finished => "finished",
+            JobStatus::Canceled => "canceled",
+            JobStatus::Failed => "failed",
+        }
+    }
+
     /// The job counts against the tenant's job and subtask quotas.
     pub fn holds_quota(self) -> bool {
         self.is_active() || self == JobStatus::Stopped
@@ -249,7 +262,14 @@ impl JobManager {
                 Some(v) => decode_job(v.value())?,
                 None => return Err(ServerError::NotFound(format!("no job `{id}`"))),
             };
+            let before = record.clone();
             change(&mut record);
+            if record == before {
+                // Nothing changed (most checkpoint events): no write, no fsync.
+                drop(t);
+                txn.abort().map_err(db_err)?;
+                return Ok(record);
+            }
             let stored = StoredJob { tenant: tenant.to_string(), record: record.clone() };
             t.insert((tenant, id), encode_record(&stored)?.as_slice()).map_err(db_err)?;
             job = record;
@@ -565,9 +585,7 @@ impl JobManager {
     pub fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         let job = self.get(tenant, id)?;
         if !job.status.is_active() {
-            return Err(ServerError::Conflict(
-                format!("job `{id}` is {:?}, not running", job.status).to_lowercase(),
-            ));
+            return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         }
         if let Some(r) = self.inner.running.lock().expect("running lock").get(id) {
             r.env.stop();
@@ -599,9 +617,10 @@ impl JobManager {
     pub async fn cancel(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         let job = self.get(tenant, id)?;
         if !job.status.holds_quota() {
-            return Err(ServerError::Conflict(
-                format!("job `{id}` is {:?}; there is nothing to cancel", job.status).to_lowercase(),
-            ));
+            return Err(ServerError::Conflict(format!(
+                "job `{id}` is {}; there is nothing to cancel",
+                job.status.as_str()
+            )));
         }
         self.abort_run(id).await?;
         let job = self.update(tenant, id, |j| {
@@ -653,9 +672,7 @@ impl JobManager {
             .map(|r| r.env.trigger_handle())
             .filter(|_| job.status == JobStatus::Running);
         let Some(trigger) = trigger else {
-            return Err(ServerError::Conflict(
-                format!("job `{id}` is {:?}, not running", job.status).to_lowercase(),
-            ));
+            return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         };
         trigger
             .trigger()
