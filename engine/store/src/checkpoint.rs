@@ -162,6 +162,10 @@ pub struct CheckpointMeta {
     /// Whether its manifest is still kept (false once retention removed it, and for
     /// checkpoints that never completed).
     pub retained: bool,
+    /// Taken for a savepoint: retention keeps its manifest (and chunks) until
+    /// [`Store::unpin`](crate::Store::unpin).
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 impl CheckpointMeta {
@@ -203,9 +207,10 @@ pub trait CheckpointStorage: Send + Sync + 'static {
     /// In one durable transaction: stores `manifest`, marks `meta` Completed (`meta.status`
     /// must be `Completed`; `full_size` and each subtask's `full_state_bytes` are computed
     /// here from the manifest; `retained` is set), then applies retention: only the newest
-    /// `retain` (at least 1) completed checkpoints of the job keep their manifests, and every
-    /// chunk of the job owned by a checkpoint `<= meta.id` that no kept manifest references is
-    /// deleted. Older checkpoints still in progress are subsumed (marked Failed).
+    /// `retain` (at least 1) completed checkpoints of the job keep their manifests, plus every
+    /// checkpoint whose stored meta is [`pinned`](CheckpointMeta::pinned), and every chunk of
+    /// the job owned by a checkpoint `<= meta.id` that no kept manifest references is deleted.
+    /// Older checkpoints still in progress are subsumed (marked Failed).
     fn complete(
         &self,
         meta: &CheckpointMeta,

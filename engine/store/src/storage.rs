@@ -465,7 +465,7 @@ impl CheckpointStorage for Store {
                 fail_in_progress(&txn, job, older, &format!("subsumed by completed checkpoint {id}"))?;
             }
 
-            // Retention: keep the newest `retain` manifests.
+            // Retention: keep the newest `retain` manifests, and pinned ones.
             let mut ids = Vec::new();
             for item in manifests.range((job, 0)..=(job, u64::MAX))? {
                 ids.push(item?.0.value().1);
@@ -473,8 +473,12 @@ impl CheckpointStorage for Store {
             let keep_from = ids.len().saturating_sub(retain.max(1));
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             for &old in &ids[..keep_from] {
+                let old_meta = read_meta(&checkpoints, job, old)?;
+                if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
+                    continue;
+                }
                 manifests.remove((job, old))?;
-                if let Some(mut old_meta) = read_meta(&checkpoints, job, old)? {
+                if let Some(mut old_meta) = old_meta {
                     old_meta.retained = false;
                     put_meta(&mut checkpoints, &old_meta)?;
                 }
@@ -616,5 +620,27 @@ impl CheckpointStorage for Store {
             count += 1;
         }
         Ok((bytes, count))
+    }
+}
+
+impl Store {
+    /// Clears the pin of checkpoint `id` of `job` ([`CheckpointMeta::pinned`]), durably. Its
+    /// manifest stays until the next [`CheckpointStorage::complete`] of the job, whose
+    /// retention removes it (and collects its chunks) unless it is among the newest `retain`.
+    /// Nothing happens if the checkpoint is not pinned or not recorded.
+    pub fn unpin(&self, job: &str, id: u64) -> Result<(), StoreError> {
+        let txn = self.write_txn(Durability::Immediate)?;
+        {
+            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+            match read_meta(&checkpoints, job, id)? {
+                Some(mut meta) if meta.pinned => {
+                    meta.pinned = false;
+                    put_meta(&mut checkpoints, &meta)?;
+                }
+                _ => return Ok(()),
+            }
+        }
+        txn.commit()?;
+        Ok(())
     }
 }

@@ -1,5 +1,5 @@
-//! Checkpoint storage against a real redb file: chains, compaction, retention, abort,
-//! recovery, durability, corruption and fault injection.
+//! Checkpoint storage against a real redb file: chains, compaction, retention (and pins),
+//! abort, recovery, durability, corruption and fault injection.
 
 mod common;
 
@@ -561,4 +561,83 @@ fn faulty_storage_fails_deterministically_without_touching_the_inner_store() {
         faulty.write_subtask(subtask_write(id, true, vec![], &BTreeMap::new(), 5)).unwrap();
     }
     assert_eq!(faulty.failures(), failed);
+}
+
+#[test]
+fn a_pinned_checkpoint_survives_retention_until_unpinned() {
+    let (_dir, store) = open();
+    let none = BTreeMap::new();
+    let s1 = checkpoint(
+        &store,
+        1,
+        true,
+        vec![
+            scope(0, vec![put("s", b"a", b"1"), put("s", b"b", b"2")]),
+            scope(1, vec![put("s", b"c", b"3")]),
+        ],
+        &none,
+        5,
+        1,
+    );
+    // Checkpoint 2 is an increment on checkpoint 1's chunks, taken for a savepoint.
+    store.begin(&CheckpointMeta { pinned: true, ..CheckpointMeta::new(JOB, 2, 1_002) }).unwrap();
+    let s2 = store
+        .write_subtask(subtask_write(
+            2,
+            false,
+            vec![scope(0, vec![put("s", b"d", b"4"), del("s", b"b")])],
+            &s1.chains,
+            5,
+        ))
+        .unwrap();
+    store.complete(&CheckpointMeta { pinned: true, ..completed_meta(2, &s2) }, &manifest_of(&s2), 1).unwrap();
+    let expected2 = model(&[("s", b"a", b"1"), ("s", b"c", b"3"), ("s", b"d", b"4")]);
+    assert!(s2.chains[&0].contains(&s1.chains[&0][0]), "checkpoint 2 builds on checkpoint 1");
+
+    // Full writes of other content: nothing after 2 references its chunks.
+    let mut last = s2.clone();
+    for id in 3..=5u64 {
+        let report_before = store.chunk_usage(JOB).unwrap();
+        last = checkpoint(&store, id, true, vec![scope(5, vec![put("t", &[id as u8], b"x")])], &none, 5, 1);
+        assert!(store.chunk_usage(JOB).unwrap().1 <= report_before.1 + 1);
+    }
+    let (meta2, manifest2) = store.checkpoint(JOB, 2).unwrap().unwrap();
+    let manifest2 = manifest2.expect("a pinned checkpoint keeps its manifest");
+    assert!(meta2.pinned && meta2.retained);
+    assert_eq!(restore(&store, &manifest2[OP][&0].chains), expected2);
+    let retained: Vec<_> = store.history(JOB).unwrap().iter().map(|m| (m.id, m.retained)).collect();
+    assert_eq!(retained, vec![(1, false), (2, true), (3, false), (4, false), (5, true)]);
+    assert_eq!(store.latest_completed(JOB).unwrap().unwrap().0.id, 5);
+    let kept: BTreeSet<u64> = s2.chains.values().chain(last.chains.values()).flatten().copied().collect();
+    assert_eq!(store.chunk_usage(JOB).unwrap().1, kept.len() as u64);
+
+    // Unpinning alone removes nothing; the next completion's retention does.
+    store.unpin(JOB, 2).unwrap();
+    store.unpin(JOB, 2).unwrap();
+    store.unpin(JOB, 99).unwrap();
+    store.unpin("other", 1).unwrap();
+    let (meta2, manifest2) = store.checkpoint(JOB, 2).unwrap().unwrap();
+    assert!(!meta2.pinned && meta2.retained && manifest2.is_some());
+    let s6 = checkpoint(&store, 6, true, vec![scope(5, vec![put("t", b"z", b"y")])], &none, 5, 1);
+    let (meta2, manifest2) = store.checkpoint(JOB, 2).unwrap().unwrap();
+    assert!(manifest2.is_none() && !meta2.retained && !meta2.pinned);
+    assert_eq!(store.chunk_usage(JOB).unwrap(), (s6.bytes_written, 1));
+    for chunk in s2.chains.values().flatten() {
+        assert!(matches!(store.read_chain(JOB, &[*chunk]), Err(StoreError::MissingChunk { .. })));
+    }
+}
+
+#[test]
+fn checkpoint_rows_written_before_pins_existed_still_decode() {
+    const CHECKPOINTS: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("weir.checkpoints");
+    let (_dir, store) = open();
+    checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 1);
+    let mut old = serde_json::to_value(&store.history(JOB).unwrap()[0]).unwrap();
+    assert!(old.as_object_mut().unwrap().remove("pinned").is_some());
+    let txn = store.database().begin_write().unwrap();
+    let bytes = rmp_serde::to_vec_named(&old).unwrap();
+    txn.open_table(CHECKPOINTS).unwrap().insert((JOB, 1), bytes.as_slice()).unwrap();
+    txn.commit().unwrap();
+    let meta = &store.history(JOB).unwrap()[0];
+    assert!(!meta.pinned && meta.retained && meta.status == CheckpointStatus::Completed);
 }
