@@ -221,6 +221,12 @@ impl ChunkEncoder {
         self.entries = 0;
     }
 
+    /// The chunks completed so far, in push order (removed from the encoder), so that a
+    /// long stream of entries can be written out without holding every chunk.
+    pub(crate) fn take_done(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.done)
+    }
+
     /// The encoded chunks, in push order (none when nothing was pushed).
     pub(crate) fn finish(mut self) -> Vec<Vec<u8>> {
         self.flush();
@@ -399,6 +405,17 @@ mod tests {
         let decoded: Vec<_> = chunks.iter().flat_map(|chunk| decode_chunk_entries(chunk).unwrap()).collect();
         assert_eq!(decoded, entries);
         assert!(ChunkEncoder::new(10).finish().is_empty());
+
+        // Taking the completed chunks along the way yields the same chunks as `finish`.
+        let mut encoder = ChunkEncoder::new(200);
+        let mut taken = Vec::new();
+        for e in &entries {
+            encoder.push(&e.state, &e.key, e.value.as_deref());
+            taken.extend(encoder.take_done());
+        }
+        assert!(!taken.is_empty(), "a chunk completes before the last push");
+        taken.extend(encoder.finish());
+        assert_eq!(taken, chunks);
     }
 
     #[test]

@@ -134,6 +134,18 @@ pub enum StoreError {
         /// Why it failed.
         detail: String,
     },
+    /// A savepoint with that id is already stored.
+    #[error("savepoint `{id}` already exists")]
+    SavepointExists {
+        /// The id asked for.
+        id: String,
+    },
+    /// No savepoint with that id is stored.
+    #[error("savepoint `{id}` does not exist")]
+    UnknownSavepoint {
+        /// The id asked for.
+        id: String,
+    },
     /// A failure injected by [`FaultyStorage`](crate::FaultyStorage) (tests only).
     #[error("injected failure: {0}")]
     Injected(String),

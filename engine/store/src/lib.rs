@@ -1,5 +1,5 @@
 //! Weir's embedded storage: one redb file (`<data-dir>/weir.redb`) holds checkpoints
-//! (metadata and history), incremental state chunks and the built-in stream log.
+//! (metadata and history), incremental state chunks, savepoints and the built-in stream log.
 //!
 //! - [`Store`] opens the file; it implements [`CheckpointStorage`], the seam the engine's
 //!   checkpoint coordinator uses, and the stream log ([`Store::append`], [`Store::read`],
@@ -12,6 +12,11 @@
 //!   and the Completed status in one durable transaction. Everything else (`begin`,
 //!   `write_subtask`, `abort`, `stage`) commits without fsync and becomes durable with the next
 //!   durable commit; losing it in a crash never makes an incomplete checkpoint recoverable.
+//! - A *savepoint* ([`Store::create_savepoint`]) is a tenant's immutable, self-contained copy
+//!   of a completed checkpoint: the live entries of every operator and scope plus each
+//!   subtask's blob. It never references checkpoint chunks, so retention and GC ignore it.
+//!   A checkpoint taken for a savepoint is [`pinned`](CheckpointMeta::pinned): retention keeps it until
+//!   [`Store::unpin`].
 //! - [`FaultyStorage`] wraps any storage and fails writes at random, for chaos tests.
 //!
 //! ```no_run
@@ -39,6 +44,7 @@ mod checkpoint;
 mod codec;
 mod error;
 mod faulty;
+mod savepoint;
 mod storage;
 mod store;
 pub mod stream;
@@ -49,5 +55,6 @@ pub use checkpoint::{
 };
 pub use error::StoreError;
 pub use faulty::FaultyStorage;
+pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
 pub use stream::LogRecord;

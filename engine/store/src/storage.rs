@@ -16,7 +16,7 @@ use crate::store::{
 };
 
 /// Live state while a chain is applied: state name → key → value.
-type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+pub(crate) type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 
 fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
     match value {
@@ -57,7 +57,7 @@ fn read_chunk(
 }
 
 /// Applies the chunks of `chain` in order onto `live`.
-fn apply_chain(
+pub(crate) fn apply_chain(
     chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
     job: &str,
     chain: &[u64],

@@ -57,6 +57,23 @@ pub(crate) const LOG_ENDS: TableDefinition<'_, (&str, u32), u64> = TableDefiniti
 pub(crate) const STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
     TableDefinition::new("weir.log_staged");
 
+/// savepoint id → [`SavepointInfo`](crate::SavepointInfo) (MessagePack with field names).
+pub(crate) const SAVEPOINTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("weir.savepoints");
+/// (owner, savepoint id) of every savepoint, so that listing an owner's savepoints does not
+/// scan the others.
+pub(crate) const SAVEPOINT_OWNERS: TableDefinition<'_, (&str, &str), ()> =
+    TableDefinition::new("weir.savepoint_owners");
+/// (savepoint id, operator, scope) → (chunks, live entries) of every scope that holds entries.
+pub(crate) const SAVEPOINT_SCOPES: TableDefinition<'_, (&str, &str, u32), (u32, u64)> =
+    TableDefinition::new("weir.savepoint_scopes");
+/// (savepoint id, operator, scope, chunk, piece) → up to [`CHUNK_PIECE_BYTES`] of an encoded
+/// chunk of the scope's live entries (sorted by state and key); chunks and pieces count from 0.
+pub(crate) const SAVEPOINT_PIECES: TableDefinition<'_, (&str, &str, u32, u32, u32), &[u8]> =
+    TableDefinition::new("weir.savepoint_pieces");
+/// (savepoint id, operator, subtask) → the subtask's opaque blob.
+pub(crate) const SAVEPOINT_BLOBS: TableDefinition<'_, (&str, &str, u32), &[u8]> =
+    TableDefinition::new("weir.savepoint_blobs");
+
 /// The store: one redb file holding checkpoints (metadata and history), incremental state
 /// chunks and the stream log. Cheap to clone; every clone shares the database.
 ///
@@ -97,6 +114,11 @@ impl Store {
         txn.open_table(LOG)?;
         txn.open_table(LOG_ENDS)?;
         txn.open_table(STAGED)?;
+        txn.open_table(SAVEPOINTS)?;
+        txn.open_table(SAVEPOINT_OWNERS)?;
+        txn.open_table(SAVEPOINT_SCOPES)?;
+        txn.open_table(SAVEPOINT_PIECES)?;
+        txn.open_table(SAVEPOINT_BLOBS)?;
         txn.commit()?;
         Ok(Store {
             db: Arc::new(db),

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::*;
 use redb::{ReadableDatabase, TableDefinition};
 use weir_store::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, FaultyStorage, OPERATOR_SCOPE_BASE, Store,
-    StoreError,
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, FaultyStorage, OPERATOR_SCOPE_BASE, SavepointInfo,
+    Store, StoreError,
 };
 
 #[test]
@@ -611,6 +611,29 @@ fn a_pinned_checkpoint_survives_retention_until_unpinned() {
     let kept: BTreeSet<u64> = s2.chains.values().chain(last.chains.values()).flatten().copied().collect();
     assert_eq!(store.chunk_usage(JOB).unwrap().1, kept.len() as u64);
 
+    let info = SavepointInfo {
+        id: "sp".to_owned(),
+        owner: "alice".to_owned(),
+        job: JOB.to_owned(),
+        checkpoint: 2,
+        created_ms: 1,
+        bytes: 0,
+        entries: 0,
+        origin: None,
+        description: serde_json::Value::Null,
+    };
+    assert_eq!(store.create_savepoint(info, &manifest2).unwrap().entries, 3);
+    let copied = || {
+        let mut copied = Model::new();
+        for scope in store.savepoint_scopes("sp", OP).unwrap() {
+            for e in store.read_savepoint_scope("sp", OP, scope).unwrap() {
+                copied.insert((e.state, e.key), e.value.unwrap());
+            }
+        }
+        copied
+    };
+    assert_eq!(copied(), expected2);
+
     // Unpinning alone removes nothing; the next completion's retention does.
     store.unpin(JOB, 2).unwrap();
     store.unpin(JOB, 2).unwrap();
@@ -625,6 +648,8 @@ fn a_pinned_checkpoint_survives_retention_until_unpinned() {
     for chunk in s2.chains.values().flatten() {
         assert!(matches!(store.read_chain(JOB, &[*chunk]), Err(StoreError::MissingChunk { .. })));
     }
+    // The savepoint does not need the chunks just collected.
+    assert_eq!(copied(), expected2);
 }
 
 #[test]

@@ -1,0 +1,485 @@
+//! Savepoints: user-owned, immutable, self-contained copies of a completed checkpoint's state.
+//!
+//! A savepoint holds, per operator and scope (a key group, or a subtask's operator state at
+//! [`OPERATOR_SCOPE_BASE`](crate::OPERATOR_SCOPE_BASE)` + subtask`), the *live* entries of the
+//! checkpoint (its chain applied), plus each subtask's opaque blob. It never references
+//! checkpoint chunks, so checkpoint retention and GC need not know about savepoints, and it is
+//! keyed by scope, so key groups can later be given to a different parallelism.
+//!
+//! The entries of a scope are stored as chunks of the state chunk format (puts only, sorted
+//! by state and key), each split into pieces that fit a B-tree page like checkpoint chunks.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use redb::{Durability, ReadTransaction, ReadableTable, Table, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::{Manifest, StateEntry};
+use crate::codec::{ChunkEncoder, decode_chunk};
+use crate::error::StoreError;
+use crate::storage::{LiveState, apply_chain};
+use crate::store::{
+    CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES,
+    SAVEPOINTS, Store,
+};
+
+/// A savepoint as stored (MessagePack with field names in the `weir.savepoints` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavepointInfo {
+    /// Chosen by the caller (the server uses random hex); unique in the store.
+    pub id: String,
+    /// The tenant that owns it.
+    pub owner: String,
+    /// The job it was taken from.
+    pub job: String,
+    /// The checkpoint it copies.
+    pub checkpoint: u64,
+    /// When it was taken (unix ms).
+    pub created_ms: u64,
+    /// Key and value bytes of every live entry plus the bytes of every blob (computed by the
+    /// store).
+    pub bytes: u64,
+    /// Live entries (computed by the store).
+    pub entries: u64,
+    /// The id it had in the store it was exported from (set by an import).
+    pub origin: Option<String>,
+    /// Engine-defined (operators, parallelism, state versions): opaque to the store, carried
+    /// in export files.
+    pub description: serde_json::Value,
+}
+
+/// Key of [`SAVEPOINT_PIECES`]: (savepoint id, operator, scope, chunk, piece).
+pub(crate) type PieceKey = (&'static str, &'static str, u32, u32, u32);
+
+/// Value of [`SAVEPOINT_SCOPES`]: (chunks, live entries) of a scope.
+pub(crate) type ScopeIndex = (u32, u64);
+
+/// The smallest string that sorts after every tuple key whose first field is `field`: keys
+/// `(field, ..)` are exactly those below `(after(field), "", 0, ..)`.
+pub(crate) fn after(field: &str) -> String {
+    format!("{field}\0")
+}
+
+fn encode_info(info: &SavepointInfo) -> Result<Vec<u8>, StoreError> {
+    rmp_serde::to_vec_named(info).map_err(|error| StoreError::Encode {
+        what: format!("savepoint `{}`", info.id),
+        detail: error.to_string(),
+    })
+}
+
+fn decode_info(id: &str, bytes: &[u8]) -> Result<SavepointInfo, StoreError> {
+    rmp_serde::from_slice(bytes)
+        .map_err(|error| StoreError::corrupt(format!("savepoint `{id}`"), error.to_string()))
+}
+
+fn read_info(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    id: &str,
+) -> Result<Option<SavepointInfo>, StoreError> {
+    match table.get(id)? {
+        Some(bytes) => decode_info(id, bytes.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The info of savepoint `id`, or [`StoreError::UnknownSavepoint`].
+pub(crate) fn require_info(txn: &ReadTransaction, id: &str) -> Result<SavepointInfo, StoreError> {
+    read_info(&txn.open_table(SAVEPOINTS)?, id)?
+        .ok_or_else(|| StoreError::UnknownSavepoint { id: id.to_owned() })
+}
+
+/// Fails if a scope of an operator is in the chains of two subtasks: a savepoint keeps one
+/// set of entries per (operator, scope).
+fn check_scopes_unique(info: &SavepointInfo, manifest: &Manifest) -> Result<(), StoreError> {
+    for (operator, subtasks) in manifest {
+        let mut owners = HashMap::new();
+        for (subtask, state) in subtasks {
+            for scope in state.chains.keys() {
+                if let Some(first) = owners.insert(*scope, *subtask) {
+                    return Err(StoreError::InvalidMeta {
+                        job: info.job.clone(),
+                        id: info.checkpoint,
+                        reason: format!(
+                            "scope {scope} of operator `{operator}` is in the chains of subtasks \
+                             {first} and {subtask}; a savepoint keeps one set of entries per scope"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The scope a [`SavepointWriter`] is filling.
+struct OpenScope {
+    operator: String,
+    scope: u32,
+    encoder: ChunkEncoder,
+    chunks: u32,
+    entries: u64,
+}
+
+/// Writes one savepoint's rows in a write transaction: entries scope by scope, blobs, and
+/// finally the info (with the counted bytes and entries) and the owner index.
+pub(crate) struct SavepointWriter<'txn> {
+    id: String,
+    max_chunk_bytes: usize,
+    infos: Table<'txn, &'static str, &'static [u8]>,
+    owners: Table<'txn, (&'static str, &'static str), ()>,
+    scopes: Table<'txn, (&'static str, &'static str, u32), ScopeIndex>,
+    pieces: Table<'txn, PieceKey, &'static [u8]>,
+    blobs: Table<'txn, (&'static str, &'static str, u32), &'static [u8]>,
+    open: Option<OpenScope>,
+    entries: u64,
+    bytes: u64,
+}
+
+/// Stores `chunks` of a scope as pieces, numbered from `first`; returns the next chunk number.
+fn write_chunks(
+    pieces: &mut Table<'_, PieceKey, &'static [u8]>,
+    (id, operator, scope): (&str, &str, u32),
+    first: u32,
+    chunks: Vec<Vec<u8>>,
+) -> Result<u32, StoreError> {
+    let mut number = first;
+    for bytes in chunks {
+        for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
+            pieces.insert((id, operator, scope, number, piece as u32), part)?;
+        }
+        number += 1;
+    }
+    Ok(number)
+}
+
+impl<'txn> SavepointWriter<'txn> {
+    /// Opens the savepoint tables of `txn` for a new savepoint `id`; fails with
+    /// [`StoreError::SavepointExists`] if the id is taken.
+    pub(crate) fn open(
+        txn: &'txn WriteTransaction,
+        id: &str,
+        max_chunk_bytes: usize,
+    ) -> Result<Self, StoreError> {
+        let infos = txn.open_table(SAVEPOINTS)?;
+        if infos.get(id)?.is_some() {
+            return Err(StoreError::SavepointExists { id: id.to_owned() });
+        }
+        Ok(SavepointWriter {
+            id: id.to_owned(),
+            max_chunk_bytes,
+            infos,
+            owners: txn.open_table(SAVEPOINT_OWNERS)?,
+            scopes: txn.open_table(SAVEPOINT_SCOPES)?,
+            pieces: txn.open_table(SAVEPOINT_PIECES)?,
+            blobs: txn.open_table(SAVEPOINT_BLOBS)?,
+            open: None,
+            entries: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Adds a live entry to `scope` of `operator`. The entries of a scope must be pushed
+    /// together (no other scope in between), sorted by (state, key) without duplicates.
+    pub(crate) fn push(
+        &mut self,
+        operator: &str,
+        scope: u32,
+        state: &str,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StoreError> {
+        if !matches!(&self.open, Some(open) if open.operator == operator && open.scope == scope) {
+            self.close_scope()?;
+        }
+        let max_chunk_bytes = self.max_chunk_bytes;
+        let open = self.open.get_or_insert_with(|| OpenScope {
+            operator: operator.to_owned(),
+            scope,
+            encoder: ChunkEncoder::new(max_chunk_bytes),
+            chunks: 0,
+            entries: 0,
+        });
+        open.encoder.push(state, key, Some(value));
+        open.entries += 1;
+        self.entries += 1;
+        self.bytes += (key.len() + value.len()) as u64;
+        let done = open.encoder.take_done();
+        open.chunks = write_chunks(&mut self.pieces, (&self.id, &open.operator, scope), open.chunks, done)?;
+        Ok(())
+    }
+
+    /// Writes the rest of the open scope and its index row.
+    fn close_scope(&mut self) -> Result<(), StoreError> {
+        if let Some(open) = self.open.take() {
+            let key = (self.id.as_str(), open.operator.as_str(), open.scope);
+            let chunks = write_chunks(&mut self.pieces, key, open.chunks, open.encoder.finish())?;
+            self.scopes.insert(key, (chunks, open.entries))?;
+        }
+        Ok(())
+    }
+
+    /// Stores the blob of `subtask` of `operator`.
+    pub(crate) fn blob(&mut self, operator: &str, subtask: u32, blob: &[u8]) -> Result<(), StoreError> {
+        self.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
+        self.bytes += blob.len() as u64;
+        Ok(())
+    }
+
+    /// Completes the savepoint: stores `info` under the writer's id with the counted bytes and
+    /// entries (overriding `id`, `bytes` and `entries`) and indexes it by owner.
+    pub(crate) fn finish(mut self, mut info: SavepointInfo) -> Result<SavepointInfo, StoreError> {
+        self.close_scope()?;
+        info.id = self.id.clone();
+        info.bytes = self.bytes;
+        info.entries = self.entries;
+        self.infos.insert(info.id.as_str(), encode_info(&info)?.as_slice())?;
+        self.owners.insert((info.owner.as_str(), info.id.as_str()), ())?;
+        Ok(info)
+    }
+}
+
+/// Decodes one stored chunk of a savepoint scope (puts only).
+fn decode_savepoint_chunk(what: &str, chunk: u32, bytes: &[u8]) -> Result<Vec<StateEntry>, StoreError> {
+    let mut entries = Vec::new();
+    let mut tombstone = false;
+    decode_chunk(bytes, |state, key, value| match value {
+        Some(value) => entries.push(StateEntry {
+            state: state.to_owned(),
+            key: key.to_vec(),
+            value: Some(value.to_vec()),
+        }),
+        None => tombstone = true,
+    })
+    .map_err(|detail| StoreError::corrupt(what, format!("chunk {chunk}: {detail}")))?;
+    if tombstone {
+        return Err(StoreError::corrupt(what, format!("chunk {chunk} holds a tombstone")));
+    }
+    Ok(entries)
+}
+
+/// Reads the chunks of `scope` of `operator` in savepoint `id` in order and hands each one's
+/// entries to `on_chunk`; checks the chunk and entry counts of the scope's `index` row.
+pub(crate) fn read_scope(
+    pieces: &impl ReadableTable<PieceKey, &'static [u8]>,
+    (id, operator, scope): (&str, &str, u32),
+    (chunks, entries): ScopeIndex,
+    mut on_chunk: impl FnMut(Vec<StateEntry>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let what = format!("scope {scope} of operator `{operator}` in savepoint `{id}`");
+    let mut done_chunks = 0u32;
+    let mut done_entries = 0u64;
+    // The chunk being joined: (number, next piece, bytes).
+    let mut current: Option<(u32, u32, Vec<u8>)> = None;
+    let mut finish = |number: u32, bytes: &[u8]| -> Result<(), StoreError> {
+        if number != done_chunks {
+            return Err(StoreError::corrupt(&what, format!("chunk {done_chunks} is missing")));
+        }
+        let decoded = decode_savepoint_chunk(&what, number, bytes)?;
+        done_chunks += 1;
+        done_entries += decoded.len() as u64;
+        on_chunk(decoded)
+    };
+    let range = (id, operator, scope, 0, 0)..=(id, operator, scope, u32::MAX, u32::MAX);
+    for item in pieces.range(range)? {
+        let (key, value) = item?;
+        let (_, _, _, number, piece) = key.value();
+        if let Some((open, next, bytes)) = &mut current
+            && *open == number
+        {
+            if piece != *next {
+                return Err(StoreError::corrupt(
+                    &what,
+                    format!("chunk {number}: piece {piece} where piece {next} was expected"),
+                ));
+            }
+            *next += 1;
+            bytes.extend_from_slice(value.value());
+            continue;
+        }
+        if let Some((open, _, bytes)) = current.take() {
+            finish(open, &bytes)?;
+        }
+        if piece != 0 {
+            return Err(StoreError::corrupt(
+                &what,
+                format!("chunk {number}: piece {piece} where piece 0 was expected"),
+            ));
+        }
+        current = Some((number, 1, value.value().to_vec()));
+    }
+    if let Some((open, _, bytes)) = current.take() {
+        finish(open, &bytes)?;
+    }
+    if (done_chunks, done_entries) != (chunks, entries) {
+        return Err(StoreError::corrupt(
+            &what,
+            format!(
+                "{done_chunks} chunks with {done_entries} entries are stored, the index says {chunks} \
+                 chunks with {entries} entries"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Copies the live state of `manifest` (a completed checkpoint of `info.job`, number
+    /// `info.checkpoint`) into a new savepoint `info.id`, in one durable write transaction:
+    /// per operator and scope the chain applied, and every subtask's blob. Returns the stored
+    /// info, with `bytes` and `entries` computed.
+    ///
+    /// Fails with [`StoreError::SavepointExists`] if the id is taken,
+    /// [`StoreError::MissingChunk`] if a chunk of the manifest is gone (nothing is stored
+    /// then), and [`StoreError::InvalidMeta`] if two subtasks of an operator hold the same
+    /// scope.
+    pub fn create_savepoint(
+        &self,
+        info: SavepointInfo,
+        manifest: &Manifest,
+    ) -> Result<SavepointInfo, StoreError> {
+        check_scopes_unique(&info, manifest)?;
+        let txn = self.write_txn(Durability::Immediate)?;
+        let stored = {
+            let chunks = txn.open_table(CHUNKS)?;
+            let mut writer = SavepointWriter::open(&txn, &info.id, self.max_chunk_bytes)?;
+            for (operator, subtasks) in manifest {
+                for (subtask, state) in subtasks {
+                    writer.blob(operator, *subtask, &state.blob)?;
+                    for (scope, chain) in &state.chains {
+                        let mut live = LiveState::new();
+                        apply_chain(&chunks, &info.job, chain, &mut live)?;
+                        for (name, keys) in &live {
+                            for (key, value) in keys {
+                                writer.push(operator, *scope, name, key, value)?;
+                            }
+                        }
+                    }
+                }
+            }
+            writer.finish(info)?
+        };
+        txn.commit()?;
+        Ok(stored)
+    }
+
+    /// Savepoint `id`, if it exists.
+    pub fn savepoint(&self, id: &str) -> Result<Option<SavepointInfo>, StoreError> {
+        let txn = self.read_txn()?;
+        read_info(&txn.open_table(SAVEPOINTS)?, id)
+    }
+
+    /// The savepoints of `owner`, oldest first (by `created_ms`, then id).
+    pub fn savepoints(&self, owner: &str) -> Result<Vec<SavepointInfo>, StoreError> {
+        let txn = self.read_txn()?;
+        let owners = txn.open_table(SAVEPOINT_OWNERS)?;
+        let infos = txn.open_table(SAVEPOINTS)?;
+        let end = after(owner);
+        let mut list = Vec::new();
+        for item in owners.range((owner, "")..(end.as_str(), ""))? {
+            let (key, _) = item?;
+            let id = key.value().1;
+            let info = read_info(&infos, id)?.ok_or_else(|| {
+                StoreError::corrupt(
+                    format!("savepoint `{id}` of owner `{owner}`"),
+                    "it is listed for its owner but not stored",
+                )
+            })?;
+            list.push(info);
+        }
+        list.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(list)
+    }
+
+    /// Sum of `bytes` of the savepoints of `owner` (for storage quotas).
+    pub fn savepoint_usage(&self, owner: &str) -> Result<u64, StoreError> {
+        Ok(self.savepoints(owner)?.iter().map(|info| info.bytes).sum())
+    }
+
+    /// Deletes savepoint `id` and all its data, durably; `false` if it did not exist.
+    pub fn delete_savepoint(&self, id: &str) -> Result<bool, StoreError> {
+        let txn = self.write_txn(Durability::Immediate)?;
+        {
+            let mut infos = txn.open_table(SAVEPOINTS)?;
+            let Some(bytes) = infos.remove(id)? else {
+                return Ok(false);
+            };
+            let mut owners = txn.open_table(SAVEPOINT_OWNERS)?;
+            match decode_info(id, bytes.value()) {
+                Ok(info) => {
+                    owners.remove((info.owner.as_str(), id))?;
+                }
+                // A damaged info row must not make the savepoint undeletable.
+                Err(_) => owners.retain(|(_, listed), ()| listed != id)?,
+            }
+            let end = after(id);
+            let end = end.as_str();
+            txn.open_table(SAVEPOINT_SCOPES)?.retain_in((id, "", 0)..(end, "", 0), |_, _| false)?;
+            txn.open_table(SAVEPOINT_PIECES)?
+                .retain_in((id, "", 0, 0, 0)..(end, "", 0, 0, 0), |_, _| false)?;
+            txn.open_table(SAVEPOINT_BLOBS)?.retain_in((id, "", 0)..(end, "", 0), |_, _| false)?;
+        }
+        txn.commit()?;
+        Ok(true)
+    }
+
+    /// The operators that have entries or blobs in savepoint `id`, sorted.
+    pub fn savepoint_operators(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let txn = self.read_txn()?;
+        require_info(&txn, id)?;
+        let end = after(id);
+        let mut operators = BTreeSet::new();
+        for item in txn.open_table(SAVEPOINT_SCOPES)?.range((id, "", 0)..(end.as_str(), "", 0))? {
+            operators.insert(item?.0.value().1.to_owned());
+        }
+        for item in txn.open_table(SAVEPOINT_BLOBS)?.range((id, "", 0)..(end.as_str(), "", 0))? {
+            operators.insert(item?.0.value().1.to_owned());
+        }
+        Ok(operators.into_iter().collect())
+    }
+
+    /// The scopes of `operator` that hold entries in savepoint `id`, ascending.
+    pub fn savepoint_scopes(&self, id: &str, operator: &str) -> Result<Vec<u32>, StoreError> {
+        let txn = self.read_txn()?;
+        require_info(&txn, id)?;
+        let mut scopes = Vec::new();
+        for item in txn.open_table(SAVEPOINT_SCOPES)?.range((id, operator, 0)..=(id, operator, u32::MAX))? {
+            scopes.push(item?.0.value().2);
+        }
+        Ok(scopes)
+    }
+
+    /// The live entries of `scope` of `operator` in savepoint `id`, sorted by (state, key);
+    /// `value` is always `Some`. Empty for a scope without entries.
+    pub fn read_savepoint_scope(
+        &self,
+        id: &str,
+        operator: &str,
+        scope: u32,
+    ) -> Result<Vec<StateEntry>, StoreError> {
+        let txn = self.read_txn()?;
+        require_info(&txn, id)?;
+        let Some(index) = txn.open_table(SAVEPOINT_SCOPES)?.get((id, operator, scope))?.map(|v| v.value())
+        else {
+            return Ok(Vec::new());
+        };
+        let pieces = txn.open_table(SAVEPOINT_PIECES)?;
+        let mut entries = Vec::new();
+        read_scope(&pieces, (id, operator, scope), index, |chunk| {
+            entries.extend(chunk);
+            Ok(())
+        })?;
+        Ok(entries)
+    }
+
+    /// Every subtask blob of `operator` in savepoint `id`, by subtask.
+    pub fn savepoint_blobs(&self, id: &str, operator: &str) -> Result<BTreeMap<u32, Vec<u8>>, StoreError> {
+        let txn = self.read_txn()?;
+        require_info(&txn, id)?;
+        let mut blobs = BTreeMap::new();
+        for item in txn.open_table(SAVEPOINT_BLOBS)?.range((id, operator, 0)..=(id, operator, u32::MAX))? {
+            let (key, blob) = item?;
+            blobs.insert(key.value().2, blob.value().to_vec());
+        }
+        Ok(blobs)
+    }
+}
