@@ -146,6 +146,19 @@ pub enum StoreError {
         /// The id asked for.
         id: String,
     },
+    /// A file given to [`Store::import_savepoint`](crate::Store::import_savepoint) is not a
+    /// valid savepoint file (see `docs/savepoint-format.md`); nothing was stored.
+    #[error("invalid savepoint file: {0}")]
+    BadSavepointFile(String),
+    /// Reading or writing a savepoint file failed (the stream, not the store).
+    #[error("cannot {what}: {source}")]
+    Io {
+        /// What was being done, e.g. "write the export of savepoint `sp1`".
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A failure injected by [`FaultyStorage`](crate::FaultyStorage) (tests only).
     #[error("injected failure: {0}")]
     Injected(String),

@@ -15,7 +15,9 @@
 //! - A *savepoint* ([`Store::create_savepoint`]) is a tenant's immutable, self-contained copy
 //!   of a completed checkpoint: the live entries of every operator and scope plus each
 //!   subtask's blob. It never references checkpoint chunks, so retention and GC ignore it.
-//!   A checkpoint taken for a savepoint is [`pinned`](CheckpointMeta::pinned): retention keeps it until
+//!   [`Store::export_savepoint`] writes one as a portable file (`docs/savepoint-format.md`)
+//!   that [`Store::import_savepoint`] reads into another store. A checkpoint taken for a
+//!   savepoint is [`pinned`](CheckpointMeta::pinned): retention keeps it until
 //!   [`Store::unpin`].
 //! - [`FaultyStorage`] wraps any storage and fails writes at random, for chaos tests.
 //!
@@ -44,6 +46,7 @@ mod checkpoint;
 mod codec;
 mod error;
 mod faulty;
+mod savefile;
 mod savepoint;
 mod storage;
 mod store;

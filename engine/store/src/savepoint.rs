@@ -41,7 +41,8 @@ pub struct SavepointInfo {
     pub bytes: u64,
     /// Live entries (computed by the store).
     pub entries: u64,
-    /// The id it had in the store it was exported from (set by an import).
+    /// The id it had in the store it was exported from (set by
+    /// [`Store::import_savepoint`]).
     pub origin: Option<String>,
     /// Engine-defined (operators, parallelism, state versions): opaque to the store, carried
     /// in export files.
@@ -223,6 +224,16 @@ impl<'txn> SavepointWriter<'txn> {
         self.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
         self.bytes += blob.len() as u64;
         Ok(())
+    }
+
+    /// Live entries pushed so far.
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Key, value and blob bytes written so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Completes the savepoint: stores `info` under the writer's id with the counted bytes and
