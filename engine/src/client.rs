@@ -131,6 +131,49 @@ impl Client {
         self.send(self.request(reqwest::Method::DELETE, path)).await
     }
 
+    /// `GET path`, streaming the body into `out`; returns the bytes written.
+    pub async fn download(&self, path: &str, out: &mut (dyn std::io::Write + Send)) -> anyhow::Result<u64> {
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the server at {}", self.url))?;
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            let bytes = response.bytes().await?;
+            let message = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect());
+            return Err(ApiFailure { status, message }.into());
+        }
+        let mut total = 0u64;
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.context("the download was cut short")?;
+            out.write_all(&chunk)?;
+            total += chunk.len() as u64;
+        }
+        out.flush()?;
+        Ok(total)
+    }
+
+    /// `POST path` with a file as an `application/octet-stream` body (streamed).
+    pub async fn post_file(&self, path: &str, file: &Path) -> anyhow::Result<Value> {
+        let f =
+            tokio::fs::File::open(file).await.with_context(|| format!("cannot read {}", file.display()))?;
+        let length = f.metadata().await?.len();
+        let stream = file_chunks(f);
+        let body = reqwest::Body::wrap_stream(stream);
+        self.send(
+            self.request(reqwest::Method::POST, path)
+                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+                .header(reqwest::header::CONTENT_LENGTH, length)
+                .body(body),
+        )
+        .await
+    }
+
     /// Uploads a module file, showing progress.
     pub async fn upload(&self, file: &Path, name: Option<&str>, progress: bool) -> anyhow::Result<Value> {
         let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -162,6 +205,25 @@ impl Client {
         bar.finish_and_clear();
         result
     }
+}
+
+/// The bytes of a file as a stream of chunks.
+fn file_chunks(
+    file: tokio::fs::File,
+) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    futures::stream::unfold(Some(file), |file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut file = file?;
+        let mut buffer = vec![0u8; 256 << 10];
+        match file.read(&mut buffer).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buffer.truncate(n);
+                Some((Ok(buffer), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
 }
 
 /// Prints rows as a table.

@@ -19,6 +19,7 @@ pub mod modules;
 pub mod plan;
 pub mod record;
 pub mod runtime;
+pub mod savepoint;
 pub mod server;
 pub mod server_bench;
 

@@ -90,6 +90,13 @@ enum Command {
         #[command(subcommand)]
         command: CheckpointCommand,
     },
+    /// Savepoints on a server: take, list, export, import, dispose.
+    Savepoint {
+        #[command(flatten)]
+        target: Target,
+        #[command(subcommand)]
+        command: SavepointCommand,
+    },
     /// Streams on a server.
     Stream {
         #[command(flatten)]
@@ -191,6 +198,13 @@ enum JobCommand {
     Submit {
         /// The spec.
         spec: PathBuf,
+        /// Start from this savepoint (state mapped by node id; rescaled by key group;
+        /// migrated or refused when a module's state schema changed).
+        #[arg(long, value_name = "ID")]
+        from_savepoint: Option<String>,
+        /// With --from-savepoint: drop savepoint state that has no place in the job.
+        #[arg(long, requires = "from_savepoint")]
+        allow_non_restored_state: bool,
     },
     /// Lists the jobs.
     List,
@@ -231,6 +245,67 @@ enum CheckpointCommand {
         /// Job id.
         job: String,
     },
+}
+
+#[derive(Subcommand)]
+enum SavepointCommand {
+    /// Takes a savepoint of a job and waits until it completed or failed.
+    Trigger {
+        /// Job id.
+        job: String,
+        /// What happens to the job: keep-running, cancel, stop, or drain (stop with drain:
+        /// the pipeline empties and the job finishes).
+        #[arg(long, value_enum, default_value_t = SavepointModeArg::KeepRunning)]
+        mode: SavepointModeArg,
+    },
+    /// Lists savepoints (of one job with --job).
+    List {
+        /// Only this job's.
+        #[arg(long)]
+        job: Option<String>,
+    },
+    /// Shows a savepoint: status, size and the job it describes.
+    Get {
+        /// Savepoint id.
+        id: String,
+    },
+    /// Downloads a savepoint as one portable file.
+    Export {
+        /// Savepoint id.
+        id: String,
+        /// The file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Uploads a savepoint file (from any Weir server) as a new savepoint.
+    Import {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Disposes of a savepoint.
+    Delete {
+        /// Savepoint id.
+        id: String,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SavepointModeArg {
+    KeepRunning,
+    Cancel,
+    Stop,
+    Drain,
+}
+
+impl SavepointModeArg {
+    fn api_name(self) -> &'static str {
+        match self {
+            SavepointModeArg::KeepRunning => "keep_running",
+            SavepointModeArg::Cancel => "cancel",
+            SavepointModeArg::Stop => "stop",
+            SavepointModeArg::Drain => "drain",
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -313,6 +388,9 @@ fn main() -> anyhow::Result<()> {
             return runtime
                 .block_on(async { checkpoint_command(&client(&data_dir, target)?, command).await });
         }
+        Command::Savepoint { target, command } => {
+            return runtime.block_on(async { savepoint_command(&client(&data_dir, target)?, command).await });
+        }
         Command::Stream { target, command } => {
             return runtime.block_on(async { stream_command(&client(&data_dir, target)?, command).await });
         }
@@ -338,6 +416,7 @@ fn main() -> anyhow::Result<()> {
             | Command::Module { .. }
             | Command::Job { .. }
             | Command::Checkpoint { .. }
+            | Command::Savepoint { .. }
             | Command::Stream { .. }
             | Command::Tenant { .. } => unreachable!("handled above"),
             Command::Bench { suite: Suite::Nexmark, records, seconds, .. } => {
@@ -668,13 +747,45 @@ async fn module_command(c: &weir::client::Client, command: ModuleCommand) -> any
 async fn job_command(c: &weir::client::Client, command: JobCommand) -> anyhow::Result<()> {
     use weir::client::{field, items, print_table};
     match command {
-        JobCommand::Submit { spec } => {
+        JobCommand::Submit { spec, from_savepoint, allow_non_restored_state } => {
             let text =
                 std::fs::read_to_string(&spec).with_context(|| format!("cannot read {}", spec.display()))?;
             let body: serde_json::Value =
                 serde_json::from_str(&text).with_context(|| format!("{} is not JSON", spec.display()))?;
-            let job = c.post("/api/v1/jobs", Some(&body)).await?;
+            let path = match &from_savepoint {
+                Some(id) => format!(
+                    "/api/v1/jobs?from_savepoint={id}{}",
+                    if allow_non_restored_state { "&allow_non_restored_state=true" } else { "" }
+                ),
+                None => "/api/v1/jobs".to_string(),
+            };
+            let job = c.post(&path, Some(&body)).await?;
             println!("job {} `{}` {}", field(&job, "id"), field(&job, "name"), field(&job, "status"));
+            if let Some(r) = job.get("restored_from").filter(|r| !r.is_null()) {
+                println!(
+                    "restored from savepoint {} as checkpoint {}",
+                    field(r, "savepoint"),
+                    field(r, "checkpoint")
+                );
+                for n in r.get("nodes").and_then(serde_json::Value::as_array).into_iter().flatten() {
+                    if n.get("restored").and_then(serde_json::Value::as_bool) == Some(true) {
+                        println!(
+                            "  {}: parallelism {} -> {}{}",
+                            field(n, "id"),
+                            field(n, "from_parallelism"),
+                            field(n, "parallelism"),
+                            if n.get("migrated").and_then(serde_json::Value::as_bool) == Some(true) {
+                                format!(", state migrated {}", field(n, "state_versions"))
+                            } else {
+                                String::new()
+                            }
+                        );
+                    }
+                }
+                for d in r.get("dropped").and_then(serde_json::Value::as_array).into_iter().flatten() {
+                    println!("  dropped: {}", d.as_str().unwrap_or_default());
+                }
+            }
         }
         JobCommand::List => {
             let list = c.get("/api/v1/jobs").await?;
@@ -740,6 +851,136 @@ async fn job_command(c: &weir::client::Client, command: JobCommand) -> anyhow::R
         JobCommand::Restart { id } => {
             let j = c.post(&format!("/api/v1/jobs/{id}/restart"), None).await?;
             println!("job {id} {}", field(&j, "status"));
+        }
+    }
+    Ok(())
+}
+
+async fn savepoint_command(c: &weir::client::Client, command: SavepointCommand) -> anyhow::Result<()> {
+    use weir::client::{field, items, print_table};
+    let describe = |s: &serde_json::Value| {
+        let mut line = format!(
+            "savepoint {} of job {} (`{}`): {}",
+            field(s, "id"),
+            field(s, "job"),
+            field(s, "job_name"),
+            field(s, "status")
+        );
+        if !field(s, "checkpoint").is_empty() {
+            line.push_str(&format!(", checkpoint {}", field(s, "checkpoint")));
+        }
+        if field(s, "status") == "completed" {
+            line.push_str(&format!(", {} entries, {} bytes", field(s, "entries"), field(s, "bytes")));
+        }
+        if !field(s, "error").is_empty() {
+            line.push_str(&format!("\nerror: {}", field(s, "error")));
+        }
+        line
+    };
+    match command {
+        SavepointCommand::Trigger { job, mode } => {
+            let body = serde_json::json!({ "mode": mode.api_name() });
+            let s = c.post(&format!("/api/v1/jobs/{job}/savepoints"), Some(&body)).await?;
+            let id = field(&s, "id");
+            println!("savepoint {id} triggered ({})", mode.api_name());
+            let mut s = s;
+            // Poll until it is no longer pending.
+            while field(&s, "status") == "pending" {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                s = c.get(&format!("/api/v1/savepoints/{id}")).await?;
+            }
+            println!("{}", describe(&s));
+            anyhow::ensure!(field(&s, "status") == "completed", "the savepoint failed");
+        }
+        SavepointCommand::List { job } => {
+            let path = match &job {
+                Some(j) => format!("/api/v1/jobs/{j}/savepoints"),
+                None => "/api/v1/savepoints".to_string(),
+            };
+            let list = c.get(&path).await?;
+            let rows = items(&list)
+                .iter()
+                .map(|s| {
+                    vec![
+                        field(s, "id"),
+                        field(s, "job_name"),
+                        field(s, "status"),
+                        field(s, "mode"),
+                        field(s, "checkpoint"),
+                        field(s, "bytes"),
+                        ms_time(s, "created_ms"),
+                        field(s, "origin"),
+                        field(s, "error"),
+                    ]
+                })
+                .collect();
+            print_table(
+                &[
+                    "id",
+                    "job",
+                    "status",
+                    "mode",
+                    "checkpoint",
+                    "bytes",
+                    "created (UTC)",
+                    "imported from",
+                    "error",
+                ],
+                rows,
+            );
+        }
+        SavepointCommand::Get { id } => {
+            let s = c.get(&format!("/api/v1/savepoints/{id}")).await?;
+            println!("{}", describe(&s));
+            if let Some(d) = s.get("description").filter(|d| !d.is_null()) {
+                let rows = d
+                    .get("nodes")
+                    .and_then(serde_json::Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|n| {
+                        vec![
+                            field(n, "id"),
+                            field(n, "kind"),
+                            field(n, "parallelism"),
+                            field(n, "module"),
+                            field(n, "connector"),
+                            field(n, "state_version"),
+                        ]
+                    })
+                    .collect();
+                println!("max_parallelism {}", field(d, "max_parallelism"));
+                print_table(&["node", "kind", "parallelism", "module", "connector", "state version"], rows);
+            }
+        }
+        SavepointCommand::Export { id, output } => {
+            let partial = output.with_extension("partial");
+            let mut file = std::fs::File::create(&partial)
+                .with_context(|| format!("cannot create {}", partial.display()))?;
+            let result = c.download(&format!("/api/v1/savepoints/{id}/file"), &mut file).await;
+            drop(file);
+            match result {
+                Ok(bytes) => {
+                    std::fs::rename(&partial, &output)
+                        .with_context(|| format!("cannot write {}", output.display()))?;
+                    println!("savepoint {id} exported to {} ({bytes} bytes)", output.display());
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&partial);
+                    return Err(e);
+                }
+            }
+        }
+        SavepointCommand::Import { file } => {
+            let s = c.post_file("/api/v1/savepoints", &file).await?;
+            println!("{}", describe(&s));
+            if !field(&s, "origin").is_empty() {
+                println!("imported from savepoint {}", field(&s, "origin"));
+            }
+        }
+        SavepointCommand::Delete { id } => {
+            c.delete(&format!("/api/v1/savepoints/{id}")).await?;
+            println!("savepoint {id} deleted");
         }
     }
     Ok(())

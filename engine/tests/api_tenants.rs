@@ -108,6 +108,8 @@ enum Body {
         name: String,
         bytes: Vec<u8>,
     },
+    /// A raw file (`application/octet-stream`): a savepoint import.
+    Octets(Vec<u8>),
 }
 
 /// Tenant A with a module, a running job with a completed checkpoint and a stream with
@@ -124,6 +126,8 @@ struct World {
     job: String,
     checkpoint: u64,
     stream: String,
+    savepoint: String,
+    savepoint_file: Vec<u8>,
 }
 
 impl World {
@@ -167,7 +171,34 @@ impl World {
             status == 200 && cp["status"] == "completed"
         })
         .await;
-        World { server, a_id, a, b_id, b, module, module_name, module_bytes, job, checkpoint, stream }
+        // A savepoint of the running job (it keeps running), and its export file.
+        let (status, sp) = a.post(&format!("/api/v1/jobs/{job}/savepoints"), &json!({})).await;
+        assert_eq!(status, 202, "{sp}");
+        let savepoint = sp["id"].as_str().unwrap().to_string();
+        let path = format!("/api/v1/savepoints/{savepoint}");
+        wait_for("A's savepoint completes", LONG, || async {
+            let (status, s) = a.get(&path).await;
+            status == 200 && s["status"] == "completed"
+        })
+        .await;
+        let response = a.request(Method::GET, &format!("{path}/file")).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let savepoint_file = response.bytes().await.unwrap().to_vec();
+        World {
+            server,
+            a_id,
+            a,
+            b_id,
+            b,
+            module,
+            module_name,
+            module_bytes,
+            job,
+            checkpoint,
+            stream,
+            savepoint,
+            savepoint_file,
+        }
     }
 
     /// Tenant A's ids for every path parameter.
@@ -178,6 +209,8 @@ impl World {
             ("job_id", self.job.clone()),
             ("checkpoint_id", self.checkpoint.to_string()),
             ("name", self.stream.clone()),
+            ("savepoint_id", self.savepoint.clone()),
+            ("operator", "split".to_string()),
         ])
     }
 
@@ -189,6 +222,8 @@ impl World {
             ("job_id", "cd".repeat(16)),
             ("checkpoint_id", "987654".to_string()),
             ("name", "no-such-stream".to_string()),
+            ("savepoint_id", "ef".repeat(16)),
+            ("operator", "no-such-operator".to_string()),
         ])
     }
 
@@ -217,6 +252,8 @@ impl World {
             ("POST", "/api/v1/streams/{name}/records") => {
                 Body::Json(json!({ "records": [ { "value": "intrusion" } ] }))
             }
+            ("POST", "/api/v1/jobs/{job_id}/savepoints") => Body::Json(json!({ "mode": "cancel" })),
+            ("POST", "/api/v1/savepoints") => Body::Octets(self.savepoint_file.clone()),
             _ => panic!(
                 "{}: the tenant matrix has no request body for this operation; add a valid one in `World::body`",
                 op.key()
@@ -250,6 +287,7 @@ impl World {
             "stream": get(&self.a, format!("/api/v1/streams/{}", self.stream)).await,
             "streams": get(&self.a, "/api/v1/streams".into()).await,
             "records": format!("{:?}", self.a.read_all(&self.stream).await),
+            "savepoints": get(&self.a, "/api/v1/savepoints".into()).await,
             "module_file": self.server.data_dir.join("modules").join(format!("{}.wasm", self.module)).exists(),
         })
     }
@@ -262,6 +300,10 @@ fn request(api: &Api, method: &Method, path: &str, body: &Option<Body>) -> reqwe
         Some(Body::Wasm { name, bytes }) => api
             .request(method.clone(), &format!("{path}?name={name}"))
             .header(CONTENT_TYPE, "application/wasm")
+            .body(bytes.clone()),
+        Some(Body::Octets(bytes)) => api
+            .request(method.clone(), path)
+            .header(CONTENT_TYPE, "application/octet-stream")
             .body(bytes.clone()),
     }
 }
@@ -368,9 +410,9 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                 "{key}: B's answer for A's ids differs from the one for ids that name nothing"
             );
             if op.method == Method::GET {
-                // The ids are real: A reads them.
-                let (status, v) = w.a.get(&path).await;
-                assert_eq!(status, 200, "{key} ({path}) by tenant A: {v}");
+                // The ids are real: A reads them (a savepoint file is not JSON).
+                let response = w.a.request(Method::GET, &path).send().await.unwrap();
+                assert_eq!(response.status(), 200, "{key} ({path}) by tenant A");
             }
             continue;
         }
@@ -383,16 +425,18 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                 assert_eq!(v["name"], "tenant-b", "{v}");
                 assert_eq!(v["usage"], json!({ "jobs": 0, "subtasks": 0, "storage_bytes": 0 }), "{v}");
             }
-            ("GET", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams") => {
+            ("GET", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams" | "/api/v1/savepoints") => {
                 let (status, v) = w.b.get(&path).await;
                 assert_eq!(status, 200, "{key} by tenant B: {v}");
                 let text = v.to_string();
-                for id in [&w.module, &w.module_name, &w.job, &w.stream, &w.a_id] {
+                for id in [&w.module, &w.module_name, &w.job, &w.stream, &w.a_id, &w.savepoint] {
                     assert!(!text.contains(id.as_str()), "{key} by tenant B shows A's `{id}`: {v}");
                 }
                 assert_eq!(v["data"], json!([]), "{key} by tenant B, who has nothing yet: {v}");
             }
-            ("POST", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams") => creations.push(op.clone()),
+            ("POST", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams" | "/api/v1/savepoints") => {
+                creations.push(op.clone())
+            }
             _ => panic!(
                 "the tenant matrix does not know the operation {key}: say what tenant B may see or do with it"
             ),
@@ -412,6 +456,7 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
         BTreeSet::from([
             "POST /api/v1/jobs".to_string(),
             "POST /api/v1/modules".into(),
+            "POST /api/v1/savepoints".into(),
             "POST /api/v1/streams".into()
         ]),
         "the creation routes changed: extend the checks below"
@@ -419,6 +464,7 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
     b_jobs_cannot_use_a_modules_or_streams(&w).await;
     b_uploads_a_module_of_the_same_bytes(&w).await;
     b_streams_of_the_same_name_are_b_own(&w).await;
+    b_imports_a_savepoint_file_as_its_own(&w).await;
 
     let after = w.snapshot_a().await;
     assert_eq!(after, before, "tenant A's resources changed");
@@ -508,4 +554,25 @@ async fn b_streams_of_the_same_name_are_b_own(w: &World) {
     assert!(words.iter().all(|w| !w.contains("secret")), "B's job read A's records: {words:?}");
     let (status, v) = w.a.get("/api/v1/streams/b-words").await;
     assert_eq!(status, 404, "{v}");
+}
+
+async fn b_imports_a_savepoint_file_as_its_own(w: &World) {
+    // Whoever holds an exported file may import it: it becomes a savepoint of B's, with an id
+    // of its own; A's savepoint is untouched and still A's alone.
+    let r =
+        w.b.request(Method::POST, "/api/v1/savepoints")
+            .header(CONTENT_TYPE, "application/octet-stream")
+            .body(w.savepoint_file.clone());
+    let (status, copy) = w.b.send(r).await;
+    assert_eq!(status, 201, "{copy}");
+    assert_ne!(copy["id"], w.savepoint.as_str());
+    assert_eq!(copy["origin"], w.savepoint.as_str());
+    let (_, mine) = w.b.get("/api/v1/savepoints").await;
+    assert_eq!(mine["data"].as_array().unwrap().len(), 1, "{mine}");
+    let (status, v) = w.b.get(&format!("/api/v1/savepoints/{}", w.savepoint)).await;
+    assert_eq!(status, 404, "{v}");
+    let (status, v) = w.b.delete(&format!("/api/v1/savepoints/{}", copy["id"].as_str().unwrap())).await;
+    assert_eq!(status, 204, "{v}");
+    let (status, v) = w.a.get(&format!("/api/v1/savepoints/{}", w.savepoint)).await;
+    assert_eq!(status, 200, "{v}");
 }

@@ -122,3 +122,74 @@ async fn the_cli_drives_a_job_through_the_api() {
     let (ok, _, err) = weir_status(&url, "wrong", &["job", "list"], None);
     assert!(!ok && err.contains("401"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_takes_exports_imports_and_restores_savepoints() {
+    let server = TestServer::start(|_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let token = api.token().unwrap().to_string();
+    let url = server.url.clone();
+    api.upload_guest("wordcount").await;
+    weir(&url, &token, &["stream", "create", "lines", "--partitions", "1"], None);
+    weir(&url, &token, &["stream", "push", "lines"], Some("\"a b a\"\n\"b c\"\n"));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("job.json");
+    std::fs::write(
+        &spec,
+        serde_json::json!({
+            "name": "sp-job",
+            "nodes": [
+                { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
+                { "id": "split", "kind": "operator", "module": "builtin:tokenizer" },
+                { "id": "count", "kind": "operator", "module": "wordcount" },
+                { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": "counts", "partitions": 1 } }
+            ],
+            "edges": [
+                { "from": "lines", "to": "split" },
+                { "from": "split", "to": "count", "partitioning": "hash" },
+                { "from": "count", "to": "out" }
+            ],
+            "settings": { "checkpoint": { "interval_ms": 100 } }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let submitted = weir(&url, &token, &["job", "submit", spec.to_str().unwrap()], None);
+    let job = submitted.split_whitespace().nth(1).unwrap().to_string();
+    api.wait_job(&job, Duration::from_secs(60), |j| {
+        j["vertices"][2]["records_in"].as_u64().unwrap_or(0) >= 5
+    })
+    .await;
+
+    // Trigger with stop: waits for the outcome and prints it.
+    let taken = weir(&url, &token, &["savepoint", "trigger", &job, "--mode", "stop"], None);
+    assert!(taken.contains("completed") && taken.contains("entries"), "{taken}");
+    let id = taken.split_whitespace().nth(1).unwrap().to_string();
+    api.wait_status(&job, "stopped", Duration::from_secs(60)).await;
+    let listed = weir(&url, &token, &["savepoint", "list", "--job", &job], None);
+    assert!(listed.contains(&id) && listed.contains("stop"), "{listed}");
+    let shown = weir(&url, &token, &["savepoint", "get", &id], None);
+    assert!(shown.contains("count") && shown.contains("max_parallelism 128"), "{shown}");
+
+    // Export to a file, import it back as a second savepoint, restore from that one.
+    let file = dir.path().join("sp.weirsp");
+    let exported = weir(&url, &token, &["savepoint", "export", &id, "-o", file.to_str().unwrap()], None);
+    assert!(exported.contains("exported"), "{exported}");
+    assert_eq!(&std::fs::read(&file).unwrap()[..8], b"WEIRSAVE");
+    let imported = weir(&url, &token, &["savepoint", "import", file.to_str().unwrap()], None);
+    assert!(imported.contains(&format!("imported from savepoint {id}")), "{imported}");
+    let copy = imported.split_whitespace().nth(1).unwrap().to_string();
+    assert_ne!(copy, id);
+    let restored =
+        weir(&url, &token, &["job", "submit", spec.to_str().unwrap(), "--from-savepoint", &copy], None);
+    assert!(restored.contains(&format!("restored from savepoint {copy}")), "{restored}");
+    assert!(restored.contains("count: parallelism 1 -> 1"), "{restored}");
+
+    // Delete; afterwards it is gone.
+    let deleted = weir(&url, &token, &["savepoint", "delete", &id], None);
+    assert!(deleted.contains("deleted"), "{deleted}");
+    let (ok, _, err) = weir_status(&url, &token, &["savepoint", "get", &id], None);
+    assert!(!ok && err.contains("404"), "{err}");
+    let (ok, _, err) = weir_status(&url, &token, &["savepoint", "import", spec.to_str().unwrap()], None);
+    assert!(!ok && err.contains("not a Weir savepoint file"), "{err}");
+}

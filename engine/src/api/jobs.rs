@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::checkpoints::{CheckpointView, view};
 use super::{Caller, Data, ErrorBody, parse_json};
 use crate::plan::{JobSpec, NodeKind, Partitioning};
+use crate::savepoint::RestoreOptions;
 use crate::server::jobs::{JobRecord, SubtaskLive};
 use crate::server::{Server, ServerError};
 use weir_store::CheckpointStorage as _;
@@ -116,24 +117,55 @@ fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
     Ok(JobDetail { job, vertices, edges, latest_checkpoint })
 }
 
+/// Where a new job's state comes from.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CreateQuery {
+    /// Start from this savepoint of the caller: its state is mapped onto the job by node id
+    /// (keyed state redistributed by key group when a parallelism changed; a changed module
+    /// migrates it or is refused).
+    pub from_savepoint: Option<String>,
+    /// With `from_savepoint`: start even if some of the savepoint's state has no place in
+    /// the job (it is dropped).
+    pub allow_non_restored_state: Option<bool>,
+}
+
 /// Creates a job from its JSON spec and starts it. Operators name their module by id, by
 /// the name it was uploaded under, or `builtin:<name>`; stream connectors name the
-/// caller's streams; `file` connectors are not available over the API.
+/// caller's streams; `file` connectors are not available over the API. With
+/// `from_savepoint`, the savepoint is checked against the job before anything starts.
 #[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body(content = JobSpec, description = "A job spec"),
+    params(CreateQuery),
     responses(
         (status = 201, description = "Created and started", body = JobDetail),
-        (status = 400, description = "Invalid spec", body = ErrorBody),
+        (status = 400, description = "Invalid spec, or a savepoint that does not fit the job", body = ErrorBody),
         (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such savepoint", body = ErrorBody),
+        (status = 409, description = "The savepoint is not completed", body = ErrorBody),
+        (status = 422, description = "The job's module failed to migrate the savepoint's state", body = ErrorBody),
         (status = 429, description = "A quota would be exceeded", body = ErrorBody)))]
 pub async fn create_job(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
+    Query(query): Query<CreateQuery>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<JobDetail>), ServerError> {
     let spec: JobSpec =
         parse_json(&body).map_err(|e| ServerError::BadRequest(format!("invalid job spec: {e}")))?;
+    let restore = match &query.from_savepoint {
+        Some(id) => Some((
+            server.savepoints.completed(&tenant.id, id)?,
+            RestoreOptions { allow_non_restored_state: query.allow_non_restored_state.unwrap_or(false) },
+        )),
+        None if query.allow_non_restored_state.is_some() => {
+            return Err(ServerError::BadRequest(
+                "allow_non_restored_state goes with from_savepoint".to_string(),
+            ));
+        }
+        None => None,
+    };
     server.check_storage(&tenant, 0)?;
-    let job = server.jobs.create(&tenant, spec).await?;
+    let job = server.jobs.create(&tenant, spec, restore).await?;
     Ok((StatusCode::CREATED, Json(detail(&server, job)?)))
 }
 

@@ -10,6 +10,7 @@ mod auth;
 mod checkpoints;
 mod jobs;
 mod modules;
+mod savepoints;
 mod streams;
 mod tenants;
 
@@ -99,6 +100,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         (name = "modules", description = "Operator modules (Wasm components)"),
         (name = "jobs", description = "Jobs"),
         (name = "checkpoints", description = "Checkpoints of a job"),
+        (name = "savepoints", description = "Savepoints: the user's own, portable snapshots of a job's state"),
         (name = "streams", description = "The built-in partitioned log"),
         (name = "service", description = "Health, metrics and this document")
     )
@@ -135,6 +137,12 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(jobs::restart_job))
         .routes(routes!(checkpoints::list_checkpoints, checkpoints::trigger_checkpoint))
         .routes(routes!(checkpoints::get_checkpoint))
+        .routes(routes!(savepoints::checkpoint_state))
+        .routes(routes!(savepoints::trigger_savepoint, savepoints::list_job_savepoints))
+        .routes(routes!(savepoints::list_savepoints, savepoints::import_savepoint))
+        .routes(routes!(savepoints::get_savepoint, savepoints::delete_savepoint))
+        .routes(routes!(savepoints::export_savepoint))
+        .routes(routes!(savepoints::savepoint_state))
         .routes(routes!(streams::create_stream, streams::list_streams))
         .routes(routes!(streams::get_stream))
         .routes(routes!(streams::append_records, streams::read_records))

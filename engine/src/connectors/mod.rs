@@ -258,6 +258,69 @@ impl SourceConfig {
             SourceKind::File(c) => Box::new(FileSource::open(c, self.batch_size, index, parallelism)?),
         })
     }
+
+    /// Positions for `parallelism` subtasks made from the positions that `old.len()`
+    /// subtasks recorded (`None`: a subtask recorded none), when a job restores a savepoint
+    /// at another parallelism. The stream log merges every partition's offset and hands each
+    /// new subtask its partitions; the file source hands every subtask every file's position
+    /// (each reads only its own files). Generated sources refuse: their position is a count
+    /// within one subtask of one parallelism.
+    pub fn rescale_positions(
+        &self,
+        old: &[Option<serde_json::Value>],
+        parallelism: u32,
+        store: Option<&weir_store::Store>,
+    ) -> Result<Vec<Option<serde_json::Value>>, String> {
+        let recorded = || old.iter().flatten();
+        match &self.kind {
+            SourceKind::Stream(c) => {
+                let mut offsets: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+                for position in recorded() {
+                    let part: std::collections::BTreeMap<u32, u64> = position
+                        .get("offsets")
+                        .and_then(|o| serde_json::from_value(o.clone()).ok())
+                        .ok_or_else(|| format!("the saved stream position {position} is not readable"))?;
+                    offsets.extend(part);
+                }
+                let store = store.ok_or("the stream connector needs the embedded store")?;
+                let partitions = store.stream_partitions(&c.stream).map_err(|e| e.to_string())?;
+                if let Some(p) = offsets.keys().find(|p| **p >= partitions) {
+                    return Err(format!(
+                        "the savepoint has an offset for partition {p} of stream `{}`, which has {partitions} partition(s)",
+                        c.stream
+                    ));
+                }
+                Ok((0..parallelism)
+                    .map(|s| {
+                        let mine: std::collections::BTreeMap<u32, u64> = (0..partitions)
+                            .filter(|p| p % parallelism == s)
+                            .map(|p| (p, offsets.get(&p).copied().unwrap_or(0)))
+                            .collect();
+                        Some(serde_json::json!({ "offsets": mine }))
+                    })
+                    .collect())
+            }
+            SourceKind::File(_) => {
+                let mut all = Vec::new();
+                for position in recorded() {
+                    match position {
+                        serde_json::Value::Array(items) => all.extend(items.iter().cloned()),
+                        other => return Err(format!("the saved file position {other} is not readable")),
+                    }
+                }
+                Ok((0..parallelism).map(|_| Some(serde_json::Value::Array(all.clone()))).collect())
+            }
+            SourceKind::Generator(_) | SourceKind::Nexmark(_) => {
+                let name =
+                    if matches!(self.kind, SourceKind::Generator(_)) { "generator" } else { "nexmark" };
+                Err(format!(
+                    "the `{name}` source cannot change parallelism (its position counts records within one subtask of {}); keep parallelism {}",
+                    old.len(),
+                    old.len()
+                ))
+            }
+        }
+    }
 }
 
 impl SinkConfig {

@@ -124,7 +124,13 @@ pub enum JobEvent {
 }
 
 /// A request to trigger a checkpoint now; the reply is its id.
-pub type TriggerRequest = oneshot::Sender<Result<u64, String>>;
+#[derive(Debug)]
+pub struct TriggerRequest {
+    /// Where the checkpoint's id (or why none was triggered) goes.
+    pub reply: oneshot::Sender<Result<u64, String>>,
+    /// Pin the checkpoint against retention (a savepoint copies it).
+    pub pin: bool,
+}
 
 /// Per-subtask state that is not keyed state: stored as the subtask's blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -139,6 +145,9 @@ pub struct TaskState {
     pub timers: Vec<(i64, Vec<u8>)>,
     /// Sinks: pre-committed transactions not yet committed, by checkpoint id.
     pub sink_pending: Vec<(u64, serde_json::Value)>,
+    /// Operators: the state schema version of the module that wrote this snapshot.
+    #[serde(default)]
+    pub state_version: Option<u32>,
 }
 
 impl TaskState {
@@ -500,6 +509,8 @@ pub struct Coordinator {
     pub events: broadcast::Sender<JobEvent>,
     /// Armed at the first completed checkpoint.
     pub faults: Option<Arc<FaultInjector>>,
+    /// The job's stop request (the final checkpoint of a stop for a savepoint is pinned).
+    pub stop: Arc<super::job::StopSignal>,
 }
 
 /// The coordinator's bookkeeping during one run.
@@ -551,20 +562,20 @@ impl Coordinator {
         loop {
             let finished = p.all_sources_finished(&self.tasks);
             if finished || p.final_pending.is_some() {
-                for reply in p.waiting.drain(..) {
-                    let _ = reply.send(Err("the job is finishing".to_string()));
+                for request in p.waiting.drain(..) {
+                    let _ = request.reply.send(Err("the job is finishing".to_string()));
                 }
             } else if !p.waiting.is_empty() && p.pending.len() < self.settings.max_concurrent {
-                let id = self.trigger(&mut p, false).await;
-                if let Some(reply) = p.waiting.pop_front() {
-                    let _ = reply.send(Ok(id));
+                if let Some(request) = p.waiting.pop_front() {
+                    let id = self.trigger(&mut p, false, request.pin).await;
+                    let _ = request.reply.send(Ok(id));
                 }
                 continue;
             }
             let idle = p.final_pending.is_none() && p.pending.is_empty();
             // The final checkpoint, once every source ended and nothing else is pending.
             if finished && idle && p.last_end.elapsed() >= min_pause {
-                let id = self.trigger(&mut p, true).await;
+                let id = self.trigger(&mut p, true, self.stop.pinned()).await;
                 p.final_pending = Some(id);
                 continue;
             }
@@ -584,21 +595,21 @@ impl Coordinator {
                         self.abort(&mut p, id, reason).await?;
                     }
                     if periodic_at.is_some_and(|t| t <= now) && p.pending.len() < self.settings.max_concurrent {
-                        self.trigger(&mut p, false).await;
+                        self.trigger(&mut p, false, false).await;
                         p.next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
                     }
                 }
                 request = requests.recv(), if requests_open => match request {
                     None => requests_open = false,
-                    Some(reply) if can_trigger => {
-                        let id = self.trigger(&mut p, false).await;
-                        let _ = reply.send(Ok(id));
+                    Some(request) if can_trigger => {
+                        let id = self.trigger(&mut p, false, request.pin).await;
+                        let _ = request.reply.send(Ok(id));
                     }
-                    Some(reply) if finished || p.final_pending.is_some() => {
-                        let _ = reply.send(Err("the job is finishing".to_string()));
+                    Some(request) if finished || p.final_pending.is_some() => {
+                        let _ = request.reply.send(Err("the job is finishing".to_string()));
                     }
                     // max_concurrent checkpoints are in flight: this one starts when one ends.
-                    Some(reply) => p.waiting.push_back(reply),
+                    Some(request) => p.waiting.push_back(request),
                 },
                 message = self.inbox.recv() => match message {
                     None => return Err(JobError::Checkpoint(TASKS_GONE.into())),
@@ -662,8 +673,9 @@ impl Coordinator {
         tracing::info!(job = %self.job, checkpoint = id, final = meta.is_final, size = meta.state_size, "checkpoint completed");
     }
 
-    /// Starts a checkpoint: records it, tells the sources; returns its id.
-    async fn trigger(&self, p: &mut Progress, is_final: bool) -> u64 {
+    /// Starts a checkpoint: records it, tells the sources; returns its id. A pinned one is
+    /// kept by retention until unpinned (a savepoint copies it).
+    async fn trigger(&self, p: &mut Progress, is_final: bool, pinned: bool) -> u64 {
         let id = p.next_id;
         p.next_id += 1;
         let meta = CheckpointMeta {
@@ -672,6 +684,7 @@ impl Coordinator {
             status: CheckpointStatus::InProgress,
             is_final,
             stopped: is_final && p.stopping,
+            pinned,
             trigger_time_ms: unix_ms(),
             retained: true,
             ..CheckpointMeta::default()

@@ -81,6 +81,9 @@ pub struct JobReport {
     /// The job ended because it was stopped ([`RunEnv::stop`]); it resumes from its final
     /// checkpoint when run again.
     pub stopped: bool,
+    /// The job ended because it was stopped with [`StopMode::Drain`]: its input ended early,
+    /// the pipeline emptied, and it finished.
+    pub drained: bool,
 }
 
 impl JobReport {
@@ -114,8 +117,56 @@ pub struct RunEnv {
     events: broadcast::Sender<JobEvent>,
     requests: Arc<Mutex<mpsc::UnboundedReceiver<TriggerRequest>>>,
     trigger_tx: mpsc::UnboundedSender<TriggerRequest>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopSignal>,
     live: Arc<std::sync::Mutex<Option<Arc<JobMetrics>>>>,
+}
+
+/// How a stopped job ends its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopMode {
+    /// Sources end at a batch boundary without advancing event time: the final checkpoint
+    /// is a stop point the job resumes from as if it had never stopped.
+    Suspend,
+    /// Sources end and send the end-of-input watermark, so every event-time timer fires and
+    /// the pipeline empties before the final checkpoint: the job finishes.
+    Drain,
+}
+
+/// A stop request shared by a job's sources and its coordinator.
+#[derive(Debug, Default)]
+pub struct StopSignal {
+    /// 0: running; 1: suspend; 2: drain.
+    mode: std::sync::atomic::AtomicU8,
+    /// The final checkpoint is taken for a savepoint: pin it against retention.
+    pin: AtomicBool,
+}
+
+impl StopSignal {
+    /// Asks for a stop. A later request replaces an earlier one's mode; a pin stays.
+    pub fn request(&self, mode: StopMode, pin: bool) {
+        if pin {
+            self.pin.store(true, Ordering::Relaxed);
+        }
+        let m = match mode {
+            StopMode::Suspend => 1,
+            StopMode::Drain => 2,
+        };
+        self.mode.store(m, Ordering::Relaxed);
+    }
+
+    /// The requested stop, if any.
+    pub fn requested(&self) -> Option<StopMode> {
+        match self.mode.load(Ordering::Relaxed) {
+            1 => Some(StopMode::Suspend),
+            2 => Some(StopMode::Drain),
+            _ => None,
+        }
+    }
+
+    /// Whether the final checkpoint must be pinned.
+    pub fn pinned(&self) -> bool {
+        self.pin.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -137,7 +188,7 @@ impl RunEnv {
             events,
             requests: Arc::new(Mutex::new(rx)),
             trigger_tx,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(StopSignal::default()),
             live: Arc::new(std::sync::Mutex::new(None)),
         }
     }
@@ -168,7 +219,14 @@ impl RunEnv {
     /// boundary, a final checkpoint commits every output, and the job ends with
     /// [`JobReport::stopped`]. Running the job again resumes from that checkpoint.
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.request(StopMode::Suspend, false);
+    }
+
+    /// Asks the running job to stop as `mode` says; with `pin`, its final checkpoint is
+    /// pinned against retention (it is the source of a savepoint: see
+    /// [`CheckpointMeta::pinned`]). A drained job ends with [`JobReport::drained`].
+    pub fn stop_with(&self, mode: StopMode, pin: bool) {
+        self.stop.request(mode, pin);
     }
 
     /// The counters of the current attempt (none before the first attempt starts).
@@ -186,8 +244,18 @@ pub struct CheckpointTrigger {
 impl CheckpointTrigger {
     /// Triggers a checkpoint now; returns its id (poll the store or the events for its fate).
     pub async fn trigger(&self) -> Result<u64, String> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.tx.send(tx).map_err(|_| "the job is not running".to_string())?;
+        self.request(false).await
+    }
+
+    /// Triggers a checkpoint for a savepoint: it is pinned against retention (see
+    /// [`CheckpointMeta::pinned`]) until the savepoint copied it and unpinned it.
+    pub async fn trigger_pinned(&self) -> Result<u64, String> {
+        self.request(true).await
+    }
+
+    async fn request(&self, pin: bool) -> Result<u64, String> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx.send(TriggerRequest { reply, pin }).map_err(|_| "the job is not running".to_string())?;
         rx.await.map_err(|_| "the job is not running".to_string())?
     }
 }
@@ -228,6 +296,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                     final_checkpoint: Some(meta.id),
                     already_finished: true,
                     stopped: false,
+                    drained: false,
                 });
             }
             // A checkpoint that does not fit the job (other nodes, other parallelism) will
@@ -256,8 +325,8 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
     }
 }
 
-/// A finished job's final checkpoint owns the sinks' last transactions; committing them
-/// again is harmless and covers a crash between the checkpoint and the commit.
+/// A checkpoint owns the sinks' transactions it pre-committed; committing them again is
+/// harmless and covers a crash (or a cancel) between the checkpoint and the commit.
 async fn recommit_final(
     plan: &Plan,
     env: &RunEnv,
@@ -279,6 +348,19 @@ async fn recommit_final(
         }
     }
     Ok(())
+}
+
+/// Commits the sink output that the latest completed checkpoint of the job covers (a job
+/// cancelled right after a checkpoint may not have committed it yet). Idempotent: commits
+/// are keyed by checkpoint, and a restart commits the same transactions again.
+pub async fn commit_latest(plan: &Plan, env: &RunEnv) -> Result<Option<u64>, JobError> {
+    let storage = env.storage.clone();
+    let job = env.job_id.clone();
+    let Some((meta, manifest)) = blocking(move || storage.latest_completed(&job)).await? else {
+        return Ok(None);
+    };
+    recommit_final(plan, env, &meta, &manifest).await?;
+    Ok(Some(meta.id))
 }
 
 /// Opens subtask `subtask` of a transactional sink and recovers it to checkpoint
@@ -333,17 +415,22 @@ fn check_manifest(plan: &Plan, manifest: &Manifest) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The limits every operator instance of a job with `settings` runs under.
+pub fn instance_limits(settings: &crate::plan::Settings) -> InstanceLimits {
+    InstanceLimits {
+        memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+        cpu_limit_ms: settings.cpu_limit_ms,
+        max_output_bytes: usize::try_from(settings.max_output_bytes_per_call).unwrap_or(usize::MAX),
+    }
+}
+
 async fn run_attempt(
     plan: &Plan,
     checkpointed: Option<(&RunEnv, Option<(CheckpointMeta, Manifest)>)>,
 ) -> Result<JobReport, JobError> {
     let start = Instant::now();
     let settings = &plan.spec.settings;
-    let limits = InstanceLimits {
-        memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
-        cpu_limit_ms: settings.cpu_limit_ms,
-        max_output_bytes: usize::try_from(settings.max_output_bytes_per_call).unwrap_or(usize::MAX),
-    };
+    let limits = instance_limits(settings);
     let (env, restore) = match checkpointed {
         Some((env, restore)) => (Some(env), restore),
         None => (None, None),
@@ -551,6 +638,7 @@ async fn run_attempt(
                 requests: env.requests.clone(),
                 events: env.events.clone(),
                 faults: env.faults.clone(),
+                stop: env.stop.clone(),
             }
             .run(),
         )
@@ -674,7 +762,8 @@ async fn run_attempt(
         restored_from: Vec::new(),
         final_checkpoint,
         already_finished: false,
-        stopped: env.is_some_and(|e| e.stop.load(Ordering::Relaxed)),
+        stopped: env.is_some_and(|e| e.stop.requested() == Some(StopMode::Suspend)),
+        drained: env.is_some_and(|e| e.stop.requested() == Some(StopMode::Drain)),
     })
 }
 

@@ -19,7 +19,8 @@ pub use checkpoint::JobEvent;
 pub use error::{JobError, TaskError};
 pub use input_gate::{InputGate, UpstreamGone};
 pub use job::{
-    ChannelReport, CheckpointTrigger, JobReport, NodeReport, RunEnv, run_job, run_job_checkpointed,
+    ChannelReport, CheckpointTrigger, JobReport, NodeReport, RunEnv, StopMode, StopSignal, commit_latest,
+    instance_limits, run_job, run_job_checkpointed,
 };
 pub use message::{Barrier, Message};
 pub use metrics::{JobMetrics, SubtaskMetrics};

@@ -7,7 +7,7 @@
 //! output is committed by some checkpoint.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
@@ -18,6 +18,7 @@ use super::checkpoint::{Control, SnapshotWriter, TaskState, ToCoordinator, Write
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
 use super::input_gate::InputGate;
+use super::job::{StopMode, StopSignal};
 use super::message::{Barrier, Message};
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::Output;
@@ -52,8 +53,8 @@ pub struct Checkpointing {
     /// The coordinator is gone (its channel closed).
     pub control_closed: bool,
     /// Set when the job is asked to stop: sources end their input at the next batch
-    /// boundary (without the end-of-input watermark) and the final checkpoint follows.
-    pub stop: Arc<AtomicBool>,
+    /// boundary (drained: with the end-of-input watermark) and the final checkpoint follows.
+    pub stop: Arc<StopSignal>,
 }
 
 impl Checkpointing {
@@ -120,11 +121,22 @@ pub async fn run_source(
             if done {
                 break;
             }
-            if !exhausted && c.stop.load(Ordering::Relaxed) {
+            match c.stop.requested() {
+                _ if exhausted => {}
+                None => {}
                 // Stopping: the input ends here, but event time does not jump to the end,
                 // so the job resumes from the final checkpoint as if never stopped.
-                exhausted = true;
-                stopped = true;
+                Some(StopMode::Suspend) => {
+                    exhausted = true;
+                    stopped = true;
+                }
+                // Draining: the input ends here as if it had run out, so every event-time
+                // timer downstream fires before the final checkpoint.
+                Some(StopMode::Drain) => {
+                    exhausted = true;
+                    watermark = i64::MAX;
+                    output.broadcast(Message::Watermark(i64::MAX)).await?;
+                }
             }
             if exhausted {
                 if !announced {

@@ -71,7 +71,7 @@ pub async fn setup(server: &Server) -> ServerResult<Demo> {
     .map_err(|e| super::ServerError::Internal(format!("demo job: {e}")))?;
     let mut jobs = Vec::new();
     for spec in [generated, pushed] {
-        jobs.push(server.jobs.create(&tenant, spec).await?);
+        jobs.push(server.jobs.create(&tenant, spec, None).await?);
     }
     Ok(Demo { tenant, token, jobs })
 }

@@ -72,8 +72,15 @@ impl From<weir_store::StoreError> for ServerError {
             StoreError::InvalidStreamName { .. }
             | StoreError::InvalidPartitionCount { .. }
             | StoreError::UnknownPartition { .. } => ServerError::BadRequest(e.to_string()),
-            StoreError::UnknownStream { .. } => ServerError::NotFound(e.to_string()),
-            StoreError::StreamExists { .. } => ServerError::Conflict(e.to_string()),
+            StoreError::UnknownStream { .. } | StoreError::UnknownSavepoint { .. } => {
+                ServerError::NotFound(e.to_string())
+            }
+            StoreError::StreamExists { .. } | StoreError::SavepointExists { .. } => {
+                ServerError::Conflict(e.to_string())
+            }
+            StoreError::BadSavepointFile(m) => {
+                ServerError::BadRequest(format!("not a valid savepoint file: {m}"))
+            }
             other => ServerError::Internal(other.to_string()),
         }
     }

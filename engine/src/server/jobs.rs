@@ -11,7 +11,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
 use utoipa::ToSchema;
-use weir_store::{CheckpointStorage as _, Store};
+use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 use super::error::{ServerError, ServerResult};
 use super::registry::ModuleRegistry;
@@ -20,7 +20,8 @@ use super::telemetry::Telemetry;
 use super::tenants::{Quotas, Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
 use crate::guest::OperatorModule;
 use crate::plan::{JobSpec, ModuleLoader, NodeKind, Plan, Settings};
-use crate::runtime::{JobEvent, JobMetrics, RunEnv, run_job_checkpointed};
+use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
+use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
 
 /// (tenant, job id) → job record (JSON).
 const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.jobs");
@@ -99,6 +100,9 @@ pub struct JobRecord {
     pub subtasks: u32,
     /// The spec as submitted, with module references pinned to module ids.
     pub spec: JobSpec,
+    /// The savepoint the job started from, and how its state was mapped.
+    #[serde(default)]
+    pub restored_from: Option<RestoreReport>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -136,6 +140,7 @@ struct Sample {
 
 struct Running {
     env: Arc<RunEnv>,
+    plan: Arc<Plan>,
     task: tokio::task::JoinHandle<()>,
     /// Tells this run apart from a later run of the same job.
     generation: u64,
@@ -307,14 +312,40 @@ impl JobManager {
         Ok(total)
     }
 
-    /// Validates `spec` for `tenant` against its quotas, stores the job and starts it.
-    pub async fn create(&self, tenant: &Tenant, mut spec: JobSpec) -> ServerResult<JobRecord> {
+    /// Validates `spec` for `tenant` against its quotas, stores the job and starts it; with
+    /// `restore`, from that savepoint (whose state is checked against the job and written
+    /// as the job's first checkpoint before anything starts).
+    pub async fn create(
+        &self,
+        tenant: &Tenant,
+        mut spec: JobSpec,
+        restore: Option<(SavepointInfo, RestoreOptions)>,
+    ) -> ServerResult<JobRecord> {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
         let _admitted = self.inner.admission.lock().await;
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, None, plan.subtask_count())?;
+        let id = new_id(16);
+        let restored_from = match restore {
+            Some((savepoint, options)) => {
+                Some(restore_into(&self.inner.store, &id, &plan, &savepoint, options).await.map_err(|e| {
+                    match e {
+                        RestoreError::Incompatible(m) => ServerError::BadRequest(format!(
+                            "cannot start from savepoint `{}`: {m}",
+                            savepoint.id
+                        )),
+                        RestoreError::Migration(m) => ServerError::Unprocessable(format!(
+                            "cannot start from savepoint `{}`: {m}",
+                            savepoint.id
+                        )),
+                        RestoreError::Store(e) => ServerError::from(e),
+                    }
+                })?)
+            }
+            None => None,
+        };
         let job = JobRecord {
-            id: new_id(16),
+            id,
             tenant: tenant.id.clone(),
             name: spec.name.clone(),
             status: JobStatus::Running,
@@ -325,6 +356,7 @@ impl JobManager {
             restarts: 0,
             subtasks: plan.subtask_count(),
             spec,
+            restored_from,
         };
         self.put(&job)?;
         tracing::info!(tenant = %job.tenant, job = %job.id, name = %job.name, "job created");
@@ -409,6 +441,7 @@ impl JobManager {
         let manager = self.clone();
         let (tenant, id) = (job.tenant.clone(), job.id.clone());
         let run_env = env.clone();
+        let run_plan = plan.clone();
         let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
         // The entry is in the map before the run can end and look for it.
         let mut running = self.inner.running.lock().expect("running lock");
@@ -421,7 +454,7 @@ impl JobManager {
             .instrument(span),
         );
         let watcher = events_handle;
-        running.insert(job.id.clone(), Running { env, task, generation, watcher, sample });
+        running.insert(job.id.clone(), Running { env, plan: run_plan, task, generation, watcher, sample });
     }
 
     /// Follows a running job: status on restarts, telemetry on checkpoints, live rates.
@@ -559,7 +592,7 @@ impl JobManager {
         let outcome = self.update(tenant, id, |j| {
             j.end_ms = Some(weir_now_ms());
             match &result {
-                Ok(report) if report.stopped => j.status = JobStatus::Stopped,
+                Ok(report) if report.stopped && !report.drained => j.status = JobStatus::Stopped,
                 Ok(_) => {
                     j.status = JobStatus::Finished;
                     j.error = None;
@@ -583,12 +616,18 @@ impl JobManager {
 
     /// Asks job `id` to stop at a final checkpoint.
     pub fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        self.stop_with(tenant, id, StopMode::Suspend, false)
+    }
+
+    /// Asks job `id` to stop as `mode` says, pinning the final checkpoint with `pin` (a
+    /// savepoint copies it).
+    pub fn stop_with(&self, tenant: &str, id: &str, mode: StopMode, pin: bool) -> ServerResult<JobRecord> {
         let job = self.get(tenant, id)?;
         if !job.status.is_active() {
             return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         }
         if let Some(r) = self.inner.running.lock().expect("running lock").get(id) {
-            r.env.stop();
+            r.env.stop_with(mode, pin);
         }
         self.update(tenant, id, |j| {
             if j.status.is_active() {
@@ -597,9 +636,11 @@ impl JobManager {
         })
     }
 
-    /// Aborts the run of job `id` (if any) and waits until it is gone.
-    async fn abort_run(&self, id: &str) -> ServerResult<()> {
+    /// Aborts the run of job `id` (if any) and waits until it is gone; returns the run's
+    /// environment and plan.
+    async fn abort_run(&self, id: &str) -> ServerResult<Option<(Arc<RunEnv>, Arc<Plan>)>> {
         let running = self.inner.running.lock().expect("running lock").remove(id);
+        let mut ended = None;
         if let Some(r) = running {
             r.watcher.abort();
             r.task.abort();
@@ -609,11 +650,19 @@ impl JobManager {
             let store = self.inner.store.clone();
             let job = id.to_string();
             tokio::task::spawn_blocking(move || store.recover(&job)).await??;
+            ended = Some((r.env, r.plan));
         }
-        Ok(())
+        Ok(ended)
+    }
+
+    /// The environment of job `id`'s current run.
+    pub(crate) fn running_env(&self, id: &str) -> Option<Arc<RunEnv>> {
+        self.inner.running.lock().expect("running lock").get(id).map(|r| r.env.clone())
     }
 
     /// Cancels job `id` at once: no final checkpoint; it can restart from its latest one.
+    /// The output its latest completed checkpoint covers is committed (a cancel right after
+    /// a checkpoint may come before the sinks committed it).
     pub async fn cancel(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         let job = self.get(tenant, id)?;
         if !job.status.holds_quota() {
@@ -622,7 +671,11 @@ impl JobManager {
                 job.status.as_str()
             )));
         }
-        self.abort_run(id).await?;
+        if let Some((env, plan)) = self.abort_run(id).await?
+            && let Err(e) = commit_latest(&plan, &env).await
+        {
+            tracing::warn!(tenant = %tenant, job = %id, "cannot commit the output of the latest checkpoint: {e}");
+        }
         let job = self.update(tenant, id, |j| {
             if j.status.holds_quota() {
                 j.status = JobStatus::Canceled;

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod error;
 pub mod jobs;
 pub mod registry;
+pub mod savepoints;
 pub mod streams;
 pub mod telemetry;
 pub mod tenants;
@@ -24,6 +25,7 @@ pub use error::{ServerError, ServerResult};
 use crate::guest::GuestHost;
 use jobs::JobManager;
 use registry::ModuleRegistry;
+use savepoints::Savepoints;
 use streams::Streams;
 use telemetry::Telemetry;
 use tenants::{Tenant, Tenants};
@@ -43,6 +45,8 @@ pub struct Server {
     pub modules: ModuleRegistry,
     /// Jobs.
     pub jobs: JobManager,
+    /// Savepoints.
+    pub savepoints: Savepoints,
     /// Streams.
     pub streams: Streams,
     /// Metrics.
@@ -57,6 +61,8 @@ impl Server {
         use anyhow::Context as _;
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Uploads a server that went down was still receiving.
+        let _ = std::fs::remove_dir_all(dir.join("tmp"));
         let path = dir.join("weir.redb");
         let store = {
             let p = path.clone();
@@ -70,6 +76,7 @@ impl Server {
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?;
         let jobs = JobManager::open(&store, modules.clone(), telemetry.clone())?;
         let streams = Streams::open(&store)?;
+        let savepoints = Savepoints::open(&store, jobs.clone())?;
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
         let server = Arc::new(Server {
             config,
@@ -78,6 +85,7 @@ impl Server {
             tenants,
             modules,
             jobs,
+            savepoints,
             streams,
             telemetry,
             admin_token_hash,
@@ -95,10 +103,13 @@ impl Server {
         self.admin_token_hash.is_some_and(|h| h == hash)
     }
 
-    /// Bytes stored for `tenant`: modules, stream records appended over the API, and the
-    /// state of its jobs' latest checkpoints.
+    /// Bytes stored for `tenant`: modules, stream records appended over the API, the state
+    /// of its jobs' latest checkpoints, and its savepoints.
     pub fn storage_usage(&self, tenant: &str) -> ServerResult<u64> {
-        Ok(self.modules.usage(tenant)? + self.streams.usage(tenant)? + self.jobs.state_usage(tenant)?)
+        Ok(self.modules.usage(tenant)?
+            + self.streams.usage(tenant)?
+            + self.jobs.state_usage(tenant)?
+            + self.savepoints.usage(tenant)?)
     }
 
     /// Fails with the storage quota error when `tenant` would store more than allowed after

@@ -144,6 +144,14 @@ pub struct CheckpointMeta {
     /// ended: the job resumes from it when started again.
     #[serde(default)]
     pub stopped: bool,
+    /// Taken for a savepoint: retention keeps its manifest (and chunks) until
+    /// [`Store::unpin`](crate::Store::unpin).
+    #[serde(default)]
+    pub pinned: bool,
+    /// This checkpoint holds a savepoint's state, written when the job was started from
+    /// savepoint `savepoint` (it is the job's first).
+    #[serde(default)]
+    pub savepoint: Option<String>,
     /// When it was triggered (unix ms).
     pub trigger_time_ms: u64,
     /// Completion or failure time (unix ms).
@@ -162,10 +170,6 @@ pub struct CheckpointMeta {
     /// Whether its manifest is still kept (false once retention removed it, and for
     /// checkpoints that never completed).
     pub retained: bool,
-    /// Taken for a savepoint: retention keeps its manifest (and chunks) until
-    /// [`Store::unpin`](crate::Store::unpin).
-    #[serde(default)]
-    pub pinned: bool,
 }
 
 impl CheckpointMeta {
