@@ -16,6 +16,8 @@ const GUESTS: &[(&str, &str, bool)] = &[
     ("weir-test-faulty", "faulty", false),
     ("weir-test-counter", "counter", true),
     ("weir-test-other-world", "other-world", false),
+    ("weir-test-wordcount-v2", "wordcount-v2", false),
+    ("weir-test-wordcount-v3", "wordcount-v3", false),
 ];
 
 fn main() {

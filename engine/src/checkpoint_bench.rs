@@ -328,9 +328,10 @@ pub async fn incremental(
     }
     let read_seconds = started.elapsed().as_secs_f64();
     let mut fresh = OperatorInstance::new(&module, "count", 0, limits).await?;
+    let version = fresh.describe().await?.state_version;
     for e in entries {
         for chunk in restore_chunks(e, 4 << 20) {
-            fresh.restore(&chunk).await?;
+            fresh.restore(version, &chunk).await?;
         }
     }
     let restore_seconds = started.elapsed().as_secs_f64();

@@ -66,9 +66,31 @@ fn a_truncated_component() {
 #[test]
 fn a_component_of_another_world() {
     let e = plan_error(one_operator("test:other-world", json!({}), numbers(1)));
-    assert!(e.contains("does not implement the weir:operator@0.1.0 operator world"), "{e}");
-    assert!(e.contains("does not export `weir:operator/operator@0.1.0`"), "{e}");
+    assert!(e.contains("does not implement the weir:operator@0.2.0 operator world"), "{e}");
+    assert!(e.contains("does not export `weir:operator/operator@0.2.0`"), "{e}");
     assert!(e.contains("run"), "the message lists what it does export: {e}");
+    assert!(!e.contains("built against version"), "not an older operator: {e}");
+}
+
+#[test]
+fn a_component_built_against_the_previous_contract() {
+    // What a 0.1.0 operator exports: its interface instance under the old version.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.wasm");
+    let component = r#"(component
+        (instance $operator)
+        (export "weir:operator/operator@0.1.0" (instance $operator))
+    )"#;
+    std::fs::write(&path, wat::parse_str(component).unwrap()).unwrap();
+    let e = plan_error(one_operator(path.to_str().unwrap(), json!({}), numbers(1)));
+    assert!(e.contains("does not implement the weir:operator@0.2.0 operator world"), "{e}");
+    assert!(
+        e.contains(
+            "does not export `weir:operator/operator@0.2.0` (it exports weir:operator/operator@0.1.0)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("built against version 0.1.0 of the contract: rebuild it"), "{e}");
 }
 
 #[test]

@@ -116,6 +116,7 @@ fn the_oldest_retained_checkpoint_restores_through_the_guest_after_gc() {
             let mut inst = rt
                 .block_on(OperatorInstance::new(&module, "count", *subtask, InstanceLimits::default()))
                 .unwrap();
+            let version = rt.block_on(inst.describe()).unwrap().state_version;
             for chain in state.chains.values() {
                 let entries = store.read_chain("gc", chain).unwrap();
                 for e in &entries {
@@ -123,7 +124,7 @@ fn the_oldest_retained_checkpoint_restores_through_the_guest_after_gc() {
                     stored.insert((e.key.clone(), e.value.clone().unwrap()));
                 }
                 for chunk in restore_chunks(entries, 1 << 20) {
-                    rt.block_on(inst.restore(&chunk)).unwrap();
+                    rt.block_on(inst.restore(version, &chunk)).unwrap();
                 }
             }
             let mut context = Context::standalone("count", "{}", 128);

@@ -73,7 +73,7 @@ async fn incremental_snapshot_and_restore_round_trip() {
 
     // A fresh instance restored from the full snapshot continues where `a` stands.
     let mut b = OperatorInstance::new(&module, "count", 0, limits).await.unwrap();
-    b.restore(&full).await.unwrap();
+    b.restore(info.state_version, &full).await.unwrap();
     b.open(&context(true)).await.unwrap();
     let next = words(&["a", "b", "d"]);
     let from_a = totals(&a.process(0, &next).await.unwrap());

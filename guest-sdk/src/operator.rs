@@ -1,6 +1,6 @@
 //! The trait a stateful operator implements.
 
-use crate::{Context, Output, Record, Result, States};
+use crate::{Context, Error, Output, Record, Result, States};
 
 /// A stream operator: the host calls it with batches of records, watermarks and timers.
 ///
@@ -37,9 +37,37 @@ use crate::{Context, Output, Record, Result, States};
 /// weir_guest::export_operator!(WordCount);
 /// ```
 pub trait Operator: 'static {
-    /// Version of the state schema, reported to the host: a job restored from saved state
-    /// refuses a module whose version differs from the one that wrote it.
+    /// Version of the state schema — the state names and how keys and values are encoded —
+    /// reported to the host. Raise it when a new version of the operator can no longer read
+    /// the state an older one wrote as it is, and list the older version in
+    /// [`Operator::MIGRATES_FROM`] if [`Operator::migrate`] can convert it. Saved state of
+    /// any other version is refused.
     const STATE_VERSION: u32 = 0;
+
+    /// Older state schema versions whose state this operator restores by converting every
+    /// entry with [`Operator::migrate`]; reported to the host by `describe`. Empty by
+    /// default: only state of [`Operator::STATE_VERSION`] is restored.
+    const MIGRATES_FROM: &'static [u32] = &[];
+
+    /// Converts one saved state entry written by an operator of state schema version
+    /// `from_version` (one of [`Operator::MIGRATES_FROM`]) to the current schema, while it
+    /// is restored: `state` is the entry's state name, `key` its encoded key (the record key
+    /// for keyed state, empty for a [`ValueState`](crate::ValueState)) and `value` its
+    /// encoded value in the old format. Returns the value encoded for the current schema
+    /// (with [`to_msgpack`](crate::to_msgpack)), or `None` to drop the entry. Keys and state
+    /// names stay as they are: keys place entries in key groups, and the entry is restored
+    /// into the state registered under `state` (an entry of a state the operator no longer
+    /// has must be dropped).
+    ///
+    /// An associated function (no `self`): it runs before the instance's state exists. An
+    /// error fails the restore with [`Error::InvalidState`]. The default refuses every
+    /// version, for operators that list none in [`Operator::MIGRATES_FROM`].
+    fn migrate(from_version: u32, state: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _ = (state, key, value);
+        Err(Error::invalid_state(format!(
+            "there is no migration from state schema version {from_version} (implement Operator::migrate)"
+        )))
+    }
 
     /// Registers the operator's states by name with [`States::register`]. Called before
     /// every `restore` and `snapshot`; register the same names each time.

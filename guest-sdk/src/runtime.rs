@@ -10,7 +10,8 @@ use crate::__bindings::weir::operator::types::{
     Batch, Context as WitContext, Error as WitError, OperatorInfo, StateDelta,
 };
 use crate::batch::Records;
-use crate::{Context, Operator, Output, Record, Result, States};
+use crate::state::Migration;
+use crate::{Context, Error, Operator, Output, Record, Result, States};
 
 /// What [`export_operator!`](crate::export_operator) defines for an operator type: where
 /// its single instance lives.
@@ -85,11 +86,42 @@ impl<T: Operator> Instance<T> {
         states.snapshot(full)
     }
 
-    /// Applies one restored chunk to the registered states.
-    pub fn restore(&mut self, chunk: &StateDelta) -> Result<()> {
+    /// Applies one restored chunk, written by an operator of state schema version
+    /// `state_version`, to the registered states: as it is when that is the operator's
+    /// own version, through [`Operator::migrate`] when it is one of its
+    /// [`Operator::MIGRATES_FROM`]; any other version is refused.
+    pub fn restore(&mut self, state_version: u32, chunk: &StateDelta) -> Result<()> {
+        let migrate = |state: &str, key: &[u8], value: &[u8]| T::migrate(state_version, state, key, value);
+        let migration: Option<&Migration<'_>> = if state_version == T::STATE_VERSION {
+            None
+        } else if T::MIGRATES_FROM.contains(&state_version) {
+            Some(&migrate)
+        } else {
+            return Err(Error::invalid_state(format!(
+                "state schema version {state_version} cannot be restored by this operator (version {}, \
+                 migrates from {:?})",
+                T::STATE_VERSION,
+                migrates_from::<T>()
+            )));
+        };
         let mut states = States::new();
         self.operator.states(&mut states);
-        states.restore(chunk)
+        states.restore(chunk, migration.map(|m| (state_version, m)))
+    }
+}
+
+/// The versions an operator reports in `migrates-from`: its [`Operator::MIGRATES_FROM`]
+/// without its own [`Operator::STATE_VERSION`] (state of its own version is never migrated).
+pub(crate) fn migrates_from<T: Operator>() -> Vec<u32> {
+    T::MIGRATES_FROM.iter().copied().filter(|&v| v != T::STATE_VERSION).collect()
+}
+
+/// What `describe` reports for operator `T` exported under `name`.
+pub(crate) fn operator_info<T: Operator>(name: &str) -> OperatorInfo {
+    OperatorInfo {
+        name: name.to_owned(),
+        state_version: T::STATE_VERSION,
+        migrates_from: migrates_from::<T>(),
     }
 }
 
@@ -102,7 +134,7 @@ fn enter<E: Export, R>(f: impl FnOnce(&mut Instance<E::Operator>) -> Result<R>) 
 impl<E: Export> Guest for E {
     fn describe() -> OperatorInfo {
         install_panic_hook();
-        OperatorInfo { name: E::NAME.to_owned(), state_version: E::Operator::STATE_VERSION }
+        operator_info::<E::Operator>(E::NAME)
     }
 
     fn open(context: WitContext) -> Result<(), WitError> {
@@ -125,8 +157,8 @@ impl<E: Export> Guest for E {
         enter::<E, _>(|instance| instance.snapshot(full))
     }
 
-    fn restore(chunk: StateDelta) -> Result<(), WitError> {
-        enter::<E, _>(|instance| instance.restore(&chunk))
+    fn restore(state_version: u32, chunk: StateDelta) -> Result<(), WitError> {
+        enter::<E, _>(|instance| instance.restore(state_version, &chunk))
     }
 }
 
@@ -166,4 +198,181 @@ pub fn emit_pair<K: Serialize, V: Serialize>(
     pair: &(K, V),
 ) -> Result<()> {
     out.emit(&pair.0, &pair.1, record.timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::testing::{Harness, StateChange, TestRecord};
+    use crate::{KeyedState, from_msgpack, to_msgpack};
+
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    struct Tally {
+        count: u64,
+        records: u64,
+    }
+
+    /// Version 2 of a word counter. Version 0 kept a bare u64 count per word in "counts";
+    /// version 1 kept a `Tally` there and also a state "legacy", which version 2 dropped.
+    #[derive(Default)]
+    struct CounterV2 {
+        counts: KeyedState<String, Tally>,
+    }
+
+    impl Operator for CounterV2 {
+        const STATE_VERSION: u32 = 2;
+        // Its own version too, which `describe` leaves out and `restore` never migrates.
+        const MIGRATES_FROM: &'static [u32] = &[0, 1, 2];
+
+        fn migrate(from_version: u32, state: &str, _key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+            match (from_version, state) {
+                (0, "counts") => match from_msgpack::<u64>(value)? {
+                    0 => Ok(None),
+                    count => to_msgpack(&Tally { count, records: 0 }).map(Some),
+                },
+                (1, "counts") => Ok(Some(value.to_vec())),
+                (1, "legacy") => Ok(None),
+                _ => Err(Error::invalid_state(format!("unexpected state {state} of version {from_version}"))),
+            }
+        }
+
+        fn states<'a>(&'a mut self, states: &mut States<'a>) {
+            states.register("counts", &mut self.counts);
+        }
+
+        fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
+            let tally = self.counts.get_or_insert_with(record.key::<&str>()?, Tally::default);
+            tally.count += record.value::<u64>()?;
+            tally.records += 1;
+            Ok(())
+        }
+    }
+
+    /// An operator that lists a version but never implemented `migrate`.
+    #[derive(Default)]
+    struct Forgetful {
+        counts: KeyedState<String, u64>,
+    }
+
+    impl Operator for Forgetful {
+        const STATE_VERSION: u32 = 4;
+        const MIGRATES_FROM: &'static [u32] = &[3];
+
+        fn states<'a>(&'a mut self, states: &mut States<'a>) {
+            states.register("counts", &mut self.counts);
+        }
+
+        fn process(&mut self, _record: Record<'_>, _out: &mut Output) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn put<V: Serialize>(state: &str, word: &str, value: &V) -> StateChange {
+        StateChange {
+            state: state.into(),
+            key: to_msgpack(word).unwrap(),
+            value: Some(to_msgpack(value).unwrap()),
+        }
+    }
+
+    fn tallies(changes: &[StateChange]) -> Vec<(String, Tally)> {
+        let mut out: Vec<(String, Tally)> = changes
+            .iter()
+            .map(|c| (rmp_serde::from_slice(&c.key).unwrap(), c.decode_value().expect("a put")))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn describe_reports_the_versions_it_migrates_from_without_its_own() {
+        let info = operator_info::<CounterV2>("counter");
+        assert_eq!((info.name.as_str(), info.state_version), ("counter", 2));
+        assert_eq!(info.migrates_from, [0, 1]);
+        assert_eq!(operator_info::<Forgetful>("f").migrates_from, [3]);
+    }
+
+    #[test]
+    fn entries_of_an_older_version_are_migrated_and_dropped_ones_are_gone() {
+        let mut h = Harness::<CounterV2>::new();
+        h.restore_version(0, &[put("counts", "a", &3u64), put("counts", "zero", &0u64)]).unwrap();
+        h.restore_version(0, &[put("counts", "b", &5u64)]).unwrap();
+        h.open("{}").unwrap();
+        h.process(&[TestRecord::keyed("a", &1u64, 0)]).unwrap();
+        assert_eq!(
+            tallies(&h.snapshot(true).unwrap()),
+            [("a".into(), Tally { count: 4, records: 1 }), ("b".into(), Tally { count: 5, records: 0 }),],
+            "the zero count was dropped, the others converted and counted on"
+        );
+    }
+
+    #[test]
+    fn entries_of_a_state_the_operator_dropped_can_be_dropped_by_the_migration() {
+        let tally = Tally { count: 2, records: 2 };
+        let mut h = Harness::<CounterV2>::new();
+        h.restore_version(1, &[put("legacy", "a", &"old"), put("counts", "a", &tally)]).unwrap();
+        h.open("{}").unwrap();
+        assert_eq!(tallies(&h.snapshot(true).unwrap()), [("a".into(), tally)]);
+    }
+
+    #[test]
+    fn the_own_version_is_restored_as_it_is() {
+        let tally = Tally { count: 7, records: 1 };
+        let mut h = Harness::<CounterV2>::new();
+        // Listing its own version in MIGRATES_FROM does not make the operator migrate it: a
+        // "legacy" entry would be dropped by `migrate`, but here it is refused as unknown.
+        let e = h.restore_version(2, &[put("legacy", "a", &"old")]).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidState(m) if m.contains("which this operator does not have")),
+            "{e}"
+        );
+        h.restore(&[put("counts", "a", &tally)]).unwrap();
+        h.open("{}").unwrap();
+        assert_eq!(tallies(&h.snapshot(true).unwrap()), [("a".into(), tally)]);
+    }
+
+    #[test]
+    fn a_version_it_does_not_migrate_from_is_refused() {
+        let mut h = Harness::<CounterV2>::new();
+        let e = h.restore_version(7, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            Error::invalid_state(
+                "state schema version 7 cannot be restored by this operator (version 2, migrates from [0, 1])"
+            )
+        );
+        // A newer version of the operator wrote state that an older one cannot read.
+        let mut h = Harness::<Forgetful>::new();
+        let e = h.restore_version(5, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("state schema version 5 cannot be restored")
+                && e.contains("(version 4, migrates from [3])"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_failed_migration_names_the_entry_its_state_and_the_version() {
+        let mut h = Harness::<CounterV2>::new();
+        let e = h.restore_version(0, &[put("counts", "a", &1u64), put("counts", "b", &"text")]).unwrap_err();
+        let Error::InvalidState(m) = &e else { panic!("{e}") };
+        assert!(
+            m.starts_with(
+                "restore entry 1 of state \"counts\" cannot be migrated from state schema version 0: "
+            ),
+            "{m}"
+        );
+        assert!(m.contains("cannot decode MessagePack"), "{m}");
+
+        // Listed in MIGRATES_FROM but `migrate` is the default: refused, entry by entry.
+        let mut h = Harness::<Forgetful>::new();
+        h.restore_version(3, &[]).unwrap();
+        let e = h.restore_version(3, &[put("counts", "a", &1u64)]).unwrap_err().to_string();
+        assert!(
+            e.contains("there is no migration from state schema version 3 (implement Operator::migrate)"),
+            "{e}"
+        );
+    }
 }

@@ -76,6 +76,10 @@ impl DeltaWriter<'_> {
     }
 }
 
+/// Converts one saved entry (state name, key, old value) to the current schema: the new
+/// value, or `None` to drop the entry. See [`Operator::migrate`](crate::Operator::migrate).
+pub(crate) type Migration<'m> = dyn Fn(&str, &[u8], &[u8]) -> Result<Option<Vec<u8>>> + 'm;
+
 /// The named states of an operator, filled by [`Operator::states`](crate::Operator::states).
 pub struct States<'a> {
     list: Vec<(&'a str, &'a mut dyn StateStore)>,
@@ -129,9 +133,15 @@ impl<'a> States<'a> {
         Ok(delta)
     }
 
-    /// Applies one restored chunk. Entries naming a state that is not registered fail with
+    /// Applies one restored chunk. With `migration` (the chunk's state schema version and
+    /// the conversion), every put is converted first and restored only if the conversion
+    /// keeps it. Entries naming a state that is not registered fail with
     /// [`Error::InvalidState`].
-    pub(crate) fn restore(&mut self, chunk: &StateDelta) -> Result<()> {
+    pub(crate) fn restore(
+        &mut self,
+        chunk: &StateDelta,
+        migration: Option<(u32, &Migration<'_>)>,
+    ) -> Result<()> {
         self.check()?;
         let targets: Vec<Option<usize>> = chunk
             .names
@@ -151,15 +161,29 @@ impl<'a> States<'a> {
                 )));
             };
             offset = value_end;
+            let name = chunk.names.get(entry.state as usize).map_or("<no name>", String::as_str);
+            let migrated = match (migration, entry.kind) {
+                (Some((version, migrate)), ChangeKind::Put) => match migrate(name, key, value) {
+                    Ok(Some(value)) => Some(value),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        return Err(Error::invalid_state(format!(
+                            "restore entry {i} of state \"{name}\" cannot be migrated from state schema \
+                             version {version}: {}",
+                            e.message()
+                        )));
+                    }
+                },
+                _ => None,
+            };
             let Some(&Some(target)) = targets.get(entry.state as usize) else {
-                let name = chunk.names.get(entry.state as usize).map_or("<no name>", String::as_str);
                 return Err(Error::invalid_state(format!(
                     "restore entry {i} belongs to state \"{name}\", which this operator does not have"
                 )));
             };
             let (name, state) = &mut self.list[target];
             let value = match entry.kind {
-                ChangeKind::Put => Some(value),
+                ChangeKind::Put => Some(migrated.as_deref().unwrap_or(value)),
                 ChangeKind::Delete => None,
             };
             state
@@ -203,7 +227,7 @@ pub(crate) mod tests {
         let (mut counts2, mut total2) = (KeyedState::<String, u64>::default(), ValueState::<u64>::default());
         let mut states = States::new();
         states.register("counts", &mut counts2).register("total", &mut total2);
-        states.restore(&delta_of(&changes)).unwrap();
+        states.restore(&delta_of(&changes), None).unwrap();
         assert_eq!(counts2.get("a"), Some(&1));
         assert_eq!(total2.get(), Some(&1));
     }
@@ -215,13 +239,13 @@ pub(crate) mod tests {
         states.register("counts", &mut counts);
         let unknown =
             StateChange { state: "gone".into(), key: to_msgpack("k").unwrap(), value: Some(vec![1]) };
-        let err = states.restore(&delta_of(&[unknown])).unwrap_err();
+        let err = states.restore(&delta_of(&[unknown]), None).unwrap_err();
         assert!(matches!(&err, Error::InvalidState(m) if m.contains("\"gone\"")), "{err}");
 
         let mut short =
             delta_of(&[StateChange { state: "counts".into(), key: vec![0xa1, b'k'], value: Some(vec![1]) }]);
         short.data.pop();
-        assert!(matches!(states.restore(&short), Err(Error::InvalidState(_))));
+        assert!(matches!(states.restore(&short, None), Err(Error::InvalidState(_))));
     }
 
     #[test]

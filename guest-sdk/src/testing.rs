@@ -186,9 +186,19 @@ impl<T: Operator + Default> Harness<T> {
         Ok(changes_of(&self.instance.snapshot(full)?))
     }
 
-    /// Restores one chunk of saved entries (call before [`Harness::open`]).
+    /// Restores one chunk of saved entries written by this operator's own state schema
+    /// version, [`Operator::STATE_VERSION`] (call before [`Harness::open`]).
     pub fn restore(&mut self, changes: &[StateChange]) -> Result<()> {
-        self.instance.restore(&delta_of(changes))
+        self.restore_version(T::STATE_VERSION, changes)
+    }
+
+    /// Restores one chunk of saved entries written by an operator of state schema version
+    /// `state_version`, as the host does (call before [`Harness::open`]): the operator's
+    /// own version restores them as they are, a version in [`Operator::MIGRATES_FROM`]
+    /// migrates them with [`Operator::migrate`], any other fails with
+    /// [`Error::InvalidState`](crate::Error::InvalidState).
+    pub fn restore_version(&mut self, state_version: u32, changes: &[StateChange]) -> Result<()> {
+        self.instance.restore(state_version, &delta_of(changes))
     }
 }
 

@@ -51,7 +51,7 @@ pub enum GuestError {
         reason: String,
     },
     /// A valid component that does not implement `weir:operator/operator-world`.
-    #[error("module `{module}` does not implement the weir:operator@0.1.0 operator world: {reason}")]
+    #[error("module `{module}` does not implement the weir:operator@0.2.0 operator world: {reason}")]
     WrongWorld {
         /// The module's name.
         module: String,

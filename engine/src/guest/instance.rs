@@ -147,7 +147,8 @@ impl OperatorInstance {
         &self.store.data().counters
     }
 
-    /// Calls `describe`.
+    /// Calls `describe`: the operator's name, state schema version and the older versions
+    /// it can migrate.
     pub async fn describe(&mut self) -> Result<OperatorInfo, GuestError> {
         self.begin(Call::Describe)?;
         let r = self.world.weir_operator_operator().call_describe(&mut self.store).await;
@@ -194,10 +195,12 @@ impl OperatorInstance {
         Ok(delta)
     }
 
-    /// Calls `restore` with one chunk of live entries.
-    pub async fn restore(&mut self, chunk: &StateDelta) -> Result<(), GuestError> {
+    /// Calls `restore` with one chunk of live entries written by an operator of state schema
+    /// version `state_version`: the operator's own version restores the entries as they are,
+    /// a version it lists in `migrates-from` migrates them, any other fails (`invalid-state`).
+    pub async fn restore(&mut self, state_version: u32, chunk: &StateDelta) -> Result<(), GuestError> {
         self.begin(Call::Restore)?;
-        let r = self.world.weir_operator_operator().call_restore(&mut self.store, chunk).await;
+        let r = self.world.weir_operator_operator().call_restore(&mut self.store, state_version, chunk).await;
         self.finish(Call::Restore, r)
     }
 

@@ -10,14 +10,18 @@ use super::host::PoolingOptions;
 use super::state::HostState;
 
 /// The export every operator must provide.
-pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.1.0";
+pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
+
+/// The operator export without its version: a component exporting it with another version
+/// was built against another version of the contract.
+const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
 
 /// Host imports an operator may use besides WASI.
 const HOST_IMPORTS: [&str; 4] = [
-    "weir:operator/types@0.1.0",
-    "weir:operator/timers@0.1.0",
-    "weir:operator/logging@0.1.0",
-    "weir:operator/metrics@0.1.0",
+    "weir:operator/types@0.2.0",
+    "weir:operator/timers@0.2.0",
+    "weir:operator/logging@0.2.0",
+    "weir:operator/metrics@0.2.0",
 ];
 
 /// A component checked against the operator world and pre-linked: instantiating it again
@@ -55,7 +59,14 @@ impl OperatorModule {
             Some(_) => return Err(wrong(format!("its export `{OPERATOR_EXPORT}` is not an instance"))),
             None => {
                 let list = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
-                return Err(wrong(format!("it does not export `{OPERATOR_EXPORT}` (it exports {list})")));
+                let mut reason = format!("it does not export `{OPERATOR_EXPORT}` (it exports {list})");
+                if let Some(version) = exports.iter().find_map(|e| e.strip_prefix(OPERATOR_EXPORT_PREFIX)) {
+                    reason.push_str(&format!(
+                        "; it was built against version {version} of the contract: rebuild it with the \
+                         current guest SDK (or WIT in `wit/`)"
+                    ));
+                }
+                return Err(wrong(reason));
             }
         }
         for (import, _) in ty.imports(engine) {

@@ -145,7 +145,8 @@ pub struct TaskState {
     pub timers: Vec<(i64, Vec<u8>)>,
     /// Sinks: pre-committed transactions not yet committed, by checkpoint id.
     pub sink_pending: Vec<(u64, serde_json::Value)>,
-    /// Operators: the state schema version of the module that wrote this snapshot.
+    /// Operators: the state schema version of the module that wrote this snapshot (its
+    /// `describe().state-version`); `None` in checkpoints written before it was recorded.
     #[serde(default)]
     pub state_version: Option<u32>,
 }
@@ -162,6 +163,21 @@ impl TaskState {
             return Ok(TaskState::default());
         }
         rmp_serde::from_slice(bytes).map_err(|e| format!("corrupt task state: {e}"))
+    }
+
+    /// Operators: the state schema version to restore operator `operator`'s saved state
+    /// with, into a module of version `module_version`. A job's checkpoints are restored
+    /// into the module they were taken with, so the recorded version must be the module's
+    /// (a checkpoint written before versions were recorded counts as the module's own);
+    /// migrating state to a changed module is the work of a savepoint.
+    pub fn restore_version(&self, operator: &str, module_version: u32) -> Result<u32, String> {
+        match self.state_version {
+            Some(recorded) if recorded != module_version => Err(format!(
+                "operator `{operator}`: the checkpoint's state has schema version {recorded} but the module \
+                 has version {module_version}; start a changed module from a savepoint"
+            )),
+            _ => Ok(module_version),
+        }
     }
 }
 

@@ -614,11 +614,28 @@ async fn run_attempt(
                     let restoring = restore.is_some();
                     tasks.spawn(async move {
                         let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
+                        let state_version = instance.describe().await?.state_version;
                         if let (Some((storage, job)), true) = (storage, restoring) {
-                            restore_instance(&mut instance, storage, job, chains, faults).await?;
+                            let version = match &checkpointing {
+                                Some(c) => c
+                                    .restored
+                                    .restore_version(&id, state_version)
+                                    .map_err(TaskError::Restore)?,
+                                None => state_version,
+                            };
+                            restore_instance(&mut instance, version, storage, job, chains, faults).await?;
                             context.restored = true;
                         }
-                        run_operator(instance, context, gate, output, sub_metrics, checkpointing).await
+                        run_operator(
+                            instance,
+                            state_version,
+                            context,
+                            gate,
+                            output,
+                            sub_metrics,
+                            checkpointing,
+                        )
+                        .await
                     })
                 }
             };
@@ -767,9 +784,11 @@ async fn run_attempt(
     })
 }
 
-/// Restores an operator instance from its chains: every scope's live entries, in chunks.
+/// Restores an operator instance from its chains: every scope's live entries, in chunks,
+/// written by a module of state schema version `state_version`.
 async fn restore_instance(
     instance: &mut OperatorInstance,
+    state_version: u32,
     storage: Arc<dyn CheckpointStorage>,
     job: String,
     chains: std::collections::BTreeMap<u32, Vec<u64>>,
@@ -786,7 +805,7 @@ async fn restore_instance(
             .map_err(|e| TaskError::Storage(format!("restore panicked: {e}")))?
             .map_err(|e| TaskError::Storage(e.to_string()))?;
         for chunk in restore_chunks(entries, 4 << 20) {
-            instance.restore(&chunk).await?;
+            instance.restore(state_version, &chunk).await?;
         }
     }
     Ok(())

@@ -231,9 +231,11 @@ async fn source_control(
     }
 }
 
-/// Runs an operator subtask over its input gate until every input ended.
+/// Runs an operator subtask over its input gate until every input ended. `state_version` is
+/// the module's state schema version (from `describe`), recorded with every snapshot.
 pub async fn run_operator(
     mut instance: OperatorInstance,
+    state_version: u32,
     context: Context,
     mut gate: InputGate,
     mut output: Output,
@@ -305,6 +307,7 @@ pub async fn run_operator(
             let state = TaskState {
                 watermarks: watermarks.channels().to_vec(),
                 timers: instance.timers().iter().cloned().collect(),
+                state_version: Some(state_version),
                 ..TaskState::default()
             };
             let stats = c.stats(Some(&a), a.barrier.triggered, started);

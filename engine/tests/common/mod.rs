@@ -25,6 +25,8 @@ pub fn guest_path(name: &str) -> PathBuf {
         "nexmark-q2" => env!("WEIR_GUEST_NEXMARK_Q2"),
         "tumbling-window" => env!("WEIR_GUEST_TUMBLING_WINDOW"),
         "counter" => env!("WEIR_GUEST_COUNTER"),
+        "wordcount-v2" => env!("WEIR_GUEST_WORDCOUNT_V2"),
+        "wordcount-v3" => env!("WEIR_GUEST_WORDCOUNT_V3"),
         other => panic!("no guest {other}"),
     })
 }
