@@ -20,6 +20,7 @@ pub mod plan;
 pub mod record;
 pub mod runtime;
 pub mod savepoint;
+pub mod savepoint_bench;
 pub mod server;
 pub mod server_bench;
 

@@ -27,6 +27,7 @@ struct Cli {
 enum Suite {
     Nexmark,
     Checkpoints,
+    Savepoints,
     Server,
 }
 
@@ -113,8 +114,10 @@ enum Command {
     },
     /// Benchmarks: `nexmark` (q1/q2 records per second per core, Wasm versus native),
     /// `checkpoints` (throughput with and without checkpoints, checkpoint size and duration,
-    /// incremental bytes written, restore speed) or `server` (instantiation, memory per idle
-    /// instance, API latency over a long history, a quiet tenant beside a noisy one).
+    /// incremental bytes written, restore speed), `savepoints` (copy, export, import and
+    /// restore, rescaled or not, against reading the checkpoint) or `server` (instantiation,
+    /// memory per idle instance, API latency over a long history, a quiet tenant beside a
+    /// noisy one).
     Bench {
         /// Which benchmark.
         #[arg(value_enum, default_value_t = Suite::Nexmark)]
@@ -140,7 +143,10 @@ enum Command {
         /// checkpoints: keys of the incremental benchmark (1 GiB of state at 1 KiB values).
         #[arg(long, default_value_t = 1_000_000)]
         incremental_keys: u64,
-        /// checkpoints: bytes per state value.
+        /// savepoints: keys of the state.
+        #[arg(long, default_value_t = 200_000)]
+        savepoint_keys: u64,
+        /// checkpoints, savepoints: bytes per state value.
         #[arg(long, default_value_t = 1000)]
         value_bytes: usize,
         /// server: operator instances created.
@@ -444,6 +450,14 @@ fn main() -> anyhow::Result<()> {
                 };
                 weir::checkpoint_bench::run_and_print(&host, &options).await?;
                 let _ = std::fs::remove_dir_all(&dir);
+            }
+            Command::Bench { suite: Suite::Savepoints, savepoint_keys, value_bytes, .. } => {
+                let options = weir::savepoint_bench::SavepointBenchOptions {
+                    keys: savepoint_keys,
+                    value_bytes,
+                    dir: cli.data_dir.join("bench-savepoints"),
+                };
+                weir::savepoint_bench::run_and_print(&host, &options).await?;
             }
             Command::Bench {
                 suite: Suite::Server, instances, history, requests, window, quiet_rate, ..

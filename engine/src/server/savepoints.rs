@@ -257,7 +257,14 @@ impl Savepoints {
         mode: SavepointMode,
     ) -> ServerResult<SavepointRecord> {
         let job = self.jobs.get(&tenant.id, job_id)?;
-        let env = self.jobs.running_env(job_id).filter(|_| job.status == JobStatus::Running);
+        let env = self.jobs.running_env(job_id);
+        if env.is_some() && job.status != JobStatus::Running {
+            // Restarting or stopping: its checkpoints are in flux; a savepoint waits for it.
+            return Err(ServerError::Conflict(format!(
+                "job `{job_id}` is {}; take the savepoint once it is running or has ended",
+                job.status.as_str()
+            )));
+        }
         let record = SavepointRecord {
             id: new_id(16),
             tenant: tenant.id.clone(),
