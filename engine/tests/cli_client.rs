@@ -44,6 +44,29 @@ fn weir_status(url: &str, token: &str, args: &[&str], stdin: Option<&str>) -> (b
     )
 }
 
+/// Writes the word-count job of these tests (stream `lines` → tokenizer → `module` →
+/// stream `counts`) to `dir/job.json`.
+fn write_spec(dir: &std::path::Path, name: &str, module: &str) -> std::path::PathBuf {
+    let spec = dir.join("job.json");
+    let job = serde_json::json!({
+        "name": name,
+        "nodes": [
+            { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
+            { "id": "split", "kind": "operator", "module": "builtin:tokenizer" },
+            { "id": "count", "kind": "operator", "module": module },
+            { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": "counts", "partitions": 1 } }
+        ],
+        "edges": [
+            { "from": "lines", "to": "split" },
+            { "from": "split", "to": "count", "partitioning": "hash" },
+            { "from": "count", "to": "out" }
+        ],
+        "settings": { "checkpoint": { "interval_ms": 100 } }
+    });
+    std::fs::write(&spec, job.to_string()).unwrap();
+    spec
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_drives_a_job_through_the_api() {
     let server = TestServer::start(|_| {}).await;
@@ -66,27 +89,7 @@ async fn the_cli_drives_a_job_through_the_api() {
     assert!(pushed.contains("2 record(s) appended"), "{pushed}");
 
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("job.json");
-    std::fs::write(
-        &spec,
-        serde_json::to_string(&serde_json::json!({
-            "name": "cli-job",
-            "nodes": [
-                { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
-                { "id": "split", "kind": "operator", "module": "builtin:tokenizer" },
-                { "id": "count", "kind": "operator", "module": "wc" },
-                { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": "counts", "partitions": 1 } }
-            ],
-            "edges": [
-                { "from": "lines", "to": "split" },
-                { "from": "split", "to": "count", "partitioning": "hash" },
-                { "from": "count", "to": "out" }
-            ],
-            "settings": { "checkpoint": { "interval_ms": 100 } }
-        }))
-        .unwrap(),
-    )
-    .unwrap();
+    let spec = write_spec(dir.path(), "cli-job", "wc");
     let submitted = weir(&url, &token, &["job", "submit", spec.to_str().unwrap()], None);
     let job = submitted.split_whitespace().nth(1).expect("job id printed").to_string();
     assert!(submitted.contains("running"), "{submitted}");
@@ -133,27 +136,7 @@ async fn the_cli_takes_exports_imports_and_restores_savepoints() {
     weir(&url, &token, &["stream", "create", "lines", "--partitions", "1"], None);
     weir(&url, &token, &["stream", "push", "lines"], Some("\"a b a\"\n\"b c\"\n"));
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("job.json");
-    std::fs::write(
-        &spec,
-        serde_json::json!({
-            "name": "sp-job",
-            "nodes": [
-                { "id": "lines", "kind": "source", "connector": "stream", "config": { "stream": "lines", "follow": true } },
-                { "id": "split", "kind": "operator", "module": "builtin:tokenizer" },
-                { "id": "count", "kind": "operator", "module": "wordcount" },
-                { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": "counts", "partitions": 1 } }
-            ],
-            "edges": [
-                { "from": "lines", "to": "split" },
-                { "from": "split", "to": "count", "partitioning": "hash" },
-                { "from": "count", "to": "out" }
-            ],
-            "settings": { "checkpoint": { "interval_ms": 100 } }
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let spec = write_spec(dir.path(), "sp-job", "wordcount");
     let submitted = weir(&url, &token, &["job", "submit", spec.to_str().unwrap()], None);
     let job = submitted.split_whitespace().nth(1).unwrap().to_string();
     api.wait_job(&job, Duration::from_secs(60), |j| {

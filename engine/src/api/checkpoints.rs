@@ -271,6 +271,17 @@ pub struct CheckpointDetail {
     pub subtasks: Vec<SubtaskView>,
 }
 
+/// A checkpoint id from a path. Parsed here rather than by the extractor: its message would
+/// echo the whole input.
+pub(super) fn parse_checkpoint_id(job_id: &str, checkpoint_id: &str) -> Result<u64, ServerError> {
+    checkpoint_id.parse().map_err(|_| {
+        ServerError::NotFound(format!(
+            "job `{job_id}` has no checkpoint `{}` (a checkpoint id is a number)",
+            printable(checkpoint_id)
+        ))
+    })
+}
+
 /// One checkpoint of a job.
 #[utoipa::path(get, path = "/api/v1/jobs/{job_id}/checkpoints/{checkpoint_id}", tag = "checkpoints",
     params(("job_id" = String, Path, description = "Job id"), ("checkpoint_id" = u64, Path, description = "Checkpoint id")),
@@ -285,13 +296,7 @@ pub async fn get_checkpoint(
     Path((job_id, checkpoint_id)): Path<(String, String)>,
 ) -> Result<Json<CheckpointDetail>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
-    // Parsed here rather than by the extractor: its message would echo the whole input.
-    let checkpoint_id: u64 = checkpoint_id.parse().map_err(|_| {
-        ServerError::NotFound(format!(
-            "job `{job_id}` has no checkpoint `{}` (a checkpoint id is a number)",
-            printable(&checkpoint_id)
-        ))
-    })?;
+    let checkpoint_id = parse_checkpoint_id(&job_id, &checkpoint_id)?;
     let store = server.store.clone();
     let id = job.id.clone();
     let meta = tokio::task::spawn_blocking(move || store.checkpoint(&id, checkpoint_id))

@@ -373,12 +373,7 @@ pub async fn checkpoint_state(
     Query(query): Query<StateQuery>,
 ) -> Result<Json<StatePage>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
-    let checkpoint_id: u64 = checkpoint_id.parse().map_err(|_| {
-        ServerError::NotFound(format!(
-            "job `{job_id}` has no checkpoint `{}` (a checkpoint id is a number)",
-            printable(&checkpoint_id)
-        ))
-    })?;
+    let checkpoint_id = super::checkpoints::parse_checkpoint_id(&job_id, &checkpoint_id)?;
     let store = server.store.clone();
     let page = tokio::task::spawn_blocking(move || {
         let Some((meta, manifest)) = store.checkpoint(&job.id, checkpoint_id)? else {
