@@ -207,3 +207,52 @@ fn a_savepoint_that_does_not_fit_writes_nothing() {
     assert!(report.dropped.iter().any(|d| d.contains("node `window`")), "{report:?}");
     assert_eq!(store.last_checkpoint_id("d").unwrap(), 1);
 }
+
+/// Stop with drain: the end-of-input watermark goes through before the final checkpoint, so
+/// every open window fires and the savepoint holds no window and no timer; a plain stop
+/// keeps them open (and a drained job finishes rather than stops).
+#[test]
+fn a_drain_fires_every_open_window_before_the_savepoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("weir.redb")).unwrap();
+    let rt = runtime();
+    for (job, mode) in [("stopped", StopMode::Suspend), ("drained", StopMode::Drain)] {
+        let out = dir.path().join(job);
+        let plan = common::plan_json(spec(2, &out)).unwrap();
+        let env = Arc::new(RunEnv::new(job, store.clone()));
+        let mut events = env.subscribe();
+        let stopper = env.clone();
+        let report = rt.block_on(async move {
+            tokio::spawn(async move {
+                while let Ok(event) = events.recv().await {
+                    if let JobEvent::CheckpointCompleted { .. } = event {
+                        stopper.stop_with(mode, true);
+                        return;
+                    }
+                }
+            });
+            weir::runtime::run_job_checkpointed(&plan, &env).await.expect("job runs")
+        });
+        assert_eq!((report.stopped, report.drained), (mode == StopMode::Suspend, mode == StopMode::Drain));
+        let (meta, manifest) = store.latest_completed(job).unwrap().unwrap();
+        assert!(meta.pinned && meta.is_final);
+        assert_eq!(meta.stopped, mode == StopMode::Suspend, "only a plain stop resumes as if never stopped");
+        let mut open_windows = 0;
+        let mut timers = 0;
+        for state in manifest["window"].values() {
+            timers += weir::runtime::checkpoint::TaskState::decode(&state.blob).unwrap().timers.len();
+            for chain in state.chains.values() {
+                open_windows +=
+                    store.read_chain(job, chain).unwrap().iter().filter(|e| e.state == "windows").count();
+            }
+        }
+        let fired = common::read_committed(&out).len();
+        match mode {
+            StopMode::Suspend => assert!(open_windows > 0 && timers > 0, "a stop keeps open windows"),
+            StopMode::Drain => {
+                assert_eq!((open_windows, timers), (0, 0), "a drain leaves no open window");
+                assert!(fired > 0);
+            }
+        }
+    }
+}
