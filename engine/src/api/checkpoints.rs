@@ -38,12 +38,24 @@ pub struct CheckpointView {
     pub full_size: u64,
     /// Subtasks that acknowledged it.
     pub acknowledged_subtasks: u32,
+    /// When the latest acknowledgement arrived, unix ms.
+    pub latest_ack_time_ms: Option<u64>,
     /// Subtasks of the job.
     pub total_subtasks: u32,
     /// Longest alignment of a subtask.
     pub max_alignment_ms: f64,
-    /// Bytes processed during alignment, all subtasks.
+    /// Bytes processed during alignment, all subtasks (Flink's "processed in-flight data").
     pub alignment_bytes: u64,
+    /// In-flight data persisted with the checkpoint (unaligned checkpoints; Weir aligns
+    /// always, so 0).
+    pub persisted_in_flight_bytes: u64,
+    /// Whether it was an unaligned checkpoint (Weir's are aligned).
+    pub unaligned: bool,
+    /// Taken for a savepoint (kept from retention until the savepoint copied it).
+    pub pinned: bool,
+    /// The savepoint whose state this checkpoint holds (a job's first, when it started from
+    /// a savepoint).
+    pub savepoint: Option<String>,
     /// Why it failed.
     pub failure: Option<String>,
     /// Its state is still kept (retention removes old ones).
@@ -68,9 +80,14 @@ pub fn view(meta: &CheckpointMeta, total_subtasks: u32) -> CheckpointView {
         state_size: meta.state_size,
         full_size: meta.full_size,
         acknowledged_subtasks: meta.subtasks.len() as u32,
+        latest_ack_time_ms: meta.subtasks.iter().map(|s| s.ack_time_ms).max(),
         total_subtasks,
         max_alignment_ms: meta.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max),
         alignment_bytes: meta.subtasks.iter().map(|s| s.alignment_bytes).sum(),
+        persisted_in_flight_bytes: 0,
+        unaligned: false,
+        pinned: meta.pinned,
+        savepoint: meta.savepoint.clone(),
         failure: meta.failure.clone(),
         retained: meta.retained,
     }

@@ -169,16 +169,50 @@ pub async fn create_job(
     Ok((StatusCode::CREATED, Json(detail(&server, job)?)))
 }
 
-/// Lists the caller's jobs.
+/// A job in the list, with its live throughput.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobSummary {
+    /// The job.
+    #[serde(flatten)]
+    pub job: JobRecord,
+    /// Records its sources emitted per second, last second (0 when not running).
+    pub source_records_per_second: f64,
+    /// Records its sinks received per second, last second.
+    pub sink_records_per_second: f64,
+    /// The largest backpressure of any subtask (0 to 1).
+    pub backpressure: f64,
+}
+
+/// Lists the caller's jobs with their live throughput.
 #[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs",
     responses(
-        (status = 200, description = "The jobs", body = Data<JobRecord>),
+        (status = 200, description = "The jobs", body = Data<JobSummary>),
         (status = 401, description = "No or bad token", body = ErrorBody)))]
 pub async fn list_jobs(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
-) -> Result<Json<Data<JobRecord>>, ServerError> {
-    Ok(Json(Data { data: server.jobs.list(&tenant.id)? }))
+) -> Result<Json<Data<JobSummary>>, ServerError> {
+    let data = server
+        .jobs
+        .list(&tenant.id)?
+        .into_iter()
+        .map(|job| {
+            let live = server.jobs.live(&job.id).unwrap_or_default();
+            let (mut source, mut sink, mut backpressure) = (0.0, 0.0, 0.0f64);
+            for (node, subtasks) in job.spec.nodes.iter().zip(&live) {
+                for s in subtasks {
+                    match node.kind {
+                        NodeKind::Source => source += s.records_out_per_second,
+                        NodeKind::Sink => sink += s.records_in_per_second,
+                        NodeKind::Operator => {}
+                    }
+                    backpressure = backpressure.max(s.backpressure);
+                }
+            }
+            JobSummary { job, source_records_per_second: source, sink_records_per_second: sink, backpressure }
+        })
+        .collect();
+    Ok(Json(Data { data }))
 }
 
 /// One job: status, graph, live records in/out and backpressure per operator and subtask.
