@@ -1,9 +1,11 @@
-//! Builds the example operators and the test guests as wasm32-wasip2 components.
+//! Builds the example operators and the test guests as wasm32-wasip2 components, and the
+//! browser UI (`web-ui/`, with npm and Vite).
 //!
 //! The examples are embedded in the `weir` binary (`weir demo`, `builtin:` modules); every
 //! guest's path is exported to the crate as `WEIR_GUEST_<NAME>` for tests and benchmarks.
+//! The UI is built into `$OUT_DIR/web-ui`, which the binary embeds (`api::ui`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// (crate name, short name, embedded in the binary)
@@ -71,6 +73,37 @@ fn main() {
         }
     }
     builtin.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtin.rs");
-    std::fs::write(out, builtin).unwrap();
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out_dir.join("builtin.rs"), builtin).unwrap();
+    build_web_ui(&root.join("web-ui"), &out_dir.join("web-ui"));
+}
+
+/// Builds the UI with `npm run build` into `out` (installing its packages with `npm ci`
+/// first when they are missing).
+fn build_web_ui(ui: &Path, out: &Path) {
+    // Only paths that exist: cargo reruns a build script on every build for a missing one.
+    for entry in ["src", "public", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json"]
+    {
+        if ui.join(entry).exists() {
+            println!("cargo:rerun-if-changed={}", ui.join(entry).display());
+        }
+    }
+    let npm = |args: &[&str]| {
+        let status = Command::new("npm")
+            .args(args)
+            .current_dir(ui)
+            .env("WEIR_UI_OUT_DIR", out)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run npm for the web UI ({e}): install Node.js 20 and npm"));
+        assert!(status.success(), "`npm {}` failed in {}", args.join(" "), ui.display());
+    };
+    // npm records what it installed in node_modules/.package-lock.json: install again when
+    // the lock file is newer.
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let installed = modified(&ui.join("node_modules/.package-lock.json"));
+    if installed.is_none() || installed < modified(&ui.join("package-lock.json")) {
+        npm(&["ci", "--no-audit", "--no-fund"]);
+    }
+    npm(&["run", "build"]);
+    assert!(out.join("index.html").exists(), "the web UI build produced no {}", out.join("index.html").display());
 }

@@ -703,6 +703,7 @@ async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
         let client = weir::client::ClientConfig { url: Some(url.clone()), token: Some(token.clone()) };
         let written = client.write(&data_dir).is_ok();
         println!("Weir demo on {url} (data in {})", dir.display());
+        println!("  open {url}/ in a browser and sign in with the tenant's token");
         println!("  tenant `demo`, token: {token}");
         println!("  admin token:          {admin_token}");
         for job in &demo.jobs {

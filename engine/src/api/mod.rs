@@ -13,6 +13,7 @@ mod modules;
 mod savepoints;
 mod streams;
 mod tenants;
+pub mod ui;
 
 use std::sync::Arc;
 
@@ -180,8 +181,13 @@ async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> impl IntoRespon
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], server.telemetry.render())
 }
 
-async fn not_found(uri: axum::http::Uri) -> ServerError {
-    ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
+/// The UI's files (`/`, `/assets/...`); anything else no route serves is a JSON 404.
+async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    match ui::file(&method, &uri) {
+        Some(file) => file,
+        None => ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
+            .into_response(),
+    }
 }
 
 /// Turns every error response that is not JSON already (a rejected path, query or body, a

@@ -1,0 +1,124 @@
+// The world of the end-to-end tests: a real `weir serve` (the binary cargo built) on a fresh
+// data directory, a tenant, a word-count job fed through a stream, and Debian's Chromium
+// driven by playwright-core.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(root, 'target');
+
+/** The `weir` binary: `WEIR_BIN`, else `<target>/debug/weir`. */
+export const weirBin = process.env.WEIR_BIN ?? join(targetDir, 'debug', 'weir');
+/** A built guest component (`faulty`, `wordcount`, ...). */
+export const guestPath = (crate) => join(targetDir, 'guests', 'wasm32-wasip2', 'guest', `${crate.replaceAll('-', '_')}.wasm`);
+/** Where screenshots go (kept as test artefacts). */
+export const artifacts = process.env.WEIR_UI_ARTIFACTS ?? join(targetDir, 'ui-e2e');
+export const ADMIN = 'e2e-admin-token';
+
+/** Waits until `check()` returns something truthy (every 100 ms, up to `ms`). */
+export async function waitFor(what, check, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Starts `weir serve` on a fresh data directory; resolves once it listens. */
+export async function startServer() {
+  if (!existsSync(weirBin)) throw new Error(`no weir binary at ${weirBin}: build it first (cargo build -p weir) or set WEIR_BIN`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'weir-e2e-'));
+  const child = spawn(weirBin, ['--data-dir', dataDir, 'serve', '--listen', '127.0.0.1:0'], {
+    env: { ...process.env, WEIR_ADMIN_TOKEN: ADMIN, RUST_LOG: 'weir=warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise((resolvePromise, reject) => {
+    child.once('exit', (code) => reject(new Error(`weir serve exited with ${code}`)));
+    lines.on('line', (line) => {
+      const m = line.match(/^weir server listening on (\S+)/);
+      if (m) resolvePromise(m[1]);
+    });
+  });
+  return {
+    url,
+    dataDir,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A JSON client of the API. */
+export function api(url, token) {
+  const call = async (method, path, body, contentType = 'application/json') => {
+    const headers = { Authorization: `Bearer ${token}` };
+    let data;
+    if (body !== undefined) {
+      headers['Content-Type'] = contentType;
+      data = contentType === 'application/json' ? JSON.stringify(body) : body;
+    }
+    const response = await fetch(url + path, { method, headers, body: data });
+    const text = await response.text();
+    const json = text ? JSON.parse(text) : null;
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return json;
+  };
+  return {
+    get: (path) => call('GET', path),
+    post: (path, body) => call('POST', path, body),
+    upload: (path, bytes, type) => call('POST', path, bytes, type),
+  };
+}
+
+/** The word-count job of the tests: stream `lines` → tokenizer → wordcount → stream `counts`. */
+export function wordcountSpec(name, intervalMs) {
+  return {
+    name,
+    nodes: [
+      { id: 'lines', kind: 'source', connector: 'stream', config: { stream: 'lines', follow: true } },
+      { id: 'split', kind: 'operator', module: 'builtin:tokenizer', parallelism: 2 },
+      { id: 'count', kind: 'operator', module: 'builtin:wordcount', parallelism: 2 },
+      { id: 'out', kind: 'sink', connector: 'stream', parallelism: 2, config: { stream: 'counts', partitions: 2 } },
+    ],
+    edges: [
+      { from: 'lines', to: 'split', partitioning: 'rebalance' },
+      { from: 'split', to: 'count', partitioning: 'hash' },
+      { from: 'count', to: 'out', partitioning: 'forward' },
+    ],
+    settings: { checkpoint: { interval_ms: intervalMs } },
+  };
+}
+
+/** Debian's Chromium, headless, with the flags this machine needs. */
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.WEIR_CHROMIUM ?? '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}
+
+/** Saves a screenshot of `page` as `<artifacts>/<name>.png`. */
+export async function screenshot(page, name) {
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+}

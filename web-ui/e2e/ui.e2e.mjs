@@ -1,0 +1,162 @@
+// End to end: Debian's Chromium (playwright-core) against a real `weir serve` running a real
+// job. Sign in (and a wrong token), the jobs list, a job's graph, checkpoints appearing live
+// in the table and the chart, a checkpoint's detail and timeline, a savepoint triggered and
+// listed, state browsed, a module uploaded, a failed job's error, an empty history, and a
+// narrow window. Screenshots go to <target>/ui-e2e.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ADMIN, api, guestPath, launchBrowser, screenshot, startServer, waitFor, wordcountSpec } from './harness.mjs';
+
+const LONG = 60_000;
+let server, token, client, browser, page, wordcount, quiet;
+
+before(async () => {
+  server = await startServer();
+  const created = await api(server.url, ADMIN).post('/api/v1/tenants', { name: 'acme' });
+  token = created.token;
+  client = api(server.url, token);
+  await client.post('/api/v1/streams', { name: 'lines', partitions: 2 });
+  const lines = Array.from({ length: 500 }, (_, i) => ({ value: `w${i % 7} w${(i % 11) + 7} w${(i % 13) + 18}` }));
+  await client.post('/api/v1/streams/lines/records', { records: lines });
+  wordcount = (await client.post('/api/v1/jobs', wordcountSpec('wordcount', 500))).id;
+  // Checkpoints only on demand: its history stays empty.
+  const spec = wordcountSpec('on-demand', null);
+  spec.nodes[3].config.stream = 'quiet-counts';
+  quiet = (await client.post('/api/v1/jobs', spec)).id;
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(LONG);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+const byTestId = (id) => page.getByTestId(id);
+
+test('a wrong token is refused with a message that says what to do', async () => {
+  await page.goto(server.url + '/');
+  await byTestId('token-input').fill('weir_' + '0'.repeat(64));
+  await byTestId('sign-in').click();
+  const error = byTestId('sign-in-error');
+  await error.waitFor();
+  assert.match(await error.innerText(), /token/i);
+  await screenshot(page, '01-wrong-token');
+});
+
+test('signing in shows the jobs with their status', async () => {
+  await byTestId('token-input').fill(token);
+  await byTestId('sign-in').click();
+  await byTestId('jobs-table').waitFor();
+  const row = page.locator(`[data-testid="job-row"][data-job-id="${wordcount}"]`);
+  await row.waitFor();
+  assert.match(await row.innerText(), /wordcount/);
+  assert.match(await row.innerText(), /running/);
+  await screenshot(page, '02-jobs');
+});
+
+test('a job shows its graph and checkpoints appear live in the table and the chart', async () => {
+  await page.locator(`[data-testid="job-row"][data-job-id="${wordcount}"] [data-testid="job-link"]`).click();
+  await byTestId('job-graph').waitFor();
+  assert.equal(await byTestId('graph-node').count(), 4);
+  for (const id of ['lines', 'split', 'count', 'out']) {
+    await page.locator(`[data-testid="graph-node"][data-node-id="${id}"]`).waitFor();
+  }
+  await byTestId('checkpoints-table').waitFor();
+  const completed = page.locator('[data-testid="checkpoint-row"][data-status="completed"]');
+  await waitFor('a completed checkpoint in the table', async () => (await completed.count()) >= 1, LONG);
+  const seen = await completed.count();
+  // No reload: the table grows by itself.
+  await waitFor('more checkpoints without a reload', async () => (await completed.count()) > seen, LONG);
+  await byTestId('checkpoint-summary').waitFor();
+  await byTestId('chart-duration').locator('canvas').first().waitFor();
+  await byTestId('chart-size').locator('canvas').first().waitFor();
+  await screenshot(page, '03-job-and-checkpoints');
+});
+
+test("a checkpoint's detail shows every subtask on a timeline", async () => {
+  await page.locator('[data-testid="checkpoint-row"][data-status="completed"]').first().click();
+  await byTestId('checkpoint-detail').waitFor();
+  await byTestId('checkpoint-timeline').waitFor();
+  // 1 source + 2 + 2 + 2 subtasks.
+  await waitFor('7 subtask rows', async () => (await byTestId('subtask-row').count()) === 7);
+  await screenshot(page, '04-checkpoint-detail');
+  await page.goBack();
+});
+
+test('a savepoint is triggered, shows its progress and is listed', async () => {
+  await page.goto(`${server.url}/#/jobs/${wordcount}`);
+  await byTestId('savepoint-mode').selectOption('keep_running');
+  await byTestId('trigger-savepoint').click();
+  await byTestId('savepoint-progress').waitFor();
+  const done = page.locator('[data-testid="savepoint-row"][data-status="completed"]');
+  await done.first().waitFor();
+  const listed = await client.get('/api/v1/savepoints');
+  assert.equal(listed.data.length, 1);
+  assert.equal(await done.first().getAttribute('data-savepoint-id'), listed.data[0].id);
+  await screenshot(page, '05-savepoint');
+});
+
+test("an operator's keyed state can be browsed", async () => {
+  const savepoint = (await client.get('/api/v1/savepoints')).data[0].id;
+  await page.goto(`${server.url}/#/state/savepoint/${savepoint}/count`);
+  await byTestId('state-table').waitFor();
+  await waitFor('state rows', async () => (await byTestId('state-row').count()) > 0);
+  assert.match(await byTestId('state-table').innerText(), /w\d+/);
+  await screenshot(page, '06-state');
+});
+
+test('a module is uploaded and listed', async () => {
+  await byTestId('nav-modules').click();
+  await byTestId('module-upload-input').setInputFiles({
+    name: 'faulty.wasm',
+    mimeType: 'application/wasm',
+    buffer: readFileSync(guestPath('weir-test-faulty')),
+  });
+  await byTestId('module-upload-name').fill('faulty');
+  await byTestId('module-upload-submit').click();
+  const row = page.locator('[data-testid="module-row"]', { hasText: 'faulty' });
+  await row.waitFor();
+  await screenshot(page, '07-modules');
+});
+
+test("a failed job shows why it failed", async () => {
+  const failing = (
+    await client.post('/api/v1/jobs', {
+      name: 'doomed',
+      nodes: [
+        { id: 'in', kind: 'source', connector: 'generator', config: { mode: 'sequence', count: 100 } },
+        { id: 'poison', kind: 'operator', module: 'faulty', config: { panic_at: 3 } },
+        { id: 'out', kind: 'sink', connector: 'blackhole' },
+      ],
+      edges: [{ from: 'in', to: 'poison' }, { from: 'poison', to: 'out' }],
+      settings: { restart: { attempts: 0 } },
+    })
+  ).id;
+  await waitFor('the job fails', async () => (await client.get(`/api/v1/jobs/${failing}`)).status === 'failed');
+  await page.goto(`${server.url}/#/jobs/${failing}`);
+  await waitFor('status failed', async () => /failed/.test(await byTestId('job-status').innerText()));
+  assert.match(await byTestId('job-error').innerText(), /poison record 3/);
+  await screenshot(page, '08-failed-job');
+});
+
+test('an empty checkpoint history says so', async () => {
+  await page.goto(`${server.url}/#/jobs/${quiet}`);
+  const empty = byTestId('checkpoints-empty');
+  await empty.waitFor();
+  assert.match(await empty.innerText(), /checkpoint/i);
+  await screenshot(page, '09-empty-history');
+});
+
+test('the pages work in a narrow window', async () => {
+  await page.setViewportSize({ width: 420, height: 800 });
+  await page.goto(`${server.url}/#/jobs/${wordcount}`);
+  await byTestId('job-graph').waitFor();
+  await byTestId('checkpoints-table').waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the page scrolls sideways by ${overflow} px`);
+  await screenshot(page, '10-narrow');
+});
