@@ -81,8 +81,8 @@ function upload<T>(
   body: XMLHttpRequestBodyInit,
   contentType: string | null,
   onProgress?: (loaded: number, total: number) => void,
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
+): Promise<{ status: number; value: T }> {
+  return new Promise<{ status: number; value: T }>((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', BASE + path);
     xhr.setRequestHeader('Accept', 'application/json');
@@ -95,7 +95,8 @@ function upload<T>(
     xhr.onload = () => {
       if (xhr.status >= 200 && xhr.status < 300) {
         try {
-          resolve((xhr.responseText ? JSON.parse(xhr.responseText) : undefined) as T);
+          const value = (xhr.responseText ? JSON.parse(xhr.responseText) : undefined) as T;
+          resolve({ status: xhr.status, value });
         } catch (e) {
           reject(e);
         }
@@ -155,16 +156,21 @@ export const api = {
     return { blob, filename: filenameFromDisposition(res.headers.get('Content-Disposition'), id) };
   },
   importSavepoint: (file: Blob, onProgress?: (loaded: number, total: number) => void) =>
-    upload<SavepointRecord>('/savepoints', file, 'application/octet-stream', onProgress),
+    upload<SavepointRecord>('/savepoints', file, 'application/octet-stream', onProgress).then((r) => r.value),
 
   modules: (signal?: AbortSignal) =>
     call<Collection<Module>>('GET', '/modules', signal ? { signal } : {}).then((c) => c.data),
-  uploadModule: (file: File, name: string, onProgress?: (loaded: number, total: number) => void) => {
+  /** `created` is false when the same bytes were uploaded before (the API answers 200). */
+  uploadModule: (
+    file: File,
+    name: string,
+    onProgress?: (loaded: number, total: number) => void,
+  ): Promise<{ module: Module; created: boolean }> => {
     const form = new FormData();
     if (name.trim()) form.append('name', name.trim());
     form.append('file', file, file.name);
     // The browser sets the multipart boundary itself.
-    return upload<Module>('/modules', form, null, onProgress);
+    return upload<Module>('/modules', form, null, onProgress).then((r) => ({ module: r.value, created: r.status === 201 }));
   },
   deleteModule: (id: string) => call<void>('DELETE', `/modules/${enc(id)}`),
 };
