@@ -23,6 +23,15 @@ describe('errorToMessage', () => {
     expect(m.transient).toBe(true);
     expect(m.signOut).toBe(false);
   });
+  it('says the server cannot be reached when a proxy answers 502/503/504 without an API error', () => {
+    for (const status of [502, 503, 504]) {
+      const m = errorToMessage(err(status));
+      expect(m.text).toBe(
+        `Cannot reach the Weir server: the proxy in front of it answered HTTP ${status}. Check that \`weir serve\` is running; this page retries on its own.`,
+      );
+      expect(m.transient).toBe(true);
+    }
+  });
   it('signs out on 401', () => {
     const m = errorToMessage(err(401, 'the token is not valid'));
     expect(m.signOut).toBe(true);
@@ -42,9 +51,10 @@ describe('errorToMessage', () => {
   });
   it('explains quotas and server failures', () => {
     expect(errorToMessage(err(429, 'max_jobs is 16')).text).toMatch(/^Quota reached: max_jobs is 16\./);
-    const m = errorToMessage(err(503));
-    expect(m.text).toBe("The server failed (HTTP 503). Retry; if it persists, look at the server's log.");
+    const m = errorToMessage(err(500, 'store is read-only'));
+    expect(m.text).toBe("The server failed (HTTP 500): store is read-only. Retry; if it persists, look at the server's log.");
     expect(m.transient).toBe(true);
+    expect(errorToMessage(err(503, 'shutting down')).text).toMatch(/^The server failed \(HTTP 503\): shutting down/);
   });
   it('handles errors that are not API errors', () => {
     expect(errorToMessage(new Error('boom')).text).toBe('Something went wrong in the page: boom. Reload the page.');

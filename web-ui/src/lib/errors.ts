@@ -91,6 +91,15 @@ export function errorToMessage(err: unknown): UserMessage {
         signOut: false,
         transient: false,
       };
+    case (err.status === 502 || err.status === 503 || err.status === 504) && !err.apiMessage:
+      // A proxy in front of Weir (Vite's dev server, a reverse proxy) could not reach it.
+      return {
+        text:
+          `Cannot reach the Weir server: the proxy in front of it answered HTTP ${err.status}. ` +
+          'Check that `weir serve` is running; this page retries on its own.',
+        signOut: false,
+        transient: true,
+      };
     case err.status >= 500:
       return {
         text: `The server failed (HTTP ${err.status})${api ? `: ${api}` : ''}. Retry; if it persists, look at the server's log.`,
