@@ -54,6 +54,10 @@ export function SavepointTrigger({ jobId, status, onChange }: { jobId: string; s
   }, [current]);
 
   const running = status === 'running';
+  // Only keep_running applies to a job that is not running.
+  useEffect(() => {
+    if (!running && mode !== 'keep_running') setMode('keep_running');
+  }, [running]);
   const modeHelp = SAVEPOINT_MODES.find((m) => m.mode === mode)?.help ?? '';
   const trigger = async () => {
     setBusy(true);
