@@ -1,0 +1,189 @@
+// The HTTP client: same-origin, relative paths, the tenant token as a bearer token.
+
+import { ApiError, apiErrorText } from '../lib/errors';
+import { filenameFromDisposition } from '../lib/savepoints';
+import type {
+  CheckpointDetail,
+  CheckpointHistory,
+  Collection,
+  JobDetail,
+  JobRecord,
+  JobSpec,
+  JobSummary,
+  Module,
+  SavepointMode,
+  SavepointRecord,
+  StatePage,
+  TenantView,
+} from './types';
+import { stateUrl, type StateQuery, type StateSource } from '../lib/state';
+
+const BASE = '/api/v1';
+
+let token: string | null = null;
+let unauthorized: ((err: ApiError) => void) | null = null;
+
+export function setToken(t: string | null): void {
+  token = t;
+}
+
+/** Called when a call made with the current token answers 401 (the token was revoked). */
+export function onUnauthorized(handler: ((err: ApiError) => void) | null): void {
+  unauthorized = handler;
+}
+
+interface RequestOptions {
+  body?: BodyInit | null;
+  json?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Use this token instead of the signed-in one (sign-in checks a candidate). */
+  token?: string;
+}
+
+async function send(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  const bearer = opts.token ?? token;
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  let body: BodyInit | null | undefined = opts.body;
+  if (opts.json !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  } else if (opts.contentType) {
+    headers['Content-Type'] = opts.contentType;
+  }
+  let res: Response;
+  try {
+    res = await fetch(BASE + path, { method, headers, body: body ?? null, signal: opts.signal ?? null });
+  } catch (e) {
+    if (e instanceof DOMException && e.name === 'AbortError') throw e;
+    throw new ApiError(0, null, method, path, e instanceof Error ? e.message : String(e));
+  }
+  if (!res.ok) {
+    const text = await res.text().catch(() => '');
+    const err = new ApiError(res.status, apiErrorText(text), method, path);
+    if (res.status === 401 && opts.token === undefined && unauthorized) unauthorized(err);
+    throw err;
+  }
+  return res;
+}
+
+async function call<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  const res = await send(method, path, opts);
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Uploads with progress (fetch cannot report upload progress; XMLHttpRequest can). */
+function upload<T>(
+  path: string,
+  body: XMLHttpRequestBodyInit,
+  contentType: string | null,
+  onProgress?: (loaded: number, total: number) => void,
+): Promise<{ status: number; value: T }> {
+  return new Promise<{ status: number; value: T }>((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', BASE + path);
+    xhr.setRequestHeader('Accept', 'application/json');
+    if (token) xhr.setRequestHeader('Authorization', `Bearer ${token}`);
+    if (contentType) xhr.setRequestHeader('Content-Type', contentType);
+    xhr.upload.onprogress = (e) => {
+      if (onProgress && e.lengthComputable) onProgress(e.loaded, e.total);
+    };
+    xhr.onerror = () => reject(new ApiError(0, null, 'POST', path, 'network error'));
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        try {
+          const value = (xhr.responseText ? JSON.parse(xhr.responseText) : undefined) as T;
+          resolve({ status: xhr.status, value });
+        } catch (e) {
+          reject(e);
+        }
+        return;
+      }
+      const err = new ApiError(xhr.status, apiErrorText(xhr.responseText), 'POST', path);
+      if (xhr.status === 401 && unauthorized) unauthorized(err);
+      reject(err);
+    };
+    xhr.send(body);
+  });
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  tenant: (candidate?: string) =>
+    call<TenantView>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
+
+  jobs: (signal?: AbortSignal) =>
+    call<Collection<JobSummary>>('GET', '/jobs', signal ? { signal } : {}).then((c) => c.data),
+  job: (id: string, signal?: AbortSignal) => call<JobDetail>('GET', `/jobs/${enc(id)}`, signal ? { signal } : {}),
+  stopJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/stop`),
+  cancelJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/cancel`),
+  restartJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/restart`),
+  createJob: (spec: JobSpec, fromSavepoint?: string, allowNonRestoredState = false) => {
+    const q = new URLSearchParams();
+    if (fromSavepoint) q.set('from_savepoint', fromSavepoint);
+    if (fromSavepoint && allowNonRestoredState) q.set('allow_non_restored_state', 'true');
+    const qs = q.toString();
+    return call<JobRecord>('POST', `/jobs${qs ? `?${qs}` : ''}`, { json: spec });
+  },
+
+  checkpoints: (jobId: string, limit: number, signal?: AbortSignal) =>
+    call<CheckpointHistory>('GET', `/jobs/${enc(jobId)}/checkpoints?limit=${limit}`, signal ? { signal } : {}),
+  checkpoint: (jobId: string, cid: number | string, signal?: AbortSignal) =>
+    call<CheckpointDetail>('GET', `/jobs/${enc(jobId)}/checkpoints/${enc(String(cid))}`, signal ? { signal } : {}),
+  triggerCheckpoint: (jobId: string) => call<{ id: number }>('POST', `/jobs/${enc(jobId)}/checkpoints`),
+
+  state: (source: StateSource, operator: string, query: StateQuery, signal?: AbortSignal) =>
+    call<StatePage>('GET', stateUrl(source, operator, query), signal ? { signal } : {}),
+
+  savepoints: (signal?: AbortSignal) =>
+    call<Collection<SavepointRecord>>('GET', '/savepoints', signal ? { signal } : {}).then((c) => c.data),
+  jobSavepoints: (jobId: string, signal?: AbortSignal) =>
+    call<Collection<SavepointRecord>>('GET', `/jobs/${enc(jobId)}/savepoints`, signal ? { signal } : {}).then(
+      (c) => c.data,
+    ),
+  savepoint: (id: string, signal?: AbortSignal) =>
+    call<SavepointRecord>('GET', `/savepoints/${enc(id)}`, signal ? { signal } : {}),
+  triggerSavepoint: (jobId: string, mode: SavepointMode) =>
+    call<SavepointRecord>('POST', `/jobs/${enc(jobId)}/savepoints`, { json: { mode } }),
+  deleteSavepoint: (id: string) => call<void>('DELETE', `/savepoints/${enc(id)}`),
+  downloadSavepoint: async (id: string): Promise<{ blob: Blob; filename: string }> => {
+    const res = await send('GET', `/savepoints/${enc(id)}/file`);
+    const blob = await res.blob();
+    return { blob, filename: filenameFromDisposition(res.headers.get('Content-Disposition'), id) };
+  },
+  importSavepoint: (file: Blob, onProgress?: (loaded: number, total: number) => void) =>
+    upload<SavepointRecord>('/savepoints', file, 'application/octet-stream', onProgress).then((r) => r.value),
+
+  modules: (signal?: AbortSignal) =>
+    call<Collection<Module>>('GET', '/modules', signal ? { signal } : {}).then((c) => c.data),
+  /** `created` is false when the same bytes were uploaded before (the API answers 200). */
+  uploadModule: (
+    file: File,
+    name: string,
+    onProgress?: (loaded: number, total: number) => void,
+  ): Promise<{ module: Module; created: boolean }> => {
+    const form = new FormData();
+    if (name.trim()) form.append('name', name.trim());
+    form.append('file', file, file.name);
+    // The browser sets the multipart boundary itself.
+    return upload<Module>('/modules', form, null, onProgress).then((r) => ({ module: r.value, created: r.status === 201 }));
+  },
+  deleteModule: (id: string) => call<void>('DELETE', `/modules/${enc(id)}`),
+};
+
+/** Saves a blob under a file name, as a download. */
+export function saveBlob(blob: Blob, filename: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.rel = 'noopener';
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

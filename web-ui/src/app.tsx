@@ -1,0 +1,136 @@
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, onUnauthorized, setToken } from './api/client';
+import type { TenantView } from './api/types';
+import { forgetToken, loadToken, saveToken } from './auth';
+import { ErrorBanner } from './components/ErrorBanner';
+import { useErrors } from './errors-context';
+import { useRoute } from './hooks';
+import { errorToMessage } from './lib/errors';
+import { links, navSection } from './lib/router';
+import { CheckpointPage } from './pages/CheckpointPage';
+import { JobPage } from './pages/JobPage';
+import { JobsPage } from './pages/JobsPage';
+import { ModulesPage } from './pages/ModulesPage';
+import { SavepointsPage } from './pages/SavepointsPage';
+import { SignIn } from './pages/SignIn';
+import { StatePage } from './pages/StatePage';
+
+export function App() {
+  const [token, setTokenState] = useState<string | null>(() => {
+    const t = loadToken();
+    setToken(t);
+    return t;
+  });
+  const [tenant, setTenant] = useState<TenantView | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const { clearAll, report } = useErrors();
+
+  const signOut = useCallback(
+    (message: string | null) => {
+      forgetToken();
+      setToken(null);
+      setTokenState(null);
+      setTenant(null);
+      setNotice(message);
+      clearAll();
+    },
+    [clearAll],
+  );
+
+  useEffect(() => {
+    onUnauthorized((err) => signOut(errorToMessage(err).text));
+    return () => onUnauthorized(null);
+  }, [signOut]);
+
+  // A token kept from an earlier visit: who is it? (A 401 signs out through the handler.)
+  useEffect(() => {
+    if (!token || tenant) return;
+    api.tenant().then(setTenant, (e) => report(e, 'tenant'));
+  }, [token]);
+
+  const signedIn = (t: string, who: TenantView) => {
+    saveToken(t);
+    setToken(t);
+    setTokenState(t);
+    setTenant(who);
+    setNotice(null);
+  };
+
+  if (!token) return <SignIn notice={notice} onSignedIn={signedIn} />;
+  return <Shell tenant={tenant} onSignOut={() => signOut(null)} />;
+}
+
+function Shell({ tenant, onSignOut }: { tenant: TenantView | null; onSignOut: () => void }) {
+  const route = useRoute();
+  const section = navSection(route);
+  const { clearAll } = useErrors();
+  // Action errors belong to the page they were made on.
+  useEffect(() => clearAll(), [route.name, 'id' in route ? route.id : null]);
+
+  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'state', label: string, href: string) => (
+    <a href={href} data-testid={`nav-${id}`} class={section === id ? 'active' : undefined} aria-current={section === id ? 'page' : undefined}>
+      {label}
+    </a>
+  );
+
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <a class="brand" href={links.jobs()} aria-label="Weir home">
+          <svg viewBox="0 0 16 16" width="18" height="18" aria-hidden="true">
+            <path d="M1 11c3-5 5 3 7-1s4-6 7-2" fill="none" stroke="currentColor" stroke-width="2" />
+          </svg>
+          Weir
+        </a>
+        <nav class="nav">
+          {nav('jobs', 'Jobs', links.jobs())}
+          {nav('savepoints', 'Savepoints', links.savepoints())}
+          {nav('modules', 'Modules', links.modules())}
+          {nav('state', 'State', links.state(null))}
+        </nav>
+        <div class="who">
+          {tenant && (
+            <span class="tenant" title={`tenant ${tenant.id}`}>
+              {tenant.name}
+            </span>
+          )}
+          <button type="button" class="btn small ghost" data-testid="sign-out" onClick={onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <ErrorBanner />
+      <main class="main">
+        {page()}
+      </main>
+    </div>
+  );
+
+  // Called, not rendered as a component: a component defined in here would be a new type
+  // on every render, and the page would lose its state.
+  function page() {
+    switch (route.name) {
+      case 'jobs':
+        return <JobsPage />;
+      case 'job':
+        return <JobPage id={route.id} />;
+      case 'checkpoint':
+        return <CheckpointPage job={route.job} checkpoint={route.checkpoint} />;
+      case 'savepoints':
+        return <SavepointsPage />;
+      case 'modules':
+        return <ModulesPage />;
+      case 'state':
+        return <StatePage source={route.source} operator={route.operator} stateName={route.stateName} />;
+      default:
+        return (
+          <section class="card">
+            <h1>Page not found</h1>
+            <p>
+              Nothing lives at <code>{route.hash}</code>. Go to the <a href={links.jobs()}>jobs</a>.
+            </p>
+          </section>
+        );
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import { toAligned, type ChartData } from '../lib/charts';
+import { formatBytes, formatDuration } from '../lib/format';
+
+const COLORS = ['#176b87', '#d9822b', '#6a4c93'];
+
+/** A uPlot line chart of checkpoint figures by checkpoint id, as wide as its box. */
+export function Chart({ data, testid, title, height = 180 }: { data: ChartData; testid: string; title: string; height?: number }) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const unit = data.series[0]?.unit ?? 'ms';
+  const fmt = unit === 'bytes' ? formatBytes : formatDuration;
+  const shape = data.series.map((s) => s.label).join('|');
+
+  // Built once per set of series; later data only updates it.
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const opts: uPlot.Options = {
+      width: Math.max(200, el.clientWidth),
+      height,
+      legend: { show: true, live: true },
+      cursor: { points: { size: 6 } },
+      scales: { x: { time: false } },
+      axes: [
+        {
+          label: 'checkpoint',
+          labelSize: 18,
+          size: 34,
+          values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')),
+        },
+        { size: 64, values: (_u, splits) => splits.map((v) => fmt(v)) },
+      ],
+      series: [
+        { label: 'checkpoint', value: (_u, v) => (v == null ? '—' : `#${v}`) },
+        ...data.series.map((s, i) => ({
+          label: s.label,
+          stroke: COLORS[i % COLORS.length]!,
+          width: 2,
+          spanGaps: false,
+          points: { show: true, size: 5 },
+          value: (_u: uPlot, v: number | null) => (v == null ? '—' : fmt(v)),
+        })),
+      ],
+    };
+    const u = new uPlot(opts, toAligned(data) as uPlot.AlignedData, el);
+    plot.current = u;
+    const ro = new ResizeObserver(() => {
+      const w = el.clientWidth;
+      if (w > 0) u.setSize({ width: Math.max(200, w), height });
+    });
+    ro.observe(el);
+    return () => {
+      ro.disconnect();
+      u.destroy();
+      plot.current = null;
+    };
+  }, [shape, unit, height]);
+
+  useEffect(() => {
+    plot.current?.setData(toAligned(data) as uPlot.AlignedData);
+  }, [data]);
+
+  return (
+    <figure class="chart" data-testid={testid}>
+      <figcaption>{title}</figcaption>
+      <div ref={box} class="chart-box" />
+    </figure>
+  );
+}

@@ -1,0 +1,110 @@
+import { useRef, useState } from 'preact/hooks';
+import { api } from '../api/client';
+import { SavepointsTable } from '../components/Savepoints';
+import { Loading } from '../components/Status';
+import { usePoll } from '../hooks';
+import { errorToMessage } from '../lib/errors';
+import { formatBytes, shortId } from '../lib/format';
+import { anyPending } from '../lib/savepoints';
+
+/** Every savepoint of the tenant: export, dispose, start a job from one; import a file. */
+export function SavepointsPage() {
+  const [fast, setFast] = useState(false);
+  const savepoints = usePoll(
+    'savepoints',
+    async (signal) => {
+      const list = await api.savepoints(signal);
+      setFast(anyPending(list));
+      return list;
+    },
+    fast ? 1000 : 3000,
+    [],
+  );
+  return (
+    <div class="stack">
+      <section class="card">
+        <div class="card-head">
+          <h1>Savepoints</h1>
+          {savepoints.data && <span class="muted">{savepoints.data.length} in all</span>}
+        </div>
+        <p class="muted">
+          Savepoints are taken from a job’s page (choose a mode there). Start a new job from one here, export it as a portable file, or
+          dispose of it.
+        </p>
+        {savepoints.data ? (
+          <SavepointsTable savepoints={savepoints.data} showJob onChange={savepoints.refresh} />
+        ) : (
+          <Loading what="savepoints" />
+        )}
+      </section>
+      <ImportSavepoint onImported={savepoints.refresh} />
+    </div>
+  );
+}
+
+function ImportSavepoint({ onImported }: { onImported: () => void }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [file, setFile] = useState<File | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [progress, setProgress] = useState<number | null>(null);
+  const [status, setStatus] = useState<{ tone: 'ok' | 'error' | 'busy'; text: string } | null>(null);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!file) {
+      setStatus({ tone: 'error', text: 'Choose a savepoint file (.weirsp) first.' });
+      return;
+    }
+    setBusy(true);
+    setProgress(0);
+    setStatus({ tone: 'busy', text: `Uploading ${file.name}…` });
+    try {
+      const sp = await api.importSavepoint(file, (loaded, total) => setProgress(total ? loaded / total : null));
+      setStatus({
+        tone: 'ok',
+        text: `Imported ${file.name} as savepoint ${shortId(sp.id)} of ${sp.job_name}: ${formatBytes(sp.bytes)}, ${sp.entries} entries.`,
+      });
+      setFile(null);
+      if (input.current) input.current.value = '';
+      onImported();
+    } catch (err) {
+      setStatus({ tone: 'error', text: errorToMessage(err).text });
+    } finally {
+      setBusy(false);
+      setProgress(null);
+    }
+  };
+
+  return (
+    <form class="card" onSubmit={submit}>
+      <div class="card-head">
+        <h2>Import a savepoint</h2>
+      </div>
+      <p class="muted">A file exported by any Weir server. The whole file is checked before anything is stored.</p>
+      <div class="row wrap">
+        <input
+          ref={input}
+          type="file"
+          accept=".weirsp,application/octet-stream"
+          data-testid="savepoint-import-input"
+          onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)}
+        />
+        <button type="submit" class="btn primary" data-testid="savepoint-import-submit" disabled={busy || !file}>
+          {busy ? 'Importing…' : 'Import'}
+        </button>
+      </div>
+      {progress !== null && (
+        <div class="progress tone-busy">
+          <div class="progress-track">
+            <div class="progress-fill" style={{ width: `${Math.round(progress * 100)}%` }} />
+          </div>
+        </div>
+      )}
+      {status && (
+        <div class={`status-line tone-${status.tone}`} data-testid="savepoint-import-status" role="status">
+          {status.text}
+        </div>
+      )}
+    </form>
+  );
+}
