@@ -82,8 +82,15 @@ fn main() {
 /// first when they are missing).
 fn build_web_ui(ui: &Path, out: &Path) {
     // Only paths that exist: cargo reruns a build script on every build for a missing one.
-    for entry in ["src", "public", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json"]
-    {
+    for entry in [
+        "src",
+        "public",
+        "index.html",
+        "package.json",
+        "package-lock.json",
+        "vite.config.ts",
+        "tsconfig.json",
+    ] {
         if ui.join(entry).exists() {
             println!("cargo:rerun-if-changed={}", ui.join(entry).display());
         }
@@ -105,5 +112,9 @@ fn build_web_ui(ui: &Path, out: &Path) {
         npm(&["ci", "--no-audit", "--no-fund"]);
     }
     npm(&["run", "build"]);
-    assert!(out.join("index.html").exists(), "the web UI build produced no {}", out.join("index.html").display());
+    assert!(
+        out.join("index.html").exists(),
+        "the web UI build produced no {}",
+        out.join("index.html").display()
+    );
 }

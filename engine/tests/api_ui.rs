@@ -21,8 +21,12 @@ async fn the_ui_is_served_from_the_binary() {
     assert_eq!(headers["x-content-type-options"], "nosniff");
     let html = index.text().await.unwrap();
     // Every asset the page names is served, with the right type and long caching.
-    let assets: Vec<&str> =
-        html.split('"').filter(|s| s.starts_with("/assets/")).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let assets: Vec<&str> = html
+        .split('"')
+        .filter(|s| s.starts_with("/assets/"))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     assert!(assets.iter().any(|a| a.ends_with(".js")), "no script in {html}");
     for asset in &assets {
         let response = http.get(format!("{}{asset}", server.url)).send().await.unwrap();
@@ -39,7 +43,8 @@ async fn the_ui_is_served_from_the_binary() {
     assert!(weir::api::ui::files().iter().any(|f| f == "index.html"));
 
     // Nothing but the UI's files: other paths are the API's JSON 404, whatever they look like.
-    for path in ["/nope", "/assets/nope.js", "/assets/../weir.redb", "/weir.redb", "/modules", "/api/v1/nope"] {
+    for path in ["/nope", "/assets/nope.js", "/assets/../weir.redb", "/weir.redb", "/modules", "/api/v1/nope"]
+    {
         let response = http.get(format!("{}{path}", server.url)).send().await.unwrap();
         assert_eq!(response.status(), 404, "{path}");
         let body: serde_json::Value = response.json().await.unwrap();

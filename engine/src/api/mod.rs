@@ -185,8 +185,10 @@ async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> impl IntoRespon
 async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
     match ui::file(&method, &uri) {
         Some(file) => file,
-        None => ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
-            .into_response(),
+        None => {
+            ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
+                .into_response()
+        }
     }
 }
 

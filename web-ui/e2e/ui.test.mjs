@@ -78,7 +78,10 @@ test('a job shows its graph and checkpoints appear live in the table and the cha
 });
 
 test("a checkpoint's detail shows every subtask on a timeline", async () => {
-  await page.locator('[data-testid="checkpoint-row"][data-status="completed"]').first().click();
+  const row = page.locator('[data-testid="checkpoint-row"][data-status="completed"]').first();
+  const id = await row.getAttribute('data-checkpoint-id');
+  await row.getByTestId('checkpoint-link').click();
+  await page.waitForURL(`**/#/jobs/${wordcount}/checkpoints/${id}`);
   await byTestId('checkpoint-detail').waitFor();
   await byTestId('checkpoint-timeline').waitFor();
   // 1 source + 2 + 2 + 2 subtasks.
