@@ -68,12 +68,20 @@ test('a job shows its graph and checkpoints appear live in the table and the cha
   await byTestId('checkpoints-table').waitFor();
   const completed = page.locator('[data-testid="checkpoint-row"][data-status="completed"]');
   await waitFor('a completed checkpoint in the table', async () => (await completed.count()) >= 1, LONG);
-  const seen = await completed.count();
-  // No reload: the table grows by itself.
-  await waitFor('more checkpoints without a reload', async () => (await completed.count()) > seen, LONG);
   await byTestId('checkpoint-summary').waitFor();
   await byTestId('chart-duration').locator('canvas').first().waitFor();
   await byTestId('chart-size').locator('canvas').first().waitFor();
+  const seen = await completed.count();
+  const plotted = Number(await byTestId('chart-duration').getAttribute('data-last'));
+  // No reload: the table and the charts grow by themselves.
+  await waitFor('more checkpoints without a reload', async () => (await completed.count()) > seen, LONG);
+  await waitFor(
+    'a newer checkpoint in the charts',
+    async () =>
+      Number(await byTestId('chart-duration').getAttribute('data-last')) > plotted &&
+      Number(await byTestId('chart-size').getAttribute('data-last')) > plotted,
+    LONG,
+  );
   await screenshot(page, '03-job-and-checkpoints');
 });
 

@@ -63,7 +63,7 @@ export function Chart({ data, testid, title, height = 180 }: { data: ChartData; 
   }, [data]);
 
   return (
-    <figure class="chart" data-testid={testid}>
+    <figure class="chart" data-testid={testid} data-points={data.x.length} data-last={data.x[data.x.length - 1] ?? ''}>
       <figcaption>{title}</figcaption>
       <div ref={box} class="chart-box" />
     </figure>
