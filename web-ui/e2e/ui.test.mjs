@@ -7,7 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ADMIN, api, guestPath, launchBrowser, screenshot, startServer, waitFor, wordcountSpec } from './harness.mjs';
+import { join } from 'node:path';
+import { ADMIN, api, artifacts, guestPath, launchBrowser, screenshot, startServer, waitFor, wordcountSpec } from './harness.mjs';
 
 const LONG = 60_000;
 let server, token, client, browser, page, wordcount, quiet;
@@ -111,8 +112,25 @@ test('a savepoint is triggered, shows its progress and is listed', async () => {
   await screenshot(page, '05-savepoint');
 });
 
+test('a savepoint is exported as a file and imported back', async () => {
+  await byTestId('nav-savepoints').click();
+  const row = page.locator('[data-testid="savepoint-row"][data-status="completed"]').first();
+  await row.waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), row.getByTestId('savepoint-export').click()]);
+  const file = join(artifacts, download.suggestedFilename());
+  await download.saveAs(file);
+  assert.equal(readFileSync(file).subarray(0, 8).toString(), 'WEIRSAVE');
+  await byTestId('savepoint-import-input').setInputFiles(file);
+  await byTestId('savepoint-import-submit').click();
+  await waitFor('the import is reported', async () => /Imported/.test(await byTestId('savepoint-import-status').innerText()));
+  await waitFor('two savepoints listed', async () => (await byTestId('savepoint-row').count()) === 2);
+  const imported = (await client.get('/api/v1/savepoints')).data.find((s) => s.origin);
+  assert.ok(imported, 'the API lists the imported savepoint');
+  await screenshot(page, '05b-savepoint-import');
+});
+
 test("an operator's keyed state can be browsed", async () => {
-  const savepoint = (await client.get('/api/v1/savepoints')).data[0].id;
+  const savepoint = (await client.get('/api/v1/savepoints')).data.find((s) => !s.origin).id;
   await page.goto(`${server.url}/#/state/savepoint/${savepoint}/count`);
   await byTestId('state-table').waitFor();
   await waitFor('state rows', async () => (await byTestId('state-row').count()) > 0);

@@ -1,6 +1,7 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import { Empty, Loading } from '../components/Status';
+import { UploadFeedback, useUpload } from '../components/Upload';
 import { useErrors } from '../errors-context';
 import { usePoll } from '../hooks';
 import { ApiError, errorToMessage } from '../lib/errors';
@@ -82,44 +83,21 @@ export function ModulesPage() {
 }
 
 function Upload({ onUploaded }: { onUploaded: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [progress, setProgress] = useState<number | null>(null);
-  const [status, setStatus] = useState<{ tone: 'ok' | 'error' | 'busy'; text: string } | null>(null);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    if (!file) {
-      setStatus({ tone: 'error', text: 'Choose a .wasm file first.' });
-      return;
-    }
-    setBusy(true);
-    setProgress(0);
-    setStatus({ tone: 'busy', text: `Uploading ${file.name}… the server validates and compiles it, which takes a moment.` });
-    try {
-      const { module: m, created } = await api.uploadModule(file, name, (loaded, total) =>
-        setProgress(total ? loaded / total : null),
-      );
-      setStatus({
-        tone: 'ok',
-        text: !created
-          ? `Already uploaded: these bytes are module ${m.name} (${m.id.slice(0, 12)}).`
-          : `Uploaded ${m.name} (${formatBytes(m.size)}, id ${m.id.slice(0, 12)}).`,
-      });
-      setFile(null);
-      setName('');
-      if (input.current) input.current.value = '';
-      onUploaded();
-    } catch (err) {
-      const text = err instanceof ApiError && err.apiMessage && err.status < 500 ? err.apiMessage : errorToMessage(err).text;
-      setStatus({ tone: 'error', text: `Refused: ${text}` });
-    } finally {
-      setBusy(false);
-      setProgress(null);
-    }
-  };
+  const upload = useUpload({
+    missing: 'Choose a .wasm file first.',
+    busy: (file) => `Uploading ${file.name}… the server validates and compiles it, which takes a moment.`,
+    send: (file, onProgress) => api.uploadModule(file, name, onProgress),
+    done: ({ module: m, created }) =>
+      !created
+        ? `Already uploaded: these bytes are module ${m.name} (${m.id.slice(0, 12)}).`
+        : `Uploaded ${m.name} (${formatBytes(m.size)}, id ${m.id.slice(0, 12)}).`,
+    failed: (err) =>
+      `Refused: ${err instanceof ApiError && err.apiMessage && err.status < 500 ? err.apiMessage : errorToMessage(err).text}`,
+    onDone: onUploaded,
+  });
+  const { input, file, busy, progress, status } = upload;
+  const submit = (e: Event) => upload.submit(e, () => setName(''));
 
   return (
     <form class="card" onSubmit={submit}>
@@ -134,7 +112,7 @@ function Upload({ onUploaded }: { onUploaded: () => void }) {
             type="file"
             accept=".wasm,application/wasm"
             data-testid="module-upload-input"
-            onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)}
+            onChange={upload.choose}
           />
         </label>
         <label class="field">
@@ -153,18 +131,7 @@ function Upload({ onUploaded }: { onUploaded: () => void }) {
           {busy ? 'Uploading…' : 'Upload'}
         </button>
       </div>
-      {progress !== null && (
-        <div class="progress tone-busy">
-          <div class="progress-track">
-            <div class={`progress-fill${progress >= 1 ? ' indeterminate' : ''}`} style={progress >= 1 ? undefined : { width: `${Math.round(progress * 100)}%` }} />
-          </div>
-        </div>
-      )}
-      {status && (
-        <div class={`status-line tone-${status.tone}`} data-testid="module-upload-status" data-state={status.tone} role="status">
-          {status.text}
-        </div>
-      )}
+      <UploadFeedback progress={progress} status={status} testid="module-upload-status" />
     </form>
   );
 }

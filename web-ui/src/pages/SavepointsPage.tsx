@@ -1,7 +1,8 @@
-import { useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import { SavepointsTable } from '../components/Savepoints';
 import { Loading } from '../components/Status';
+import { UploadFeedback, useUpload } from '../components/Upload';
 import { usePoll } from '../hooks';
 import { errorToMessage } from '../lib/errors';
 import { formatBytes, shortId } from '../lib/format';
@@ -43,37 +44,15 @@ export function SavepointsPage() {
 }
 
 function ImportSavepoint({ onImported }: { onImported: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [file, setFile] = useState<File | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [progress, setProgress] = useState<number | null>(null);
-  const [status, setStatus] = useState<{ tone: 'ok' | 'error' | 'busy'; text: string } | null>(null);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    if (!file) {
-      setStatus({ tone: 'error', text: 'Choose a savepoint file (.weirsp) first.' });
-      return;
-    }
-    setBusy(true);
-    setProgress(0);
-    setStatus({ tone: 'busy', text: `Uploading ${file.name}…` });
-    try {
-      const sp = await api.importSavepoint(file, (loaded, total) => setProgress(total ? loaded / total : null));
-      setStatus({
-        tone: 'ok',
-        text: `Imported ${file.name} as savepoint ${shortId(sp.id)} of ${sp.job_name}: ${formatBytes(sp.bytes)}, ${sp.entries} entries.`,
-      });
-      setFile(null);
-      if (input.current) input.current.value = '';
-      onImported();
-    } catch (err) {
-      setStatus({ tone: 'error', text: errorToMessage(err).text });
-    } finally {
-      setBusy(false);
-      setProgress(null);
-    }
-  };
+  const { input, file, busy, progress, status, submit, choose } = useUpload({
+    missing: 'Choose a savepoint file (.weirsp) first.',
+    busy: (file) => `Uploading ${file.name}…`,
+    send: (file, onProgress) => api.importSavepoint(file, onProgress),
+    done: (sp, file) =>
+      `Imported ${file.name} as savepoint ${shortId(sp.id)} of ${sp.job_name}: ${formatBytes(sp.bytes)}, ${sp.entries} entries.`,
+    failed: (err) => errorToMessage(err).text,
+    onDone: onImported,
+  });
 
   return (
     <form class="card" onSubmit={submit}>
@@ -87,24 +66,13 @@ function ImportSavepoint({ onImported }: { onImported: () => void }) {
           type="file"
           accept=".weirsp,application/octet-stream"
           data-testid="savepoint-import-input"
-          onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)}
+          onChange={choose}
         />
         <button type="submit" class="btn primary" data-testid="savepoint-import-submit" disabled={busy || !file}>
           {busy ? 'Importing…' : 'Import'}
         </button>
       </div>
-      {progress !== null && (
-        <div class="progress tone-busy">
-          <div class="progress-track">
-            <div class="progress-fill" style={{ width: `${Math.round(progress * 100)}%` }} />
-          </div>
-        </div>
-      )}
-      {status && (
-        <div class={`status-line tone-${status.tone}`} data-testid="savepoint-import-status" role="status">
-          {status.text}
-        </div>
-      )}
+      <UploadFeedback progress={progress} status={status} testid="savepoint-import-status" />
     </form>
   );
 }
