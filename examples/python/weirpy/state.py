@@ -1,0 +1,164 @@
+"""Operator state: `KeyedState` (a keyed map with change tracking) and `States` (the
+registry that turns an operator's named states into `state-delta`s and back).
+
+Contract (the same as the Rust guest SDK's `KeyedState`):
+- `snapshot(full=False)` hands over only what changed since the previous snapshot: a put for
+  every key set since then (once, with its latest value) and a delete for every key the host
+  holds (one an earlier snapshot or a restore handed over) that was removed since.
+- `snapshot(full=True)` hands over every live entry (puts only) and resets the tracking.
+- `restore` takes live entries (puts) before `open`; restored keys count as held by the host,
+  so removing one later writes a delete.
+
+Keys are the encoded (MessagePack) record key bytes, exactly as they arrive in a batch, so
+that the host places each entry in the key group of its records. Values are kept decoded
+and encoded only when a snapshot needs them.
+"""
+
+from wit_world.imports import types
+
+from . import msgpack
+
+
+class StateError(Exception):
+    """Restored state cannot be read (maps to the `invalid-state` error)."""
+
+
+_MISSING = object()
+
+
+class KeyedState:
+    """A map from encoded record keys (bytes) to values, with change tracking.
+
+    `encode(value) -> bytes` and `decode(bytes) -> value` default to MessagePack. Values must
+    be treated as immutable: change one by setting it again (`put`, `update`), which marks
+    the key as changed.
+    """
+
+    def __init__(self, name, encode=msgpack.packb, decode=msgpack.unpackb):
+        self.name = name
+        self._encode = encode
+        self._decode = decode
+        self._map = {}          # key bytes -> value
+        self._dirty = {}        # keys set since the last snapshot (a dict as an ordered set)
+        self._held = set()      # keys the host holds a value for
+        self._deleted = set()   # held keys removed since the last snapshot
+
+    def __len__(self):
+        return len(self._map)
+
+    def __contains__(self, key):
+        return key in self._map
+
+    def get(self, key, default=None):
+        """The value of `key` (bytes), or `default`. Reading changes nothing."""
+        return self._map.get(key, default)
+
+    def put(self, key, value):
+        """Sets the value of `key` (bytes) and marks it as changed."""
+        self._map[key] = value
+        self._dirty[key] = None
+        if self._deleted:
+            self._deleted.discard(key)
+
+    def update(self, key, fn, default=None):
+        """Sets `key` to `fn(current value, or default)` and returns the new value."""
+        value = fn(self._map.get(key, default))
+        self.put(key, value)
+        return value
+
+    def remove(self, key):
+        """Removes `key`; returns its value (None if it had none)."""
+        value = self._map.pop(key, _MISSING)
+        if value is _MISSING:
+            return None
+        self._dirty.pop(key, None)
+        if key in self._held:
+            self._deleted.add(key)
+        return value
+
+    def forget(self, key):
+        """Drops `key` without recording a delete (a restored delete: the host no longer
+        holds it)."""
+        self._map.pop(key, None)
+        self._dirty.pop(key, None)
+        self._held.discard(key)
+
+    def items(self):
+        """The live `(key bytes, value)` pairs, in no particular order."""
+        return self._map.items()
+
+    def snapshot(self, full):
+        """The changes since the last snapshot (or every live entry when `full`), as a list
+        of `(key, encoded value)` puts and `(key, None)` deletes."""
+        encode = self._encode
+        if full:
+            changes = [(k, encode(v)) for k, v in self._map.items()]
+            self._held = set(self._map)
+        else:
+            changes = [(k, None) for k in sorted(self._deleted)]
+            self._held.difference_update(self._deleted)
+            for k in self._dirty:
+                changes.append((k, encode(self._map[k])))
+            self._held.update(self._dirty)
+        self._dirty = {}
+        self._deleted = set()
+        return changes
+
+    def restore(self, key, value):
+        """Applies one restored live entry (`value` is encoded bytes)."""
+        try:
+            decoded = self._decode(value)
+        except Exception as e:
+            raise StateError("the value of a key of state %r does not decode: %s" % (self.name, e)) from None
+        self._map[key] = decoded
+        self._held.add(key)
+
+
+class States:
+    """The named states of an operator, in registration order (their index in the
+    `names` of a snapshot's `state-delta`)."""
+
+    def __init__(self, *states):
+        names = [s.name for s in states]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate state names: %r" % names)
+        self._states = list(states)
+        self._by_name = {s.name: s for s in states}
+
+    def snapshot(self, full):
+        """A `state-delta` with the changes of every state (see `KeyedState.snapshot`)."""
+        data = bytearray()
+        entries = []
+        put, delete = types.ChangeKind.PUT, types.ChangeKind.DELETE
+        for index, state in enumerate(self._states):
+            for key, value in state.snapshot(full):
+                data += key
+                if value is None:
+                    entries.append(types.StateEntry(state=index, kind=delete, key_len=len(key), value_len=0))
+                else:
+                    data += value
+                    entries.append(types.StateEntry(state=index, kind=put, key_len=len(key), value_len=len(value)))
+        return types.StateDelta(names=[s.name for s in self._states], data=bytes(data), entries=entries)
+
+    def restore(self, chunk):
+        """Routes every entry of a restored chunk to its state by name."""
+        data = chunk.data
+        pos = 0
+        for i, e in enumerate(chunk.entries):
+            if e.state >= len(chunk.names):
+                raise StateError("restore entry %d names state index %d of %d" % (i, e.state, len(chunk.names)))
+            name = chunk.names[e.state]
+            state = self._by_name.get(name)
+            if state is None:
+                raise StateError("restore entry %d belongs to unknown state %r" % (i, name))
+            k_end = pos + e.key_len
+            v_end = k_end + e.value_len
+            if v_end > len(data):
+                raise StateError("restore entry %d runs past the end of the chunk data" % i)
+            if e.kind == types.ChangeKind.DELETE:
+                state.forget(data[pos:k_end])
+            else:
+                state.restore(data[pos:k_end], data[k_end:v_end])
+            pos = v_end
+        if pos != len(data):
+            raise StateError("restore chunk entries do not add up to the length of its data")
