@@ -1,0 +1,150 @@
+"""Host-side unit tests of weirpy and the operators (no wasm): run after ./build.sh, which
+generates the WIT bindings into build/bindings.
+
+    python3 -m unittest discover -s examples/python/tests
+"""
+
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [os.path.join(ROOT, "build", "bindings"), ROOT, os.path.join(ROOT, "operators")]
+
+from componentize_py_types import Err  # noqa: E402
+from wit_world.imports import types  # noqa: E402
+
+from weirpy import msgpack  # noqa: E402
+from weirpy.records import BatchWriter, iter_records  # noqa: E402
+from weirpy.state import KeyedState, States  # noqa: E402
+
+
+def batch(*records):
+    w = BatchWriter()
+    for k, v, ts in records:
+        w.emit(k, v, ts)
+    return w.finish()
+
+
+def decoded(b):
+    return [(msgpack.unpackb(k) if k else None, msgpack.unpackb(v), ts) for k, v, ts in iter_records(b)]
+
+
+class MsgpackTest(unittest.TestCase):
+    def test_compact_encodings_like_rmp(self):
+        self.assertEqual(msgpack.packb(1), b"\x01")
+        self.assertEqual(msgpack.packb(200), b"\xcc\xc8")
+        self.assertEqual(msgpack.packb(70000), b"\xce\x00\x01\x11\x70")
+        self.assertEqual(msgpack.packb(-1), b"\xff")
+        self.assertEqual(msgpack.packb(-200), b"\xd1\xff\x38")
+        self.assertEqual(msgpack.packb("w1"), b"\xa2w1")
+        self.assertEqual(msgpack.packb("x" * 40)[:2], b"\xd9\x28")
+        self.assertEqual(msgpack.packb({"a": [True, None]}), b"\x81\xa1a\x92\xc3\xc0")
+
+    def test_round_trip(self):
+        for v in [0, 127, 128, 2**64 - 1, -(2**63), "", "é" * 300, b"\x00" * 70000,
+                  [1, [2, {"k": False}]], {"x" * 20: list(range(20))}, 1.5]:
+            self.assertEqual(msgpack.unpackb(msgpack.packb(v)), v)
+
+    def test_errors(self):
+        for bad in [b"", b"\xa3ab", b"\xc1", b"\x01\x02"]:
+            with self.assertRaises(msgpack.MsgpackError):
+                msgpack.unpackb(bad)
+
+
+def key(w):
+    return msgpack.packb(w)
+
+
+class KeyedStateTest(unittest.TestCase):
+    def test_incremental_and_full(self):
+        s = KeyedState("s")
+        s.put(key("a"), 1)
+        s.put(key("b"), 2)
+        self.assertEqual(s.snapshot(False), [(key("a"), b"\x01"), (key("b"), b"\x02")])
+        self.assertEqual(s.snapshot(False), [])
+        s.update(key("a"), lambda v: v + 10)
+        s.put(key("c"), 3)
+        s.put(key("c"), 6)
+        self.assertEqual(s.snapshot(False), [(key("a"), b"\x0b"), (key("c"), b"\x06")])
+        s.remove(key("a"))
+        s.put(key("fleeting"), 1)
+        s.remove(key("fleeting"))
+        self.assertEqual(s.snapshot(False), [(key("a"), None)])
+        s.put(key("d"), 4)
+        self.assertEqual(sorted(s.snapshot(True)), sorted([(key("b"), b"\x02"), (key("c"), b"\x06"), (key("d"), b"\x04")]))
+        self.assertEqual(s.snapshot(False), [])
+
+    def test_removed_then_put_again_is_a_put(self):
+        s = KeyedState("s")
+        s.put(key("k"), 1)
+        s.snapshot(False)
+        s.remove(key("k"))
+        s.put(key("k"), 5)
+        self.assertEqual(s.snapshot(False), [(key("k"), b"\x05")])
+        s.remove(key("k"))
+        self.assertEqual(s.snapshot(False), [(key("k"), None)])
+
+    def test_restored_keys_count_as_held(self):
+        states = States(KeyedState("counts"))
+        states.restore(types.StateDelta(names=["counts"], data=key("x") + b"\x07", entries=[
+            types.StateEntry(state=0, kind=types.ChangeKind.PUT, key_len=2, value_len=1)]))
+        s = states._by_name["counts"]
+        self.assertEqual(s.get(key("x")), 7)
+        self.assertEqual(states.snapshot(False).entries, [])
+        s.remove(key("x"))
+        delta = states.snapshot(False)
+        self.assertEqual(delta.names, ["counts"])
+        self.assertEqual([e.kind for e in delta.entries], [types.ChangeKind.DELETE])
+
+
+class WordCountTest(unittest.TestCase):
+    def fresh(self):
+        import wordcount
+        from weirpy.operator import OperatorBase
+        OperatorBase._singletons.pop(wordcount.Operator, None)
+        op = wordcount.Operator()
+        self.assertIs(op, wordcount.Operator())  # one object per class (see OperatorBase)
+        return op
+
+    def test_totals_per_distinct_word_in_first_seen_order(self):
+        op = self.fresh()
+        out = op.process(0, batch(("b", 1, 5), ("a", 1, 3), ("b", 2, 4)))
+        self.assertEqual(decoded(out), [("b", 3, 5), ("a", 1, 3)])
+        self.assertEqual(decoded(op.process(0, batch(("a", 1, 9)))), [("a", 2, 9)])
+        self.assertEqual(op.process(0, batch()).entries, [])
+
+    def test_snapshot_restore(self):
+        op = self.fresh()
+        op.process(0, batch(("x", 4, 0), ("y", 1, 0)))
+        first = op.snapshot(1, False)
+        op.process(0, batch(("x", 1, 0)))
+        second = op.snapshot(2, False)
+        self.assertEqual(len(second.entries), 1)
+        op2 = self.fresh()
+        op2.restore(0, first)
+        op2.restore(0, second)
+        self.assertEqual(decoded(op2.process(0, batch(("x", 1, 0)))), [("x", 6, 0)])
+        with self.assertRaises(Err) as e:
+            op2.restore(3, first)
+        self.assertIsInstance(e.exception.value, types.Error_InvalidState)
+
+    def test_bad_input_is_invalid_input(self):
+        op = self.fresh()
+        with self.assertRaises(Err) as e:
+            op.process(0, batch(("a", "text", 0)))
+        self.assertIsInstance(e.exception.value, types.Error_InvalidInput)
+
+
+class Q1Test(unittest.TestCase):
+    def test_price_conversion_and_field_order(self):
+        import nexmark_q1
+        bid = {"auction": 1, "bidder": 2, "price": 1000, "channel": "web", "url": "u", "date_time": 3, "extra": ""}
+        out = nexmark_q1.Operator().process(0, batch((None, bid, 42)))
+        self.assertEqual(list(iter_records(out)), [(b"", msgpack.packb(dict(bid, price=908)), 42)])
+        self.assertEqual(nexmark_q1.dollars_to_euros(2**64 - 1), 16_749_643_618_928_272_866)
+
+
+if __name__ == "__main__":
+    unittest.main()
