@@ -37,7 +37,8 @@ pub struct HostOptions {
 /// component needs: up to [`CORE_INSTANCES_PER_INSTANCE`] core instances,
 /// [`MEMORIES_PER_INSTANCE`] linear memories and [`TABLES_PER_INSTANCE`] tables (a Rust
 /// `wasm32-wasip2` component uses 3 core instances, 1 memory and 2 tables; one built with the
-/// WASI preview 1 adapter has a second memory). Past
+/// WASI preview 1 adapter has a second memory; componentize-py links libc, libpython, its
+/// runtime and the adapter as 14 core instances). Past
 /// `max_instances` live instances, instantiation fails with [`GuestError::PoolExhausted`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolingOptions {
@@ -49,8 +50,10 @@ pub struct PoolingOptions {
     pub max_memory_bytes: usize,
 }
 
-/// Core instances one pool slot allows (the pool holds this many per `max_instances`).
-pub const CORE_INSTANCES_PER_INSTANCE: u32 = 8;
+/// Core instances one pool slot allows (the pool holds this many per `max_instances`). A core
+/// instance slot is address space and metadata, not resident memory, so this is generous
+/// enough for components linked from many modules (Python's have 14).
+pub const CORE_INSTANCES_PER_INSTANCE: u32 = 32;
 /// Linear memories one pool slot allows.
 pub const MEMORIES_PER_INSTANCE: u32 = 2;
 /// Tables one pool slot allows.
