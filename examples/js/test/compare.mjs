@@ -1,6 +1,8 @@
 // Compares the file-sink outputs (JSON lines in part-* files) of two runs.
-// Usage: node compare.mjs <dirA> <dirB> [--per-key]
-// Default: the sorted lines must be identical. --per-key also checks, for every key, that
+// Usage: node compare.mjs <dirA> <dirB> [--per-key | --final]
+// Default: the sorted lines must be identical. --final instead checks only that every key's
+// last total is the same in both and that no key repeats a total (for
+// runs whose batching differs, e.g. several upstream instances or a recovery). --per-key also checks, for every key, that
 // the sequence of records in output order is identical and that no (key, value) repeats
 // (a duplicated total would mean a record was emitted twice after a recovery).
 import { readdirSync, readFileSync } from 'node:fs';
@@ -30,6 +32,32 @@ const [a, b, flag] = process.argv.slice(2);
 const la = load(a);
 const lb = load(b);
 let ok = true;
+if (flag === '--final') {
+  const ka = perKey(la);
+  const kb = perKey(lb);
+  const last = (seq) => JSON.stringify(JSON.parse(seq[seq.length - 1]).value);
+  if (ka.size !== kb.size) { ok = false; console.log(`${ka.size} vs ${kb.size} keys`); }
+  for (const [k, seq] of ka) {
+    const other = kb.get(k);
+    if (!other || last(seq) !== last(other)) {
+      ok = false;
+      console.log(`key ${k}: final ${last(seq)} vs ${other && last(other)}`);
+      break;
+    }
+  }
+  for (const [name, m] of [['A', ka], ['B', kb]]) {
+    for (const [k, seq] of m) {
+      const values = seq.map((l) => JSON.stringify(JSON.parse(l).value));
+      if (new Set(values).size !== values.length) {
+        ok = false;
+        console.log(`${name}: key ${k} has a duplicated total`);
+        break;
+      }
+    }
+  }
+  console.log(ok ? `same final totals of ${ka.size} keys, no duplicated total (${la.length} vs ${lb.length} records)` : 'DIFFERENT');
+  process.exit(ok ? 0 : 1);
+}
 const sa = [...la].sort();
 const sb = [...lb].sort();
 if (sa.length !== sb.length || sa.some((l, i) => l !== sb[i])) {
