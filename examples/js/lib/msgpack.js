@@ -184,8 +184,9 @@ export class Reader {
     return out;
   }
   str(n) {
+    const raw = this.raw(n);
     try {
-      return utf8Decoder.decode(this.raw(n));
+      return utf8Decoder.decode(raw);
     } catch (e) {
       throw new MsgpackError('a MessagePack str is not valid UTF-8');
     }
