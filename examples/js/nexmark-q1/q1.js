@@ -1,0 +1,106 @@
+// Nexmark query 1 (currency conversion) in JavaScript: every bid with its price converted
+// from dollars to euros (price * 908 / 1000, integer), equivalent to the Rust
+// examples/nexmark-q1. Stateless.
+//
+// Values are bids as MessagePack maps with named fields (auction, bidder, price, channel,
+// url, date_time, extra — written in that order; arrays of the seven fields in that order
+// are read too). Each output record keeps the input record's key bytes and timestamp.
+
+import { ByteWriter, Reader, write, writeStr, MsgpackError } from '../lib/msgpack.js';
+import { forEachRecord, toWitError } from '../lib/batch.js';
+
+const FIELDS = ['auction', 'bidder', 'price', 'channel', 'url', 'date_time', 'extra'];
+const INTS = new Set(['auction', 'bidder', 'price', 'date_time']);
+
+/** price * 908 / 1000 in integers (Number while exact, BigInt beyond). */
+export function dollarsToEuros(price) {
+  if (typeof price === 'number') {
+    const scaled = price * 908;
+    if (Number.isSafeInteger(scaled)) return (scaled - (scaled % 1000)) / 1000;
+    price = BigInt(price);
+  }
+  const euros = (price * 908n) / 1000n;
+  return euros <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(euros) : euros;
+}
+
+function checkField(name, v) {
+  if (v === undefined) throw new MsgpackError(`missing field \`${name}\``);
+  if (INTS.has(name)) {
+    const ok = (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n);
+    if (!ok) throw new MsgpackError(`field \`${name}\`: expected u64, found ${String(v)}`);
+  } else if (typeof v !== 'string') {
+    throw new MsgpackError(`field \`${name}\`: expected a string`);
+  }
+  return v;
+}
+
+/** Decodes a bid from data[start, end) into an array of the seven field values. */
+function readBid(data, start, end) {
+  const r = new Reader(data, start, end, { maps: true });
+  const v = r.value();
+  if (r.pos !== end) throw new MsgpackError('trailing bytes after the bid');
+  if (v instanceof Map) return FIELDS.map((name) => checkField(name, v.get(name)));
+  if (Array.isArray(v)) {
+    if (v.length !== FIELDS.length) throw new MsgpackError(`a bid array has ${v.length} elements, expected 7`);
+    return FIELDS.map((name, i) => checkField(name, v[i]));
+  }
+  throw new MsgpackError('a bid is neither a map nor an array');
+}
+
+export const operator = {
+  describe() {
+    return { name: 'nexmark-q1-js', stateVersion: 0, migratesFrom: [] };
+  },
+
+  restore(stateVersion, chunk) {
+    if (stateVersion !== 0) {
+      throw {
+        tag: 'invalid-state',
+        val: `state schema version ${stateVersion} cannot be restored by this operator (version 0, migrates from [])`,
+      };
+    }
+    if (chunk.entries.length > 0) throw { tag: 'invalid-state', val: 'nexmark-q1 has no state' };
+  },
+
+  open(_context) {},
+
+  process(_input, batch) {
+    try {
+      const out = new ByteWriter(batch.data.length + 64);
+      const entries = [];
+      forEachRecord(batch, (data, keyStart, keyEnd, valueEnd, timestamp) => {
+        let bid;
+        try {
+          bid = readBid(data, keyEnd, valueEnd);
+        } catch (e) {
+          throw { tag: 'invalid-input', val: `cannot decode MessagePack: ${e.message}` };
+        }
+        bid[2] = dollarsToEuros(bid[2]);
+        const start = out.len;
+        out.bytes(data.subarray(keyStart, keyEnd));
+        const valueStart = out.len;
+        out.byte(0x80 | FIELDS.length);
+        for (let i = 0; i < FIELDS.length; i++) {
+          writeStr(out, FIELDS[i]);
+          write(out, bid[i]);
+        }
+        entries.push({ keyLen: valueStart - start, valueLen: out.len - valueStart, timestamp });
+      });
+      return { data: out.toBytes(), entries };
+    } catch (e) {
+      throw toWitError(e);
+    }
+  },
+
+  onWatermark(_timestamp) {
+    return { data: new Uint8Array(0), entries: [] };
+  },
+
+  onTimer(_key, _timestamp) {
+    return { data: new Uint8Array(0), entries: [] };
+  },
+
+  snapshot(_checkpointId, _full) {
+    return { names: [], data: new Uint8Array(0), entries: [] };
+  },
+};
