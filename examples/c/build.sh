@@ -80,7 +80,7 @@ fi
 
 # --- bindings ---
 mkdir -p "$out/gen" "$out/obj"
-"$wit_bindgen" c "$wit" --world operator-world --out-dir "$out/gen" >/dev/null
+"$wit_bindgen" c "$wit" --world operator-world --out-dir "$out/gen" >/dev/null 2>&1 || die "wit-bindgen failed"
 
 cflags=(--target=wasm32-wasi -mexec-model=reactor -std=c11 -O2 -s -Wall -Wextra -Werror
         -Wno-unused-parameter -I "$here/common" -I "$out/gen")
