@@ -120,6 +120,24 @@ impl Description {
                 description.format
             ));
         }
+        // An imported file is whatever its uploader wrote (its checksum only proves it whole):
+        // what later loops and allocations depend on is checked here.
+        let max = description.max_parallelism;
+        if max == 0 {
+            return Err("the savepoint's description has max_parallelism 0".into());
+        }
+        let mut ids = BTreeSet::new();
+        for node in &description.nodes {
+            if node.parallelism == 0 || node.parallelism > max {
+                return Err(format!(
+                    "the savepoint's description gives node `{}` parallelism {}, outside 1..={max}",
+                    node.id, node.parallelism
+                ));
+            }
+            if !ids.insert(node.id.as_str()) {
+                return Err(format!("the savepoint's description lists node `{}` twice", node.id));
+            }
+        }
         Ok(description)
     }
 
@@ -231,7 +249,8 @@ pub async fn restore_into(
         if fits || old.kind == NodeKind::Sink || !stored_nodes.contains(&old.id) {
             continue;
         }
-        if !has_state(store, &savepoint.id, &old.id).await? {
+        let (blobs, scopes) = load_node(store, &savepoint.id, old, max_parallelism).await?;
+        if !holds_state(&blobs, &scopes) {
             continue;
         }
         let what = match current {
@@ -260,18 +279,7 @@ pub async fn restore_into(
         if let Some(old) = np.old.clone()
             && stored_nodes.contains(&node.id)
         {
-            let (s, id, op) = (store.clone(), savepoint.id.clone(), node.id.clone());
-            let (blobs, scopes) = blocking(move || {
-                Ok::<_, StoreError>((s.savepoint_blobs(&id, &op)?, s.savepoint_scopes(&id, &op)?))
-            })
-            .await?;
-            for (subtask, blob) in blobs {
-                let state = TaskState::decode(&blob).map_err(|e| {
-                    RestoreError::Incompatible(format!("node `{}` subtask {subtask}: {e}", node.id))
-                })?;
-                np.blobs.insert(subtask, state);
-            }
-            np.scopes = scopes;
+            (np.blobs, np.scopes) = load_node(store, &savepoint.id, &old, max_parallelism).await?;
             check_node(node, &old, &mut np, plan, store, options, &mut dropped).await?;
         }
         plans.push(np);
@@ -319,24 +327,54 @@ pub async fn restore_into(
     }
 }
 
-/// Whether node `node` of savepoint `savepoint` holds anything worth restoring: keyed or
-/// operator state, timers, or a source position (a stateless operator's blob holds none).
-async fn has_state(store: &Store, savepoint: &str, node: &str) -> Result<bool, RestoreError> {
-    let (s, id, op) = (store.clone(), savepoint.to_string(), node.to_string());
-    let (scopes, blobs) =
-        blocking(move || Ok::<_, StoreError>((s.savepoint_scopes(&id, &op)?, s.savepoint_blobs(&id, &op)?)))
+/// The state of node `old` in `savepoint`: its subtasks' blobs, decoded, and the scopes that
+/// hold entries. Scopes and subtasks must fit the node as described (an imported file may
+/// say anything).
+async fn load_node(
+    store: &Store,
+    savepoint: &str,
+    old: &NodeDescription,
+    max_parallelism: u32,
+) -> Result<(BTreeMap<u32, TaskState>, Vec<u32>), RestoreError> {
+    let (s, id, op) = (store.clone(), savepoint.to_string(), old.id.clone());
+    let (raw, scopes) =
+        blocking(move || Ok::<_, StoreError>((s.savepoint_blobs(&id, &op)?, s.savepoint_scopes(&id, &op)?)))
             .await?;
-    if !scopes.is_empty() {
-        return Ok(true);
-    }
-    for (subtask, blob) in blobs {
+    let node = &old.id;
+    let inconsistent =
+        |what: String| RestoreError::Incompatible(format!("the savepoint is inconsistent: {what}"));
+    let mut blobs = BTreeMap::new();
+    for (subtask, blob) in raw {
+        if subtask >= old.parallelism {
+            return Err(inconsistent(format!(
+                "node `{node}` has {} subtask(s) but state for subtask {subtask}",
+                old.parallelism
+            )));
+        }
         let state = TaskState::decode(&blob)
             .map_err(|e| RestoreError::Incompatible(format!("node `{node}` subtask {subtask}: {e}")))?;
-        if state.position.is_some() || !state.timers.is_empty() {
-            return Ok(true);
+        blobs.insert(subtask, state);
+    }
+    for &scope in &scopes {
+        let fits = if scope >= OPERATOR_SCOPE_BASE {
+            scope - OPERATOR_SCOPE_BASE < old.parallelism
+        } else {
+            scope < max_parallelism
+        };
+        if !fits {
+            return Err(inconsistent(format!(
+                "node `{node}` has state in scope {scope}, which is neither one of its {max_parallelism} key groups nor one of its {} subtasks",
+                old.parallelism
+            )));
         }
     }
-    Ok(false)
+    Ok((blobs, scopes))
+}
+
+/// Whether a node's saved state holds anything worth restoring: keyed or operator state,
+/// timers, or a source position (a stateless operator's blobs hold none).
+fn holds_state(blobs: &BTreeMap<u32, TaskState>, scopes: &[u32]) -> bool {
+    !scopes.is_empty() || blobs.values().any(|b| b.position.is_some() || !b.timers.is_empty())
 }
 
 /// The checks of one node the savepoint has state for; fills in positions and versions.
@@ -466,6 +504,15 @@ async fn write_checkpoint(
                     let (st, sp, op) = (store.clone(), savepoint.id.clone(), node.id.clone());
                     let entries = blocking(move || st.read_savepoint_scope(&sp, &op, scope)).await?;
                     if scope < OPERATOR_SCOPE_BASE {
+                        // Each entry goes to the subtask of its scope: it must be its key's group.
+                        if let Some(e) = entries.iter().find(|e| key_group(&e.key, max_parallelism) != scope)
+                        {
+                            return Err(RestoreError::Incompatible(format!(
+                                "the savepoint is inconsistent: node `{}` keeps a key of key group {} in key group {scope}",
+                                node.id,
+                                key_group(&e.key, max_parallelism)
+                            )));
+                        }
                         keyed_entries += entries.len() as u64;
                     }
                     // The operator scope of old subtask `s` is new subtask `s`'s.
@@ -539,11 +586,7 @@ fn map_blob(node: &crate::plan::PlanNode, np: &NodePlan, s: u32, max_parallelism
             }
             timers.sort();
             timers.dedup();
-            TaskState {
-                timers,
-                state_version: np.versions.map(|(old, _)| old).or(old.state_version),
-                ..TaskState::default()
-            }
+            TaskState { timers, state_version: old.state_version, ..TaskState::default() }
         }
         NodeKind::Sink => TaskState::default(),
     }

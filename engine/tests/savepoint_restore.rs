@@ -174,14 +174,15 @@ fn a_savepoint_that_does_not_fit_writes_nothing() {
     let checkpoint = rt.block_on(run_and_stop(&plan, &store, "a"));
     let sp = savepoint(&store, &spec_a, "a", checkpoint);
 
-    let refused = |spec: Value, job: &str| {
+    let refused_from = |sp: &SavepointInfo, spec: Value, job: &str| {
         let plan = common::plan_json(spec).unwrap();
-        let e = rt.block_on(restore_into(&store, job, &plan, &sp, RestoreOptions::default())).unwrap_err();
+        let e = rt.block_on(restore_into(&store, job, &plan, sp, RestoreOptions::default())).unwrap_err();
         assert!(matches!(e, RestoreError::Incompatible(_)), "{e}");
         assert_eq!(store.last_checkpoint_id(job).unwrap(), 0, "{job}: something was written");
         assert!(store.history(job).unwrap().is_empty(), "{job}: something was written");
         e.to_string()
     };
+    let refused = |spec: Value, job: &str| refused_from(&sp, spec, job);
     // Other key groups.
     let mut other = spec(2, &dir.path().join("b"));
     other["settings"]["max_parallelism"] = json!(64);
@@ -206,6 +207,71 @@ fn a_savepoint_that_does_not_fit_writes_nothing() {
         .unwrap();
     assert!(report.dropped.iter().any(|d| d.contains("node `window`")), "{report:?}");
     assert_eq!(store.last_checkpoint_id("d").unwrap(), 1);
+
+    // A description that does not match the data (an imported file says what its uploader
+    // wrote): refused, never looped over or allocated for.
+    let manifest = store.checkpoint("a", checkpoint).unwrap().unwrap().1.unwrap();
+    let forged = |id: &str, node: usize, parallelism: u64| {
+        let mut info = sp.clone();
+        info.id = id.into();
+        info.description["nodes"][node]["parallelism"] = json!(parallelism);
+        store.create_savepoint(info, &manifest).unwrap()
+    };
+    let shrunk = forged("shrunk", 1, 1);
+    let e = refused_from(&shrunk, spec(2, &dir.path().join("e")), "e");
+    assert!(
+        e.contains("inconsistent") && e.contains("node `window` has 1 subtask(s) but state for subtask 1"),
+        "{e}"
+    );
+    let huge = forged("huge", 0, u64::from(u32::MAX));
+    let e = refused_from(&huge, spec(2, &dir.path().join("f")), "f");
+    assert!(e.contains("node `numbers` parallelism 4294967295, outside 1..=128"), "{e}");
+
+    // Entries kept under a key group that is not their key's (a forged file).
+    use weir_store::{CheckpointMeta, CheckpointStatus, ScopeDelta, StateEntry, SubtaskWrite};
+    let key = vec![0x01];
+    let wrong = (weir::plan::key_groups::key_group(&key, 128) + 1) % 128;
+    store.begin(&CheckpointMeta::new("forged", 1, 0)).unwrap();
+    let state = store
+        .write_subtask(SubtaskWrite {
+            job: "forged".into(),
+            checkpoint: 1,
+            operator: "window".into(),
+            subtask: 0,
+            full: true,
+            scopes: Arc::new(vec![ScopeDelta {
+                scope: wrong,
+                entries: vec![StateEntry { state: "windows".into(), key, value: Some(vec![0x80]) }],
+            }]),
+            blob: Vec::new(),
+            max_chain_length: 8,
+            ..SubtaskWrite::default()
+        })
+        .unwrap();
+    let manifest = [("window".to_string(), [(0, state)].into())].into();
+    let meta = CheckpointMeta { status: CheckpointStatus::Completed, ..CheckpointMeta::new("forged", 1, 0) };
+    store.complete(&meta, &manifest, 1).unwrap();
+    let mut info = sp.clone();
+    info.id = "misplaced".into();
+    info.job = "forged".into();
+    info.description = json!({ "format": 1, "job_name": "forged", "max_parallelism": 128,
+        "nodes": [{ "id": "window", "kind": "operator", "parallelism": 1, "state_version": 0 }] });
+    let misplaced = store.create_savepoint(info, &manifest).unwrap();
+    let e = rt
+        .block_on(restore_into(
+            &store,
+            "g",
+            &common::plan_json(spec(2, &dir.path().join("g"))).unwrap(),
+            &misplaced,
+            RestoreOptions::default(),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("keeps a key of key group {} in key group {wrong}", (wrong + 127) % 128)),
+        "{e}"
+    );
+    assert!(store.latest_completed("g").unwrap().is_none(), "a job restored misplaced state");
 }
 
 /// Stop with drain: the end-of-input watermark goes through before the final checkpoint, so

@@ -5,21 +5,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use weir::guest::bindings::{ChangeKind, Context, StateDelta};
+use weir::guest::bindings::{ChangeKind, StateDelta};
 use weir::guest::{InstanceLimits, OperatorInstance};
 use weir::record::{Batch, to_msgpack};
-
-fn context(restored: bool) -> Context {
-    Context { restored, ..Context::standalone("count", "{}", 128) }
-}
-
-fn words(ws: &[&str]) -> Batch {
-    let mut b = Batch::empty();
-    for (i, w) in ws.iter().enumerate() {
-        b.push(&to_msgpack(w), &to_msgpack(&1u64), i as i64);
-    }
-    b
-}
 
 fn entries(delta: &StateDelta) -> BTreeMap<String, Option<u64>> {
     let mut out = BTreeMap::new();
@@ -53,15 +41,15 @@ async fn incremental_snapshot_and_restore_round_trip() {
     let mut a = OperatorInstance::new(&module, "count", 0, limits).await.unwrap();
     let info = a.describe().await.unwrap();
     assert!(!info.name.is_empty());
-    a.open(&context(false)).await.unwrap();
-    a.process(0, &words(&["a", "b", "a"])).await.unwrap();
+    a.open(&common::count_context(false)).await.unwrap();
+    a.process(0, &common::word_batch(&["a", "b", "a"])).await.unwrap();
 
     let first = entries(&a.snapshot(1, false).await.unwrap());
     assert_eq!(first, BTreeMap::from([("a".into(), Some(2)), ("b".into(), Some(1))]));
     // Nothing changed since: the next incremental snapshot is empty.
     assert!(a.snapshot(2, false).await.unwrap().entries.is_empty());
 
-    a.process(0, &words(&["c", "a"])).await.unwrap();
+    a.process(0, &common::word_batch(&["c", "a"])).await.unwrap();
     let third = entries(&a.snapshot(3, false).await.unwrap());
     assert_eq!(third, BTreeMap::from([("a".into(), Some(3)), ("c".into(), Some(1))]), "only changed keys");
 
@@ -74,8 +62,8 @@ async fn incremental_snapshot_and_restore_round_trip() {
     // A fresh instance restored from the full snapshot continues where `a` stands.
     let mut b = OperatorInstance::new(&module, "count", 0, limits).await.unwrap();
     b.restore(info.state_version, &full).await.unwrap();
-    b.open(&context(true)).await.unwrap();
-    let next = words(&["a", "b", "d"]);
+    b.open(&common::count_context(true)).await.unwrap();
+    let next = common::word_batch(&["a", "b", "d"]);
     let from_a = totals(&a.process(0, &next).await.unwrap());
     let from_b = totals(&b.process(0, &next).await.unwrap());
     assert_eq!(from_a, from_b);
@@ -88,7 +76,7 @@ async fn a_trapped_instance_is_never_entered_again() {
     let module =
         common::host().load("faulty", &std::fs::read(common::guest_path("faulty")).unwrap()).unwrap();
     let mut inst = OperatorInstance::new(&module, "op", 0, InstanceLimits::default()).await.unwrap();
-    let mut ctx = context(false);
+    let mut ctx = common::count_context(false);
     ctx.config = r#"{"panic_at": 1}"#.into();
     inst.open(&ctx).await.unwrap();
     let mut b = Batch::empty();

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use weir::guest::bindings::{ChangeKind, Context, StateDelta};
+use weir::guest::bindings::{ChangeKind, StateDelta};
 use weir::guest::{GuestError, InstanceLimits, OperatorError, OperatorInstance, OperatorModule};
 use weir::record::{Batch, to_msgpack};
 use weir::runtime::checkpoint::TaskState;
@@ -40,18 +40,6 @@ fn module(guest: &str) -> Arc<OperatorModule> {
 
 async fn instance(guest: &str) -> OperatorInstance {
     OperatorInstance::new(&module(guest), "count", 0, InstanceLimits::default()).await.unwrap()
-}
-
-fn context(restored: bool) -> Context {
-    Context { restored, ..Context::standalone("count", "{}", 128) }
-}
-
-fn words(ws: &[&str]) -> Batch {
-    let mut b = Batch::empty();
-    for (i, w) in ws.iter().enumerate() {
-        b.push(&to_msgpack(w), &to_msgpack(&1u64), i as i64);
-    }
-    b
 }
 
 /// The puts of a state delta of the state "counts", by word, values decoded as `V`.
@@ -80,10 +68,10 @@ fn totals<V: for<'de> Deserialize<'de>>(out: &Batch) -> BTreeMap<String, V> {
 /// incremental snapshots it took (restore chunks of state schema version 0).
 async fn example_with_state() -> (OperatorInstance, Vec<StateDelta>) {
     let mut example = instance("wordcount").await;
-    example.open(&context(false)).await.unwrap();
-    example.process(0, &words(&["a", "b", "a"])).await.unwrap();
+    example.open(&common::count_context(false)).await.unwrap();
+    example.process(0, &common::word_batch(&["a", "b", "a"])).await.unwrap();
     let first = example.snapshot(1, false).await.unwrap();
-    example.process(0, &words(&["c", "a"])).await.unwrap();
+    example.process(0, &common::word_batch(&["c", "a"])).await.unwrap();
     let second = example.snapshot(2, false).await.unwrap();
     assert_eq!(entries::<u64>(&second), BTreeMap::from([("a".into(), 3), ("c".into(), 1)]));
     (example, vec![first, second])
@@ -118,10 +106,10 @@ async fn wordcount_v3_migrates_the_state_the_example_wrote() {
     for chunk in &chunks {
         v3.restore(0, chunk).await.unwrap();
     }
-    v3.open(&context(true)).await.unwrap();
+    v3.open(&common::count_context(true)).await.unwrap();
 
     // The counts go on where the example stands, with the same output.
-    let next = words(&["a", "b", "d", "a"]);
+    let next = common::word_batch(&["a", "b", "d", "a"]);
     let from_example = totals::<u64>(&example.process(0, &next).await.unwrap());
     let from_v3 = totals::<u64>(&v3.process(0, &next).await.unwrap());
     assert_eq!(from_v3, from_example);
@@ -147,8 +135,8 @@ async fn wordcount_v3_migrates_the_state_the_example_wrote() {
     // A fresh v3 restores that snapshot as its own version, without migrating it again.
     let mut again = instance("wordcount-v3").await;
     again.restore(1, &v3.snapshot(0, true).await.unwrap()).await.unwrap();
-    again.open(&context(true)).await.unwrap();
-    assert_eq!(totals::<u64>(&again.process(0, &words(&["c"])).await.unwrap())["c"], 2);
+    again.open(&common::count_context(true)).await.unwrap();
+    assert_eq!(totals::<u64>(&again.process(0, &common::word_batch(&["c"])).await.unwrap())["c"], 2);
     let full = entries::<Tally>(&again.snapshot(0, true).await.unwrap());
     assert_eq!((full["a"], full["c"]), (tally(5, 1), tally(2, 1)));
 }
@@ -160,8 +148,8 @@ async fn wordcount_v2_restores_the_examples_state_as_it_is() {
     for chunk in &chunks {
         v2.restore(0, chunk).await.unwrap();
     }
-    v2.open(&context(true)).await.unwrap();
-    let out = totals::<VersionedTotal>(&v2.process(0, &words(&["a", "c", "e"])).await.unwrap());
+    v2.open(&common::count_context(true)).await.unwrap();
+    let out = totals::<VersionedTotal>(&v2.process(0, &common::word_batch(&["a", "c", "e"])).await.unwrap());
     let total = |count| VersionedTotal { count, version: 2 };
     assert_eq!(out, BTreeMap::from([("a".into(), total(4)), ("c".into(), total(2)), ("e".into(), total(1))]));
 }

@@ -134,8 +134,7 @@ pub async fn run_source(
                 // timer downstream fires before the final checkpoint.
                 Some(StopMode::Drain) => {
                     exhausted = true;
-                    watermark = i64::MAX;
-                    output.broadcast(Message::Watermark(i64::MAX)).await?;
+                    (max_ts, watermark) = end_of_input(&output).await?;
                 }
             }
             if exhausted {
@@ -176,11 +175,7 @@ pub async fn run_source(
             }
             None => {
                 exhausted = true;
-                // The end of input: every event-time timer downstream may fire now, before
-                // the final checkpoint, so their output is committed with it.
-                watermark = i64::MAX;
-                max_ts = i64::MAX;
-                output.broadcast(Message::Watermark(i64::MAX)).await?;
+                (max_ts, watermark) = end_of_input(&output).await?;
             }
         }
         match records_per_second {
@@ -197,6 +192,14 @@ pub async fn run_source(
     }
     output.broadcast(Message::EndOfStream).await?;
     Ok(())
+}
+
+/// The end of a source's input (it ran out, or the job is drained): event time jumps to the
+/// end, so every event-time timer downstream fires before the final checkpoint and its output
+/// is committed with it. Returns the source's (highest event time, watermark).
+async fn end_of_input(output: &Output) -> Result<(i64, i64), TaskError> {
+    output.broadcast(Message::Watermark(i64::MAX)).await?;
+    Ok((i64::MAX, i64::MAX))
 }
 
 /// Handles one control message at a source; true when the final checkpoint completed.

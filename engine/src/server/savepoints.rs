@@ -129,17 +129,19 @@ impl std::fmt::Debug for Savepoints {
 
 impl Savepoints {
     /// The savepoints over `store` (creates the table). Savepoints left pending by a server
-    /// that went down fail now ("interrupted"), and their checkpoints are unpinned.
+    /// that went down fail now ("interrupted"), and every pinned checkpoint is unpinned: no
+    /// savepoint is in progress when the server starts, so every pin is left over (also one
+    /// set just before a crash, when its savepoint had no record of it yet).
     pub fn open(store: &Store, jobs: JobManager) -> ServerResult<Self> {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(SAVEPOINTS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         let savepoints = Savepoints { store: store.clone(), jobs };
+        for (job, checkpoint) in store.pinned()? {
+            store.unpin(&job, checkpoint)?;
+        }
         for record in savepoints.all()? {
             if record.status == SavepointStatus::Pending {
-                if let Some(checkpoint) = record.checkpoint {
-                    savepoints.store.unpin(&record.job, checkpoint)?;
-                }
                 // Data of a copy that never finished.
                 savepoints.store.delete_savepoint(&record.id)?;
                 savepoints.update(&record.tenant, &record.id, |r| {

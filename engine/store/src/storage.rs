@@ -624,6 +624,23 @@ impl CheckpointStorage for Store {
 }
 
 impl Store {
+    /// Every pinned checkpoint that still has its manifest, as (job, id). A pin outlives its
+    /// savepoint only if the process stopped in between: whoever pins clears these at start.
+    pub fn pinned(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let txn = self.read_txn()?;
+        let manifests = txn.open_table(MANIFESTS)?;
+        let checkpoints = txn.open_table(CHECKPOINTS)?;
+        let mut out = Vec::new();
+        for item in manifests.iter()? {
+            let (key, _) = item?;
+            let (job, id) = key.value();
+            if read_meta(&checkpoints, job, id)?.is_some_and(|meta| meta.pinned) {
+                out.push((job.to_string(), id));
+            }
+        }
+        Ok(out)
+    }
+
     /// Clears the pin of checkpoint `id` of `job` ([`CheckpointMeta::pinned`]), durably. Its
     /// manifest stays until the next [`CheckpointStorage::complete`] of the job, whose
     /// retention removes it (and collects its chunks) unless it is among the newest `retain`.

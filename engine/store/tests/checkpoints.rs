@@ -634,8 +634,12 @@ fn a_pinned_checkpoint_survives_retention_until_unpinned() {
     };
     assert_eq!(copied(), expected2);
 
+    // The pins still standing are listed (a server clears them at start).
+    assert_eq!(store.pinned().unwrap(), vec![(JOB.to_owned(), 2)]);
+
     // Unpinning alone removes nothing; the next completion's retention does.
     store.unpin(JOB, 2).unwrap();
+    assert_eq!(store.pinned().unwrap(), vec![]);
     store.unpin(JOB, 2).unwrap();
     store.unpin(JOB, 99).unwrap();
     store.unpin("other", 1).unwrap();

@@ -167,3 +167,20 @@ pub fn quiet_injected_panics() {
         }));
     });
 }
+
+/// The open context of a standalone word-count instance ("count", no config, 128 key groups).
+pub fn count_context(restored: bool) -> weir::guest::bindings::Context {
+    weir::guest::bindings::Context {
+        restored,
+        ..weir::guest::bindings::Context::standalone("count", "{}", 128)
+    }
+}
+
+/// A batch of words as the tokenizer emits them: key = the word, value = 1, time = the index.
+pub fn word_batch(ws: &[&str]) -> weir::record::Batch {
+    let mut b = weir::record::Batch::empty();
+    for (i, w) in ws.iter().enumerate() {
+        b.push(&weir::record::to_msgpack(w), &weir::record::to_msgpack(&1u64), i as i64);
+    }
+    b
+}
