@@ -14,6 +14,7 @@ const GUESTS: &[(&str, &str, bool)] = &[
     ("weir-example-wordcount", "wordcount", true),
     ("weir-example-nexmark-q1", "nexmark-q1", true),
     ("weir-example-nexmark-q2", "nexmark-q2", true),
+    ("weir-example-nexmark-q17", "nexmark-q17", true),
     ("weir-example-tumbling-window", "tumbling-window", true),
     ("weir-test-faulty", "faulty", false),
     ("weir-test-counter", "counter", true),

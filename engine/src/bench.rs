@@ -83,6 +83,7 @@ fn batches(records: usize, batch_size: usize) -> Vec<Batch> {
         count: records as u64,
         base_time: 1_700_000_000_000,
         events_per_second: 10_000,
+        key: None,
     };
     let mut g = config.generator(0, 1);
     let mut out = Vec::new();

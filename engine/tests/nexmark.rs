@@ -30,6 +30,7 @@ fn bids(count: u64, parallelism: u32) -> Vec<Vec<Bid>> {
         count,
         base_time: 1_700_000_000_000,
         events_per_second: 10_000,
+        key: None,
     };
     (0..parallelism)
         .map(|i| {

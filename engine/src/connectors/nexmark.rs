@@ -27,6 +27,43 @@ pub struct NexmarkSourceConfig {
     /// Events per second of event time (the generator's rate).
     #[serde(default = "rate")]
     pub events_per_second: usize,
+    /// Keys every record by one of its event's id fields (a MessagePack unsigned int), so a
+    /// `hash` edge groups by it: `auction` or `bidder` for bids, `id`, `seller` or `category`
+    /// for auctions, `id` for persons. Without it records have no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// The id field a Nexmark source keys its records by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyField {
+    /// A bid's auction.
+    Auction,
+    /// A bid's bidder.
+    Bidder,
+    /// An auction's or a person's id.
+    Id,
+    /// An auction's seller.
+    Seller,
+    /// An auction's category.
+    Category,
+}
+
+impl KeyField {
+    fn of(self, event: &Event) -> u64 {
+        let id = match (self, event) {
+            (KeyField::Auction, Event::Bid(b)) => b.auction,
+            (KeyField::Bidder, Event::Bid(b)) => b.bidder,
+            (KeyField::Id, Event::Auction(a)) => a.id,
+            (KeyField::Seller, Event::Auction(a)) => a.seller,
+            (KeyField::Category, Event::Auction(a)) => a.category,
+            (KeyField::Id, Event::Person(p)) => p.id,
+            // `key_field` accepts only the fields of the configured event type, and a source
+            // emits only that type.
+            (field, _) => unreachable!("nexmark key {field:?} on another event type"),
+        };
+        id as u64
+    }
 }
 
 fn bid() -> String {
@@ -42,6 +79,7 @@ fn rate() -> usize {
 impl NexmarkSourceConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         self.event_kind()?;
+        self.key_field()?;
         if self.events_per_second == 0 {
             return Err("nexmark: events_per_second must be at least 1".into());
         }
@@ -55,6 +93,27 @@ impl NexmarkSourceConfig {
             "person" => Ok(EventType::Person),
             other => Err(format!("nexmark: unknown event_type `{other}` (bid, auction or person)")),
         }
+    }
+
+    /// The field records are keyed by, if any.
+    pub fn key_field(&self) -> Result<Option<KeyField>, String> {
+        let Some(key) = self.key.as_deref() else { return Ok(None) };
+        let field = match (self.event_type.as_str(), key) {
+            ("bid", "auction") => KeyField::Auction,
+            ("bid", "bidder") => KeyField::Bidder,
+            ("auction" | "person", "id") => KeyField::Id,
+            ("auction", "seller") => KeyField::Seller,
+            ("auction", "category") => KeyField::Category,
+            (event_type, other) => {
+                let fields = match event_type {
+                    "bid" => "auction or bidder",
+                    "auction" => "id, seller or category",
+                    _ => "id",
+                };
+                return Err(format!("nexmark: cannot key {event_type} events by `{other}` ({fields})"));
+            }
+        };
+        Ok(Some(field))
     }
 
     /// The generator for subtask `index` of `parallelism`.
@@ -80,6 +139,7 @@ pub struct NexmarkSource {
     parallelism: u32,
     count: u64,
     batch_size: usize,
+    key: Option<KeyField>,
 }
 
 impl std::fmt::Debug for NexmarkSource {
@@ -98,16 +158,32 @@ impl NexmarkSource {
             parallelism,
             count: config.count,
             batch_size,
+            key: config.key_field().expect("validated"),
         }
     }
 }
 
 /// Appends one event to `batch` (value = the event's named MessagePack, no key, event time).
 pub fn push_event(batch: &mut Batch, event: &Event) {
+    push_keyed_event(batch, event, None)
+}
+
+/// Appends one event to `batch`, keyed by `key` (a MessagePack unsigned int) when given.
+pub fn push_keyed_event(batch: &mut Batch, event: &Event, key: Option<KeyField>) {
+    let mut key_bytes = [0u8; 9];
+    let key_bytes: &[u8] = match key {
+        Some(field) => {
+            let mut cursor = std::io::Cursor::new(&mut key_bytes[..]);
+            rmp::encode::write_uint(&mut cursor, field.of(event)).expect("9 bytes hold any u64");
+            let len = cursor.position() as usize;
+            &key_bytes[..len]
+        }
+        None => &[],
+    };
     match event {
-        Event::Bid(b) => batch.push_with(&[], b.date_time as i64, |buf| encode(buf, b)),
-        Event::Auction(a) => batch.push_with(&[], a.date_time as i64, |buf| encode(buf, a)),
-        Event::Person(p) => batch.push_with(&[], p.date_time as i64, |buf| encode(buf, p)),
+        Event::Bid(b) => batch.push_with(key_bytes, b.date_time as i64, |buf| encode(buf, b)),
+        Event::Auction(a) => batch.push_with(key_bytes, a.date_time as i64, |buf| encode(buf, a)),
+        Event::Person(p) => batch.push_with(key_bytes, p.date_time as i64, |buf| encode(buf, p)),
     }
 }
 
@@ -123,7 +199,7 @@ impl Source for NexmarkSource {
         let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 128);
         while batch.len() < self.batch_size && self.generator.offset() < self.count {
             let event = self.generator.next().expect("the generator is endless");
-            push_event(&mut batch, &event);
+            push_keyed_event(&mut batch, &event, self.key);
         }
         Ok(Some(batch))
     }
@@ -147,6 +223,28 @@ impl Source for NexmarkSource {
 mod tests {
     use super::*;
 
+    #[test]
+    fn keys_records_by_an_id_field() {
+        let mut config = NexmarkSourceConfig {
+            event_type: "bid".into(),
+            count: 50,
+            base_time: base_time(),
+            events_per_second: rate(),
+            key: Some("auction".into()),
+        };
+        let batch = NexmarkSource::new(&config, 64, 0, 1).next_batch().unwrap().unwrap();
+        for record in batch.iter() {
+            let bid: Bid = rmp_serde::from_slice(record.value).unwrap();
+            let key: u64 = rmp_serde::from_slice(record.key).unwrap();
+            assert_eq!(key, bid.auction as u64);
+        }
+        config.key = Some("seller".into());
+        let e = config.validate().unwrap_err();
+        assert_eq!(e, "nexmark: cannot key bid events by `seller` (auction or bidder)");
+        config.event_type = "auction".into();
+        assert!(config.validate().is_ok());
+    }
+
     fn drain(source: &mut NexmarkSource) -> Vec<(Vec<u8>, i64)> {
         let mut out = Vec::new();
         while let Some(b) = source.next_batch().unwrap() {
@@ -162,6 +260,7 @@ mod tests {
             count: 500,
             base_time: base_time(),
             events_per_second: rate(),
+            key: None,
         };
         for (index, parallelism) in [(0, 1), (1, 3)] {
             let all = drain(&mut NexmarkSource::new(&config, 64, index, parallelism));
