@@ -50,6 +50,9 @@ typedef struct {
 } keyed_state;
 
 void ks_init(keyed_state *s, size_t value_size, ks_encode_fn encode, ks_decode_fn decode);
+/* The same as ks_init, as a static initializer:
+ *   static keyed_state counts = KS_INITIALIZER(sizeof(uint64_t), encode_count, decode_count); */
+#define KS_INITIALIZER(size, enc, dec) { .value_size = (size), .encode = (enc), .decode = (dec) }
 void ks_free(keyed_state *s);
 
 /* Number of live entries. */

@@ -100,7 +100,7 @@ void weir_delta_emit(void *ctx, const uint8_t *key, size_t key_len, const uint8_
 
 void weir_delta_finish(weir_delta_out *o, const char *const *names, size_t n_names, weir_delta *delta) {
     delta->names.len = n_names;
-    delta->names.ptr = xrealloc(NULL, n_names * sizeof *delta->names.ptr);
+    delta->names.ptr = n_names ? xrealloc(NULL, n_names * sizeof *delta->names.ptr) : NULL;
     for (size_t i = 0; i < n_names; i++) delta->names.ptr[i] = weir_string(names[i]);
     delta->data.ptr = o->data.data;
     delta->data.len = o->data.len;

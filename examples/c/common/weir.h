@@ -72,4 +72,44 @@ void weir_delta_finish(weir_delta_out *o, const char *const *names, size_t n_nam
  * Entries of an unknown state fail with invalid-state. Frees nothing. */
 bool weir_restore_keyed(const weir_delta *chunk, const char *const *names, keyed_state *const *states, size_t n, weir_error *err);
 
+/* ---- Default exports (common/defaults.c) ----
+ *
+ * defaults.c defines, as weak symbols, every export except `describe` and `process`:
+ *  - on-watermark and on-timer: emit nothing;
+ *  - open: accepts any context;
+ *  - snapshot: the keyed states the operator registers with WEIR_KEYED_STATES (incremental
+ *    or full, each under its name; none registered: an empty delta);
+ *  - restore: refuses a state version other than describe's `state-version` (invalid-state,
+ *    naming both), then restores each entry into the registered state of its name (an entry
+ *    of any other state is invalid-state). It does not migrate: an operator listing versions
+ *    in `migrates-from` defines its own restore.
+ * An operator overrides any of them by defining the function itself (a strong definition
+ * wins over the weak one at link time). Operators define `describe` and `process`. */
+
+/* One keyed state of the operator, by name (the name is part of the state layout). */
+typedef struct {
+    const char *name;
+    keyed_state *state;
+} weir_state_ref;
+
+/* The operator's keyed states, for the default snapshot and restore. The default (weak)
+ * definition returns none; WEIR_KEYED_STATES defines it. */
+const weir_state_ref *weir_keyed_states(size_t *n);
+
+/* Registers the operator's keyed states, at file scope:
+ *   static keyed_state counts = KS_INITIALIZER(sizeof(uint64_t), encode, decode);
+ *   WEIR_KEYED_STATES({ "counts", &counts })                                        */
+#define WEIR_KEYED_STATES(...)                                                  \
+    const weir_state_ref *weir_keyed_states(size_t *n) {                       \
+        static const weir_state_ref states_[] = { __VA_ARGS__ };                \
+        *n = sizeof states_ / sizeof *states_;                                  \
+        return states_;                                                         \
+    }
+
+/* The default snapshot and restore, for an operator that overrides them but still wants
+ * them for its registered keyed states (for example, a restore that migrates an old version
+ * and delegates the current one). weir_default_restore does not free `chunk`. */
+bool weir_default_snapshot(bool full, weir_delta *ret);
+bool weir_default_restore(uint32_t state_version, const weir_delta *chunk, weir_error *err);
+
 #endif

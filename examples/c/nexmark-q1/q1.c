@@ -4,7 +4,8 @@
  * Records have no key; values are bids as MessagePack maps with named fields (auction,
  * bidder, price, channel, url, date_time, extra), written back in that order. Arrays of the
  * seven fields in that order are read too, and unknown map fields are ignored, as serde
- * does. Stateless. */
+ * does. Stateless: open, on-watermark, on-timer, snapshot (empty) and restore (refuses any
+ * entry) are the defaults of common/defaults.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,23 +89,6 @@ void exports_weir_operator_operator_describe(exports_weir_operator_operator_oper
     ret->migrates_from.len = 0;
 }
 
-bool exports_weir_operator_operator_restore(uint32_t state_version, weir_delta *chunk, weir_error *err) {
-    bool ok = true;
-    if (state_version != 0)
-        ok = weir_fail(err, WEIR_OPERATOR_TYPES_ERROR_INVALID_STATE,
-                       "state schema version %u cannot be restored by this operator (version 0, migrates from [])", state_version);
-    else if (chunk->entries.len)
-        ok = weir_fail(err, WEIR_OPERATOR_TYPES_ERROR_INVALID_STATE, "this operator has no state, but a restore delivered %zu entries", chunk->entries.len);
-    weir_operator_types_state_delta_free(chunk);
-    return ok;
-}
-
-bool exports_weir_operator_operator_open(exports_weir_operator_operator_context_t *context, weir_error *err) {
-    (void)err;
-    weir_operator_types_context_free(context);
-    return true;
-}
-
 bool exports_weir_operator_operator_process(uint32_t input, weir_batch *batch, weir_batch *ret, weir_error *err) {
     (void)input;
     bool ok = true;
@@ -137,23 +121,4 @@ bool exports_weir_operator_operator_process(uint32_t input, weir_batch *batch, w
     else { free(out.data.data); free(out.entries); }
     weir_operator_types_batch_free(batch);
     return ok;
-}
-
-bool exports_weir_operator_operator_on_watermark(int64_t timestamp, weir_batch *ret, weir_error *err) {
-    (void)timestamp; (void)err;
-    memset(ret, 0, sizeof *ret);
-    return true;
-}
-
-bool exports_weir_operator_operator_on_timer(operator_world_list_u8_t *key, int64_t timestamp, weir_batch *ret, weir_error *err) {
-    (void)timestamp; (void)err;
-    operator_world_list_u8_free(key);
-    memset(ret, 0, sizeof *ret);
-    return true;
-}
-
-bool exports_weir_operator_operator_snapshot(uint64_t checkpoint_id, bool full, weir_delta *ret, weir_error *err) {
-    (void)checkpoint_id; (void)full; (void)err;
-    memset(ret, 0, sizeof *ret);
-    return true;
 }

@@ -1,11 +1,48 @@
 #!/usr/bin/env bash
-# Builds and runs the native unit tests of the C helpers (with zig cc, or $CC).
+# Builds and runs the native unit tests of examples/c: the helpers of common/ (test_state.c)
+# and the q17 operator through its exports (test_q17.c, with common/defaults.c).
+# Compiler: $CC if set, else the system cc with AddressSanitizer + UBSan when it has them,
+# else zig cc (from $WEIR_TOOLS, default <repo>/target/tools) with UBSan only (Zig ships no
+# ASan runtime). The q17 test needs the generated header: wit-bindgen from $WEIR_TOOLS/cargo
+# (or $WIT_BINDGEN; build.sh --tools-only installs it). Prints "N passed, N failed".
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-tools="${WEIR_TOOLS:-/work/tools}"
-cc=(${CC:-"$tools/zig-venv/bin/python" -m ziglang cc})
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+c="$here/.."
+repo="$(cd "$here/../../.." && pwd)"
+tools="${WEIR_TOOLS:-$repo/target/tools}"
+wit_bindgen="${WIT_BINDGEN:-$tools/cargo/bin/wit-bindgen}"
+[[ -x "$wit_bindgen" ]] || { echo "run-tests.sh: no wit-bindgen at $wit_bindgen (run build.sh --tools-only)" >&2; exit 1; }
 out="$(mktemp -d)"
-"${cc[@]}" -std=c11 -O1 -g -Wall -Wextra -fsanitize=undefined -I "$here/../common" \
-    "$here/test_state.c" "$here/../common/keyed_state.c" "$here/../common/msgpack.c" -o "$out/test_state"
-"$out/test_state"
-rm -rf "$out"
+trap 'rm -rf "$out"' EXIT
+
+probe() { printf 'int main(void){return 0;}\n' > "$out/probe.c"; "$@" "$out/probe.c" -o "$out/probe" >/dev/null 2>&1 && "$out/probe"; }
+if [[ -n "${CC:-}" ]]; then
+    cc=($CC); san=(-fsanitize=address,undefined)
+    probe "${cc[@]}" "${san[@]}" || san=(-fsanitize=undefined)
+elif command -v cc >/dev/null && probe cc -fsanitize=address,undefined; then
+    cc=(cc); san=(-fsanitize=address,undefined)
+else
+    cc=("$tools/zig-venv/bin/python" -m ziglang cc); san=(-fsanitize=undefined)
+fi
+echo "compiler: ${cc[*]} ${san[*]}"
+flags=(-std=c11 -O1 -g -Wall -Wextra -Wno-unused-parameter -fno-omit-frame-pointer -fno-sanitize-recover=all "${san[@]}")
+
+"$wit_bindgen" c "$repo/wit" --world operator-world --out-dir "$out/gen" >/dev/null 2>&1
+sed -n '/^\/\/ Helper Functions$/,/^\/\/ Component Adapters$/p' "$out/gen/operator_world.c" > "$out/gen/generated_helpers.c"
+[[ -s "$out/gen/generated_helpers.c" ]] || { echo "run-tests.sh: no helper functions in the generated bindings" >&2; exit 1; }
+
+"${cc[@]}" "${flags[@]}" -I "$c/common" \
+    "$here/test_state.c" "$c/common/keyed_state.c" "$c/common/msgpack.c" -o "$out/test_state"
+"${cc[@]}" "${flags[@]}" -I "$c/common" -I "$out/gen" \
+    "$here/test_q17.c" "$here/native_host.c" "$c/common/defaults.c" "$c/common/weir.c" \
+    "$c/common/keyed_state.c" "$c/common/msgpack.c" -o "$out/test_q17"
+
+status=0
+state="$("$out/test_state")" || status=1
+q17="$("$out/test_q17")" || status=1
+echo "state: $state"
+echo "$q17"
+read -r p1 _ f1 _ <<<"$state"
+read -r _ p2 _ f2 _ <<<"$q17"
+echo "$((p1 + p2)) passed, $((f1 + f2)) failed"
+exit $status

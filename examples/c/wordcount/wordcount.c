@@ -5,7 +5,8 @@
  * state "counts" (key = the record's key bytes, value = MessagePack uint), state schema
  * version 0. Output: per input batch, one record per distinct word of the batch in
  * first-seen order: key = the word, value = its new total, timestamp = the latest timestamp
- * of the word's records in the batch. */
+ * of the word's records in the batch. open, on-watermark, on-timer, snapshot and restore are
+ * the defaults of common/defaults.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,10 +14,6 @@
 
 #define STATE_VERSION 0
 
-static const char *const STATE_NAMES[] = { "counts" };
-
-static bool initialized;
-static keyed_state counts;
 
 /* The distinct words of the batch being processed: per state entry, the generation of the
  * batch that last touched it and its position in `batch_words`. */
@@ -37,39 +34,15 @@ static const char *decode_count(const uint8_t *bytes, size_t len, void *value) {
     return NULL;
 }
 
-static void ensure_init(void) {
-    if (initialized) return;
-    ks_init(&counts, sizeof(uint64_t), encode_count, decode_count);
-    initialized = true;
-}
+static keyed_state counts = KS_INITIALIZER(sizeof(uint64_t), encode_count, decode_count);
+/* The default restore and snapshot (common/defaults.c) save and restore it. */
+WEIR_KEYED_STATES({ "counts", &counts })
 
 void exports_weir_operator_operator_describe(exports_weir_operator_operator_operator_info_t *ret) {
     ret->name = weir_string("wordcount-c");
     ret->state_version = STATE_VERSION;
     ret->migrates_from.ptr = NULL;
     ret->migrates_from.len = 0;
-}
-
-bool exports_weir_operator_operator_restore(uint32_t state_version, weir_delta *chunk, weir_error *err) {
-    ensure_init();
-    bool ok;
-    if (state_version != STATE_VERSION)
-        ok = weir_fail(err, WEIR_OPERATOR_TYPES_ERROR_INVALID_STATE,
-                       "state schema version %u cannot be restored by this operator (version %u, migrates from [])",
-                       state_version, STATE_VERSION);
-    else {
-        keyed_state *const states[] = { &counts };
-        ok = weir_restore_keyed(chunk, STATE_NAMES, states, 1, err);
-    }
-    weir_operator_types_state_delta_free(chunk);
-    return ok;
-}
-
-bool exports_weir_operator_operator_open(exports_weir_operator_operator_context_t *context, weir_error *err) {
-    (void)err;
-    ensure_init();
-    weir_operator_types_context_free(context);
-    return true;
 }
 
 static void touch(ks_handle h, int64_t timestamp) {
@@ -99,7 +72,6 @@ static void touch(ks_handle h, int64_t timestamp) {
 
 bool exports_weir_operator_operator_process(uint32_t input, weir_batch *batch, weir_batch *ret, weir_error *err) {
     (void)input;
-    ensure_init();
     bool ok = true;
     if (++generation == 0) { /* wrapped: forget every mark */
         memset(seen_gen, 0, cap_seen * sizeof *seen_gen);
@@ -149,27 +121,4 @@ bool exports_weir_operator_operator_process(uint32_t input, weir_batch *batch, w
     }
     weir_operator_types_batch_free(batch);
     return ok;
-}
-
-bool exports_weir_operator_operator_on_watermark(int64_t timestamp, weir_batch *ret, weir_error *err) {
-    (void)timestamp; (void)err;
-    memset(ret, 0, sizeof *ret);
-    return true;
-}
-
-bool exports_weir_operator_operator_on_timer(operator_world_list_u8_t *key, int64_t timestamp, weir_batch *ret, weir_error *err) {
-    (void)timestamp; (void)err;
-    operator_world_list_u8_free(key);
-    memset(ret, 0, sizeof *ret);
-    return true;
-}
-
-bool exports_weir_operator_operator_snapshot(uint64_t checkpoint_id, bool full, weir_delta *ret, weir_error *err) {
-    (void)checkpoint_id; (void)err;
-    ensure_init();
-    weir_delta_out out = {0};
-    out.state = 0;
-    ks_snapshot(&counts, full, weir_delta_emit, &out);
-    weir_delta_finish(&out, STATE_NAMES, 1, ret);
-    return true;
 }
