@@ -14,11 +14,10 @@
 #
 # Tools, installed when missing (pinned versions) under $WEIR_TOOLS (default <repo>/target/tools):
 #   - zig: PyPI ziglang 0.17.1 in the venv $WEIR_TOOLS/zig-venv
-#   - wit-bindgen-cli 0.46.0 (feature c) and wasm-tools 1.240.0 (features component,validate):
-#     cargo install --locked --root $WEIR_TOOLS/cargo
-#   - the WASI preview1 reactor adapter of wasmtime 48 (crates.io crate
-#     wasi-preview1-component-adapter-provider 48.0.8), copied to $WEIR_TOOLS/wasi-adapter/48.0.8/
-# ZIG, WIT_BINDGEN, WASM_TOOLS, WASI_ADAPTER point to tools found elsewhere instead.
+#   - weir-cbuild (examples/c/cbuild, a workspace binary: cargo builds it into the target dir):
+#     wit-bindgen 0.63's C bindings, and the component wrapper with wasmtime 48's WASI
+#     preview1 reactor adapter, on the wit-component the workspace already locks
+# ZIG and WEIR_CBUILD point to tools found elsewhere instead.
 # Idempotent; works from any directory; prints one line per built component.
 set -euo pipefail
 
@@ -40,10 +39,7 @@ tools="${WEIR_TOOLS:-$repo/target/tools}"
 mkdir -p "$tools" || die "cannot create the tools directory $tools"
 tools="$(cd "$tools" && pwd)"
 
-WIT_BINDGEN_VERSION=0.46.0
-WASM_TOOLS_VERSION=1.240.0
 ZIGLANG_VERSION=0.17.1
-ADAPTER_VERSION=48.0.8
 
 # --- zig ---
 if [[ -n "${ZIG:-}" ]]; then
@@ -59,52 +55,16 @@ else
     zig=("$venv/bin/python" -m ziglang)
 fi
 
-# --- wit-bindgen and wasm-tools ---
-cargo_tool() { # binary crate version features
-    local bin=$1 crate=$2 version=$3 features=$4 path="$tools/cargo/bin/$1"
-    if [[ -x "$path" ]] && "$path" --version 2>/dev/null | grep -qF " $version"; then echo "$path"; return; fi
-    command -v cargo >/dev/null || die "$bin $version is missing and cargo is not installed to build it"
-    echo "installing $crate $version into $tools/cargo (cargo install; several minutes)" >&2
-    local target
-    target="$(mktemp -d "${TMPDIR:-/tmp}/weir-c-cargo-XXXXXX")"
-    CARGO_TARGET_DIR="$target" cargo install --locked --quiet --force --root "$tools/cargo" \
-        --no-default-features --features "$features" "$crate@$version" >&2 \
-        || { rm -rf "$target"; die "cargo install $crate@$version failed"; }
-    rm -rf "$target"
-    echo "$path"
-}
-wit_bindgen="${WIT_BINDGEN:-$(cargo_tool wit-bindgen wit-bindgen-cli "$WIT_BINDGEN_VERSION" c)}"
-[[ -x "$wit_bindgen" ]] || die "wit-bindgen not found (at '$wit_bindgen')"
-wasm_tools="${WASM_TOOLS:-$(cargo_tool wasm-tools wasm-tools "$WASM_TOOLS_VERSION" component,validate)}"
-[[ -x "$wasm_tools" ]] || die "wasm-tools not found (at '$wasm_tools')"
-
-# --- the WASI reactor adapter ---
-if [[ -z "${WASI_ADAPTER:-}" ]]; then
-    WASI_ADAPTER="$tools/wasi-adapter/$ADAPTER_VERSION/wasi_snapshot_preview1.reactor.wasm"
-    if [[ ! -f "$WASI_ADAPTER" ]]; then
-        find_adapter() {
-            local f
-            for f in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wasi-preview1-component-adapter-provider-"$ADAPTER_VERSION"/artefacts/wasi_snapshot_preview1.reactor.wasm; do
-                [[ -f "$f" ]] && { echo "$f"; return 0; }
-            done
-            return 1
-        }
-        if ! found="$(find_adapter)"; then
-            command -v cargo >/dev/null || die "the WASI reactor adapter is missing and cargo is not installed to fetch it"
-            echo "fetching wasi-preview1-component-adapter-provider $ADAPTER_VERSION (crates.io)" >&2
-            tmp="$(mktemp -d)"
-            mkdir -p "$tmp/src" && : > "$tmp/src/lib.rs"
-            printf '[package]\nname = "adapter-fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nwasi-preview1-component-adapter-provider = "=%s"\n' \
-                "$ADAPTER_VERSION" > "$tmp/Cargo.toml"
-            (cd "$tmp" && cargo fetch --quiet) || { rm -rf "$tmp"; die "cannot fetch wasi-preview1-component-adapter-provider $ADAPTER_VERSION"; }
-            rm -rf "$tmp"
-            found="$(find_adapter)" || die "the reactor adapter is not in the fetched crate"
-        fi
-        mkdir -p "$(dirname "$WASI_ADAPTER")"
-        cp "$found" "$WASI_ADAPTER.tmp" && mv "$WASI_ADAPTER.tmp" "$WASI_ADAPTER" || die "cannot copy the adapter to $WASI_ADAPTER"
-    fi
+# --- weir-cbuild: wit-bindgen's C bindings and the component wrapper (examples/c/cbuild) ---
+if [[ -n "${WEIR_CBUILD:-}" ]]; then
+    cbuild="$WEIR_CBUILD"
+else
+    command -v cargo >/dev/null || die "cargo is needed to build weir-cbuild (examples/c/cbuild)"
+    cargo build --quiet --locked --manifest-path "$repo/Cargo.toml" -p weir-cbuild \
+        || die "building weir-cbuild failed"
+    cbuild="${CARGO_TARGET_DIR:-$repo/target}/debug/weir-cbuild"
 fi
-[[ -f "$WASI_ADAPTER" ]] || die "the WASI reactor adapter is not at '$WASI_ADAPTER'"
+[[ -x "$cbuild" ]] || die "weir-cbuild not found (at '$cbuild')"
 
 [[ $tools_only == 1 ]] && exit 0
 
@@ -119,9 +79,7 @@ cflags=(--target=wasm32-wasi -mexec-model=reactor -std=c11 -O2 -s -Wall -Wextra 
 # bindings <wit-dir> <gen-dir>: generates the C bindings of the world operator-world.
 bindings() {
     rm -rf "$2" && mkdir -p "$2"
-    local log
-    log="$("$wit_bindgen" c "$1" --world operator-world --out-dir "$2" 2>&1)" \
-        || { echo "$log" >&2; die "wit-bindgen c $1 failed"; }
+    "$cbuild" bindings "$1" operator-world "$2" || die "generating the C bindings of $1 failed"
 }
 
 # component <output.wasm> <gen-dir> <source>...: compiles and wraps one component.
@@ -132,9 +90,7 @@ component() {
     mkdir -p "$out/obj" "$(dirname "$wasm")"
     "${zig[@]}" cc "${cflags[@]}" -I "$gen" "$@" "$gen/operator_world.c" "$gen/operator_world_component_type.o" \
         -o "$core" || die "compiling $(basename "$wasm") failed"
-    "$wasm_tools" component new "$core" --adapt "wasi_snapshot_preview1=$WASI_ADAPTER" -o "$wasm.tmp" \
-        || die "making the component $(basename "$wasm") failed"
-    "$wasm_tools" validate --features component-model "$wasm.tmp" || die "$(basename "$wasm") does not validate"
+    "$cbuild" component "$core" "$wasm.tmp" || die "making the component $(basename "$wasm") failed"
     mv "$wasm.tmp" "$wasm"
     echo "built $wasm ($(wc -c < "$wasm") bytes)"
 }
