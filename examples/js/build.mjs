@@ -1,29 +1,69 @@
 // Builds the JavaScript operators into WebAssembly components with componentize-js.
-// Usage: node build.mjs  (from examples/js; build.sh runs it).
+// Usage: node build.mjs [--out DIR] [--with-test-fixtures] [operator-name...]
+//   --out DIR               where the components go (default: build/ next to this file)
+//   --with-test-fixtures    also build the components Weir must refuse, into
+//                           DIR/wrong-worlds/{v0.1.0,incomplete,foreign-import}.wasm
+//   operator-name           build only these (wordcount, nexmark-q1, nexmark-q17, or a
+//                           fixture name: wrong-worlds/v0.1.0, ...)
+// build.sh runs it after installing the tools; prints one line per built component.
 import { componentize } from '@bytecodealliance/componentize-js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const wit = resolve(here, '../../wit');
-const operators = [
-  { name: 'wordcount', source: 'wordcount/wordcount.js' },
-  { name: 'nexmark-q1', source: 'nexmark-q1/q1.js' },
-];
-const only = process.argv.slice(2);
+const repo = resolve(here, '../..');
+const wit = resolve(repo, 'wit');
+const fixtureWit = (name) => resolve(repo, 'engine/test-guests/worlds', name);
 
-await mkdir(resolve(here, 'build'), { recursive: true });
-for (const op of operators) {
-  if (only.length && !only.includes(op.name)) continue;
-  const { component } = await componentize({
-    sourcePath: resolve(here, op.source),
-    witPath: wit,
-    worldName: 'operator-world',
-    // No WASI beyond what the engine cannot do without: no stdio, random, clocks or http.
-    disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'],
-  });
-  const out = resolve(here, 'build', `${op.name}.wasm`);
-  await writeFile(out, component);
-  console.log(`built ${out} (${component.length} bytes)`);
+const operators = [
+  { name: 'wordcount', source: 'wordcount/wordcount.js', wit },
+  { name: 'nexmark-q1', source: 'nexmark-q1/q1.js', wit },
+  { name: 'nexmark-q17', source: 'nexmark-q17/q17.js', wit },
+];
+const fixtures = ['v0.1.0', 'incomplete', 'foreign-import'].map((name) => ({
+  name: `wrong-worlds/${name}`,
+  source: `tests/wrong-worlds/${name}.js`,
+  wit: fixtureWit(name),
+}));
+
+let out = resolve(here, 'build');
+let withFixtures = false;
+const only = [];
+const args = process.argv.slice(2);
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--out') out = resolve(args[++i] ?? '');
+  else if (args[i] === '--with-test-fixtures') withFixtures = true;
+  else if (args[i].startsWith('-')) {
+    console.error(`build.mjs: unknown option ${args[i]}`);
+    process.exit(2);
+  } else only.push(args[i]);
+}
+const all = withFixtures || only.some((n) => n.startsWith('wrong-worlds/')) ? [...operators, ...fixtures] : operators;
+const todo = only.length ? all.filter((op) => only.includes(op.name)) : all;
+const unknown = only.filter((n) => !all.some((op) => op.name === n));
+if (unknown.length) {
+  console.error(`build.mjs: unknown operator(s): ${unknown.join(', ')} (known: ${all.map((op) => op.name).join(', ')})`);
+  process.exit(2);
+}
+
+for (const op of todo) {
+  let component;
+  try {
+    ({ component } = await componentize({
+      sourcePath: resolve(here, op.source),
+      witPath: op.wit,
+      worldName: 'operator-world',
+      // No WASI at all: no stdio, random, clocks, http. The component imports only the
+      // interfaces of its world.
+      disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'],
+    }));
+  } catch (e) {
+    console.error(`build.mjs: building ${op.name} from ${op.source} failed: ${e?.message ?? e}`);
+    process.exit(1);
+  }
+  const file = resolve(out, `${op.name}.wasm`);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, component);
+  console.log(`built ${file} (${component.length} bytes)`);
 }

@@ -226,6 +226,58 @@ export class Reader {
       default: throw new MsgpackError(`unsupported MessagePack type byte 0x${b.toString(16)}`);
     }
   }
+  /**
+   * Reads the header of a map and returns its number of pairs, or -1 (consuming nothing)
+   * when the next value is not a map.
+   */
+  mapLength() {
+    this.need(1);
+    const b = this.bytes[this.pos];
+    if ((b & 0xf0) === 0x80) { this.pos++; return b & 0x0f; }
+    if (b === 0xde) { this.pos++; return this.u16(); }
+    if (b === 0xdf) { this.pos++; return this.u32(); }
+    return -1;
+  }
+  /**
+   * Reads a str header and returns the [start, end) of its UTF-8 bytes without decoding
+   * them, or null (consuming nothing) when the next value is not a str.
+   */
+  strBytes() {
+    this.need(1);
+    const b = this.bytes[this.pos];
+    let n;
+    if ((b & 0xe0) === 0xa0) { this.pos++; n = b & 0x1f; }
+    else if (b === 0xd9) { this.pos++; n = this.u8(); }
+    else if (b === 0xda) { this.pos++; n = this.u16(); }
+    else if (b === 0xdb) { this.pos++; n = this.u32(); }
+    else return null;
+    this.need(n);
+    const start = this.pos;
+    this.pos += n;
+    return [start, this.pos];
+  }
+  /** Skips one value without decoding it (checks only that its bytes are there). */
+  skip() {
+    const b = this.u8();
+    if (b < 0x80 || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return;
+    if ((b & 0xe0) === 0xa0) { this.raw(b & 0x1f); return; }
+    if ((b & 0xf0) === 0x90) { for (let n = b & 0x0f; n > 0; n--) this.skip(); return; }
+    if ((b & 0xf0) === 0x80) { for (let n = 2 * (b & 0x0f); n > 0; n--) this.skip(); return; }
+    switch (b) {
+      case 0xc4: case 0xd9: this.raw(this.u8()); return;
+      case 0xc5: case 0xda: this.raw(this.u16()); return;
+      case 0xc6: case 0xdb: this.raw(this.u32()); return;
+      case 0xcc: case 0xd0: this.raw(1); return;
+      case 0xcd: case 0xd1: this.raw(2); return;
+      case 0xca: case 0xce: case 0xd2: this.raw(4); return;
+      case 0xcb: case 0xcf: case 0xd3: this.raw(8); return;
+      case 0xdc: for (let n = this.u16(); n > 0; n--) this.skip(); return;
+      case 0xdd: for (let n = this.u32(); n > 0; n--) this.skip(); return;
+      case 0xde: for (let n = 2 * this.u16(); n > 0; n--) this.skip(); return;
+      case 0xdf: for (let n = 2 * this.u32(); n > 0; n--) this.skip(); return;
+      default: throw new MsgpackError(`unsupported MessagePack type byte 0x${b.toString(16)}`);
+    }
+  }
   array(n) {
     const out = new Array(n);
     for (let i = 0; i < n; i++) out[i] = this.value();

@@ -1,10 +1,12 @@
 // Compares the file-sink outputs (JSON lines in part-* files) of two runs.
-// Usage: node compare.mjs <dirA> <dirB> [--per-key | --final]
+// Usage: node compare.mjs <dirA> <dirB> [--per-key | --final | --final-by=<field>]
 // Default: the sorted lines must be identical. --final instead checks only that every key's
 // last total is the same in both and that no key repeats a total (for
 // runs whose batching differs, e.g. several upstream instances or a recovery). --per-key also checks, for every key, that
 // the sequence of records in output order is identical and that no (key, value) repeats
 // (a duplicated total would mean a record was emitted twice after a recovery).
+// --final-by=<field> is --final where a key's last record is the one whose value has the
+// largest <field> (for outputs whose sink parallelism scatters a key's records over files).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -28,14 +30,18 @@ function perKey(lines) {
   return m;
 }
 
-const [a, b, flag] = process.argv.slice(2);
+const [a, b, flagArg] = process.argv.slice(2);
+const finalBy = flagArg?.startsWith('--final-by=') ? flagArg.slice('--final-by='.length) : null;
+const flag = finalBy ? '--final' : flagArg;
 const la = load(a);
 const lb = load(b);
 let ok = true;
 if (flag === '--final') {
   const ka = perKey(la);
   const kb = perKey(lb);
-  const last = (seq) => JSON.stringify(JSON.parse(seq[seq.length - 1]).value);
+  const last = finalBy
+    ? (seq) => JSON.stringify(seq.map((l) => JSON.parse(l).value).reduce((m, v) => (v[finalBy] > m[finalBy] ? v : m)))
+    : (seq) => JSON.stringify(JSON.parse(seq[seq.length - 1]).value);
   if (ka.size !== kb.size) { ok = false; console.log(`${ka.size} vs ${kb.size} keys`); }
   for (const [k, seq] of ka) {
     const other = kb.get(k);
