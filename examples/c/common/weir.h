@@ -1,5 +1,5 @@
 /* Small helpers for Weir operators written in C against the bindings that
- * `wit-bindgen c wit --world operator-world` generates (operator_world.h).
+ * `weir-cbuild bindings wit operator-world <out-dir>` generates (operator_world.h).
  *
  * Ownership, as the generated code expects it: arguments (batches, contexts, restore chunks)
  * belong to the callee, which frees them; everything returned (batches, state deltas,

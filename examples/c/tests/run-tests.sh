@@ -3,15 +3,23 @@
 # and the q17 operator through its exports (test_q17.c, with common/defaults.c).
 # Compiler: $CC if set, else the system cc with AddressSanitizer + UBSan when it has them,
 # else zig cc (from $WEIR_TOOLS, default <repo>/target/tools) with UBSan only (Zig ships no
-# ASan runtime). The q17 test needs the generated header: wit-bindgen from $WEIR_TOOLS/cargo
-# (or $WIT_BINDGEN; build.sh --tools-only installs it). Prints "N passed, N failed".
+# ASan runtime). The q17 test needs the generated header: `weir-cbuild bindings`, with
+# weir-cbuild obtained as build.sh does ($WEIR_CBUILD, else cargo builds the workspace binary
+# into ${CARGO_TARGET_DIR:-<repo>/target}/debug). Prints "N passed, N failed".
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 c="$here/.."
 repo="$(cd "$here/../../.." && pwd)"
 tools="${WEIR_TOOLS:-$repo/target/tools}"
-wit_bindgen="${WIT_BINDGEN:-$tools/cargo/bin/wit-bindgen}"
-[[ -x "$wit_bindgen" ]] || { echo "run-tests.sh: no wit-bindgen at $wit_bindgen (run build.sh --tools-only)" >&2; exit 1; }
+if [[ -n "${WEIR_CBUILD:-}" ]]; then
+    cbuild="$WEIR_CBUILD"
+else
+    command -v cargo >/dev/null || { echo "run-tests.sh: cargo is needed to build weir-cbuild (examples/c/cbuild)" >&2; exit 1; }
+    cargo build --quiet --locked --manifest-path "$repo/Cargo.toml" -p weir-cbuild \
+        || { echo "run-tests.sh: building weir-cbuild failed" >&2; exit 1; }
+    cbuild="${CARGO_TARGET_DIR:-$repo/target}/debug/weir-cbuild"
+fi
+[[ -x "$cbuild" ]] || { echo "run-tests.sh: weir-cbuild not found (at '$cbuild')" >&2; exit 1; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
@@ -27,7 +35,8 @@ fi
 echo "compiler: ${cc[*]} ${san[*]}"
 flags=(-std=c11 -O1 -g -Wall -Wextra -Wno-unused-parameter -fno-omit-frame-pointer -fno-sanitize-recover=all "${san[@]}")
 
-"$wit_bindgen" c "$repo/wit" --world operator-world --out-dir "$out/gen" >/dev/null 2>&1
+"$cbuild" bindings "$repo/wit" operator-world "$out/gen" \
+    || { echo "run-tests.sh: generating the C bindings failed" >&2; exit 1; }
 sed -n '/^\/\/ Helper Functions$/,/^\/\/ Component Adapters$/p' "$out/gen/operator_world.c" > "$out/gen/generated_helpers.c"
 [[ -s "$out/gen/generated_helpers.c" ]] || { echo "run-tests.sh: no helper functions in the generated bindings" >&2; exit 1; }
 
