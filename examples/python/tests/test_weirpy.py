@@ -1,34 +1,19 @@
-"""Host-side unit tests of weirpy and the operators (no wasm): run after ./build.sh, which
-generates the WIT bindings into build/bindings.
+"""Host-side unit tests of weirpy and the operators (no wasm); see support.py for the
+bindings they need.
 
-    python3 -m unittest discover -s examples/python/tests
+    $WEIR_TOOLS/py-venv/bin/python -m unittest discover -s examples/python/tests
 """
 
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path[:0] = [os.path.join(ROOT, "build", "bindings"), ROOT, os.path.join(ROOT, "operators")]
+from support import batch, decoded
 
 from componentize_py_types import Err  # noqa: E402
 from wit_world.imports import types  # noqa: E402
 
 from weirpy import msgpack  # noqa: E402
-from weirpy.records import BatchWriter, iter_records  # noqa: E402
+from weirpy.records import iter_records  # noqa: E402
 from weirpy.state import KeyedState, States  # noqa: E402
-
-
-def batch(*records):
-    w = BatchWriter()
-    for k, v, ts in records:
-        w.emit(k, v, ts)
-    return w.finish()
-
-
-def decoded(b):
-    return [(msgpack.unpackb(k) if k else None, msgpack.unpackb(v), ts) for k, v, ts in iter_records(b)]
 
 
 class MsgpackTest(unittest.TestCase):

@@ -1,0 +1,101 @@
+"""Nexmark query 17 (auction statistics, per auction) in Python, equivalent to
+examples/nexmark-q17 (Rust).
+
+Input: bids keyed by their auction id (key = MessagePack uint, value = the bid as a
+MessagePack map with named fields; only `auction` and `price` are read, other fields are
+ignored). A value that is not a map with unsigned `auction` and `price` fails the batch with
+`invalid-input`.
+
+State: keyed state "stats", key = the record key bytes, value = MessagePack array of 7 uints
+[total_bids, rank1_bids, rank2_bids, rank3_bids, min_price, max_price, sum_price];
+state version 0 (the same layout in every language).
+
+Output: for every input record, one record with the input key bytes and timestamp and a map
+(fields in this order) auction, total_bids, rank1_bids, rank2_bids, rank3_bids, min_price,
+max_price, avg_price (sum_price // total_bids), sum_price. Ranks: rank1 price < 10_000,
+rank2 10_000 <= price < 1_000_000, rank3 price >= 1_000_000. sum_price saturates at 2**64-1.
+"""
+
+from weirpy import msgpack
+from weirpy.operator import InvalidInput, OperatorBase
+from weirpy.state import KeyedState, States
+
+U64_MAX = (1 << 64) - 1
+RANK2_FROM = 10_000
+RANK3_FROM = 1_000_000
+
+
+def _is_u64(v):
+    return v.__class__ is int and 0 <= v <= U64_MAX
+
+
+def encode_stats(stats):
+    """A stats tuple as the MessagePack array of 7 uints."""
+    return msgpack.packb(stats)
+
+
+def decode_stats(value):
+    """Decodes (and checks) a saved stats entry; returns the 7-tuple."""
+    stats = msgpack.unpackb(value)
+    if not isinstance(stats, list) or len(stats) != 7 or not all(_is_u64(v) for v in stats):
+        raise ValueError("not an array of 7 unsigned integers: %r" % (stats,))
+    return tuple(stats)
+
+
+def update_stats(stats, price):
+    """The stats (a tuple, or None for a new auction) after one more bid at `price`."""
+    if stats is None:
+        total, r1, r2, r3, low, high, total_price = 0, 0, 0, 0, price, price, 0
+    else:
+        total, r1, r2, r3, low, high, total_price = stats
+    if price < RANK2_FROM:
+        r1 += 1
+    elif price < RANK3_FROM:
+        r2 += 1
+    else:
+        r3 += 1
+    total_price += price
+    if total_price > U64_MAX:
+        total_price = U64_MAX
+    return (
+        total + 1, r1, r2, r3,
+        price if price < low else low,
+        price if price > high else high,
+        total_price,
+    )
+
+
+class Operator(OperatorBase):
+    NAME = "nexmark-q17-python"
+    STATE_VERSION = 0
+
+    def __init__(self):
+        super().__init__()
+        self.stats = KeyedState("stats", encode=encode_stats, decode=decode_stats)
+        self.states = States(self.stats)
+
+    def process_record(self, key, value, timestamp, out):
+        bid = msgpack.unpackb(value)
+        if not isinstance(bid, dict):
+            raise InvalidInput("a bid is not a MessagePack map: %r" % (bid,))
+        auction = bid.get("auction")
+        price = bid.get("price")
+        if not _is_u64(auction):
+            raise InvalidInput("bid field 'auction' is missing or not an unsigned integer: %r" % (auction,))
+        if not _is_u64(price):
+            raise InvalidInput("bid field 'price' is missing or not an unsigned integer: %r" % (price,))
+        stats = self.stats
+        s = update_stats(stats.get(key), price)
+        stats.put(key, s)
+        total, r1, r2, r3, low, high, total_price = s
+        out.emit_raw(key, msgpack.packb({
+            "auction": auction,
+            "total_bids": total,
+            "rank1_bids": r1,
+            "rank2_bids": r2,
+            "rank3_bids": r3,
+            "min_price": low,
+            "max_price": high,
+            "avg_price": total_price // total,
+            "sum_price": total_price,
+        }), timestamp)
