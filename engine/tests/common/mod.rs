@@ -23,6 +23,7 @@ pub fn guest_path(name: &str) -> PathBuf {
         "wordcount" => env!("WEIR_GUEST_WORDCOUNT"),
         "nexmark-q1" => env!("WEIR_GUEST_NEXMARK_Q1"),
         "nexmark-q2" => env!("WEIR_GUEST_NEXMARK_Q2"),
+        "nexmark-q17" => env!("WEIR_GUEST_NEXMARK_Q17"),
         "tumbling-window" => env!("WEIR_GUEST_TUMBLING_WINDOW"),
         "counter" => env!("WEIR_GUEST_COUNTER"),
         "wordcount-v2" => env!("WEIR_GUEST_WORDCOUNT_V2"),
