@@ -15,6 +15,7 @@ pub mod checkpoint_bench;
 pub mod client;
 pub mod connectors;
 pub mod guest;
+pub mod lang_bench;
 pub mod modules;
 pub mod plan;
 pub mod record;

@@ -1,6 +1,6 @@
 //! The `weir` command.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -29,6 +29,7 @@ enum Suite {
     Checkpoints,
     Savepoints,
     Server,
+    Languages,
 }
 
 #[derive(Subcommand)]
@@ -117,7 +118,8 @@ enum Command {
     /// incremental bytes written, restore speed), `savepoints` (copy, export, import and
     /// restore, rescaled or not, against reading the checkpoint) or `server` (instantiation,
     /// memory per idle instance, API latency over a long history, a quiet tenant beside a
-    /// noisy one).
+    /// noisy one) or `languages` (word count and Nexmark q17 per core, in Python,
+    /// JavaScript and C beside Rust).
     Bench {
         /// Which benchmark.
         #[arg(value_enum, default_value_t = Suite::Nexmark)]
@@ -164,6 +166,14 @@ enum Command {
         /// server: lines per second of the quiet tenant's job.
         #[arg(long, default_value_t = 20_000)]
         quiet_rate: u64,
+        /// languages: `NAME=DIR`, a language's build directory holding `wordcount.wasm` and
+        /// `nexmark-q17.wasm` (repeatable; default: `examples/{python,js,c}/build` where
+        /// they exist).
+        #[arg(long = "lang", value_name = "NAME=DIR")]
+        languages: Vec<String>,
+        /// languages: records per batch.
+        #[arg(long, default_value_t = 1024)]
+        batch: usize,
     },
 }
 
@@ -425,6 +435,9 @@ fn main() -> anyhow::Result<()> {
             | Command::Savepoint { .. }
             | Command::Stream { .. }
             | Command::Tenant { .. } => unreachable!("handled above"),
+            Command::Bench { suite: Suite::Languages, records, seconds, languages, batch, .. } => {
+                bench_languages(&host, languages, records, batch, seconds).await?
+            }
             Command::Bench { suite: Suite::Nexmark, records, seconds, .. } => {
                 bench(&host, records, seconds).await?
             }
@@ -477,7 +490,7 @@ fn main() -> anyhow::Result<()> {
     })
 }
 
-fn open_store(data_dir: &std::path::Path) -> anyhow::Result<weir_store::Store> {
+fn open_store(data_dir: &Path) -> anyhow::Result<weir_store::Store> {
     std::fs::create_dir_all(data_dir).with_context(|| format!("cannot create {}", data_dir.display()))?;
     let path = data_dir.join("weir.redb");
     weir_store::Store::open(&path).with_context(|| format!("cannot open the store {}", path.display()))
@@ -485,15 +498,15 @@ fn open_store(data_dir: &std::path::Path) -> anyhow::Result<weir_store::Store> {
 
 async fn run_checkpointed(
     host: Arc<GuestHost>,
-    data_dir: &std::path::Path,
-    job: &std::path::Path,
+    data_dir: &Path,
+    job: &Path,
     job_id: Option<String>,
 ) -> anyhow::Result<()> {
     use std::io::Write as _;
     let text =
         std::fs::read_to_string(job).with_context(|| format!("cannot read job file {}", job.display()))?;
     let spec = weir::plan::JobSpec::from_json(&text)?;
-    let base = job.parent().unwrap_or(std::path::Path::new("."));
+    let base = job.parent().unwrap_or(Path::new("."));
     let plan = weir::plan::plan(&spec, &weir::modules::LocalModules::new(host, base))?;
     let job_id = job_id
         .or_else(|| (!spec.name.is_empty()).then(|| spec.name.clone()))
@@ -539,7 +552,7 @@ async fn run_checkpointed(
     Ok(())
 }
 
-fn checkpoints(data_dir: &std::path::Path, job_id: &str) -> anyhow::Result<()> {
+fn checkpoints(data_dir: &Path, job_id: &str) -> anyhow::Result<()> {
     use weir_store::CheckpointStorage as _;
     let path = data_dir.join("weir.redb");
     anyhow::ensure!(
@@ -658,6 +671,73 @@ async fn bench(host: &GuestHost, records: usize, seconds: f64) -> anyhow::Result
     Ok(())
 }
 
+async fn bench_languages(
+    host: &GuestHost,
+    languages: Vec<String>,
+    records: usize,
+    batch_size: usize,
+    seconds: f64,
+) -> anyhow::Result<()> {
+    let dirs: Vec<(String, PathBuf)> = if languages.is_empty() {
+        ["python", "js", "c"]
+            .into_iter()
+            .map(|l| (l.to_string(), PathBuf::from(format!("examples/{l}/build"))))
+            .filter(|(_, d)| d.is_dir())
+            .collect()
+    } else {
+        languages
+            .iter()
+            .map(|l| match l.split_once('=') {
+                Some((name, dir)) => Ok((name.to_string(), PathBuf::from(dir))),
+                None => Err(anyhow::anyhow!("--lang takes NAME=DIR, got `{l}`")),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    if dirs.is_empty() {
+        println!(
+            "no language builds found: build them with examples/<lang>/build.sh, or pass --lang NAME=DIR"
+        );
+    }
+    let found = |dir: &Path, file: &str| Some(dir.join(file)).filter(|p| p.is_file());
+    let options = weir::lang_bench::LanguageBenchOptions {
+        languages: dirs
+            .iter()
+            .map(|(name, dir)| (name.clone(), found(dir, "wordcount.wasm"), found(dir, "nexmark-q17.wasm")))
+            .collect(),
+        records,
+        batch_size,
+        min: std::time::Duration::from_secs_f64(seconds),
+    };
+    let results = weir::lang_bench::run(host, &options).await?;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "workload",
+        "language",
+        "records/s",
+        "vs Rust",
+        "component",
+    ]);
+    for r in &results {
+        let rust = results.iter().find(|x| x.workload == r.workload && x.language == "rust").map(|x| x.rate);
+        table.add_row([
+            r.workload.to_string(),
+            r.language.clone(),
+            format!("{:.0} k", r.rate / 1e3),
+            rust.map(|rust| format!("{:.3}", r.rate / rust)).unwrap_or_default(),
+            if r.size >= 1_000_000 {
+                format!("{:.1} MB", r.size as f64 / 1e6)
+            } else {
+                format!("{} KB", r.size / 1000)
+            },
+        ]);
+    }
+    println!(
+        "One operator instance per module, one core, {batch_size} records per batch, {records} records per pass:"
+    );
+    println!("{table}");
+    Ok(())
+}
+
 async fn serve(
     data_dir: Option<PathBuf>,
     listen: Option<String>,
@@ -725,7 +805,7 @@ async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
     .await
 }
 
-fn client(data_dir: &std::path::Path, target: Target) -> anyhow::Result<weir::client::Client> {
+fn client(data_dir: &Path, target: Target) -> anyhow::Result<weir::client::Client> {
     let file = weir::client::ClientConfig::read(data_dir)?;
     let url = target.url.or(file.url).unwrap_or_else(|| "http://127.0.0.1:8080".into());
     Ok(weir::client::Client::new(&url, target.token.or(file.token)))

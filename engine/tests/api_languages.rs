@@ -73,11 +73,12 @@ fn build(lang: &str) -> PathBuf {
     let lock = std::fs::File::create(target_dir().join("lang").join(format!("{lang}.lock"))).unwrap();
     lock.lock().expect("lock the language build");
     let stamp = out.join(".built");
-    let sources = [root.join("examples").join(lang), root.join("wit"), root.join("engine/test-guests/worlds")]
-        .iter()
-        .map(|d| newest(d))
-        .max()
-        .unwrap();
+    let sources =
+        [root.join("examples").join(lang), root.join("wit"), root.join("engine/test-guests/worlds")]
+            .iter()
+            .map(|d| newest(d))
+            .max()
+            .unwrap();
     let built = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok();
     if built.is_none_or(|b| b < sources) {
         let script = root.join("examples").join(lang).join("build.sh");
@@ -261,7 +262,8 @@ async fn language(lang: &str, default_seed: u64) {
     let q17_2 = upload(&api2, &format!("nexmark-q17-{lang}"), component(&built, "nexmark-q17")).await;
     let (status, v) = api2.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
     assert_eq!(status, 201, "{v}");
-    let wc_job = api2.create_job(&server::wordcount::spec(&format!("live-{lang}"), &tokenizer2, &count2)).await;
+    let wc_job =
+        api2.create_job(&server::wordcount::spec(&format!("live-{lang}"), &tokenizer2, &count2)).await;
     let q17_job = api2.create_job(&q17(&format!("paced-{lang}"), &q17_2, "q17-out", Some(2_500))).await;
     let mut pushed = 0;
     let mut api2 = api2;
@@ -272,7 +274,8 @@ async fn language(lang: &str, default_seed: u64) {
         // input is all counted: both are points in the middle of the run.
         let at = rng.gen_range(1_000..6_000) * (kill + 1);
         eprintln!("{lang}: kill {kill} once q17 committed {at} records");
-        wait_for(&format!("{at} q17 records"), LONG, || async { committed(&api2, "q17-out").await >= at }).await;
+        wait_for(&format!("{at} q17 records"), LONG, || async { committed(&api2, "q17-out").await >= at })
+            .await;
         server.kill9();
         server = TestServer::spawn_process(dir.path());
         api2 = api2.at(&server.url);

@@ -44,7 +44,8 @@ fn main() -> ExitCode {
 /// Writes the C bindings of `world` (in the WIT package at `wit`) into `out`.
 fn bindings(wit: &Path, world: &str, out: &Path) -> Result<()> {
     let mut resolve = Resolve::default();
-    let (package, _) = resolve.push_path(wit).with_context(|| format!("reading the WIT in {}", wit.display()))?;
+    let (package, _) =
+        resolve.push_path(wit).with_context(|| format!("reading the WIT in {}", wit.display()))?;
     let world = resolve.select_world(&[package], Some(world))?;
     let mut files = Files::default();
     wit_bindgen_c::Opts::default().build().generate(&mut resolve, world, &mut files)?;
