@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::connectors::NexmarkSourceConfig;
-use crate::connectors::nexmark::push_event;
+use crate::connectors::nexmark::{KeyField, push_keyed_event};
 use crate::guest::bindings::Context;
 use crate::guest::{GuestHost, InstanceLimits, OperatorInstance};
 use crate::record::Batch;
@@ -77,7 +77,8 @@ pub struct BenchResult {
     pub native: f64,
 }
 
-fn batches(records: usize, batch_size: usize) -> Vec<Batch> {
+/// `records` Nexmark bids in batches of `batch_size`, keyed by `key` when given.
+pub(crate) fn bid_batches(records: usize, batch_size: usize, key: Option<KeyField>) -> Vec<Batch> {
     let config = NexmarkSourceConfig {
         event_type: "bid".into(),
         count: records as u64,
@@ -90,7 +91,7 @@ fn batches(records: usize, batch_size: usize) -> Vec<Batch> {
     while (g.offset() as usize) < records {
         let mut b = Batch::with_capacity(batch_size, batch_size * 200);
         while b.len() < batch_size && (g.offset() as usize) < records {
-            push_event(&mut b, &g.next().expect("endless"));
+            push_keyed_event(&mut b, &g.next().expect("endless"), key);
         }
         out.push(b);
     }
@@ -98,23 +99,23 @@ fn batches(records: usize, batch_size: usize) -> Vec<Batch> {
 }
 
 /// Times passes until at least `min` has gone by (and two passes ran); records per second.
-struct Timer {
+pub(crate) struct Timer {
     start: Instant,
     passes: u64,
     min: Duration,
 }
 
 impl Timer {
-    fn new(min: Duration) -> Self {
+    pub(crate) fn new(min: Duration) -> Self {
         Timer { start: Instant::now(), passes: 0, min }
     }
 
-    fn again(&mut self) -> bool {
+    pub(crate) fn again(&mut self) -> bool {
         self.passes += 1;
         self.passes <= 2 || self.start.elapsed() < self.min
     }
 
-    fn rate(&self, records: usize) -> f64 {
+    pub(crate) fn rate(&self, records: usize) -> f64 {
         (records as u64 * (self.passes - 1)) as f64 / self.start.elapsed().as_secs_f64()
     }
 }
@@ -129,7 +130,7 @@ pub async fn run(host: &GuestHost, records: usize, min: Duration) -> anyhow::Res
         let bytes = crate::builtin::get(module).expect("builtin module");
         let module = host.load(&format!("builtin:{module}"), bytes)?;
         for batch_size in [64usize, 1024, 8192] {
-            let input = batches(records, batch_size);
+            let input = bid_batches(records, batch_size, None);
             let mut inst = OperatorInstance::new(&module, query, 0, InstanceLimits::default()).await?;
             inst.open(&Context::standalone(query, "{}", 128)).await?;
             let wasm_out: usize = {

@@ -9,10 +9,10 @@
 //! until at least `min` has gone by.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::connectors::NexmarkSourceConfig;
-use crate::connectors::nexmark::{KeyField, push_keyed_event};
+use crate::bench::{Timer, bid_batches};
+use crate::connectors::nexmark::KeyField;
 use crate::guest::bindings::Context;
 use crate::guest::{GuestHost, InstanceLimits, OperatorInstance, OperatorModule};
 use crate::record::Batch;
@@ -67,27 +67,6 @@ fn word_batches(records: usize, batch_size: usize) -> Vec<Batch> {
     out
 }
 
-/// q17 input: Nexmark bids keyed by auction.
-fn bid_batches(records: usize, batch_size: usize) -> Vec<Batch> {
-    let config = NexmarkSourceConfig {
-        event_type: "bid".into(),
-        count: records as u64,
-        base_time: 1_700_000_000_000,
-        events_per_second: 10_000,
-        key: Some("auction".into()),
-    };
-    let mut g = config.generator(0, 1);
-    let mut out = Vec::new();
-    while (g.offset() as usize) < records {
-        let mut b = Batch::with_capacity(batch_size, batch_size * 200);
-        while b.len() < batch_size && (g.offset() as usize) < records {
-            push_keyed_event(&mut b, &g.next().expect("endless"), Some(KeyField::Auction));
-        }
-        out.push(b);
-    }
-    out
-}
-
 /// Processes `input` once (returns the records emitted), then times passes for `min`.
 async fn measure(
     module: &OperatorModule,
@@ -101,16 +80,13 @@ async fn measure(
     for b in input {
         emitted += inst.process(0, b).await?.len();
     }
-    let records: usize = input.iter().map(Batch::len).sum();
-    let start = Instant::now();
-    let mut passes = 0u64;
-    while passes < 2 || start.elapsed() < min {
+    let mut timer = Timer::new(min);
+    while timer.again() {
         for b in input {
             std::hint::black_box(inst.process(0, b).await?);
         }
-        passes += 1;
     }
-    Ok((emitted, (records as u64 * passes) as f64 / start.elapsed().as_secs_f64()))
+    Ok((emitted, timer.rate(input.iter().map(Batch::len).sum())))
 }
 
 /// Runs every measurement: Rust first, then each language, per workload.
@@ -118,7 +94,7 @@ pub async fn run(host: &GuestHost, options: &LanguageBenchOptions) -> anyhow::Re
     let mut results = Vec::new();
     let workloads: [(&'static str, &str, Vec<Batch>); 2] = [
         ("wordcount", "wordcount", word_batches(options.records, options.batch_size)),
-        ("q17", "nexmark-q17", bid_batches(options.records, options.batch_size)),
+        ("q17", "nexmark-q17", bid_batches(options.records, options.batch_size, Some(KeyField::Auction))),
     ];
     for (index, (workload, builtin, input)) in workloads.iter().enumerate() {
         let bytes = crate::builtin::get(builtin).expect("builtin module");
