@@ -8,6 +8,7 @@
 
 import { ByteWriter, Reader, write, writeStr, MsgpackError } from '../lib/msgpack.js';
 import { forEachRecord, toWitError } from '../lib/batch.js';
+import { operatorDefaults } from '../lib/operator.js';
 
 const FIELDS = ['auction', 'bidder', 'price', 'channel', 'url', 'date_time', 'extra'];
 const INTS = new Set(['auction', 'bidder', 'price', 'date_time']);
@@ -48,21 +49,11 @@ function readBid(data, start, end) {
 }
 
 export const operator = {
+  ...operatorDefaults(null, { stateVersion: 0, name: 'nexmark-q1' }),
+
   describe() {
     return { name: 'nexmark-q1-js', stateVersion: 0, migratesFrom: [] };
   },
-
-  restore(stateVersion, chunk) {
-    if (stateVersion !== 0) {
-      throw {
-        tag: 'invalid-state',
-        val: `state schema version ${stateVersion} cannot be restored by this operator (version 0, migrates from [])`,
-      };
-    }
-    if (chunk.entries.length > 0) throw { tag: 'invalid-state', val: 'nexmark-q1 has no state' };
-  },
-
-  open(_context) {},
 
   process(_input, batch) {
     try {
@@ -90,17 +81,5 @@ export const operator = {
     } catch (e) {
       throw toWitError(e);
     }
-  },
-
-  onWatermark(_timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  onTimer(_key, _timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  snapshot(_checkpointId, _full) {
-    return { names: [], data: new Uint8Array(0), entries: [] };
   },
 };

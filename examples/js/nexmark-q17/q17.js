@@ -18,6 +18,7 @@
 import { KeyedState, States, keyString } from '../lib/keyed-state.js';
 import { ByteWriter, Reader, write, encode, decode, MsgpackError } from '../lib/msgpack.js';
 import { forEachRecord, toWitError } from '../lib/batch.js';
+import { operatorDefaults } from '../lib/operator.js';
 
 const STATE_VERSION = 0;
 const U64_MAX = 0xffffffffffffffffn;
@@ -115,25 +116,11 @@ export function addBid(s, price) {
 }
 
 export const operator = {
+  ...operatorDefaults(states, { stateVersion: STATE_VERSION }),
+
   describe() {
     return { name: 'nexmark-q17-js', stateVersion: STATE_VERSION, migratesFrom: [] };
   },
-
-  restore(stateVersion, chunk) {
-    if (stateVersion !== STATE_VERSION) {
-      throw {
-        tag: 'invalid-state',
-        val: `state schema version ${stateVersion} cannot be restored by this operator (version ${STATE_VERSION}, migrates from [])`,
-      };
-    }
-    try {
-      states.restore(chunk);
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
-
-  open(_context) {},
 
   process(_input, batch) {
     try {
@@ -171,22 +158,6 @@ export const operator = {
         entries.push({ keyLen: valueStart - start, valueLen: out.len - valueStart, timestamp });
       });
       return { data: out.toBytes(), entries };
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
-
-  onWatermark(_timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  onTimer(_key, _timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  snapshot(_checkpointId, full) {
-    try {
-      return states.snapshot(full);
     } catch (e) {
       throw toWitError(e);
     }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 
 import { encode, decode, ByteWriter, write } from '../lib/msgpack.js';
 import { KeyedState, States, keyString } from '../lib/keyed-state.js';
+import { operatorDefaults } from '../lib/operator.js';
 import { operator as wordcount } from '../wordcount/wordcount.js';
 import { operator as q1, dollarsToEuros } from '../nexmark-q1/q1.js';
 
@@ -91,6 +92,39 @@ test('q1 converts prices and keeps every other field, in the Rust field order', 
   assert.equal(dollarsToEuros(18446744073709551615n), 16749643618928272866n);
   assert.equal(dollarsToEuros(999), 907);
   assert.throws(() => q1.process(0, batchOf([{ value: { auction: 1 }, timestamp: 0 }])), (e) => e.tag === 'invalid-input');
+});
+
+test('operatorDefaults: empty batches, snapshot and restore of the states, version refusals', () => {
+  const empty = { data: new Uint8Array(0), entries: [] };
+  const noState = { names: [], data: new Uint8Array(0), entries: [] };
+  const s = new KeyedState();
+  const op = operatorDefaults(new States({ s }), { stateVersion: 3 });
+  assert.deepEqual(Object.keys(op).sort(), ['onTimer', 'onWatermark', 'open', 'restore', 'snapshot']);
+  assert.equal(op.open({}), undefined);
+  assert.deepEqual(op.onWatermark(1n), empty);
+  assert.deepEqual(op.onTimer(new Uint8Array([1]), 1n), empty);
+  assert.notEqual(op.onWatermark(1n), op.onWatermark(1n), 'a new batch every call');
+  s.set(keyString(encode('a')), 1);
+  const saved = op.snapshot(1n, true);
+  assert.deepEqual(changesOf(saved), [['s', 'put', 'a', 1]]);
+  assert.deepEqual(changesOf(op.snapshot(2n, false)), []);
+  assert.throws(() => op.restore(0, saved), (e) => e.tag === 'invalid-state'
+    && e.val === 'state schema version 0 cannot be restored by this operator (version 3, migrates from [])');
+  const t = new KeyedState();
+  const other = operatorDefaults(new States({ t }), { stateVersion: 3 });
+  assert.throws(() => other.restore(3, saved), (e) => e.tag === 'invalid-state' && /"s" is not a state/.test(e.val));
+  const r = new KeyedState();
+  operatorDefaults(new States({ s: r }), { stateVersion: 3 }).restore(3, saved);
+  assert.equal(r.get(keyString(encode('a'))), 1);
+
+  // Stateless: an empty state-delta, and only empty chunks of its own version restore.
+  const stateless = operatorDefaults(null, { name: 'nexmark-q1' });
+  assert.deepEqual(stateless.snapshot(1n, true), noState);
+  assert.equal(stateless.restore(0, noState), undefined);
+  assert.throws(() => stateless.restore(0, saved), (e) => e.tag === 'invalid-state' && e.val === 'nexmark-q1 has no state');
+  assert.throws(() => stateless.restore(1, noState), (e) => e.tag === 'invalid-state' && /version 1 .*\(version 0,/.test(e.val));
+  assert.throws(() => operatorDefaults().restore(0, saved), (e) => e.val === 'this operator has no state');
+  assert.throws(() => q1.restore(0, saved), (e) => e.val === 'nexmark-q1 has no state');
 });
 
 test('the ByteWriter grows', () => {

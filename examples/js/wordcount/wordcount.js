@@ -11,6 +11,7 @@
 import { KeyedState, States, keyString } from '../lib/keyed-state.js';
 import { Reader, strSpan, writeStrHeader, write, MsgpackError } from '../lib/msgpack.js';
 import { BatchWriter, forEachRecord, toWitError } from '../lib/batch.js';
+import { operatorDefaults } from '../lib/operator.js';
 
 const STATE_VERSION = 0;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -58,25 +59,11 @@ function keyToBytes(key) {
 }
 
 export const operator = {
+  ...operatorDefaults(states, { stateVersion: STATE_VERSION }),
+
   describe() {
     return { name: 'wordcount-js', stateVersion: STATE_VERSION, migratesFrom: [] };
   },
-
-  restore(stateVersion, chunk) {
-    if (stateVersion !== STATE_VERSION) {
-      throw {
-        tag: 'invalid-state',
-        val: `state schema version ${stateVersion} cannot be restored by this operator (version ${STATE_VERSION}, migrates from [])`,
-      };
-    }
-    try {
-      states.restore(chunk);
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
-
-  open(_context) {},
 
   process(_input, batch) {
     try {
@@ -117,22 +104,6 @@ export const operator = {
         );
       }
       return out.finish();
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
-
-  onWatermark(_timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  onTimer(_key, _timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-
-  snapshot(_checkpointId, full) {
-    try {
-      return states.snapshot(full);
     } catch (e) {
       throw toWitError(e);
     }

@@ -4,12 +4,13 @@
 // the component really imports it.
 import { get } from 'weir:operator/cache@0.2.0';
 import { toWitError } from '../../lib/batch.js';
+import { operatorDefaults } from '../../lib/operator.js';
 
 export const operator = {
+  ...operatorDefaults(),
   describe() {
     return { name: 'cached-passthrough-js', stateVersion: 0, migratesFrom: [] };
   },
-  open(_context) {},
   process(_input, batch) {
     try {
       // Looks the first record's key up in the cache; a hit replaces the batch.
@@ -21,15 +22,7 @@ export const operator = {
       throw toWitError(e);
     }
   },
-  onWatermark(_timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-  onTimer(_key, _timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-  snapshot(_checkpointId, _full) {
-    return { names: [], data: new Uint8Array(0), entries: [] };
-  },
+  // Accepts a chunk of any state version as long as it is empty (unlike the default).
   restore(_stateVersion, chunk) {
     if (chunk.entries.length > 0) throw { tag: 'invalid-state', val: 'this operator has no state' };
   },

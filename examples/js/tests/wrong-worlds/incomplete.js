@@ -2,12 +2,16 @@
 // engine/test-guests/worlds/incomplete, whose `operator` interface has no `snapshot` and
 // no `restore`, so the component does not export them.
 import { toWitError } from '../../lib/batch.js';
+import { operatorDefaults } from '../../lib/operator.js';
+
+// Only the defaults of this world's functions: the object has no `snapshot` or `restore`.
+const { open, onWatermark, onTimer } = operatorDefaults();
 
 export const operator = {
   describe() {
     return { name: 'passthrough-js-incomplete', stateVersion: 0, migratesFrom: [] };
   },
-  open(_context) {},
+  open,
   process(_input, batch) {
     try {
       return { data: batch.data, entries: batch.entries };
@@ -15,10 +19,6 @@ export const operator = {
       throw toWitError(e);
     }
   },
-  onWatermark(_timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
-  onTimer(_key, _timestamp) {
-    return { data: new Uint8Array(0), entries: [] };
-  },
+  onWatermark,
+  onTimer,
 };
