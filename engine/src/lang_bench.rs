@@ -91,6 +91,7 @@ async fn measure(
 
 /// Runs every measurement: Rust first, then each language, per workload.
 pub async fn run(host: &GuestHost, options: &LanguageBenchOptions) -> anyhow::Result<Vec<LanguageResult>> {
+    anyhow::ensure!(options.batch_size > 0, "the batch size must be at least 1");
     let mut results = Vec::new();
     let workloads: [(&'static str, &str, Vec<Batch>); 2] = [
         ("wordcount", "wordcount", word_batches(options.records, options.batch_size)),

@@ -699,11 +699,18 @@ async fn bench_languages(
         );
     }
     let found = |dir: &Path, file: &str| Some(dir.join(file)).filter(|p| p.is_file());
+    let mut measured = Vec::new();
+    for (name, dir) in &dirs {
+        let (wordcount, q17) = (found(dir, "wordcount.wasm"), found(dir, "nexmark-q17.wasm"));
+        anyhow::ensure!(
+            wordcount.is_some() || q17.is_some(),
+            "{name}: {} holds neither wordcount.wasm nor nexmark-q17.wasm",
+            dir.display()
+        );
+        measured.push((name.clone(), wordcount, q17));
+    }
     let options = weir::lang_bench::LanguageBenchOptions {
-        languages: dirs
-            .iter()
-            .map(|(name, dir)| (name.clone(), found(dir, "wordcount.wasm"), found(dir, "nexmark-q17.wasm")))
-            .collect(),
+        languages: measured,
         records,
         batch_size,
         min: std::time::Duration::from_secs_f64(seconds),

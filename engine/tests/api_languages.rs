@@ -270,9 +270,9 @@ async fn language(lang: &str, default_seed: u64) {
     for kill in 0..2 {
         push(&api2, lines(pushed, pushed + 300)).await;
         pushed += 300;
-        // Kill once q17 has committed a random share of its output, or the word count's
-        // input is all counted: both are points in the middle of the run.
-        let at = rng.gen_range(1_000..6_000) * (kill + 1);
+        // Kill once q17 has committed a random number of records more than it had: a
+        // point in the middle of the run (checked after the restart).
+        let at = committed(&api2, "q17-out").await + rng.gen_range(1_000..6_000);
         eprintln!("{lang}: kill {kill} once q17 committed {at} records");
         wait_for(&format!("{at} q17 records"), LONG, || async { committed(&api2, "q17-out").await >= at })
             .await;

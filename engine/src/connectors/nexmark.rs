@@ -31,11 +31,12 @@ pub struct NexmarkSourceConfig {
     /// `hash` edge groups by it: `auction` or `bidder` for bids, `id`, `seller` or `category`
     /// for auctions, `id` for persons. Without it records have no key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<KeyField>,
 }
 
 /// The id field a Nexmark source keys its records by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum KeyField {
     /// A bid's auction.
     Auction,
@@ -58,7 +59,7 @@ impl KeyField {
             (KeyField::Seller, Event::Auction(a)) => a.seller,
             (KeyField::Category, Event::Auction(a)) => a.category,
             (KeyField::Id, Event::Person(p)) => p.id,
-            // `key_field` accepts only the fields of the configured event type, and a source
+            // `validate` accepts only the fields of the configured event type, and a source
             // emits only that type.
             (field, _) => unreachable!("nexmark key {field:?} on another event type"),
         };
@@ -79,7 +80,7 @@ fn rate() -> usize {
 impl NexmarkSourceConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         self.event_kind()?;
-        self.key_field()?;
+        self.check_key()?;
         if self.events_per_second == 0 {
             return Err("nexmark: events_per_second must be at least 1".into());
         }
@@ -95,25 +96,25 @@ impl NexmarkSourceConfig {
         }
     }
 
-    /// The field records are keyed by, if any.
-    pub fn key_field(&self) -> Result<Option<KeyField>, String> {
-        let Some(key) = self.key.as_deref() else { return Ok(None) };
-        let field = match (self.event_type.as_str(), key) {
-            ("bid", "auction") => KeyField::Auction,
-            ("bid", "bidder") => KeyField::Bidder,
-            ("auction" | "person", "id") => KeyField::Id,
-            ("auction", "seller") => KeyField::Seller,
-            ("auction", "category") => KeyField::Category,
-            (event_type, other) => {
-                let fields = match event_type {
-                    "bid" => "auction or bidder",
-                    "auction" => "id, seller or category",
-                    _ => "id",
-                };
-                return Err(format!("nexmark: cannot key {event_type} events by `{other}` ({fields})"));
-            }
+    /// Refuses a key field that the configured event type does not have.
+    fn check_key(&self) -> Result<(), String> {
+        let fits = matches!(
+            (self.event_type.as_str(), self.key),
+            (_, None)
+                | ("bid", Some(KeyField::Auction | KeyField::Bidder))
+                | ("auction", Some(KeyField::Id | KeyField::Seller | KeyField::Category))
+                | ("person", Some(KeyField::Id))
+        );
+        if fits {
+            return Ok(());
+        }
+        let fields = match self.event_type.as_str() {
+            "bid" => "auction or bidder",
+            "auction" => "id, seller or category",
+            _ => "id",
         };
-        Ok(Some(field))
+        let key = self.key.map(|k| format!("{k:?}").to_lowercase()).unwrap_or_default();
+        Err(format!("nexmark: cannot key {} events by `{key}` ({fields})", self.event_type))
     }
 
     /// The generator for subtask `index` of `parallelism`.
@@ -158,7 +159,7 @@ impl NexmarkSource {
             parallelism,
             count: config.count,
             batch_size,
-            key: config.key_field().expect("validated"),
+            key: config.key,
         }
     }
 }
@@ -230,7 +231,7 @@ mod tests {
             count: 50,
             base_time: base_time(),
             events_per_second: rate(),
-            key: Some("auction".into()),
+            key: Some(KeyField::Auction),
         };
         let batch = NexmarkSource::new(&config, 64, 0, 1).next_batch().unwrap().unwrap();
         for record in batch.iter() {
@@ -238,11 +239,16 @@ mod tests {
             let key: u64 = rmp_serde::from_slice(record.key).unwrap();
             assert_eq!(key, bid.auction as u64);
         }
-        config.key = Some("seller".into());
+        config.key = Some(KeyField::Seller);
         let e = config.validate().unwrap_err();
         assert_eq!(e, "nexmark: cannot key bid events by `seller` (auction or bidder)");
         config.event_type = "auction".into();
         assert!(config.validate().is_ok());
+        let e =
+            serde_json::from_value::<NexmarkSourceConfig>(serde_json::json!({ "count": 1, "key": "price" }))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("unknown variant `price`, expected one of `auction`, `bidder`"), "{e}");
     }
 
     fn drain(source: &mut NexmarkSource) -> Vec<(Vec<u8>, i64)> {
