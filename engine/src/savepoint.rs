@@ -34,13 +34,14 @@ use weir_store::{
     ScopeDelta, StateEntry, Store, StoreError, SubtaskState, SubtaskWrite,
 };
 
+use crate::clock::unix_ms;
 use crate::connectors::SourceConfig;
 use crate::guest::bindings::Context;
 use crate::guest::{OperatorInstance, OperatorModule};
-use crate::plan::key_groups::{key_group, key_group_range, subtask_for_key_group};
+use crate::key_groups::{key_group, key_group_range, subtask_for_key_group};
 use crate::plan::{JobSpec, NodeBody, NodeKind, Plan};
-use crate::runtime::checkpoint::{TaskState, restore_chunks, split_into_scopes, unix_ms};
 use crate::runtime::instance_limits;
+use crate::runtime::{TaskState, restore_chunks, split_into_scopes};
 
 /// Version of [`Description`]'s layout.
 pub const DESCRIPTION_FORMAT: u32 = 1;
@@ -79,9 +80,47 @@ pub struct NodeDescription {
     pub state_version: Option<u32>,
 }
 
+/// Why a savepoint's description cannot be made or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescriptionError {
+    /// A subtask's saved blob does not decode.
+    #[error("{node}/{subtask}: {source}")]
+    Blob {
+        /// The node id.
+        node: String,
+        /// The subtask.
+        subtask: u32,
+        /// The decoding error.
+        source: crate::runtime::RestoreError,
+    },
+    /// The description is not the JSON of a [`Description`].
+    #[error("the savepoint's description is not readable: {0}")]
+    Unreadable(#[from] serde_json::Error),
+    /// Another layout version.
+    #[error("the savepoint's description has format {0}; this build reads format {DESCRIPTION_FORMAT}")]
+    Format(u32),
+    /// No key groups.
+    #[error("the savepoint's description has max_parallelism 0")]
+    NoKeyGroups,
+    /// A node's parallelism outside `1..=max_parallelism`.
+    #[error("the savepoint's description gives node `{node}` parallelism {parallelism}, outside 1..={max}")]
+    Parallelism {
+        /// The node id.
+        node: String,
+        /// Its parallelism.
+        parallelism: u32,
+        /// `max_parallelism`.
+        max: u32,
+    },
+    /// A node listed twice.
+    #[error("the savepoint's description lists node `{0}` twice")]
+    DuplicateNode(String),
+}
+
 impl Description {
     /// Describes the job of `spec` whose checkpoint has `manifest`.
-    pub fn of(spec: &JobSpec, manifest: &Manifest) -> Result<Description, String> {
+    pub fn of(spec: &JobSpec, manifest: &Manifest) -> Result<Description, DescriptionError> {
         let mut nodes = Vec::new();
         for node in &spec.nodes {
             let mut state_version = None;
@@ -89,7 +128,11 @@ impl Description {
                 && let Some(subtasks) = manifest.get(&node.id)
             {
                 for (s, state) in subtasks {
-                    let blob = TaskState::decode(&state.blob).map_err(|e| format!("{}/{s}: {e}", node.id))?;
+                    let blob = TaskState::decode(&state.blob).map_err(|source| DescriptionError::Blob {
+                        node: node.id.clone(),
+                        subtask: *s,
+                        source,
+                    })?;
                     state_version = state_version.or(blob.state_version);
                 }
             }
@@ -111,31 +154,28 @@ impl Description {
     }
 
     /// Reads the description a savepoint carries.
-    pub fn read(savepoint: &SavepointInfo) -> Result<Description, String> {
-        let description: Description = serde_json::from_value(savepoint.description.clone())
-            .map_err(|e| format!("the savepoint's description is not readable: {e}"))?;
+    pub fn read(savepoint: &SavepointInfo) -> Result<Description, DescriptionError> {
+        let description: Description = serde_json::from_value(savepoint.description.clone())?;
         if description.format != DESCRIPTION_FORMAT {
-            return Err(format!(
-                "the savepoint's description has format {}; this build reads format {DESCRIPTION_FORMAT}",
-                description.format
-            ));
+            return Err(DescriptionError::Format(description.format));
         }
         // An imported file is whatever its uploader wrote (its checksum only proves it whole):
         // what later loops and allocations depend on is checked here.
         let max = description.max_parallelism;
         if max == 0 {
-            return Err("the savepoint's description has max_parallelism 0".into());
+            return Err(DescriptionError::NoKeyGroups);
         }
         let mut ids = BTreeSet::new();
         for node in &description.nodes {
             if node.parallelism == 0 || node.parallelism > max {
-                return Err(format!(
-                    "the savepoint's description gives node `{}` parallelism {}, outside 1..={max}",
-                    node.id, node.parallelism
-                ));
+                return Err(DescriptionError::Parallelism {
+                    node: node.id.clone(),
+                    parallelism: node.parallelism,
+                    max,
+                });
             }
             if !ids.insert(node.id.as_str()) {
-                return Err(format!("the savepoint's description lists node `{}` twice", node.id));
+                return Err(DescriptionError::DuplicateNode(node.id.clone()));
             }
         }
         Ok(description)
@@ -228,7 +268,7 @@ pub async fn restore_into(
     savepoint: &SavepointInfo,
     options: RestoreOptions,
 ) -> Result<RestoreReport, RestoreError> {
-    let description = Description::read(savepoint).map_err(RestoreError::Incompatible)?;
+    let description = Description::read(savepoint).map_err(|e| RestoreError::Incompatible(e.to_string()))?;
     let max_parallelism = plan.spec.settings.max_parallelism;
     if description.max_parallelism != max_parallelism {
         return Err(RestoreError::Incompatible(format!(
@@ -632,7 +672,7 @@ async fn migrate_subtask(
     };
     instance.open(&context).await.map_err(|e| fail(e.to_string()))?;
     let delta = instance.snapshot(0, true).await.map_err(|e| fail(e.to_string()))?;
-    let scopes = split_into_scopes(&delta, max_parallelism, s).map_err(fail)?;
+    let scopes = split_into_scopes(&delta, max_parallelism, s).map_err(|e| fail(e.to_string()))?;
     // A full snapshot holds puts only.
     Ok(scopes
         .into_iter()

@@ -56,6 +56,36 @@ pub enum ConnectorError {
     Store(String),
 }
 
+/// Why a connector's config in a job spec is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config is not a JSON object.
+    #[error("config must be a JSON object, got {0}")]
+    NotAnObject(serde_json::Value),
+    /// No connector of that name.
+    #[error("unknown {kind} connector `{name}` (known: {known})")]
+    UnknownConnector {
+        /// `source` or `sink`.
+        kind: &'static str,
+        /// The name given.
+        name: String,
+        /// The names there are.
+        known: &'static str,
+    },
+    /// The config does not fit the connector's settings.
+    #[error("invalid config for connector `{connector}`: {message}")]
+    Invalid {
+        /// The connector.
+        connector: String,
+        /// What serde found (unknown or missing fields, wrong types).
+        message: String,
+    },
+    /// A setting outside its range (the message names it and the range).
+    #[error("{0}")]
+    OutOfRange(String),
+}
+
 pub(crate) fn bad_position(position: &serde_json::Value) -> ConnectorError {
     ConnectorError::Position(position.to_string())
 }
@@ -177,27 +207,31 @@ pub enum SinkConfig {
     Stream(StreamSinkConfig),
 }
 
-fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, String> {
-    serde_json::from_value(value).map_err(|e| format!("invalid config for connector `{connector}`: {e}"))
+fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, ConfigError> {
+    serde_json::from_value(value)
+        .map_err(|e| ConfigError::Invalid { connector: connector.to_string(), message: e.to_string() })
 }
 
-fn take_object(config: &serde_json::Value) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+fn take_object(
+    config: &serde_json::Value,
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
     match config {
         serde_json::Value::Object(m) => Ok(m.clone()),
         serde_json::Value::Null => Ok(serde_json::Map::new()),
-        other => Err(format!("config must be a JSON object, got {other}")),
+        other => Err(ConfigError::NotAnObject(other.clone())),
     }
 }
 
 impl SourceConfig {
     /// Parses the `config` of a source node using connector `connector`.
-    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, String> {
+    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, ConfigError> {
+        let range = ConfigError::OutOfRange;
         let mut map = take_object(config)?;
         let batch_size = match map.remove("batch_size") {
             None => DEFAULT_BATCH_SIZE,
             Some(v) => match v.as_u64() {
                 Some(n) if (1..=1_000_000).contains(&n) => n as usize,
-                _ => return Err(format!("batch_size must be an integer from 1 to 1000000, got {v}")),
+                _ => return Err(range(format!("batch_size must be an integer from 1 to 1000000, got {v}"))),
             },
         };
         let out_of_orderness_ms = match map.remove("out_of_orderness_ms") {
@@ -206,9 +240,9 @@ impl SourceConfig {
             Some(v) => match v.as_i64() {
                 Some(n) if n >= 0 => Some(n),
                 _ => {
-                    return Err(format!(
+                    return Err(range(format!(
                         "out_of_orderness_ms must be a non-negative integer or null, got {v}"
-                    ));
+                    )));
                 }
             },
         };
@@ -216,7 +250,11 @@ impl SourceConfig {
             None | Some(serde_json::Value::Null) => None,
             Some(v) => match v.as_u64() {
                 Some(n) if n >= 1 => Some(n),
-                _ => return Err(format!("records_per_second must be a positive integer or null, got {v}")),
+                _ => {
+                    return Err(range(format!(
+                        "records_per_second must be a positive integer or null, got {v}"
+                    )));
+                }
             },
         };
         let rest = serde_json::Value::Object(map);
@@ -226,16 +264,18 @@ impl SourceConfig {
             "file" => SourceKind::File(parse(connector, rest)?),
             "stream" => SourceKind::Stream(parse(connector, rest)?),
             other => {
-                return Err(format!(
-                    "unknown source connector `{other}` (known: generator, nexmark, file, stream)"
-                ));
+                return Err(ConfigError::UnknownConnector {
+                    kind: "source",
+                    name: other.to_string(),
+                    known: "generator, nexmark, file, stream",
+                });
             }
         };
         if let SourceKind::Nexmark(c) = &kind {
-            c.validate()?;
+            c.validate().map_err(range)?;
         }
         if let SourceKind::Generator(c) = &kind {
-            c.validate()?;
+            c.validate().map_err(range)?;
         }
         Ok(SourceConfig { kind, batch_size, out_of_orderness_ms, records_per_second })
     }
@@ -325,13 +365,17 @@ impl SourceConfig {
 
 impl SinkConfig {
     /// Parses the `config` of a sink node using connector `connector`.
-    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, String> {
+    pub fn parse(connector: &str, config: &serde_json::Value) -> Result<Self, ConfigError> {
         let rest = serde_json::Value::Object(take_object(config)?);
         match connector {
             "file" => Ok(SinkConfig::File(parse(connector, rest)?)),
             "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
             "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
-            other => Err(format!("unknown sink connector `{other}` (known: file, blackhole, stream)")),
+            other => Err(ConfigError::UnknownConnector {
+                kind: "sink",
+                name: other.to_string(),
+                known: "file, blackhole, stream",
+            }),
         }
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use weir_store::{LogRecord, Store};
 
 use super::{ConnectorError, Sink, Source, bad_position};
-use crate::plan::key_groups::key_group;
+use crate::key_groups::key_group;
 use crate::record::Batch;
 
 fn store_err(e: weir_store::StoreError) -> ConnectorError {

@@ -15,8 +15,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllo
 
 use super::bindings::OperatorWorld;
 use super::error::GuestError;
+use super::host_state::HostState;
 use super::module::OperatorModule;
-use super::state::HostState;
 
 /// How often the epoch advances. A running guest yields to other tasks once per tick, and
 /// CPU limits are counted in ticks.

@@ -6,8 +6,8 @@ use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 use super::bindings::{Batch, Context, Entry, OperatorInfo, OperatorWorld, StateDelta};
 use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
+use super::host_state::{HostState, Limiter};
 use super::module::OperatorModule;
-use super::state::{HostState, Limiter};
 use super::timers::TimerService;
 
 /// Resource limits of one instance.

@@ -4,9 +4,10 @@
 pub mod bindings;
 mod error;
 mod host;
+mod host_state;
+mod imports;
 mod instance;
 mod module;
-mod state;
 mod timers;
 
 pub use error::{Call, GuestError, OperatorError};
@@ -14,7 +15,7 @@ pub use host::{
     CORE_INSTANCES_PER_INSTANCE, EPOCH_TICK, GuestHost, HostOptions, MEMORIES_PER_INSTANCE, PoolingOptions,
     TABLES_PER_INSTANCE,
 };
+pub use host_state::HostState;
 pub use instance::{InstanceLimits, OperatorInstance};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
-pub use state::HostState;
 pub use timers::TimerService;

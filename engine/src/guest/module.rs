@@ -7,7 +7,7 @@ use wasmtime::component::{Component, Linker};
 use super::bindings::OperatorWorldPre;
 use super::error::GuestError;
 use super::host::PoolingOptions;
-use super::state::HostState;
+use super::host_state::HostState;
 
 /// The export every operator must provide.
 pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";

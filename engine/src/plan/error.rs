@@ -73,11 +73,11 @@ pub enum PlanError {
         message: String,
     },
     /// The connector is unknown or its config is wrong.
-    #[error("node `{node}`: {message}")]
+    #[error("node `{node}`: {source}")]
     Connector {
         /// The node.
         node: String,
         /// What went wrong.
-        message: String,
+        source: crate::connectors::ConfigError,
     },
 }

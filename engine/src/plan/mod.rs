@@ -2,7 +2,6 @@
 //! subtasks that the runtime executes.
 
 mod error;
-pub mod key_groups;
 mod planner;
 mod spec;
 

@@ -205,7 +205,7 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     let mut nodes = Vec::with_capacity(spec.nodes.len());
     for (i, n) in spec.nodes.iter().enumerate() {
         let shape = |problem: &str| PlanError::Shape { node: n.id.clone(), problem: problem.into() };
-        let connector_err = |message: String| PlanError::Connector { node: n.id.clone(), message };
+        let connector_err = |source| PlanError::Connector { node: n.id.clone(), source };
         let body = match n.kind {
             NodeKind::Source => {
                 if !inputs[i].is_empty() {

@@ -1,4 +1,5 @@
-//! Barrier alignment for a task with several input channels.
+//! Barrier alignment for a task with several input channels (invariant C10, docs/design.md
+//! §6).
 //!
 //! When barrier `n` arrives on a channel the task stops reading that channel (its later
 //! messages stay queued, in order) and keeps reading the others; when barrier `n` has

@@ -3,6 +3,8 @@
 use super::barrier::ProtocolError;
 use super::channel::Closed;
 use super::input_gate::UpstreamGone;
+use super::scopes::DeltaError;
+use super::task_state::RestoreError;
 use crate::connectors::ConnectorError;
 use crate::guest::GuestError;
 use crate::plan::PlanError;
@@ -31,10 +33,22 @@ pub enum TaskError {
     Injected(String),
     /// The checkpoint store failed where the task cannot go on without it (restore).
     #[error("checkpoint storage: {0}")]
-    Storage(String),
+    Store(#[from] weir_store::StoreError),
+    /// The task's snapshot writer is gone (its own error ends the job).
+    #[error("the snapshot writer stopped")]
+    WriterGone,
+    /// The operator handed over a state delta that does not describe its data.
+    #[error("cannot write the snapshot: {0}")]
+    Delta(#[from] DeltaError),
+    /// Work on the blocking pool (a store call, a snapshot write) panicked or was cancelled.
+    #[error("a blocking call failed: {0}")]
+    Blocking(#[from] tokio::task::JoinError),
     /// Saved state cannot be restored into this task.
     #[error("cannot restore: {0}")]
-    Restore(String),
+    Restore(#[from] RestoreError),
+    /// A sink's input ended with pre-committed output that no checkpoint committed.
+    #[error("the input ended with {0} transaction(s) not committed by a checkpoint")]
+    Uncommitted(usize),
 }
 
 impl TaskError {
@@ -61,10 +75,31 @@ pub enum JobError {
         /// What happened.
         error: TaskError,
     },
-    /// Checkpointing failed for good (too many consecutive failed checkpoints, or the
-    /// store is unusable).
-    #[error("job failed: {0}")]
-    Checkpoint(String),
+    /// Too many consecutive checkpoints failed.
+    #[error(
+        "job failed: {failures} consecutive checkpoints failed (tolerable: {tolerable}); the last one: {last}"
+    )]
+    CheckpointsFailed {
+        /// Consecutive failures.
+        failures: u32,
+        /// `settings.checkpoint.tolerable_failures`.
+        tolerable: u32,
+        /// Why the last one failed.
+        last: String,
+    },
+    /// The checkpoint store failed.
+    #[error("job failed: checkpoint store: {0}")]
+    Store(#[from] weir_store::StoreError),
+    /// Every task ended before the final checkpoint: a consequence of the tasks' own ends,
+    /// which say why.
+    #[error("job failed: every task stopped")]
+    TasksGone,
+    /// The tasks ended well but the final checkpoint never completed.
+    #[error("job failed: the job ended without its final checkpoint")]
+    NoFinalCheckpoint,
+    /// The coordinator or a store call panicked or was cancelled.
+    #[error("job failed: a background task failed: {0}")]
+    Background(#[from] tokio::task::JoinError),
     /// The job failed and used up its restart attempts.
     #[error("job failed after {restarts} restart(s); last failure: {last}")]
     RestartsExhausted {

@@ -1,9 +1,22 @@
-//! The dataflow runtime: bounded channels, input gates, output routing, and the subtask
-//! loops that move batches, watermarks and timers through a job.
+//! The dataflow runtime: bounded channels, input gates, output routing, the subtask loops
+//! that move batches, watermarks and timers through a job, and the checkpoint protocol.
+//!
+//! Where things are (docs/design.md §6 has the protocol and its numbered invariants):
+//! - data plane: [`channel`](Sender), [`InputGate`], [`Output`], [`Message`], watermarks;
+//! - subtasks: `task` (the source, operator and sink loops), `barrier` (alignment);
+//! - checkpoints: `control` (messages), `coordinator`, `snapshot_writer` (the async part),
+//!   `scopes` (key-group split and restore chunks), `task_state` (a subtask's blob);
+//! - running a job: `job` (attempts, restarts, recommits), `attempt` (wiring, spawning,
+//!   joining one attempt), `env` ([`RunEnv`]), `stop`, `report`.
+//!
+//! Imports between these files go one way (checked as docs/design.md "Dependencies" says).
 
+mod attempt;
 pub mod barrier;
 mod channel;
-pub mod checkpoint;
+mod control;
+mod coordinator;
+mod env;
 mod error;
 pub mod faults;
 mod input_gate;
@@ -11,18 +24,29 @@ mod job;
 mod message;
 mod metrics;
 mod output;
+mod report;
+mod scopes;
+mod snapshot_writer;
+mod stop;
+mod store_call;
 mod task;
+mod task_state;
 mod watermark;
 
+pub use attempt::instance_limits;
 pub use channel::{ChannelStats, Closed, Receiver, Sender, channel};
-pub use checkpoint::JobEvent;
+pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
+pub use coordinator::{Coordinator, TaskInfo};
+pub use env::{CheckpointTrigger, RunEnv};
 pub use error::{JobError, TaskError};
 pub use input_gate::{InputGate, UpstreamGone};
-pub use job::{
-    ChannelReport, CheckpointTrigger, JobReport, NodeReport, RunEnv, StopMode, StopSignal, commit_latest,
-    instance_limits, run_job, run_job_checkpointed,
-};
+pub use job::{commit_latest, run_job, run_job_checkpointed};
 pub use message::{Barrier, Message};
 pub use metrics::{JobMetrics, SubtaskMetrics};
 pub use output::{EdgeOutput, Output};
+pub use report::{ChannelReport, JobReport, NodeReport};
+pub use scopes::{DeltaError, restore_chunks, split_into_scopes};
+pub use snapshot_writer::{SnapshotWriter, WriteRequest, WriterConfig, snapshot_writer};
+pub use stop::{StopMode, StopSignal};
+pub use task_state::{RestoreError, TaskState};
 pub use watermark::WatermarkTracker;

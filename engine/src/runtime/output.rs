@@ -3,8 +3,8 @@
 
 use super::channel::{Closed, Sender};
 use super::message::Message;
+use crate::key_groups::{key_group, subtask_for_key_group};
 use crate::plan::Partitioning;
-use crate::plan::key_groups::{key_group, subtask_for_key_group};
 use crate::record::Batch;
 
 /// The senders of one outgoing edge, by downstream subtask index (one sender for forward).

@@ -3,27 +3,30 @@
 //! Without checkpointing ([`Checkpointing`] absent) a source sends its batches, the final
 //! watermark and end-of-stream. With it, a source also injects barriers when the coordinator
 //! triggers a checkpoint and, at the end of its input, sends the final watermark and waits
-//! for the final checkpoint to complete before it sends end-of-stream — so every record's
-//! output is committed by some checkpoint.
+//! for the final checkpoint to complete before it sends end-of-stream (invariant C11) — so
+//! every record's output is committed by some checkpoint.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use weir_store::SubtaskStats;
+use weir_store::{CheckpointStorage, SubtaskStats};
 
 use super::barrier::{Aligned, Aligner};
-use super::checkpoint::{Control, SnapshotWriter, TaskState, ToCoordinator, WriteRequest};
+use super::control::{Control, ToCoordinator};
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
 use super::input_gate::InputGate;
-use super::job::{StopMode, StopSignal};
 use super::message::{Barrier, Message};
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::Output;
+use super::scopes::restore_chunks;
+use super::snapshot_writer::{SnapshotWriter, WriteRequest};
+use super::stop::{StopMode, StopSignal};
+use super::task_state::{RestoreError, TaskState};
 use super::watermark::WatermarkTracker;
-use crate::connectors::{Sink, Source};
+use crate::connectors::{ConnectorEnv, Sink, SinkConfig, Source};
 use crate::guest::OperatorInstance;
 use crate::guest::bindings::Context;
 
@@ -249,8 +252,8 @@ pub async fn run_operator(
     let mut watermarks = WatermarkTracker::new(gate.len());
     if let Some(c) = &checkpointing {
         if !c.restored.watermarks.is_empty() {
-            watermarks = WatermarkTracker::restore(&c.restored.watermarks)
-                .map_err(|e| TaskError::Restore(format!("{}/{}: {e}", c.node, c.subtask)))?;
+            watermarks =
+                WatermarkTracker::restore(&c.restored.watermarks).ok_or(RestoreError::NoWatermarks)?;
         }
         for (ts, key) in &c.restored.timers {
             instance.timers().register(key.clone(), *ts);
@@ -299,7 +302,7 @@ pub async fn run_operator(
             output.broadcast(Message::Watermark(w)).await?;
         }
         if let (Some(a), Some(c)) = (aligned, &mut checkpointing) {
-            // Aligned: snapshot, then forward the barrier — never before the snapshot.
+            // Aligned: snapshot, then forward the barrier — never before the snapshot (C2).
             c.drain_control();
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
@@ -395,12 +398,7 @@ pub async fn run_sink(
             }
         }
         if !pending.is_empty() {
-            return Err(TaskError::Storage(format!(
-                "{}/{}: the input ended with {} transaction(s) not committed by a checkpoint",
-                c.node,
-                c.subtask,
-                pending.len()
-            )));
+            return Err(TaskError::Uncommitted(pending.len()));
         }
     }
     sink.close()?;
@@ -417,6 +415,47 @@ fn commit_upto(
     if !due.is_empty() {
         sink.commit(&due)?;
         pending.retain(|(e, _)| *e > id);
+    }
+    Ok(())
+}
+
+/// Opens subtask `subtask` of a transactional sink and recovers it to checkpoint
+/// `checkpoint` (0: none). Invariant C7: it commits the transactions that checkpoint owns
+/// and drops every other pending output of the subtask.
+pub(crate) fn open_recovered_sink(
+    config: &SinkConfig,
+    subtask: u32,
+    parallelism: u32,
+    env: ConnectorEnv<'_>,
+    checkpoint: u64,
+    state: &TaskState,
+) -> Result<Box<dyn Sink>, TaskError> {
+    let mut sink = config.open(subtask, parallelism, env)?;
+    let txns: Vec<serde_json::Value> = state.sink_pending.iter().map(|(_, t)| t.clone()).collect();
+    sink.recover(checkpoint, &txns)?;
+    Ok(sink)
+}
+
+/// Restores an operator instance from its chains: every scope's live entries, in chunks,
+/// written by a module of state schema version `state_version`.
+pub(crate) async fn restore_instance(
+    instance: &mut OperatorInstance,
+    state_version: u32,
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+    chains: std::collections::BTreeMap<u32, Vec<u64>>,
+    faults: Option<Arc<FaultInjector>>,
+) -> Result<(), TaskError> {
+    if let Some(f) = &faults {
+        f.hit(FaultPoint::Restore)?;
+    }
+    for (_, chain) in chains {
+        let storage = storage.clone();
+        let job = job.clone();
+        let entries = tokio::task::spawn_blocking(move || storage.read_chain(&job, &chain)).await??;
+        for chunk in restore_chunks(entries, 4 << 20) {
+            instance.restore(state_version, &chunk).await?;
+        }
     }
     Ok(())
 }

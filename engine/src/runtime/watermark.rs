@@ -14,13 +14,11 @@ impl WatermarkTracker {
         WatermarkTracker { channels: vec![i64::MIN; channels], current: i64::MIN }
     }
 
-    /// A tracker restored from its channels' watermarks (as [`Self::channels`] gave them).
-    pub fn restore(channels: &[i64]) -> Result<Self, String> {
-        if channels.is_empty() {
-            return Err("no channel watermarks".into());
-        }
-        let current = channels.iter().copied().min().unwrap_or(i64::MIN);
-        Ok(WatermarkTracker { channels: channels.to_vec(), current })
+    /// A tracker restored from its channels' watermarks (as [`Self::channels`] gave them);
+    /// `None` when there are none.
+    pub fn restore(channels: &[i64]) -> Option<Self> {
+        let current = channels.iter().copied().min()?;
+        Some(WatermarkTracker { channels: channels.to_vec(), current })
     }
 
     /// The watermark of every channel.

@@ -459,7 +459,7 @@ impl Savepoints {
                     .ok_or_else(|| format!("checkpoint {checkpoint} is not recorded"))?;
                 let manifest =
                     manifest.ok_or_else(|| format!("checkpoint {checkpoint} is no longer retained"))?;
-                let description = Description::of(&job.spec, &manifest)?;
+                let description = Description::of(&job.spec, &manifest).map_err(|e| e.to_string())?;
                 let info = SavepointInfo {
                     id,
                     owner: tenant,

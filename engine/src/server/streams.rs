@@ -10,7 +10,7 @@ use weir_store::{LogRecord, Store, StoreError};
 
 use super::error::{ServerError, ServerResult};
 use super::tenants::printable;
-use crate::plan::key_groups::key_group;
+use crate::key_groups::key_group;
 
 /// tenant → bytes of records appended through the API.
 const STREAM_USAGE: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.stream_usage");
@@ -252,7 +252,7 @@ impl Streams {
     pub fn append(&self, tenant: &str, name: &str, records: Vec<NewRecord>) -> ServerResult<Vec<Appended>> {
         let internal = internal_stream_name(tenant, name)?;
         let partitions = self.store.stream_partitions(&internal).map_err(|e| user_err(e, &internal, name))?;
-        let now = crate::runtime::checkpoint::unix_ms() as i64;
+        let now = crate::clock::unix_ms() as i64;
         let mut by_partition: std::collections::BTreeMap<u32, Vec<(usize, LogRecord)>> = Default::default();
         let mut bytes = 0u64;
         for (i, r) in records.into_iter().enumerate() {

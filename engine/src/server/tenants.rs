@@ -233,5 +233,5 @@ pub(crate) fn decode_record<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Ser
 
 /// Now, in unix milliseconds.
 pub fn weir_now_ms() -> u64 {
-    crate::runtime::checkpoint::unix_ms()
+    crate::clock::unix_ms()
 }

@@ -1,5 +1,7 @@
 //! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
 
+pub(crate) mod storage;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;

@@ -48,7 +48,6 @@ mod error;
 mod faulty;
 mod savefile;
 mod savepoint;
-mod storage;
 mod store;
 pub mod stream;
 

@@ -6,6 +6,9 @@
 //! in (operator, scope) order, blob frames (kind 3) in (operator, subtask) order, and one end
 //! frame (kind 255) holding the frame and entry counts and the SHA-256 of everything before it.
 //! Payloads are MessagePack maps.
+//!
+//! (long file: the encoder and the decoder of one format stay side by side, so a change to
+//! a frame is made to both at once.)
 
 use std::convert::Infallible;
 use std::io::{Read, Write};

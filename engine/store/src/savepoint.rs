@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use redb::{Durability, ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::storage::{LiveState, apply_chain};
 use crate::checkpoint::{Manifest, StateEntry};
 use crate::codec::{ChunkEncoder, decode_chunk};
 use crate::error::StoreError;
-use crate::storage::{LiveState, apply_chain};
 use crate::store::{
     CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES,
     SAVEPOINTS, Store,

@@ -1,0 +1,239 @@
+//! `weir bench <suite>`: the benchmarks, each suite with its own flags. Every suite measures
+//! its variants side by side in one run and prints ratios and per-core figures; the method
+//! and the results are in docs/benchmarks.md. Build with `--release`.
+
+mod checkpoints;
+mod languages;
+mod nexmark;
+mod savepoints;
+mod server;
+
+use std::path::{Path, PathBuf};
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use weir::guest::GuestHost;
+
+/// A benchmark suite and its flags.
+#[derive(clap::Subcommand)]
+pub enum Suite {
+    /// Nexmark q1/q2 records per second per core, Wasm versus native.
+    Nexmark {
+        /// Bids per measured pass.
+        #[arg(long, default_value_t = 65_536)]
+        records: usize,
+        /// Minimum seconds per measurement.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
+    /// Throughput with and without checkpoints, checkpoint size and duration against state
+    /// size, incremental bytes written, restore speed.
+    Checkpoints {
+        /// Records of the throughput job.
+        #[arg(long, default_value_t = 20_000_000)]
+        job_records: u64,
+        /// Distinct keys of the throughput job.
+        #[arg(long, default_value_t = 100_000)]
+        job_keys: u64,
+        /// Runs of each throughput variant.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Key counts for size and duration against state size.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,500000")]
+        state_keys: Vec<u64>,
+        /// Keys of the incremental benchmark (1 GiB of state at 1 KiB values).
+        #[arg(long, default_value_t = 1_000_000)]
+        incremental_keys: u64,
+        /// Bytes per state value.
+        #[arg(long, default_value_t = 1000)]
+        value_bytes: usize,
+    },
+    /// Savepoint copy, export, import and restore (rescaled or not) against reading the
+    /// checkpoint.
+    Savepoints {
+        /// Keys of the state.
+        #[arg(long, default_value_t = 200_000)]
+        keys: u64,
+        /// Bytes per state value.
+        #[arg(long, default_value_t = 1000)]
+        value_bytes: usize,
+    },
+    /// Instantiation, memory per idle instance, API latency over a long history, a quiet
+    /// tenant beside a noisy one.
+    Server {
+        /// Operator instances created.
+        #[arg(long, default_value_t = 200)]
+        instances: usize,
+        /// Checkpoints in the listed history.
+        #[arg(long, default_value_t = 10_000)]
+        history: u64,
+        /// Requests per latency figure.
+        #[arg(long, default_value_t = 20)]
+        requests: usize,
+        /// Seconds per throughput measurement.
+        #[arg(long, default_value_t = 5.0)]
+        window: f64,
+        /// Lines per second of the quiet tenant's job.
+        #[arg(long, default_value_t = 20_000)]
+        quiet_rate: u64,
+    },
+    /// Word count and Nexmark q17 per core in Python, JavaScript and C beside Rust.
+    Languages {
+        /// `NAME=DIR`, a language's build directory holding `wordcount.wasm` and
+        /// `nexmark-q17.wasm` (repeatable; default: `examples/{python,js,c}/build` where
+        /// they exist).
+        #[arg(long = "lang", value_name = "NAME=DIR")]
+        languages: Vec<String>,
+        /// Records per measured pass.
+        #[arg(long, default_value_t = 65_536)]
+        records: usize,
+        /// Records per batch.
+        #[arg(long, default_value_t = 1024)]
+        batch: usize,
+        /// Minimum seconds per measurement.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
+}
+
+/// Runs a suite; scratch data goes under `data_dir`.
+pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
+    let host = GuestHost::new(Some(data_dir.join("module-cache")))?;
+    match suite {
+        Suite::Nexmark { records, seconds } => nexmark_table(&host, records, seconds).await,
+        Suite::Languages { languages, records, batch, seconds } => {
+            languages_table(&host, languages, records, batch, seconds).await
+        }
+        Suite::Checkpoints { job_records, job_keys, runs, state_keys, incremental_keys, value_bytes } => {
+            let dir = data_dir.join("bench");
+            let options = checkpoints::CheckpointBenchOptions {
+                records: job_records,
+                keys: job_keys,
+                runs: runs.max(1),
+                state_keys,
+                incremental_keys,
+                value_bytes,
+                dir: dir.clone(),
+            };
+            checkpoints::run_and_print(&host, &options).await?;
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok(())
+        }
+        Suite::Savepoints { keys, value_bytes } => {
+            let options = savepoints::SavepointBenchOptions {
+                keys,
+                value_bytes,
+                dir: data_dir.join("bench-savepoints"),
+            };
+            savepoints::run_and_print(&host, &options).await
+        }
+        Suite::Server { instances, history, requests, window, quiet_rate } => {
+            let options = server::ServerBenchOptions {
+                dir: data_dir.join("bench-server"),
+                instances: instances.max(1),
+                checkpoints: history,
+                requests: requests.max(1),
+                seconds: window,
+                quiet_rate,
+            };
+            server::run_and_print(&options).await
+        }
+    }
+}
+
+async fn nexmark_table(host: &GuestHost, records: usize, seconds: f64) -> anyhow::Result<()> {
+    let results = nexmark::run(host, records, std::time::Duration::from_secs_f64(seconds)).await?;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "query",
+        "batch",
+        "wasm records/s",
+        "native records/s",
+        "wasm / native",
+    ]);
+    for r in &results {
+        table.add_row([
+            r.query.to_string(),
+            r.batch_size.to_string(),
+            format!("{:.2} M", r.wasm / 1e6),
+            format!("{:.2} M", r.native / 1e6),
+            format!("{:.2}", r.wasm / r.native),
+        ]);
+    }
+    println!("Nexmark bids, one core (one operator instance, current-thread runtime):");
+    println!("{table}");
+    Ok(())
+}
+
+async fn languages_table(
+    host: &GuestHost,
+    languages: Vec<String>,
+    records: usize,
+    batch_size: usize,
+    seconds: f64,
+) -> anyhow::Result<()> {
+    let dirs: Vec<(String, PathBuf)> = if languages.is_empty() {
+        ["python", "js", "c"]
+            .into_iter()
+            .map(|l| (l.to_string(), PathBuf::from(format!("examples/{l}/build"))))
+            .filter(|(_, d)| d.is_dir())
+            .collect()
+    } else {
+        languages
+            .iter()
+            .map(|l| match l.split_once('=') {
+                Some((name, dir)) => Ok((name.to_string(), PathBuf::from(dir))),
+                None => Err(anyhow::anyhow!("--lang takes NAME=DIR, got `{l}`")),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    if dirs.is_empty() {
+        println!(
+            "no language builds found: build them with examples/<lang>/build.sh, or pass --lang NAME=DIR"
+        );
+    }
+    let found = |dir: &Path, file: &str| Some(dir.join(file)).filter(|p| p.is_file());
+    let mut measured = Vec::new();
+    for (name, dir) in &dirs {
+        let (wordcount, q17) = (found(dir, "wordcount.wasm"), found(dir, "nexmark-q17.wasm"));
+        anyhow::ensure!(
+            wordcount.is_some() || q17.is_some(),
+            "{name}: {} holds neither wordcount.wasm nor nexmark-q17.wasm",
+            dir.display()
+        );
+        measured.push((name.clone(), wordcount, q17));
+    }
+    let options = languages::LanguageBenchOptions {
+        languages: measured,
+        records,
+        batch_size,
+        min: std::time::Duration::from_secs_f64(seconds),
+    };
+    let results = languages::run(host, &options).await?;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "workload",
+        "language",
+        "records/s",
+        "vs Rust",
+        "component",
+    ]);
+    for r in &results {
+        let rust = results.iter().find(|x| x.workload == r.workload && x.language == "rust").map(|x| x.rate);
+        table.add_row([
+            r.workload.to_string(),
+            r.language.clone(),
+            format!("{:.0} k", r.rate / 1e3),
+            rust.map(|rust| format!("{:.3}", r.rate / rust)).unwrap_or_default(),
+            if r.size >= 1_000_000 {
+                format!("{:.1} MB", r.size as f64 / 1e6)
+            } else {
+                format!("{} KB", r.size / 1000)
+            },
+        ]);
+    }
+    println!(
+        "One operator instance per module, one core, {batch_size} records per batch, {records} records per pass:"
+    );
+    println!("{table}");
+    Ok(())
+}

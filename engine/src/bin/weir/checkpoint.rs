@@ -1,0 +1,148 @@
+//! `weir checkpoint`: a job's checkpoint history (from a server, or `--local` from the
+//! data directory's store after `weir run`) and on-demand checkpoints.
+
+use std::path::Path;
+
+use clap::Subcommand;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::client::{Client, field, format_time, items, ms_time, print_table};
+use crate::run::open_store;
+
+#[derive(Subcommand)]
+pub enum CheckpointCommand {
+    /// Lists a job's checkpoints with the summary.
+    List {
+        /// Job id (with `--local`: the id `weir run` kept it under).
+        job: String,
+        /// Most checkpoints listed.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Read the history of a `weir run` job from `<data-dir>/weir.redb` instead of a
+        /// server.
+        #[arg(long)]
+        local: bool,
+    },
+    /// Triggers a checkpoint and waits for its outcome.
+    Trigger {
+        /// Job id.
+        job: String,
+    },
+}
+
+/// Runs a `weir checkpoint` command against a server.
+pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
+    match command {
+        CheckpointCommand::List { job, limit, .. } => {
+            let h = c.get(&format!("/api/v1/jobs/{job}/checkpoints?limit={limit}")).await?;
+            let counts = &h["counts"];
+            println!(
+                "{} checkpoints: {} completed, {} failed, {} in progress",
+                field(counts, "total"),
+                field(counts, "completed"),
+                field(counts, "failed"),
+                field(counts, "in_progress")
+            );
+            let s = &h["summary"];
+            for (name, key) in
+                [("duration ms", "duration_ms"), ("size bytes", "state_size"), ("full size", "full_size")]
+            {
+                let m = &s[key];
+                println!("  {name}: min {} avg {} max {}", field(m, "min"), field(m, "avg"), field(m, "max"));
+            }
+            let rows = items(&h)
+                .iter()
+                .map(|cp| {
+                    vec![
+                        field(cp, "id"),
+                        field(cp, "status"),
+                        format!("{}/{}", field(cp, "acknowledged_subtasks"), field(cp, "total_subtasks")),
+                        ms_time(cp, "trigger_time_ms"),
+                        field(cp, "duration_ms"),
+                        field(cp, "state_size"),
+                        field(cp, "full_size"),
+                        field(cp, "failure"),
+                    ]
+                })
+                .collect();
+            print_table(
+                &["id", "status", "acked", "triggered (UTC)", "duration ms", "size", "full size", "failure"],
+                rows,
+            );
+        }
+        CheckpointCommand::Trigger { job } => {
+            let t = c.post(&format!("/api/v1/jobs/{job}/checkpoints"), None).await?;
+            let id = field(&t, "id");
+            println!("checkpoint {id} triggered");
+            // Poll until it is no longer in progress.
+            for _ in 0..600 {
+                let cp = c.get(&format!("/api/v1/jobs/{job}/checkpoints/{id}")).await;
+                if let Ok(cp) = cp
+                    && field(&cp, "status") != "in_progress"
+                {
+                    println!(
+                        "checkpoint {id} {} in {} ms, {} bytes {}",
+                        field(&cp, "status"),
+                        field(&cp, "duration_ms"),
+                        field(&cp, "state_size"),
+                        field(&cp, "failure")
+                    );
+                    return Ok(());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            anyhow::bail!("checkpoint {id} still in progress after 2 minutes");
+        }
+    }
+    Ok(())
+}
+
+/// `weir checkpoint list --local`: the history of a `weir run` job in the data directory's
+/// store (read only: nothing is created).
+pub fn local_history(data_dir: &Path, job_id: &str) -> anyhow::Result<()> {
+    use weir_store::CheckpointStorage as _;
+    let path = data_dir.join("weir.redb");
+    anyhow::ensure!(
+        path.exists(),
+        "no store at {} (nothing has run with this data directory)",
+        path.display()
+    );
+    let store = open_store(data_dir)?;
+    let history = store.history(job_id)?;
+    anyhow::ensure!(!history.is_empty(), "no checkpoints of job `{job_id}` in {}", path.display());
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "id",
+        "status",
+        "trigger time (UTC)",
+        "duration ms",
+        "size bytes",
+        "full size bytes",
+        "subtasks",
+        "max alignment ms",
+        "note",
+    ]);
+    for c in &history {
+        let status = format!("{:?}", c.status).to_lowercase();
+        let note = match (&c.failure, c.is_final, c.retained) {
+            (Some(f), _, _) => f.clone(),
+            (None, true, _) => "final".into(),
+            (None, false, false) if c.status == weir_store::CheckpointStatus::Completed => "subsumed".into(),
+            _ => String::new(),
+        };
+        table.add_row([
+            c.id.to_string(),
+            status,
+            format_time(c.trigger_time_ms),
+            c.duration_ms.map(|d| format!("{d:.1}")).unwrap_or_default(),
+            c.state_size.to_string(),
+            c.full_size.to_string(),
+            c.subtasks.len().to_string(),
+            format!("{:.1}", c.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max)),
+            note,
+        ]);
+    }
+    println!("checkpoints of job {job_id}:");
+    println!("{table}");
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! The HTTP client of a Weir server used by `weir module|job|checkpoint|savepoint|stream|tenant`,
+//! and the helpers that print its answers.
+//!
+//! The server's address and the token come from `--url`/`--token`, else `WEIR_URL` /
+//! `WEIR_TOKEN`, else the client file `<data-dir>/client.toml` that `weir demo` writes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use futures::StreamExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where the client finds the server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientConfig {
+    /// The server's base URL (`http://127.0.0.1:8080`).
+    pub url: Option<String>,
+    /// A tenant's token (or the admin token for `weir tenant`).
+    pub token: Option<String>,
+}
+
+impl ClientConfig {
+    /// The name of the client file in a data directory.
+    pub const FILE: &'static str = "client.toml";
+
+    /// Reads `<data_dir>/client.toml` if it exists.
+    pub fn read(data_dir: &Path) -> anyhow::Result<Self> {
+        let path = data_dir.join(Self::FILE);
+        if !path.exists() {
+            return Ok(ClientConfig::default());
+        }
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        toml_lite(&text).with_context(|| format!("cannot parse {}", path.display()))
+    }
+
+    /// Writes `<data_dir>/client.toml`.
+    pub fn write(&self, data_dir: &Path) -> anyhow::Result<()> {
+        let path = data_dir.join(Self::FILE);
+        let mut text = String::new();
+        if let Some(url) = &self.url {
+            text.push_str(&format!("url = {url:?}\n"));
+        }
+        if let Some(token) = &self.token {
+            text.push_str(&format!("token = {token:?}\n"));
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+/// Parses the client file with figment (TOML).
+fn toml_lite(text: &str) -> anyhow::Result<ClientConfig> {
+    use figment::providers::{Format, Toml};
+    Ok(figment::Figment::from(Toml::string(text)).extract()?)
+}
+
+/// An API client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    url: String,
+    token: Option<String>,
+}
+
+/// An error answer of the API.
+#[derive(Debug, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct ApiFailure {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `error` of the body.
+    pub message: String,
+}
+
+impl Client {
+    /// A client of the server at `url` using `token`.
+    pub fn new(url: &str, token: Option<String>) -> Self {
+        let http =
+            reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().unwrap_or_default();
+        Client { http, url: url.trim_end_matches('/').to_string(), token }
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut r = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(t) = &self.token {
+            r = r.bearer_auth(t);
+        }
+        r
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let response =
+            request.send().await.with_context(|| format!("cannot reach the server at {}", self.url))?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        };
+        if !status.is_success() {
+            let message = body
+                .get("error")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect());
+            return Err(ApiFailure { status: status.as_u16(), message }.into());
+        }
+        Ok(body)
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    /// `POST path` with a JSON body (or none).
+    pub async fn post(&self, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
+        let mut r = self.request(reqwest::Method::POST, path);
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        self.send(r).await
+    }
+
+    /// `DELETE path`.
+    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    /// `GET path`, streaming the body into `out`; returns the bytes written.
+    pub async fn download(&self, path: &str, out: &mut (dyn std::io::Write + Send)) -> anyhow::Result<u64> {
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the server at {}", self.url))?;
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            let bytes = response.bytes().await?;
+            let message = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect());
+            return Err(ApiFailure { status, message }.into());
+        }
+        let mut total = 0u64;
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.context("the download was cut short")?;
+            out.write_all(&chunk)?;
+            total += chunk.len() as u64;
+        }
+        out.flush()?;
+        Ok(total)
+    }
+
+    /// `POST path` with a file as an `application/octet-stream` body (streamed).
+    pub async fn post_file(&self, path: &str, file: &Path) -> anyhow::Result<Value> {
+        let f =
+            tokio::fs::File::open(file).await.with_context(|| format!("cannot read {}", file.display()))?;
+        let length = f.metadata().await?.len();
+        let stream = file_chunks(f);
+        let body = reqwest::Body::wrap_stream(stream);
+        self.send(
+            self.request(reqwest::Method::POST, path)
+                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+                .header(reqwest::header::CONTENT_LENGTH, length)
+                .body(body),
+        )
+        .await
+    }
+
+    /// Uploads a module file, showing progress.
+    pub async fn upload(&self, file: &Path, name: Option<&str>, progress: bool) -> anyhow::Result<Value> {
+        let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let file_name =
+            file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_else(|| "module.wasm".into());
+        let total = bytes.len() as u64;
+        let bar =
+            if progress { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::hidden() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "uploading {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let chunks: Vec<Vec<u8>> = bytes.chunks(64 << 10).map(<[u8]>::to_vec).collect();
+        let progress_bar = bar.clone();
+        let stream = futures::stream::iter(chunks).map(move |c| {
+            progress_bar.inc(c.len() as u64);
+            Ok::<_, std::io::Error>(c)
+        });
+        let part = reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(stream), total)
+            .file_name(file_name)
+            .mime_str("application/wasm")?;
+        let mut form = reqwest::multipart::Form::new().part("file", part);
+        if let Some(n) = name {
+            form = form.text("name", n.to_string());
+        }
+        let result = self.send(self.request(reqwest::Method::POST, "/api/v1/modules").multipart(form)).await;
+        bar.finish_and_clear();
+        result
+    }
+}
+
+/// The bytes of a file as a stream of chunks.
+fn file_chunks(
+    file: tokio::fs::File,
+) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    futures::stream::unfold(Some(file), |file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut file = file?;
+        let mut buffer = vec![0u8; 256 << 10];
+        match file.read(&mut buffer).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buffer.truncate(n);
+                Some((Ok(buffer), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+/// Prints rows as a table.
+pub fn print_table(header: &[&str], rows: Vec<Vec<String>>) {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header(header.to_vec());
+    for r in rows {
+        table.add_row(r);
+    }
+    println!("{table}");
+}
+
+/// A JSON field as display text.
+pub fn field(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if n.as_u64().is_none() && n.as_i64().is_none() => format!("{f:.1}"),
+            _ => n.to_string(),
+        },
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The items of a `{ "data": [...] }` answer.
+pub fn items(v: &Value) -> &[Value] {
+    v.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// Reads records to push: JSON lines, each a record object (`{"key":..,"value":..}`) when
+/// it has a `value` field, else a bare value.
+pub fn records_from_lines(text: &str) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).with_context(|| format!("line {}: not JSON", n + 1))?;
+        let record = match v {
+            Value::Object(ref m) if m.contains_key("value") => v,
+            other => serde_json::json!({ "value": other }),
+        };
+        out.push(record);
+    }
+    if out.is_empty() {
+        bail!("no records to push");
+    }
+    Ok(out)
+}
+
+/// `YYYY-MM-DD HH:MM:SS.mmm` of a Unix time in milliseconds (UTC).
+pub fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+}
+
+/// A Unix-millisecond field as a UTC time.
+pub fn ms_time(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_u64).map(format_time).unwrap_or_default()
+}

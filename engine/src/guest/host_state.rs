@@ -1,0 +1,125 @@
+//! The per-instance host state — what a guest's imports act on — and the limiter that holds
+//! an instance to its memory limit. The imports themselves are in `imports.rs`.
+
+use std::collections::BTreeMap;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::WasiCtx;
+
+use super::timers::TimerService;
+
+/// Data of one operator instance's store.
+pub struct HostState {
+    pub(super) wasi: WasiCtx,
+    pub(super) table: ResourceTable,
+    pub(crate) limits: Limiter,
+    /// The instance's event-time timers.
+    pub timers: TimerService,
+    /// The instance's metric counters.
+    pub counters: BTreeMap<String, u64>,
+    /// The last error-level log line (a panic message, with the guest SDK).
+    pub last_error: Option<String>,
+    /// `job/operator/subtask`, for log lines.
+    pub(crate) label: String,
+    /// Epoch ticks the current call has run for.
+    pub(crate) ticks_in_call: u64,
+    /// Ticks after which the current call is stopped.
+    pub(crate) max_ticks: u64,
+}
+
+impl HostState {
+    pub(crate) fn new(label: String, limits: Limiter, max_ticks: u64) -> Self {
+        // Sandbox: no files, no environment, no network; output is discarded (operators
+        // report through the logging import).
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+            .stdout(tokio::io::empty())
+            .stderr(tokio::io::empty())
+            .build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            timers: TimerService::default(),
+            counters: BTreeMap::new(),
+            last_error: None,
+            label,
+            ticks_in_call: 0,
+            max_ticks,
+        }
+    }
+}
+
+/// Most elements one table may grow to (a host pointer each).
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Most core instances, tables and linear memories one instance may create (a Rust
+/// component has a few of each; every memory reserves address space).
+const MAX_INSTANCES: usize = 64;
+const MAX_TABLES: usize = 64;
+const MAX_MEMORIES: usize = 16;
+
+/// Holds an instance to its memory limit: the linear memories it creates and grows, together.
+/// Going past it, or any failed growth, traps the call (rather than the guest allocator's
+/// `unreachable`), and the limiter remembers that the limit was the cause.
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    memory_limit: usize,
+    memory_used: usize,
+    /// A growth was refused because of the limit.
+    pub(crate) limit_hit: bool,
+}
+
+impl Limiter {
+    pub(crate) fn new(memory_limit: usize) -> Self {
+        Limiter { memory_limit, memory_used: 0, limit_hit: false }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.memory_used.saturating_add(desired.saturating_sub(current));
+        if total > self.memory_limit {
+            self.limit_hit = true;
+            wasmtime::bail!("memory limit of {} bytes reached: growing to {total} bytes", self.memory_limit);
+        }
+        self.memory_used = total;
+        Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        Err(error.context("linear memory could not grow"))
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            wasmtime::bail!("a table may hold at most {MAX_TABLE_ELEMENTS} elements; growing to {desired}");
+        }
+        Ok(true)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        Err(error.context("a table could not grow"))
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}

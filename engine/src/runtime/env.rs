@@ -1,0 +1,134 @@
+//! What a checkpointed job runs with ([`RunEnv`]): its id, the store, and the handles
+//! through which it is asked for checkpoints, asked to stop, and watched.
+
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, broadcast, mpsc};
+use weir_store::{CheckpointStorage, Store};
+
+use super::control::{JobEvent, TriggerError, TriggerRequest};
+use super::faults::FaultInjector;
+use super::metrics::JobMetrics;
+use super::stop::{StopMode, StopSignal};
+
+/// What a checkpointed job runs with: its id, the store, and the channels through which it
+/// can be asked for checkpoints and reports what happens.
+pub struct RunEnv {
+    /// The job id (checkpoints are stored under it).
+    pub job_id: String,
+    /// The embedded store (stream connectors use it).
+    pub store: Store,
+    /// Where checkpoints go (the store itself, or a fault-injecting wrapper).
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Fault injection (tests).
+    pub faults: Option<Arc<FaultInjector>>,
+    pub(crate) events: broadcast::Sender<JobEvent>,
+    pub(crate) requests: Arc<Mutex<mpsc::UnboundedReceiver<TriggerRequest>>>,
+    trigger_tx: mpsc::UnboundedSender<TriggerRequest>,
+    pub(crate) stop: Arc<StopSignal>,
+    live: Arc<std::sync::Mutex<Option<Arc<JobMetrics>>>>,
+}
+
+impl std::fmt::Debug for RunEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEnv").field("job_id", &self.job_id).finish_non_exhaustive()
+    }
+}
+
+impl RunEnv {
+    /// An environment for job `job_id` over `store`.
+    pub fn new(job_id: impl Into<String>, store: Store) -> Self {
+        let (events, _) = broadcast::channel(1024);
+        let (trigger_tx, rx) = mpsc::unbounded_channel();
+        RunEnv {
+            job_id: job_id.into(),
+            storage: Arc::new(store.clone()),
+            store,
+            faults: None,
+            events,
+            requests: Arc::new(Mutex::new(rx)),
+            trigger_tx,
+            stop: Arc::new(StopSignal::default()),
+            live: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
+
+    /// Uses `storage` for checkpoints instead of the store itself.
+    pub fn with_storage(mut self, storage: Arc<dyn CheckpointStorage>) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// Injects the planned faults.
+    pub fn with_faults(mut self, faults: Arc<FaultInjector>) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
+    /// Events of the job from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<JobEvent> {
+        self.events.subscribe()
+    }
+
+    /// A handle that triggers checkpoints on demand.
+    pub fn trigger_handle(&self) -> CheckpointTrigger {
+        CheckpointTrigger { tx: self.trigger_tx.clone() }
+    }
+
+    /// Asks the running job to stop: its sources end their input at the next batch
+    /// boundary, a final checkpoint commits every output, and the job ends with
+    /// [`super::JobReport::stopped`]. Running the job again resumes from that checkpoint.
+    pub fn stop(&self) {
+        self.stop.request(StopMode::Suspend, false);
+    }
+
+    /// Asks the running job to stop as `mode` says; with `pin`, its final checkpoint is
+    /// pinned against retention (it is the source of a savepoint: see
+    /// [`weir_store::CheckpointMeta::pinned`]). A drained job ends with
+    /// [`super::JobReport::drained`].
+    pub fn stop_with(&self, mode: StopMode, pin: bool) {
+        self.stop.request(mode, pin);
+    }
+
+    /// The stop requested so far, if any.
+    pub fn stop_requested(&self) -> Option<StopMode> {
+        self.stop.requested()
+    }
+
+    /// The counters of the current attempt (none before the first attempt starts).
+    pub fn live_metrics(&self) -> Option<Arc<JobMetrics>> {
+        self.live.lock().map(|m| m.clone()).unwrap_or(None)
+    }
+
+    /// Publishes the counters of a new attempt.
+    pub(crate) fn set_live_metrics(&self, metrics: Arc<JobMetrics>) {
+        if let Ok(mut live) = self.live.lock() {
+            *live = Some(metrics);
+        }
+    }
+}
+
+/// Triggers checkpoints of a running job.
+#[derive(Debug, Clone)]
+pub struct CheckpointTrigger {
+    tx: mpsc::UnboundedSender<TriggerRequest>,
+}
+
+impl CheckpointTrigger {
+    /// Triggers a checkpoint now; returns its id (poll the store or the events for its fate).
+    pub async fn trigger(&self) -> Result<u64, TriggerError> {
+        self.request(false).await
+    }
+
+    /// Triggers a checkpoint for a savepoint: it is pinned against retention (see
+    /// [`weir_store::CheckpointMeta::pinned`]) until the savepoint copied it and unpinned it.
+    pub async fn trigger_pinned(&self) -> Result<u64, TriggerError> {
+        self.request(true).await
+    }
+
+    async fn request(&self, pin: bool) -> Result<u64, TriggerError> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx.send(TriggerRequest { reply, pin }).map_err(|_| TriggerError::NotRunning)?;
+        rx.await.map_err(|_| TriggerError::NotRunning)?
+    }
+}

@@ -1,0 +1,160 @@
+//! Keyed state by scope: a guest's state delta split into key-group scopes (and the
+//! subtask's operator scope) for the store, and live entries cut back into restore chunks
+//! for a guest.
+
+use std::collections::HashMap;
+
+use weir_store::{OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry};
+
+use crate::guest::bindings::{self, ChangeKind, StateDelta};
+use crate::key_groups::key_group;
+
+/// A state delta whose entries do not describe its data (a broken guest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeltaError {
+    /// An entry names a state index past the delta's name table.
+    #[error("state index out of range")]
+    StateIndex,
+    /// The entries describe more bytes than the delta's data holds.
+    #[error("delta data too short")]
+    DataTooShort,
+}
+
+/// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
+/// scope (entries with an empty key), keeping the order of entries within each scope.
+pub fn split_into_scopes(
+    delta: &StateDelta,
+    max_parallelism: u32,
+    subtask: u32,
+) -> Result<Vec<ScopeDelta>, DeltaError> {
+    let mut groups: Vec<Vec<StateEntry>> = (0..max_parallelism).map(|_| Vec::new()).collect();
+    let mut operator: Vec<StateEntry> = Vec::new();
+    let mut at = 0usize;
+    for e in &delta.entries {
+        let name = delta.names.get(e.state as usize).ok_or(DeltaError::StateIndex)?;
+        let klen = e.key_len as usize;
+        let vlen = e.value_len as usize;
+        let key = delta.data.get(at..at + klen).ok_or(DeltaError::DataTooShort)?;
+        let value = delta.data.get(at + klen..at + klen + vlen).ok_or(DeltaError::DataTooShort)?;
+        at += klen + vlen;
+        let value = match e.kind {
+            ChangeKind::Put => Some(value.to_vec()),
+            ChangeKind::Delete => None,
+        };
+        let entry = StateEntry { state: name.clone(), key: key.to_vec(), value };
+        if key.is_empty() {
+            operator.push(entry);
+        } else {
+            groups[key_group(key, max_parallelism) as usize].push(entry);
+        }
+    }
+    let mut scopes: Vec<ScopeDelta> = groups
+        .into_iter()
+        .enumerate()
+        .filter(|(_, entries)| !entries.is_empty())
+        .map(|(g, entries)| ScopeDelta { scope: g as u32, entries })
+        .collect();
+    if !operator.is_empty() {
+        scopes.push(ScopeDelta { scope: OPERATOR_SCOPE_BASE + subtask, entries: operator });
+    }
+    Ok(scopes)
+}
+
+/// Live entries as restore chunks of at most `max_bytes` each (at least one entry each).
+pub fn restore_chunks(entries: Vec<StateEntry>, max_bytes: usize) -> Vec<StateDelta> {
+    let mut out = Vec::new();
+    let mut cur = StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() };
+    let mut names: HashMap<String, u32> = HashMap::new();
+    for e in entries {
+        let Some(value) = e.value else { continue };
+        if !cur.entries.is_empty() && cur.data.len() + e.key.len() + value.len() > max_bytes {
+            out.push(std::mem::replace(
+                &mut cur,
+                StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() },
+            ));
+            names.clear();
+        }
+        let state = *names.entry(e.state.clone()).or_insert_with(|| {
+            cur.names.push(e.state.clone());
+            (cur.names.len() - 1) as u32
+        });
+        cur.data.extend_from_slice(&e.key);
+        cur.data.extend_from_slice(&value);
+        cur.entries.push(bindings::StateEntry {
+            state,
+            kind: ChangeKind::Put,
+            key_len: e.key.len() as u32,
+            value_len: value.len() as u32,
+        });
+    }
+    if !cur.entries.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(entries: &[(u32, ChangeKind, &[u8], &[u8])]) -> StateDelta {
+        let mut d = StateDelta { names: vec!["a".into(), "b".into()], data: Vec::new(), entries: Vec::new() };
+        for (state, kind, key, value) in entries {
+            d.data.extend_from_slice(key);
+            d.data.extend_from_slice(value);
+            d.entries.push(bindings::StateEntry {
+                state: *state,
+                kind: *kind,
+                key_len: key.len() as u32,
+                value_len: value.len() as u32,
+            });
+        }
+        d
+    }
+
+    #[test]
+    fn keyed_entries_go_to_their_key_group_and_unkeyed_to_the_operator_scope() {
+        let d = delta(&[
+            (0, ChangeKind::Put, b"k1", b"v1"),
+            (1, ChangeKind::Put, b"", b"op"),
+            (0, ChangeKind::Delete, b"k2", b""),
+        ]);
+        let scopes = split_into_scopes(&d, 16, 3).unwrap();
+        let find = |key: &[u8]| {
+            scopes.iter().find(|s| s.entries.iter().any(|e| e.key == key)).map(|s| s.scope).unwrap()
+        };
+        assert_eq!(find(b"k1"), key_group(b"k1", 16));
+        assert_eq!(find(b"k2"), key_group(b"k2", 16));
+        assert_eq!(find(b""), OPERATOR_SCOPE_BASE + 3);
+        let deleted = scopes.iter().flat_map(|s| &s.entries).find(|e| e.key == b"k2").unwrap();
+        assert_eq!(deleted.value, None);
+    }
+
+    #[test]
+    fn a_delta_that_lies_about_its_data_is_refused() {
+        let mut d = delta(&[(0, ChangeKind::Put, b"k", b"v")]);
+        d.entries[0].value_len = 9;
+        assert_eq!(split_into_scopes(&d, 4, 0).unwrap_err(), DeltaError::DataTooShort);
+        let mut d = delta(&[(0, ChangeKind::Put, b"k", b"v")]);
+        d.entries[0].state = 7;
+        assert_eq!(split_into_scopes(&d, 4, 0).unwrap_err(), DeltaError::StateIndex);
+    }
+
+    #[test]
+    fn restore_chunks_respect_the_bound_and_skip_tombstones() {
+        let entries = (0..10u8)
+            .map(|i| StateEntry {
+                state: if i % 2 == 0 { "a".into() } else { "b".into() },
+                key: vec![i; 4],
+                value: (i != 5).then(|| vec![i; 6]),
+            })
+            .collect();
+        let chunks = restore_chunks(entries, 25);
+        assert!(chunks.iter().all(|c| c.data.len() <= 25 && !c.entries.is_empty()));
+        assert_eq!(chunks.iter().map(|c| c.entries.len()).sum::<usize>(), 9);
+        for c in &chunks {
+            assert!(c.entries.iter().all(|e| (e.state as usize) < c.names.len()));
+        }
+    }
+}

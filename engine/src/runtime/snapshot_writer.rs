@@ -1,0 +1,278 @@
+//! The async part of a snapshot: one writer task per subtask stores its snapshots in
+//! order, off the processing path, and acks them to the coordinator.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use weir_store::{CheckpointStorage, ScopeDelta, StateEntry, SubtaskStats, SubtaskWrite};
+
+use super::control::ToCoordinator;
+use super::error::TaskError;
+use super::faults::{FaultInjector, FaultPoint};
+use super::scopes::split_into_scopes;
+use super::task_state::TaskState;
+use crate::clock::unix_ms;
+use crate::guest::bindings::StateDelta;
+
+/// A snapshot handed from a task to its writer.
+#[derive(Debug)]
+pub struct WriteRequest {
+    /// Checkpoint id.
+    pub id: u64,
+    /// The guest's changes since its previous snapshot (operators).
+    pub delta: Option<StateDelta>,
+    /// The task's other state.
+    pub state: TaskState,
+    /// Statistics of the sync part (the writer adds the async duration and sizes).
+    pub stats: SubtaskStats,
+}
+
+#[derive(Debug)]
+enum WriterMessage {
+    Write(Box<WriteRequest>),
+    Completed(u64),
+}
+
+/// Where a task sends its snapshots: a queue to its own writer task, which stores them in
+/// order without blocking the task.
+///
+/// Invariant C4 (docs/design.md §6): the writer keeps the guest's deltas since the last
+/// *completed* checkpoint and writes, for checkpoint `n`, the chains of that completed
+/// checkpoint plus all of them merged. So a checkpoint that fails or is aborted (whatever
+/// the timing of the abort) loses nothing: its changes go out again with the next one, and
+/// no chain ever builds on chunks that an abort deleted. The task forwards completions
+/// ([`SnapshotWriter::completed`]) in order with its snapshots.
+#[derive(Debug, Clone)]
+pub struct SnapshotWriter {
+    tx: mpsc::UnboundedSender<WriterMessage>,
+}
+
+impl SnapshotWriter {
+    /// Queues a snapshot. Fails only if the writer is gone (its task failed).
+    pub fn send(&self, request: WriteRequest) -> Result<(), TaskError> {
+        self.tx.send(WriterMessage::Write(Box::new(request))).map_err(|_| TaskError::WriterGone)
+    }
+
+    /// Checkpoint `id` completed: its chains become the base of later writes.
+    pub fn completed(&self, id: u64) {
+        let _ = self.tx.send(WriterMessage::Completed(id));
+    }
+}
+
+/// Everything a writer needs.
+pub struct WriterConfig {
+    /// Job id.
+    pub job: String,
+    /// Node id.
+    pub operator: String,
+    /// Subtask index.
+    pub subtask: u32,
+    /// Index of the task in the job.
+    pub task: usize,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// Chain bound.
+    pub max_chain_length: usize,
+    /// The chains of the restored checkpoint (empty for a fresh start).
+    pub previous: BTreeMap<u32, Vec<u64>>,
+    /// The store.
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Where acks go.
+    pub coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    /// Fault injection.
+    pub faults: Option<Arc<FaultInjector>>,
+}
+
+type Changes = BTreeMap<u32, BTreeMap<(String, Vec<u8>), Option<Vec<u8>>>>;
+
+/// Creates a writer; the returned future is the writer task (it ends when every
+/// [`SnapshotWriter`] is dropped, or fails on an injected fault or a malformed delta).
+pub fn snapshot_writer(
+    config: WriterConfig,
+) -> (SnapshotWriter, impl Future<Output = Result<(), TaskError>> + Send + 'static) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<WriterMessage>();
+    let fut = async move {
+        // The chains of the last completed checkpoint, and the deltas taken since.
+        let mut base = config.previous;
+        let mut deltas: Vec<(u64, Arc<Vec<ScopeDelta>>)> = Vec::new();
+        let mut written: BTreeMap<u64, BTreeMap<u32, Vec<u64>>> = BTreeMap::new();
+        let shared = Arc::new(WriterShared {
+            job: config.job,
+            operator: config.operator,
+            subtask: config.subtask,
+            max_chain_length: config.max_chain_length,
+            storage: config.storage,
+        });
+        let decline = |id: u64, reason: &dyn std::fmt::Display| {
+            let _ = config.coordinator.send(ToCoordinator::Decline {
+                id,
+                task: config.task,
+                reason: format!("{}/{}: {reason}", shared.operator, shared.subtask),
+            });
+        };
+        while let Some(message) = rx.recv().await {
+            let request = match message {
+                WriterMessage::Completed(id) => {
+                    if let Some(chains) = written.remove(&id) {
+                        base = chains;
+                        let (done, rest): (Vec<_>, Vec<_>) = deltas.into_iter().partition(|(k, _)| *k <= id);
+                        deltas = rest;
+                        // Freeing a large delta (an allocation per entry) is work too: not on
+                        // the threads that process records.
+                        if !done.is_empty() {
+                            tokio::task::spawn_blocking(move || drop(done));
+                        }
+                    }
+                    written.retain(|k, _| *k > id);
+                    continue;
+                }
+                WriterMessage::Write(r) => *r,
+            };
+            let id = request.id;
+            if let Some(f) = &config.faults {
+                f.hit(FaultPoint::AsyncWrite)?;
+            }
+            let started = Instant::now();
+            let shared2 = shared.clone();
+            let previous = base.clone();
+            let earlier: Vec<Arc<Vec<ScopeDelta>>> = deltas.iter().map(|(_, d)| d.clone()).collect();
+            let WriteRequest { delta, state, mut stats, .. } = request;
+            let (max_parallelism, subtask) = (config.max_parallelism, config.subtask);
+            // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
+            // blocking pool, off the threads that process records.
+            let result = tokio::task::spawn_blocking(move || {
+                let split = match &delta {
+                    Some(d) => Some(Arc::new(split_into_scopes(d, max_parallelism, subtask)?)),
+                    None => None,
+                };
+                drop(delta);
+                let mut all = earlier;
+                all.extend(split.clone());
+                let scopes = merge(&all);
+                // Several pending deltas are kept as their merge from now on (bounded by the
+                // keys changed, however many checkpoints fail in a row).
+                let keep = if all.len() > 1 { Some(scopes.clone()) } else { split };
+                let blob = state.encode();
+                let written = shared2.storage.write_subtask(SubtaskWrite {
+                    job: shared2.job.clone(),
+                    checkpoint: id,
+                    operator: shared2.operator.clone(),
+                    subtask: shared2.subtask,
+                    full: false,
+                    scopes,
+                    previous,
+                    blob,
+                    max_chain_length: shared2.max_chain_length,
+                });
+                Ok::<_, TaskError>((keep, written))
+            })
+            .await
+            .map_err(TaskError::from)
+            .and_then(|r| r);
+            let written_state = match result {
+                Ok((keep, written)) => {
+                    match keep {
+                        Some(merged) if !deltas.is_empty() => deltas = vec![(id, merged)],
+                        Some(split) => deltas.push((id, split)),
+                        None => {}
+                    }
+                    written
+                }
+                Err(error) => {
+                    // A malformed snapshot (or a panic while writing) cannot be written now
+                    // or later: the task fails and the job recovers.
+                    decline(id, &error);
+                    return Err(error);
+                }
+            };
+            match written_state {
+                Ok(state) => {
+                    written.insert(id, state.chains.clone());
+                    stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
+                    stats.state_bytes = state.bytes_written;
+                    stats.ack_time_ms = unix_ms();
+                    let _ =
+                        config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
+                }
+                // A failed write fails this checkpoint only; its changes go out with the next.
+                Err(error) => decline(id, &error),
+            }
+        }
+        Ok(())
+    };
+    (SnapshotWriter { tx }, fut)
+}
+
+/// Merges deltas in order (a later change of a key wins) into one delta per scope.
+fn merge(deltas: &[Arc<Vec<ScopeDelta>>]) -> Arc<Vec<ScopeDelta>> {
+    match deltas {
+        [] => return Arc::new(Vec::new()),
+        [only] => return only.clone(),
+        _ => {}
+    }
+    let mut changes: Changes = BTreeMap::new();
+    for scopes in deltas {
+        for scope in scopes.iter() {
+            let m = changes.entry(scope.scope).or_default();
+            for e in &scope.entries {
+                m.insert((e.state.clone(), e.key.clone()), e.value.clone());
+            }
+        }
+    }
+    Arc::new(
+        changes
+            .into_iter()
+            .map(|(scope, m)| ScopeDelta {
+                scope,
+                entries: m
+                    .into_iter()
+                    .map(|((state, key), value)| StateEntry { state, key, value })
+                    .collect(),
+            })
+            .collect(),
+    )
+}
+
+struct WriterShared {
+    job: String,
+    operator: String,
+    subtask: u32,
+    max_chain_length: usize,
+    storage: Arc<dyn CheckpointStorage>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(scope: u32, entries: &[(&str, &[u8], Option<&[u8]>)]) -> ScopeDelta {
+        ScopeDelta {
+            scope,
+            entries: entries
+                .iter()
+                .map(|(s, k, v)| StateEntry {
+                    state: s.to_string(),
+                    key: k.to_vec(),
+                    value: v.map(<[u8]>::to_vec),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn merge_keeps_the_latest_change_of_every_key() {
+        let first = Arc::new(vec![scope(1, &[("a", b"x", Some(b"1")), ("a", b"y", Some(b"1"))])]);
+        let second = Arc::new(vec![scope(1, &[("a", b"x", None)]), scope(2, &[("a", b"z", Some(b"2"))])]);
+        let merged = merge(&[first, second]);
+        assert_eq!(
+            *merged,
+            vec![
+                scope(1, &[("a", b"x", None), ("a", b"y", Some(b"1"))]),
+                scope(2, &[("a", b"z", Some(b"2"))])
+            ]
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Bad input gets a clear error that names the problem, never a panic.
+
+use crate::common;
+
+use serde_json::{Value, json};
+use weir::plan::PlanError;
+
+fn one_operator(module: &str, config: Value, source: Value) -> Value {
+    json!({
+        "nodes": [
+            { "id": "src", "kind": "source", "connector": "generator", "config": source },
+            { "id": "op", "kind": "operator", "module": module, "config": config },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "src", "to": "op" }, { "from": "op", "to": "out" } ]
+    })
+}
+
+fn numbers(count: u64) -> Value {
+    json!({ "mode": "sequence", "count": count, "batch_size": 10 })
+}
+
+fn plan_error(spec: Value) -> String {
+    match common::plan_json(spec) {
+        Ok(_) => panic!("the plan should have been refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn job_error(spec: Value) -> String {
+    match common::run(spec) {
+        Ok(_) => panic!("the job should have failed"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_file_that_is_not_wasm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.wasm");
+    std::fs::write(&path, "hello, I am text").unwrap();
+    let e = plan_error(one_operator(path.to_str().unwrap(), json!({}), numbers(1)));
+    assert!(e.contains("node `op`") && e.contains("is not a WebAssembly component"), "{e}");
+    assert!(e.contains("magic bytes"), "{e}");
+}
+
+#[test]
+fn a_core_module_instead_of_a_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("core.wasm");
+    std::fs::write(&path, wat::parse_str("(module (func (export \"f\")))").unwrap()).unwrap();
+    let e = plan_error(one_operator(path.to_str().unwrap(), json!({}), numbers(1)));
+    assert!(e.contains("core WebAssembly module, not a component"), "{e}");
+}
+
+#[test]
+fn a_truncated_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(common::guest_path("wordcount")).unwrap();
+    let path = dir.path().join("cut.wasm");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let e = plan_error(one_operator(path.to_str().unwrap(), json!({}), numbers(1)));
+    assert!(e.contains("is not a WebAssembly component"), "{e}");
+}
+
+#[test]
+fn a_component_of_another_world() {
+    let e = plan_error(one_operator("test:other-world", json!({}), numbers(1)));
+    assert!(e.contains("does not implement the weir:operator@0.2.0 operator world"), "{e}");
+    assert!(e.contains("does not export `weir:operator/operator@0.2.0`"), "{e}");
+    assert!(e.contains("run"), "the message lists what it does export: {e}");
+    assert!(!e.contains("built against version"), "not an older operator: {e}");
+}
+
+#[test]
+fn a_component_built_against_the_previous_contract() {
+    // What a 0.1.0 operator exports: its interface instance under the old version.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.wasm");
+    let component = r#"(component
+        (instance $operator)
+        (export "weir:operator/operator@0.1.0" (instance $operator))
+    )"#;
+    std::fs::write(&path, wat::parse_str(component).unwrap()).unwrap();
+    let e = plan_error(one_operator(path.to_str().unwrap(), json!({}), numbers(1)));
+    assert!(e.contains("does not implement the weir:operator@0.2.0 operator world"), "{e}");
+    assert!(
+        e.contains(
+            "does not export `weir:operator/operator@0.2.0` (it exports weir:operator/operator@0.1.0)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("built against version 0.1.0 of the contract: rebuild it"), "{e}");
+}
+
+#[test]
+fn an_unknown_module() {
+    let e = plan_error(one_operator("builtin:no-such-operator", json!({}), numbers(1)));
+    assert!(e.contains("unknown module `builtin:no-such-operator`"), "{e}");
+    let e = plan_error(one_operator("/nonexistent/op.wasm", json!({}), numbers(1)));
+    assert!(e.contains("unknown module `/nonexistent/op.wasm`"), "{e}");
+}
+
+#[test]
+fn a_cycle() {
+    let e = common::plan_json(json!({
+        "nodes": [
+            { "id": "src", "kind": "source", "connector": "generator", "config": { "mode": "sequence", "count": 1 } },
+            { "id": "a", "kind": "operator", "module": "test:faulty" },
+            { "id": "b", "kind": "operator", "module": "test:faulty" },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [
+            { "from": "src", "to": "a" }, { "from": "a", "to": "b" },
+            { "from": "b", "to": "a" }, { "from": "b", "to": "out" }
+        ]
+    }))
+    .unwrap_err();
+    assert!(matches!(&e, PlanError::Cycle(n) if n == "a" || n == "b"), "{e}");
+    assert!(e.to_string().contains("has a cycle through node"), "{e}");
+}
+
+#[test]
+fn parallelism_zero() {
+    let mut spec = one_operator("test:faulty", json!({}), numbers(1));
+    spec["nodes"][1]["parallelism"] = json!(0);
+    let e = plan_error(spec);
+    assert!(e.contains("node `op`: parallelism must be between 1 and max_parallelism (128), got 0"), "{e}");
+}
+
+#[test]
+fn malformed_specs() {
+    let e = weir::plan::JobSpec::from_json("{ \"nodes\": [ ").unwrap_err().to_string();
+    assert!(e.starts_with("invalid job spec:") && e.contains("line 1"), "{e}");
+    let e = plan_error(json!({ "nodes": [ { "id": "x", "kind": "source", "conector": "generator" } ] }));
+    assert!(e.contains("unknown field `conector`"), "{e}");
+    let e = plan_error(json!({ "nodes": [] }));
+    assert!(e.contains("no nodes"), "{e}");
+    let mut spec = one_operator("test:faulty", json!({}), numbers(1));
+    spec["nodes"][1]["id"] = json!("../etc");
+    spec["edges"] = json!([]);
+    assert!(plan_error(spec).contains("node id `../etc` is invalid"));
+    let spec = one_operator("test:faulty", json!({}), json!({ "mode": "sequence" }));
+    let e = plan_error(spec);
+    assert!(e.contains("node `src`") && e.contains("missing field `count`"), "{e}");
+    let mut spec = one_operator("test:faulty", json!({}), numbers(1));
+    spec["nodes"][1]["parallelism"] = json!(2);
+    spec["edges"][0]["partitioning"] = json!("forward");
+    assert!(plan_error(spec).contains("forward partitioning needs equal parallelism (1 vs 2)"));
+    let mut spec = one_operator("test:faulty", json!({}), numbers(1));
+    spec["edges"][1]["to"] = json!("nowhere");
+    assert!(plan_error(spec).contains("unknown node `nowhere`"));
+}
+
+#[test]
+fn a_guest_that_traps_reports_its_panic_message() {
+    let e = job_error(one_operator("test:faulty", json!({ "panic_at": 37 }), numbers(100)));
+    assert!(e.contains("node `op` subtask 0"), "{e}");
+    assert!(e.contains("trapped in process"), "{e}");
+    assert!(e.contains("poison record 37"), "the guest's own message is carried: {e}");
+}
+
+#[test]
+fn a_guest_error_is_reported() {
+    let e = job_error(one_operator("test:faulty", json!({ "error_at": 5 }), numbers(100)));
+    assert!(e.contains("failed in process") && e.contains("refused record 5"), "{e}");
+}
+
+#[test]
+fn a_record_that_is_not_valid_msgpack_for_the_type() {
+    // The faulty operator expects u64 values; the corpus generator sends strings.
+    let source = json!({ "mode": "words", "lines": 10 });
+    let e = job_error(one_operator("test:faulty", json!({}), source));
+    assert!(e.contains("invalid input"), "{e}");
+    assert!(e.contains("record 0"), "the message names the record: {e}");
+}
+
+#[test]
+fn a_looping_guest_is_stopped_at_its_cpu_limit() {
+    let mut spec = one_operator("test:faulty", json!({ "loop_at": 3 }), numbers(10));
+    spec["settings"] = json!({ "cpu_limit_ms": 200 });
+    let e = job_error(spec);
+    assert!(e.contains("exceeded its CPU limit of 200 ms"), "{e}");
+}
+
+#[test]
+fn a_memory_bomb_is_stopped_at_its_memory_limit() {
+    let mut spec = one_operator("test:faulty", json!({ "alloc_at": 3 }), numbers(10));
+    spec["settings"] = json!({ "memory_limit_mb": 64 });
+    let e = job_error(spec);
+    assert!(e.contains("trapped"), "{e}");
+}
+
+#[test]
+fn bad_operator_config_is_reported() {
+    let e = job_error(one_operator("builtin:tumbling-window", json!({ "size_ms": 0 }), numbers(10)));
+    assert!(e.contains("invalid config"), "{e}");
+}

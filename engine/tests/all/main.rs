@@ -1,0 +1,30 @@
+//! The engine's integration tests, built as one test binary (wasmtime's `tests/all`
+//! pattern): one link of wasmtime instead of one per file. Each file is a module; nextest
+//! still runs every test in its own process. Shared helpers: `common` (plans, guests,
+//! outputs) and `server` (an in-process or child-process server and a JSON client).
+
+mod common;
+mod server;
+
+mod api_bad_input;
+mod api_languages;
+mod api_lifecycle;
+mod api_openapi;
+mod api_savepoints;
+mod api_tenants;
+mod api_ui;
+mod backpressure;
+mod bad_input;
+mod cli_client;
+mod coordinator;
+mod exactly_once;
+mod hostile;
+mod layout;
+mod nexmark;
+mod recovery;
+mod savepoint_restore;
+mod snapshot;
+mod state_versions;
+mod two_inputs;
+mod window;
+mod wordcount;
