@@ -1,10 +1,13 @@
 //! The OpenAPI document: the served one is `weir::api::openapi()`, it is well-formed
 //! OpenAPI 3.1, the router serves every documented operation (and no other method on a
-//! documented path), and every operation but /healthz requires the bearer token.
+//! documented path), every operation but /healthz requires the bearer token, and the web
+//! UI's copy (`web-ui/src/api/openapi.json`, which its TypeScript types are generated from)
+//! is this document.
 
 use crate::server;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -12,6 +15,30 @@ use server::TestServer;
 
 fn document() -> Value {
     serde_json::to_value(weir::api::openapi()).expect("the document serialises")
+}
+
+/// The document as the web UI keeps it: keys sorted at every level (whatever order utoipa
+/// and serde_json keep), two-space indentation, a final newline.
+fn committed_form(doc: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(m) => {
+                let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&sorted(doc)).expect("the document serialises");
+    text.push('\n');
+    text
+}
+
+/// `web-ui/src/api/openapi.json`.
+fn committed_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../web-ui/src/api/openapi.json")
 }
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
@@ -202,4 +229,41 @@ async fn the_router_serves_every_documented_operation_and_no_other_method() {
             assert!(body["error"].is_string(), "{body}");
         }
     }
+}
+
+#[test]
+fn the_document_serialises_the_same_every_time() {
+    let first = committed_form(&document());
+    for _ in 0..3 {
+        assert!(first == committed_form(&document()), "two serialisations of the document differ");
+    }
+}
+
+/// The web UI generates its API types from its copy of the document, so the copy must be
+/// the document. `WEIR_BLESS=1` rewrites the copy (and the test then passes).
+#[test]
+fn the_web_ui_copy_is_the_document() {
+    let current = committed_form(&document());
+    let path = committed_path();
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed == current {
+        return;
+    }
+    if std::env::var_os("WEIR_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &current).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        eprintln!("wrote {}; now run `npm run gen:api` in web-ui/", path.display());
+        return;
+    }
+    let (old, new): (Vec<&str>, Vec<&str>) = (committed.lines().collect(), current.lines().collect());
+    let last = old.len().max(new.len());
+    let i = (0..last).find(|&i| old.get(i) != new.get(i)).unwrap_or(last);
+    panic!(
+        "web-ui/src/api/openapi.json is not the API's OpenAPI document (first difference at line \
+         {}: committed {:?}, generated {:?}). Regenerate it with \
+         `WEIR_BLESS=1 cargo nextest run --workspace --test api_openapi`, then the UI's types with \
+         `cd web-ui && npm run gen:api`, and commit both.",
+        i + 1,
+        old.get(i).copied().unwrap_or("<end of file>"),
+        new.get(i).copied().unwrap_or("<end of file>"),
+    );
 }

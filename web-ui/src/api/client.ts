@@ -2,20 +2,7 @@
 
 import { ApiError, apiErrorText } from '../lib/errors';
 import { filenameFromDisposition } from '../lib/savepoints';
-import type {
-  CheckpointDetail,
-  CheckpointHistory,
-  Collection,
-  JobDetail,
-  JobRecord,
-  JobSpec,
-  JobSummary,
-  Module,
-  SavepointMode,
-  SavepointRecord,
-  StatePage,
-  TenantView,
-} from './types';
+import type { Answer, JobSpec, SavepointMode } from './types';
 import { stateUrl, type StateQuery, type StateSource } from '../lib/state';
 
 const BASE = '/api/v1';
@@ -114,41 +101,41 @@ const enc = encodeURIComponent;
 
 export const api = {
   tenant: (candidate?: string) =>
-    call<TenantView>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
+    call<Answer<'whoami'>>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
 
   jobs: (signal?: AbortSignal) =>
-    call<Collection<JobSummary>>('GET', '/jobs', signal ? { signal } : {}).then((c) => c.data),
-  job: (id: string, signal?: AbortSignal) => call<JobDetail>('GET', `/jobs/${enc(id)}`, signal ? { signal } : {}),
-  stopJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/stop`),
-  cancelJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/cancel`),
-  restartJob: (id: string) => call<unknown>('POST', `/jobs/${enc(id)}/restart`),
+    call<Answer<'list_jobs'>>('GET', '/jobs', signal ? { signal } : {}).then((c) => c.data),
+  job: (id: string, signal?: AbortSignal) => call<Answer<'get_job'>>('GET', `/jobs/${enc(id)}`, signal ? { signal } : {}),
+  stopJob: (id: string) => call<Answer<'stop_job'>>('POST', `/jobs/${enc(id)}/stop`),
+  cancelJob: (id: string) => call<Answer<'cancel_job'>>('POST', `/jobs/${enc(id)}/cancel`),
+  restartJob: (id: string) => call<Answer<'restart_job'>>('POST', `/jobs/${enc(id)}/restart`),
   createJob: (spec: JobSpec, fromSavepoint?: string, allowNonRestoredState = false) => {
     const q = new URLSearchParams();
     if (fromSavepoint) q.set('from_savepoint', fromSavepoint);
     if (fromSavepoint && allowNonRestoredState) q.set('allow_non_restored_state', 'true');
     const qs = q.toString();
-    return call<JobRecord>('POST', `/jobs${qs ? `?${qs}` : ''}`, { json: spec });
+    return call<Answer<'create_job'>>('POST', `/jobs${qs ? `?${qs}` : ''}`, { json: spec });
   },
 
   checkpoints: (jobId: string, limit: number, signal?: AbortSignal) =>
-    call<CheckpointHistory>('GET', `/jobs/${enc(jobId)}/checkpoints?limit=${limit}`, signal ? { signal } : {}),
+    call<Answer<'list_checkpoints'>>('GET', `/jobs/${enc(jobId)}/checkpoints?limit=${limit}`, signal ? { signal } : {}),
   checkpoint: (jobId: string, cid: number | string, signal?: AbortSignal) =>
-    call<CheckpointDetail>('GET', `/jobs/${enc(jobId)}/checkpoints/${enc(String(cid))}`, signal ? { signal } : {}),
-  triggerCheckpoint: (jobId: string) => call<{ id: number }>('POST', `/jobs/${enc(jobId)}/checkpoints`),
+    call<Answer<'get_checkpoint'>>('GET', `/jobs/${enc(jobId)}/checkpoints/${enc(String(cid))}`, signal ? { signal } : {}),
+  triggerCheckpoint: (jobId: string) => call<Answer<'trigger_checkpoint'>>('POST', `/jobs/${enc(jobId)}/checkpoints`),
 
   state: (source: StateSource, operator: string, query: StateQuery, signal?: AbortSignal) =>
-    call<StatePage>('GET', stateUrl(source, operator, query), signal ? { signal } : {}),
+    call<Answer<'checkpoint_state' | 'savepoint_state'>>('GET', stateUrl(source, operator, query), signal ? { signal } : {}),
 
   savepoints: (signal?: AbortSignal) =>
-    call<Collection<SavepointRecord>>('GET', '/savepoints', signal ? { signal } : {}).then((c) => c.data),
+    call<Answer<'list_savepoints'>>('GET', '/savepoints', signal ? { signal } : {}).then((c) => c.data),
   jobSavepoints: (jobId: string, signal?: AbortSignal) =>
-    call<Collection<SavepointRecord>>('GET', `/jobs/${enc(jobId)}/savepoints`, signal ? { signal } : {}).then(
+    call<Answer<'list_job_savepoints'>>('GET', `/jobs/${enc(jobId)}/savepoints`, signal ? { signal } : {}).then(
       (c) => c.data,
     ),
   savepoint: (id: string, signal?: AbortSignal) =>
-    call<SavepointRecord>('GET', `/savepoints/${enc(id)}`, signal ? { signal } : {}),
+    call<Answer<'get_savepoint'>>('GET', `/savepoints/${enc(id)}`, signal ? { signal } : {}),
   triggerSavepoint: (jobId: string, mode: SavepointMode) =>
-    call<SavepointRecord>('POST', `/jobs/${enc(jobId)}/savepoints`, { json: { mode } }),
+    call<Answer<'trigger_savepoint'>>('POST', `/jobs/${enc(jobId)}/savepoints`, { json: { mode } }),
   deleteSavepoint: (id: string) => call<void>('DELETE', `/savepoints/${enc(id)}`),
   downloadSavepoint: async (id: string): Promise<{ blob: Blob; filename: string }> => {
     const res = await send('GET', `/savepoints/${enc(id)}/file`);
@@ -156,21 +143,21 @@ export const api = {
     return { blob, filename: filenameFromDisposition(res.headers.get('Content-Disposition'), id) };
   },
   importSavepoint: (file: Blob, onProgress?: (loaded: number, total: number) => void) =>
-    upload<SavepointRecord>('/savepoints', file, 'application/octet-stream', onProgress).then((r) => r.value),
+    upload<Answer<'import_savepoint'>>('/savepoints', file, 'application/octet-stream', onProgress).then((r) => r.value),
 
   modules: (signal?: AbortSignal) =>
-    call<Collection<Module>>('GET', '/modules', signal ? { signal } : {}).then((c) => c.data),
+    call<Answer<'list_modules'>>('GET', '/modules', signal ? { signal } : {}).then((c) => c.data),
   /** `created` is false when the same bytes were uploaded before (the API answers 200). */
   uploadModule: (
     file: File,
     name: string,
     onProgress?: (loaded: number, total: number) => void,
-  ): Promise<{ module: Module; created: boolean }> => {
+  ): Promise<{ module: Answer<'upload_module'>; created: boolean }> => {
     const form = new FormData();
     if (name.trim()) form.append('name', name.trim());
     form.append('file', file, file.name);
     // The browser sets the multipart boundary itself.
-    return upload<Module>('/modules', form, null, onProgress).then((r) => ({ module: r.value, created: r.status === 201 }));
+    return upload<Answer<'upload_module'>>('/modules', form, null, onProgress).then((r) => ({ module: r.value, created: r.status === 201 }));
   },
   deleteModule: (id: string) => call<void>('DELETE', `/modules/${enc(id)}`),
 };

@@ -1,0 +1,3306 @@
+// Generated from openapi.json by openapi-typescript: do not edit. Run `npm run gen:api`.
+// openapi.json itself is the server's document: `WEIR_BLESS=1 cargo nextest run --workspace --test api_openapi`.
+
+export interface paths {
+    "/api/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the caller's jobs with their live throughput. */
+        get: operations["list_jobs"];
+        put?: never;
+        /**
+         * Creates a job from its JSON spec and starts it. Operators name their module by id, by
+         *     the name it was uploaded under, or `builtin:<name>`; stream connectors name the
+         *     caller's streams; `file` connectors are not available over the API. With
+         *     `from_savepoint`, the savepoint is checked against the job before anything starts.
+         */
+        post: operations["create_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One job: status, graph, live records in/out and backpressure per operator and subtask. */
+        get: operations["get_job"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancels a job at once (no final checkpoint). `restart` resumes it from its latest
+         *     checkpoint.
+         */
+        post: operations["cancel_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The checkpoint history of a job. */
+        get: operations["list_checkpoints"];
+        put?: never;
+        /** Triggers a checkpoint of a running job now. */
+        post: operations["trigger_checkpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/checkpoints/{checkpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One checkpoint of a job. */
+        get: operations["get_checkpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/checkpoints/{checkpoint_id}/state/{operator}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The state of an operator in a retained checkpoint of a job. */
+        get: operations["checkpoint_state"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restarts a job from its latest checkpoint (a running job is cancelled first). */
+        post: operations["restart_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/savepoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the savepoints taken of a job, oldest first. */
+        get: operations["list_job_savepoints"];
+        put?: never;
+        /**
+         * Takes a savepoint of a job. It is `pending` until its checkpoint completed and was
+         *     copied: poll `GET /api/v1/savepoints/{id}`. A job that is not running gives a savepoint
+         *     of its latest checkpoint (mode `keep_running` only), completed at once.
+         */
+        post: operations["trigger_savepoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stops a job: its sources stop, a final checkpoint commits every output, and the job
+         *     ends `stopped`. `restart` resumes it from there.
+         */
+        post: operations["stop_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/modules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the caller's modules. */
+        get: operations["list_modules"];
+        put?: never;
+        /**
+         * Uploads a module: a `multipart/form-data` body with a `file` field (and optionally
+         *     `name`), or the component itself as `application/wasm` with `?name=`. The component is
+         *     validated against the `weir:operator` world and compiled once; uploading the same bytes
+         *     again returns the existing module.
+         */
+        post: operations["upload_module"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/modules/{module_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One module. */
+        get: operations["get_module"];
+        put?: never;
+        post?: never;
+        /** Deletes a module no job of the caller's uses (finished jobs do not count). */
+        delete: operations["delete_module"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/savepoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the caller's savepoints (triggered and imported), oldest first. */
+        get: operations["list_savepoints"];
+        put?: never;
+        /**
+         * Imports a savepoint file (as exported by any Weir server) as a new savepoint of the
+         *     caller. The upload is saved to a temporary file first (the import itself holds the
+         *     store's writer, which must not wait on a slow client); the whole file is then checked
+         *     (format, version, every frame, checksum) before anything is stored, and a bad file
+         *     stores nothing.
+         */
+        post: operations["import_savepoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/savepoints/{savepoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One savepoint: status, the checkpoint it copies, size, and the job it describes (nodes,
+         *     parallelism, modules and state schema versions).
+         */
+        get: operations["get_savepoint"];
+        put?: never;
+        post?: never;
+        /** Disposes of a savepoint: its state is deleted. Jobs started from it keep theirs. */
+        delete: operations["delete_savepoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/savepoints/{savepoint_id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Downloads a completed savepoint as one portable file (`docs/savepoint-format.md`),
+         *     streamed.
+         */
+        get: operations["export_savepoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/savepoints/{savepoint_id}/state/{operator}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The state of an operator in a savepoint. */
+        get: operations["savepoint_state"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the caller's streams. */
+        get: operations["list_streams"];
+        put?: never;
+        /** Creates a stream (again with the same partition count: no change). */
+        post: operations["create_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/streams/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One stream with its end offsets. */
+        get: operations["get_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/streams/{name}/records": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reads records of one partition from an offset. */
+        get: operations["read_records"];
+        put?: never;
+        /**
+         * Appends records: `{"records": [{"key": ..., "value": ..., "timestamp": ..., "partition": ...}]}`
+         *     as JSON, or the same structure as MessagePack (`Content-Type: application/msgpack`).
+         *     All records are appended or none.
+         */
+        post: operations["append_records"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's tenant: quotas and usage. */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the tenants. */
+        get: operations["list_tenants"];
+        put?: never;
+        /** Creates a tenant and its first token. */
+        post: operations["create_tenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tenant. */
+        get: operations["get_tenant"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Replaces a tenant's quotas. */
+        put: operations["set_quotas"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issues another token for a tenant. */
+        post: operations["issue_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Health: the server answers. */
+        get: operations["health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description Records to append. */
+        AppendBody: {
+            /** @description The records, in order. */
+            records: components["schemas"]["NewRecord"][];
+        };
+        /** @description Where an appended record went. */
+        Appended: {
+            /**
+             * Format: int64
+             * @description Its offset.
+             */
+            offset: number;
+            /**
+             * Format: int32
+             * @description Its partition.
+             */
+            partition: number;
+        };
+        /** @description One checkpoint with per-operator and per-subtask statistics. */
+        CheckpointDetail: components["schemas"]["CheckpointView"] & {
+            /** @description Per operator, in graph order. */
+            operators: components["schemas"]["OperatorView"][];
+            /** @description Per subtask. */
+            subtasks: components["schemas"]["SubtaskView"][];
+        };
+        /** @description Checkpointing settings (Flink's names where they exist). */
+        CheckpointSettings: {
+            /**
+             * Format: int64
+             * @description Trigger a checkpoint this often; `null` for none but the final one and those
+             *     triggered on demand.
+             * @default 1000
+             */
+            interval_ms?: number | null;
+            /**
+             * @description Longest chain of incremental chunks per key group before it is compacted.
+             * @default 8
+             */
+            max_chain_length?: number;
+            /**
+             * @description Most checkpoints in progress at once.
+             * @default 1
+             */
+            max_concurrent?: number;
+            /**
+             * Format: int64
+             * @description Least time between the end of one checkpoint and the trigger of the next.
+             * @default 0
+             */
+            min_pause_ms?: number;
+            /**
+             * @description Completed checkpoints kept for recovery (older ones are removed with their state).
+             * @default 2
+             */
+            retained?: number;
+            /**
+             * Format: int64
+             * @description A checkpoint not completed within this time is aborted.
+             * @default 60000
+             */
+            timeout_ms?: number;
+            /**
+             * Format: int32
+             * @description Consecutive failed checkpoints the job tolerates; one more fails the job.
+             * @default 3
+             */
+            tolerable_failures?: number;
+        };
+        /** @description A checkpoint in the history. */
+        CheckpointView: {
+            /**
+             * Format: int32
+             * @description Subtasks that acknowledged it.
+             */
+            acknowledged_subtasks: number;
+            /**
+             * Format: int64
+             * @description Bytes processed during alignment, all subtasks (Flink's "processed in-flight data").
+             */
+            alignment_bytes: number;
+            /**
+             * Format: double
+             * @description End-to-end duration.
+             */
+            duration_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Completion (or failure) time, unix ms.
+             */
+            end_time_ms?: number | null;
+            /** @description Why it failed. */
+            failure?: string | null;
+            /**
+             * Format: int64
+             * @description Bytes of the whole state it refers to.
+             */
+            full_size: number;
+            /**
+             * Format: int64
+             * @description Its id.
+             */
+            id: number;
+            /** @description Taken at the end of the job (input ended, or stopped). */
+            is_final: boolean;
+            /**
+             * Format: int64
+             * @description When the latest acknowledgement arrived, unix ms.
+             */
+            latest_ack_time_ms?: number | null;
+            /**
+             * Format: double
+             * @description Longest alignment of a subtask.
+             */
+            max_alignment_ms: number;
+            /**
+             * Format: int64
+             * @description In-flight data persisted with the checkpoint (unaligned checkpoints; Weir aligns
+             *     always, so 0).
+             */
+            persisted_in_flight_bytes: number;
+            /** @description Taken for a savepoint (kept from retention until the savepoint copied it). */
+            pinned: boolean;
+            /** @description Its state is still kept (retention removes old ones). */
+            retained: boolean;
+            /**
+             * @description The savepoint whose state this checkpoint holds (a job's first, when it started from
+             *     a savepoint).
+             */
+            savepoint?: string | null;
+            /**
+             * Format: int64
+             * @description Bytes written by this checkpoint (incremental size).
+             */
+            state_size: number;
+            /** @description `in_progress`, `completed` or `failed`. */
+            status: string;
+            /** @description The final checkpoint of a stopped job (it resumes from it). */
+            stopped: boolean;
+            /**
+             * Format: int32
+             * @description Subtasks of the job.
+             */
+            total_subtasks: number;
+            /**
+             * Format: int64
+             * @description Trigger time, unix ms.
+             */
+            trigger_time_ms: number;
+            /** @description Whether it was an unaligned checkpoint (Weir's are aligned). */
+            unaligned: boolean;
+        };
+        /** @description Counts by status. */
+        Counts: {
+            /**
+             * Format: int64
+             * @description Completed.
+             */
+            completed: number;
+            /**
+             * Format: int64
+             * @description Failed.
+             */
+            failed: number;
+            /**
+             * Format: int64
+             * @description In progress.
+             */
+            in_progress: number;
+            /**
+             * Format: int64
+             * @description Every checkpoint.
+             */
+            total: number;
+        };
+        /** @description A collection. */
+        Data_Appended: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description Its offset.
+                 */
+                offset: number;
+                /**
+                 * Format: int32
+                 * @description Its partition.
+                 */
+                partition: number;
+            }[];
+        };
+        /** @description A collection. */
+        Data_JobSummary: {
+            /** @description The items. */
+            data: (components["schemas"]["JobRecord"] & {
+                /**
+                 * Format: double
+                 * @description The largest backpressure of any subtask (0 to 1).
+                 */
+                backpressure: number;
+                /**
+                 * Format: double
+                 * @description Records its sinks received per second, last second.
+                 */
+                sink_records_per_second: number;
+                /**
+                 * Format: double
+                 * @description Records its sources emitted per second, last second (0 when not running).
+                 */
+                source_records_per_second: number;
+            })[];
+        };
+        /** @description A collection. */
+        Data_Module: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description Upload time, unix ms.
+                 */
+                created_ms: number;
+                /** @description The component's exports. */
+                exports: string[];
+                /** @description The SHA-256 of its bytes (64 hex digits): its id. */
+                id: string;
+                /**
+                 * @description The name it was uploaded under; jobs may refer to it by this name (the latest upload
+                 *     of a name wins) or by id.
+                 */
+                name: string;
+                /**
+                 * Format: int64
+                 * @description Size in bytes.
+                 */
+                size: number;
+            }[];
+        };
+        /** @description A collection. */
+        Data_SavepointRecord: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description Bytes of state (keys, values and subtask blobs).
+                 */
+                bytes: number;
+                /**
+                 * Format: int64
+                 * @description The job's checkpoint it copies (once known).
+                 */
+                checkpoint?: number | null;
+                /**
+                 * Format: int64
+                 * @description When it completed or failed, unix ms.
+                 */
+                completed_ms?: number | null;
+                /**
+                 * Format: int64
+                 * @description When it was triggered (or imported), unix ms.
+                 */
+                created_ms: number;
+                description?: null | components["schemas"]["Description"];
+                /**
+                 * Format: int64
+                 * @description Keyed and operator state entries.
+                 */
+                entries: number;
+                /** @description Why it failed. */
+                error?: string | null;
+                /** @description Its id (32 hex digits). */
+                id: string;
+                /** @description The job it was taken from (for an imported one: the job on the server it came from). */
+                job: string;
+                /** @description The job's name. */
+                job_name: string;
+                mode?: null | components["schemas"]["SavepointMode"];
+                /** @description Imported: the id it had on the server it was exported from. */
+                origin?: string | null;
+                /** @description Pending, completed or failed. */
+                status: components["schemas"]["SavepointStatus"];
+            }[];
+        };
+        /** @description A collection. */
+        Data_StreamInfo: {
+            /** @description The items. */
+            data: {
+                /** @description The next offset of every partition (records so far). */
+                end_offsets: number[];
+                /** @description Its name. */
+                name: string;
+                /**
+                 * Format: int32
+                 * @description Number of partitions.
+                 */
+                partitions: number;
+            }[];
+        };
+        /** @description A collection. */
+        Data_Tenant: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description Creation time, unix ms.
+                 */
+                created_ms: number;
+                /** @description Its id (16 hex digits). */
+                id: string;
+                /** @description Its name. */
+                name: string;
+                /** @description Its quotas. */
+                quotas: components["schemas"]["Quotas"];
+            }[];
+        };
+        /**
+         * @description What a savepoint says about the job it was taken from (stored with it and carried in its
+         *     export file).
+         */
+        Description: {
+            /**
+             * Format: int32
+             * @description Layout version ([`DESCRIPTION_FORMAT`]).
+             */
+            format: number;
+            /** @description The job's name. */
+            job_name: string;
+            /**
+             * Format: int32
+             * @description The number of key groups keyed state is divided into.
+             */
+            max_parallelism: number;
+            /** @description Every node of the job, in spec order. */
+            nodes: components["schemas"]["NodeDescription"][];
+        };
+        /** @description An edge of the job's graph. */
+        Edge: {
+            /** @description Upstream node id. */
+            from: string;
+            /** @description Partitioning. */
+            partitioning: components["schemas"]["Partitioning"];
+            /** @description Downstream node id. */
+            to: string;
+        };
+        /** @description One edge of the graph. */
+        EdgeSpec: {
+            /** @description Upstream node id. */
+            from: string;
+            partitioning?: null | components["schemas"]["Partitioning"];
+            /** @description Downstream node id. */
+            to: string;
+        };
+        /** @description The body of every error response. */
+        ErrorBody: {
+            /** @description What went wrong, and what to do. */
+            error: string;
+        };
+        /** @description The checkpoint history of a job. */
+        History: {
+            /** @description Counts by status. */
+            counts: components["schemas"]["Counts"];
+            /** @description Checkpoints, newest first (at most `limit`). */
+            data: components["schemas"]["CheckpointView"][];
+            /** @description The latest ones. */
+            latest: components["schemas"]["Latest"];
+            /** @description Summary over the completed checkpoints. */
+            summary: components["schemas"]["Summary"];
+        };
+        /** @description A job with its graph and live figures. */
+        JobDetail: components["schemas"]["JobRecord"] & {
+            /** @description Its edges. */
+            edges: components["schemas"]["Edge"][];
+            latest_checkpoint?: null | components["schemas"]["CheckpointView"];
+            /** @description Its nodes. */
+            vertices: components["schemas"]["Vertex"][];
+        };
+        /** @description A job as stored. */
+        JobRecord: {
+            /**
+             * Format: int64
+             * @description Creation time, unix ms.
+             */
+            created_ms: number;
+            /**
+             * Format: int64
+             * @description When it last ended, unix ms.
+             */
+            end_ms?: number | null;
+            /** @description Why it failed (or the last failure it restarted after). */
+            error?: string | null;
+            /** @description Its id (32 hex digits). */
+            id: string;
+            /** @description The spec's name. */
+            name: string;
+            /**
+             * Format: int32
+             * @description Restarts after failures, over every run.
+             */
+            restarts: number;
+            restored_from?: null | components["schemas"]["RestoreReport"];
+            /** @description The spec as submitted, with module references pinned to module ids. */
+            spec: components["schemas"]["JobSpec"];
+            /**
+             * Format: int64
+             * @description When the current run started, unix ms.
+             */
+            start_ms?: number | null;
+            /** @description Current status. */
+            status: components["schemas"]["JobStatus"];
+            /**
+             * Format: int32
+             * @description Total subtasks.
+             */
+            subtasks: number;
+        };
+        /** @description A job: a graph of sources, operators and sinks, and its settings. */
+        JobSpec: {
+            /** @description The edges of the graph. */
+            edges?: components["schemas"]["EdgeSpec"][];
+            /** @description A human-readable name. */
+            name?: string;
+            /** @description The nodes of the graph. */
+            nodes: components["schemas"]["NodeSpec"][];
+            /** @description Job-wide settings. */
+            settings?: components["schemas"]["Settings"];
+        };
+        /**
+         * @description Where a job is in its life.
+         * @enum {string}
+         */
+        JobStatus: "running" | "restarting" | "stopping" | "stopped" | "finished" | "canceled" | "failed";
+        /** @description A job in the list, with its live throughput. */
+        JobSummary: components["schemas"]["JobRecord"] & {
+            /**
+             * Format: double
+             * @description The largest backpressure of any subtask (0 to 1).
+             */
+            backpressure: number;
+            /**
+             * Format: double
+             * @description Records its sinks received per second, last second.
+             */
+            sink_records_per_second: number;
+            /**
+             * Format: double
+             * @description Records its sources emitted per second, last second (0 when not running).
+             */
+            source_records_per_second: number;
+        };
+        /** @description The latest checkpoints. */
+        Latest: {
+            completed?: null | components["schemas"]["CheckpointView"];
+            failed?: null | components["schemas"]["CheckpointView"];
+        };
+        /** @description Minimum, average and maximum. */
+        MinAvgMax: {
+            /**
+             * Format: double
+             * @description Average.
+             */
+            avg: number;
+            /**
+             * Format: double
+             * @description Maximum.
+             */
+            max: number;
+            /**
+             * Format: double
+             * @description Minimum.
+             */
+            min: number;
+        };
+        /** @description An uploaded module. */
+        Module: {
+            /**
+             * Format: int64
+             * @description Upload time, unix ms.
+             */
+            created_ms: number;
+            /** @description The component's exports. */
+            exports: string[];
+            /** @description The SHA-256 of its bytes (64 hex digits): its id. */
+            id: string;
+            /**
+             * @description The name it was uploaded under; jobs may refer to it by this name (the latest upload
+             *     of a name wins) or by id.
+             */
+            name: string;
+            /**
+             * Format: int64
+             * @description Size in bytes.
+             */
+            size: number;
+        };
+        /** @description A record to append. */
+        NewRecord: {
+            /**
+             * @description The key (any JSON value; absent or null for none). Keyed records go to the partition
+             *     of the key's hash.
+             */
+            key?: Record<string, unknown> | null;
+            /**
+             * Format: int32
+             * @description The partition (default: by key, or round robin).
+             */
+            partition?: number | null;
+            /**
+             * Format: int64
+             * @description Event time, unix ms (default: now).
+             */
+            timestamp?: number | null;
+            /** @description The value (any JSON value). */
+            value: Record<string, unknown>;
+        };
+        /** @description A new stream. */
+        NewStream: {
+            /** @description Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with `.`. */
+            name: string;
+            /**
+             * Format: int32
+             * @description Its number of partitions (1 to 1024, default 1).
+             */
+            partitions?: number;
+        };
+        /** @description A new tenant. */
+        NewTenant: {
+            /** @description Its name: 1 to 128 characters of A-Z a-z 0-9 . _ -, not starting with `.`. */
+            name: string;
+            quotas?: null | components["schemas"]["Quotas"];
+        };
+        /** @description One node of a savepoint's job. */
+        NodeDescription: {
+            /** @description Sources and sinks: the connector. */
+            connector?: string | null;
+            /** @description Node id (state is mapped by it). */
+            id: string;
+            /** @description Source, operator or sink. */
+            kind: components["schemas"]["NodeKind"];
+            /** @description Operators: the module (the id the job pinned). */
+            module?: string | null;
+            /**
+             * Format: int32
+             * @description Parallelism when the savepoint was taken.
+             */
+            parallelism: number;
+            /**
+             * Format: int32
+             * @description Operators: the state schema version of the module that wrote the state.
+             */
+            state_version?: number | null;
+        };
+        /**
+         * @description What a node does.
+         * @enum {string}
+         */
+        NodeKind: "source" | "operator" | "sink";
+        /** @description How one node of a new job was restored. */
+        NodeRestore: {
+            /**
+             * Format: int32
+             * @description Its parallelism in the savepoint (when it had the node).
+             */
+            from_parallelism?: number | null;
+            /** @description Node id. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Keyed entries restored.
+             */
+            keyed_entries: number;
+            /** @description Operators: the new module migrated the state. */
+            migrated: boolean;
+            /**
+             * Format: int32
+             * @description Its parallelism in the job.
+             */
+            parallelism: number;
+            /** @description Whether the savepoint had state for it. */
+            restored: boolean;
+            /** @description Operators: the state schema version in the savepoint and the module's. */
+            state_versions?: [
+                number,
+                number
+            ] | null;
+        };
+        /** @description One node of the graph. */
+        NodeSpec: {
+            /** @description Configuration handed to the operator or connector. */
+            config?: Record<string, unknown>;
+            /** @description For sources and sinks: the connector (`generator`, `nexmark`, `file`, `blackhole`). */
+            connector?: string | null;
+            /** @description The node's id, stable across versions of the job (state is mapped by it). */
+            id: string;
+            /** @description Source, operator or sink. */
+            kind: components["schemas"]["NodeKind"];
+            /** @description For operators: the module that implements it (a path, or `builtin:<name>`). */
+            module?: string | null;
+            /**
+             * Format: int32
+             * @description Number of parallel subtasks.
+             */
+            parallelism?: number;
+        };
+        /** @description One operator's part of a checkpoint. */
+        OperatorView: {
+            /**
+             * Format: int32
+             * @description Subtasks that acknowledged.
+             */
+            acknowledged_subtasks: number;
+            /** @description Alignment bytes over subtasks. */
+            alignment_bytes: components["schemas"]["MinAvgMax"];
+            /** @description Alignment duration over subtasks. */
+            alignment_ms: components["schemas"]["MinAvgMax"];
+            /** @description Async part over subtasks. */
+            async_ms: components["schemas"]["MinAvgMax"];
+            /**
+             * Format: int64
+             * @description Bytes of the whole state.
+             */
+            full_size: number;
+            /** @description Node id. */
+            id: string;
+            /**
+             * Format: double
+             * @description Slowest subtask's end-to-end time from trigger to acknowledgement, ms.
+             */
+            max_end_to_end_ms: number;
+            /** @description Start delay over subtasks. */
+            start_delay_ms: components["schemas"]["MinAvgMax"];
+            /**
+             * Format: int64
+             * @description Bytes written.
+             */
+            state_size: number;
+            /** @description Sync part over subtasks. */
+            sync_ms: components["schemas"]["MinAvgMax"];
+        };
+        /**
+         * @description How records move along an edge from the upstream subtasks to the downstream ones.
+         * @enum {string}
+         */
+        Partitioning: "forward" | "hash" | "broadcast" | "rebalance";
+        /** @description What one tenant may use. */
+        Quotas: {
+            /**
+             * Format: int64
+             * @description CPU time of one guest call, in milliseconds (a job's `cpu_limit_ms`).
+             * @default 10000
+             */
+            max_cpu_ms?: number;
+            /**
+             * Format: int32
+             * @description Jobs not yet ended (running, restarting, stopping, stopped).
+             * @default 16
+             */
+            max_jobs?: number;
+            /**
+             * Format: int64
+             * @description Linear memory of one operator instance, in MiB (a job's `memory_limit_mb`).
+             * @default 512
+             */
+            max_memory_mb?: number;
+            /**
+             * Format: int64
+             * @description Size of one uploaded module, in bytes.
+             * @default 33554432
+             */
+            max_module_bytes?: number;
+            /**
+             * Format: int64
+             * @description Bytes stored for the tenant: modules, stream records and checkpointed state.
+             * @default 4294967296
+             */
+            max_storage_bytes?: number;
+            /**
+             * Format: int32
+             * @description Subtasks of those jobs together.
+             * @default 64
+             */
+            max_subtasks?: number;
+        };
+        /** @description Records read. */
+        ReadBody: {
+            /** @description The records, keys and values decoded from MessagePack to JSON. */
+            data: components["schemas"]["StoredRecord"][];
+            /**
+             * Format: int64
+             * @description The offset to read from next.
+             */
+            next_offset: number;
+        };
+        /** @description The restart strategy: a fixed number of attempts with a fixed delay. */
+        RestartSettings: {
+            /**
+             * Format: int32
+             * @description Restarts after a failure before the job fails for good (0: never restart).
+             * @default 3
+             */
+            attempts?: number;
+            /**
+             * Format: int64
+             * @description Pause before each restart.
+             * @default 100
+             */
+            delay_ms?: number;
+        };
+        /** @description What starting a job from a savepoint did, per node. */
+        RestoreReport: {
+            /**
+             * Format: int64
+             * @description The job's checkpoint that holds the restored state (its first).
+             */
+            checkpoint: number;
+            /** @description State of the savepoint that was dropped (with `allow_non_restored_state`), described. */
+            dropped: string[];
+            /** @description Per node of the new job, in spec order. */
+            nodes: components["schemas"]["NodeRestore"][];
+            /** @description The savepoint. */
+            savepoint: string;
+        };
+        /**
+         * @description What happens to the job when its savepoint is taken.
+         * @enum {string}
+         */
+        SavepointMode: "keep_running" | "cancel" | "stop" | "drain";
+        /** @description A savepoint of a tenant. */
+        SavepointRecord: {
+            /**
+             * Format: int64
+             * @description Bytes of state (keys, values and subtask blobs).
+             */
+            bytes: number;
+            /**
+             * Format: int64
+             * @description The job's checkpoint it copies (once known).
+             */
+            checkpoint?: number | null;
+            /**
+             * Format: int64
+             * @description When it completed or failed, unix ms.
+             */
+            completed_ms?: number | null;
+            /**
+             * Format: int64
+             * @description When it was triggered (or imported), unix ms.
+             */
+            created_ms: number;
+            description?: null | components["schemas"]["Description"];
+            /**
+             * Format: int64
+             * @description Keyed and operator state entries.
+             */
+            entries: number;
+            /** @description Why it failed. */
+            error?: string | null;
+            /** @description Its id (32 hex digits). */
+            id: string;
+            /** @description The job it was taken from (for an imported one: the job on the server it came from). */
+            job: string;
+            /** @description The job's name. */
+            job_name: string;
+            mode?: null | components["schemas"]["SavepointMode"];
+            /** @description Imported: the id it had on the server it was exported from. */
+            origin?: string | null;
+            /** @description Pending, completed or failed. */
+            status: components["schemas"]["SavepointStatus"];
+        };
+        /**
+         * @description Where a savepoint is in its life.
+         * @enum {string}
+         */
+        SavepointStatus: "pending" | "completed" | "failed";
+        /** @description Job-wide settings. */
+        Settings: {
+            /**
+             * @description Capacity of every channel, in messages (batches). Backpressure starts when full.
+             * @default 8
+             */
+            channel_capacity?: number;
+            /**
+             * @default {
+             *       "interval_ms": 1000,
+             *       "max_chain_length": 8,
+             *       "max_concurrent": 1,
+             *       "min_pause_ms": 0,
+             *       "retained": 2,
+             *       "timeout_ms": 60000,
+             *       "tolerable_failures": 3
+             *     }
+             */
+            checkpoint?: components["schemas"]["CheckpointSettings"];
+            /**
+             * Format: int64
+             * @description CPU time one guest call may take, in milliseconds, before it is stopped.
+             * @default 10000
+             */
+            cpu_limit_ms?: number;
+            /**
+             * Format: int64
+             * @description Output one guest call may return, in bytes: its records' key and value bytes plus 16
+             *     bytes per record. A call that returns more fails the job.
+             * @default 67108864
+             */
+            max_output_bytes_per_call?: number;
+            /**
+             * Format: int32
+             * @description Number of key groups (the largest parallelism keyed state can be rescaled to).
+             * @default 128
+             */
+            max_parallelism?: number;
+            /**
+             * Format: int64
+             * @description Linear memory one operator instance may use, in MiB.
+             * @default 512
+             */
+            memory_limit_mb?: number;
+            /**
+             * @default {
+             *       "attempts": 3,
+             *       "delay_ms": 100
+             *     }
+             */
+            restart?: components["schemas"]["RestartSettings"];
+        };
+        /** @description One state entry. */
+        StateItem: {
+            /** @description The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). */
+            key: unknown;
+            /**
+             * Format: int32
+             * @description Keyed state: its key group.
+             */
+            key_group?: number | null;
+            /** @description The state's name. */
+            state: string;
+            /**
+             * Format: int32
+             * @description Operator (non-keyed) state: the subtask it belongs to.
+             */
+            subtask?: number | null;
+            /** @description The value, decoded likewise. */
+            value: unknown;
+        };
+        /** @description A page of an operator's state. */
+        StatePage: {
+            /** @description The entries, by key group (then operator state by subtask), then state name and key. */
+            data: components["schemas"]["StateItem"][];
+            /** @description The cursor of the next page; absent on the last. */
+            next?: string | null;
+            /** @description The operator. */
+            operator: string;
+        };
+        /** @description A stored record. */
+        StoredRecord: {
+            /** @description The key as JSON (null for none). */
+            key: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description Its offset in the partition.
+             */
+            offset: number;
+            /**
+             * Format: int32
+             * @description Its partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description Event time, unix ms.
+             */
+            timestamp: number;
+            /** @description The value as JSON. */
+            value: Record<string, unknown>;
+        };
+        /** @description A stream. */
+        StreamInfo: {
+            /** @description The next offset of every partition (records so far). */
+            end_offsets: number[];
+            /** @description Its name. */
+            name: string;
+            /**
+             * Format: int32
+             * @description Number of partitions.
+             */
+            partitions: number;
+        };
+        /** @description Live figures of one subtask. */
+        SubtaskLive: {
+            /**
+             * Format: double
+             * @description Share of the last second spent waiting for room downstream (0 to 1).
+             */
+            backpressure: number;
+            /**
+             * Format: int64
+             * @description Records received in this run.
+             */
+            records_in: number;
+            /**
+             * Format: double
+             * @description Records received per second (last second).
+             */
+            records_in_per_second: number;
+            /**
+             * Format: int64
+             * @description Records emitted in this run.
+             */
+            records_out: number;
+            /**
+             * Format: double
+             * @description Records emitted per second (last second).
+             */
+            records_out_per_second: number;
+            /**
+             * Format: int32
+             * @description Subtask index.
+             */
+            subtask: number;
+        };
+        /** @description Statistics of one subtask's part of a checkpoint. */
+        SubtaskView: {
+            /**
+             * Format: int64
+             * @description Acknowledgement time, unix ms.
+             */
+            ack_time_ms: number;
+            /**
+             * Format: int64
+             * @description Bytes processed during alignment.
+             */
+            alignment_bytes: number;
+            /**
+             * Format: double
+             * @description Alignment duration, ms.
+             */
+            alignment_ms: number;
+            /**
+             * Format: double
+             * @description Asynchronous part (writing to the store), ms.
+             */
+            async_ms: number;
+            /**
+             * Format: int64
+             * @description Bytes of the subtask's whole state.
+             */
+            full_state_bytes: number;
+            /** @description Node id. */
+            operator: string;
+            /**
+             * Format: double
+             * @description From the trigger to the first barrier's arrival, ms.
+             */
+            start_delay_ms: number;
+            /**
+             * Format: int64
+             * @description Bytes written.
+             */
+            state_bytes: number;
+            /**
+             * Format: int32
+             * @description Subtask index.
+             */
+            subtask: number;
+            /**
+             * Format: double
+             * @description Synchronous part (the snapshot on the processing path), ms.
+             */
+            sync_ms: number;
+        };
+        /** @description Summary over the completed checkpoints. */
+        Summary: {
+            /** @description Bytes processed during alignment. */
+            alignment_bytes: components["schemas"]["MinAvgMax"];
+            /** @description End-to-end duration, ms. */
+            duration_ms: components["schemas"]["MinAvgMax"];
+            /** @description Full size, bytes. */
+            full_size: components["schemas"]["MinAvgMax"];
+            /** @description Longest alignment of a subtask, ms. */
+            max_alignment_ms: components["schemas"]["MinAvgMax"];
+            /** @description Incremental size, bytes. */
+            state_size: components["schemas"]["MinAvgMax"];
+        };
+        /** @description A tenant. */
+        Tenant: {
+            /**
+             * Format: int64
+             * @description Creation time, unix ms.
+             */
+            created_ms: number;
+            /** @description Its id (16 hex digits). */
+            id: string;
+            /** @description Its name. */
+            name: string;
+            /** @description Its quotas. */
+            quotas: components["schemas"]["Quotas"];
+        };
+        /** @description The caller's tenant, its quotas and usage. */
+        TenantView: components["schemas"]["Tenant"] & {
+            /** @description Its usage. */
+            usage: components["schemas"]["Usage"];
+        };
+        /** @description A tenant with a token. */
+        TenantWithToken: {
+            /** @description The tenant. */
+            tenant: components["schemas"]["Tenant"];
+            /** @description A bearer token for it. It is shown only now; the server keeps only its hash. */
+            token: string;
+        };
+        /** @description A token. */
+        TokenBody: {
+            /** @description A bearer token. It is shown only now; the server keeps only its hash. */
+            token: string;
+        };
+        /** @description How to take a savepoint. */
+        TriggerSavepoint: {
+            /**
+             * @description What happens to the job: `keep_running` (default), `cancel`, `stop`, or `drain`
+             *     (stop with drain: the pipeline empties and the job finishes).
+             */
+            mode?: components["schemas"]["SavepointMode"];
+        };
+        /** @description A triggered checkpoint. */
+        Triggered: {
+            /**
+             * Format: int64
+             * @description Its id: poll `GET .../checkpoints/{id}` for its status.
+             */
+            id: number;
+        };
+        /** @description The multipart form of an upload. */
+        UploadForm: {
+            /**
+             * Format: binary
+             * @description The component (`.wasm`).
+             */
+            file: string;
+            /** @description Its name (default: the file name without `.wasm`). */
+            name?: string | null;
+        };
+        /** @description What a tenant uses of its quotas. */
+        Usage: {
+            /**
+             * Format: int32
+             * @description Jobs that count against `max_jobs`.
+             */
+            jobs: number;
+            /**
+             * Format: int64
+             * @description Bytes stored.
+             */
+            storage_bytes: number;
+            /**
+             * Format: int32
+             * @description Their subtasks.
+             */
+            subtasks: number;
+        };
+        /** @description A node of the job's graph with its live figures (zero when the job is not running). */
+        Vertex: {
+            /**
+             * Format: double
+             * @description The largest share of the last second a subtask waited for room downstream (0 to 1).
+             */
+            backpressure: number;
+            /** @description Sources and sinks: the connector. */
+            connector?: string | null;
+            /** @description Node id. */
+            id: string;
+            /** @description Source, operator or sink. */
+            kind: components["schemas"]["NodeKind"];
+            /** @description Operators: the module id (or builtin name). */
+            module?: string | null;
+            /**
+             * Format: int32
+             * @description Parallelism.
+             */
+            parallelism: number;
+            /**
+             * Format: int64
+             * @description Records received in the current run.
+             */
+            records_in: number;
+            /**
+             * Format: double
+             * @description Records received per second.
+             */
+            records_in_per_second: number;
+            /**
+             * Format: int64
+             * @description Records emitted in the current run.
+             */
+            records_out: number;
+            /**
+             * Format: double
+             * @description Records emitted per second.
+             */
+            records_out_per_second: number;
+            /** @description Per subtask. */
+            subtasks: components["schemas"]["SubtaskLive"][];
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    list_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_JobSummary"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_job: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start from this savepoint of the caller: its state is mapped onto the job by node id
+                 *     (keyed state redistributed by key group when a parallelism changed; a changed module
+                 *     migrates it or is refused).
+                 */
+                from_savepoint?: string;
+                /**
+                 * @description With `from_savepoint`: start even if some of the savepoint's state has no place in
+                 *     the job (it is dropped).
+                 */
+                allow_non_restored_state?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A job spec */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobSpec"];
+            };
+        };
+        responses: {
+            /** @description Created and started */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDetail"];
+                };
+            };
+            /** @description Invalid spec, or a savepoint that does not fit the job */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such savepoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The savepoint is not completed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job's module failed to migrate the savepoint's state */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A quota would be exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDetail"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Canceled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobRecord"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job has ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_checkpoints: {
+        parameters: {
+            query?: {
+                /** @description Most checkpoints listed, newest first (default 100, at most 100000). */
+                limit?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description History */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["History"];
+                };
+            };
+            /** @description Bad query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    trigger_checkpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Triggered */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Triggered"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not running, or too many checkpoints in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_checkpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+                /** @description Checkpoint id */
+                checkpoint_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointDetail"];
+                };
+            };
+            /** @description An id that is not UTF-8 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job or checkpoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    checkpoint_state: {
+        parameters: {
+            query?: {
+                /** @description Only entries of this named state. */
+                state?: string;
+                /** @description Where to continue: the `next` of the previous page. */
+                cursor?: string;
+                /** @description Entries per page (default 100, at most 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+                /** @description Checkpoint id */
+                checkpoint_id: number;
+                /** @description Node id */
+                operator: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatePage"];
+                };
+            };
+            /** @description A malformed cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job, checkpoint or operator */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The checkpoint is not completed or no longer retained */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    restart_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restarted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobRecord"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job finished */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A quota would be exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_job_savepoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's savepoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_SavepointRecord"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    trigger_savepoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: the mode */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriggerSavepoint"];
+            };
+        };
+        responses: {
+            /** @description Triggered (pending), or completed for a job that is not running */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavepointRecord"];
+                };
+            };
+            /** @description A bad body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job cannot give a savepoint now */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The storage quota is used up */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stop_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stopping */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobRecord"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job is not running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_modules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The modules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_Module"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    upload_module: {
+        parameters: {
+            query?: {
+                /** @description The module's name (raw uploads; multipart uploads may give it as a field). */
+                name?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/wasm": number[];
+                "multipart/form-data": components["schemas"]["UploadForm"];
+            };
+        };
+        responses: {
+            /** @description The same bytes were uploaded before */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Module"];
+                };
+            };
+            /** @description Uploaded */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Module"];
+                };
+            };
+            /** @description Bad form or name */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Larger than the tenant's max_module_bytes or the server's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a component of the weir:operator world */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage quota */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_module: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Module id (SHA-256, hex) */
+                module_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The module */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Module"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such module */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_module: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Module id (SHA-256, hex) */
+                module_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such module */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A job uses it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_savepoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The savepoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_SavepointRecord"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    import_savepoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A savepoint file */
+        requestBody: {
+            content: {
+                "application/octet-stream": number[];
+            };
+        };
+        responses: {
+            /** @description Imported */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavepointRecord"];
+                };
+            };
+            /** @description Not a valid savepoint file */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The storage quota would be exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_savepoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Savepoint id */
+                savepoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The savepoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SavepointRecord"];
+                };
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such savepoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_savepoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Savepoint id */
+                savepoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such savepoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The savepoint is pending */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    export_savepoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Savepoint id */
+                savepoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The savepoint file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": number[];
+                };
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such savepoint */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The savepoint is not completed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    savepoint_state: {
+        parameters: {
+            query?: {
+                /** @description Only entries of this named state. */
+                state?: string;
+                /** @description Where to continue: the `next` of the previous page. */
+                cursor?: string;
+                /** @description Entries per page (default 100, at most 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Savepoint id */
+                savepoint_id: string;
+                /** @description Node id */
+                operator: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatePage"];
+                };
+            };
+            /** @description A malformed id or cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such savepoint or operator */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The savepoint is not completed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_streams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The streams */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_StreamInfo"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewStream"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamInfo"];
+                };
+            };
+            /** @description Bad name or partition count */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description It exists with another partition count */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Stream name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamInfo"];
+                };
+            };
+            /** @description Bad name */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such stream */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    read_records: {
+        parameters: {
+            query?: {
+                /** @description The partition (default 0). */
+                partition?: number | null;
+                /** @description The first offset (default 0). */
+                offset?: number | null;
+                /** @description Most records (default 1000, at most 10000). */
+                limit?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description Stream name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadBody"];
+                };
+            };
+            /** @description Bad partition or query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such stream */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    append_records: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Stream name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppendBody"];
+                "application/msgpack": components["schemas"]["AppendBody"];
+            };
+        };
+        responses: {
+            /** @description Where each record went */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_Appended"];
+                };
+            };
+            /** @description Bad body or partition */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such stream */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Storage quota */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantView"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_tenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_Tenant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewTenant"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantWithToken"];
+                };
+            };
+            /** @description Bad name or body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The name is taken */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_quotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Quotas"];
+            };
+        };
+        responses: {
+            /** @description The tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Bad body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    issue_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server is up */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+        };
+    };
+}
