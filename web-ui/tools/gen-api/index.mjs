@@ -17,7 +17,7 @@ export const documentPath = join(api, 'openapi.json');
 export const schemaPath = join(api, 'schema.gen.ts');
 
 export const HEADER = `// Generated from openapi.json by openapi-typescript: do not edit. Run \`npm run gen:api\`.
-// openapi.json itself is the server's document: \`WEIR_BLESS=1 cargo nextest run --workspace --test api_openapi\`.
+// openapi.json itself is the server's document: \`WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api_openapi::/)'\`.
 
 `;
 
