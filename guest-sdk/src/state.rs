@@ -7,6 +7,7 @@
 //! produces a delete.
 
 mod keyed;
+pub(crate) mod tracking;
 mod value;
 
 use serde::Serialize;
@@ -80,18 +81,51 @@ impl DeltaWriter<'_> {
 /// value, or `None` to drop the entry. See [`Operator::migrate`](crate::Operator::migrate).
 pub(crate) type Migration<'m> = dyn Fn(&str, &[u8], &[u8]) -> Result<Option<Vec<u8>>> + 'm;
 
-/// The named states of an operator, filled by [`Operator::states`](crate::Operator::states).
-pub struct States<'a> {
+/// The states of an operator, by name: what checkpoints save and restore.
+///
+/// Derive it — `#[derive(weir_guest::States)]` registers every [`KeyedState`] and
+/// [`ValueState`] field under the field's name (`#[state(name = "...")]` sets another name,
+/// `#[state]` registers a field of another [`StateStore`] type) — rather than writing it:
+/// a state that a hand-written `states()` forgets would never be saved. The SDK knows every
+/// state an operator creates and fails the snapshot that does not reach one of them
+/// ("state `KeyedState<String, u64>` was created at src/lib.rs:14:10 but is not registered
+/// in `states()`; ...").
+///
+/// ```no_run
+/// use weir_guest::{KeyedState, States, ValueState};
+///
+/// #[derive(Default, States)]
+/// struct Window {
+///     windows: KeyedState<String, u64>,   // registered as "windows"
+///     #[state(name = "wm")]
+///     watermark: ValueState<i64>,         // registered as "wm"
+///     size: i64,                          // not state
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say which states it has",
+    label = "an operator must list its states",
+    note = "add `#[derive(weir_guest::States)]` to `{Self}`: it registers every `KeyedState` and `ValueState` field"
+)]
+pub trait States {
+    /// Registers every state of the operator by name with [`StateRegistry::register`].
+    /// Called before every restore and snapshot, and at `open` to check the names; register
+    /// the same names each time.
+    fn states<'a>(&'a mut self, registry: &mut StateRegistry<'a>);
+}
+
+/// The named states of an operator, filled by [`States::states`].
+pub struct StateRegistry<'a> {
     list: Vec<(&'a str, &'a mut dyn StateStore)>,
 }
 
-impl std::fmt::Debug for States<'_> {
+impl std::fmt::Debug for StateRegistry<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.list.iter().map(|(name, _)| name)).finish()
     }
 }
 
-impl<'a> States<'a> {
+impl<'a> StateRegistry<'a> {
     pub(crate) fn new() -> Self {
         Self { list: Vec::new() }
     }
@@ -101,6 +135,11 @@ impl<'a> States<'a> {
     pub fn register(&mut self, name: &'a str, state: &'a mut dyn StateStore) -> &mut Self {
         self.list.push((name, state));
         self
+    }
+
+    /// The registered names, in order.
+    pub(crate) fn names(&self) -> Vec<&'a str> {
+        self.list.iter().map(|(name, _)| *name).collect()
     }
 
     /// Fails when a name is empty or registered twice.
@@ -202,7 +241,7 @@ pub(crate) mod tests {
 
     /// Snapshots one state registered as "s".
     pub(crate) fn snapshot_of(state: &mut dyn StateStore, full: bool) -> Vec<StateChange> {
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("s", state);
         changes_of(&states.snapshot(full).unwrap())
     }
@@ -214,7 +253,7 @@ pub(crate) mod tests {
         counts.insert("a", 1);
         total.set(1);
         let delta = {
-            let mut states = States::new();
+            let mut states = StateRegistry::new();
             states.register("counts", &mut counts).register("total", &mut total);
             states.snapshot(true).unwrap()
         };
@@ -225,7 +264,7 @@ pub(crate) mod tests {
         let mut changes = changes_of(&delta);
         changes.reverse();
         let (mut counts2, mut total2) = (KeyedState::<String, u64>::default(), ValueState::<u64>::default());
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("counts", &mut counts2).register("total", &mut total2);
         states.restore(&delta_of(&changes), None).unwrap();
         assert_eq!(counts2.get("a"), Some(&1));
@@ -235,7 +274,7 @@ pub(crate) mod tests {
     #[test]
     fn restore_rejects_unknown_states_and_bad_chunks() {
         let mut counts = KeyedState::<String, u64>::default();
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("counts", &mut counts);
         let unknown =
             StateChange { state: "gone".into(), key: to_msgpack("k").unwrap(), value: Some(vec![1]) };
@@ -251,7 +290,7 @@ pub(crate) mod tests {
     #[test]
     fn duplicate_state_names_are_refused() {
         let (mut a, mut b) = (ValueState::<u8>::default(), ValueState::<u8>::default());
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("x", &mut a).register("x", &mut b);
         assert!(states.snapshot(false).unwrap_err().to_string().contains("registered twice"));
     }

@@ -6,8 +6,8 @@
 //!
 //! ```
 //! use weir_guest::testing::{Harness, TestRecord};
-//! # use weir_guest::{Operator, Output, Record, Result};
-//! # #[derive(Default)]
+//! # use weir_guest::{Operator, Output, Record, Result, States};
+//! # #[derive(Default, States)]
 //! # struct Double;
 //! # impl Operator for Double {
 //! #     fn process(&mut self, r: Record<'_>, out: &mut Output) -> Result<()> {
