@@ -14,9 +14,13 @@ use serde::Serialize;
 
 pub use self::keyed::{KeyedState, RawKey};
 pub use self::value::ValueState;
+use weir_flat::Reader;
+
 use crate::__bindings::weir::operator::types::{ChangeKind, StateDelta, StateEntry};
 use crate::codec::write_msgpack;
 use crate::{Error, Result};
+
+weir_flat::impl_flat_entry!(StateEntry);
 
 /// A state that checkpoints itself as keyed entries.
 ///
@@ -187,19 +191,13 @@ impl<'a> StateRegistry<'a> {
             .iter()
             .map(|name| self.list.iter().position(|(registered, _)| *registered == name))
             .collect();
-        let mut offset = 0usize;
-        for (i, entry) in chunk.entries.iter().enumerate() {
-            let key_end = offset + entry.key_len as usize;
-            let value_end = key_end + entry.value_len as usize;
-            let (Some(key), Some(value)) =
-                (chunk.data.get(offset..key_end), chunk.data.get(key_end..value_end))
-            else {
-                return Err(Error::invalid_state(format!(
+        for (i, read) in Reader::new(&chunk.data, &chunk.entries).enumerate() {
+            let (key, value, entry) = read.map_err(|overrun| {
+                Error::invalid_state(format!(
                     "restore entry {i} runs past the end of the chunk data ({} bytes)",
-                    chunk.data.len()
-                )));
-            };
-            offset = value_end;
+                    overrun.data_len
+                ))
+            })?;
             let name = chunk.names.get(entry.state as usize).map_or("<no name>", String::as_str);
             let migrated = match (migration, entry.kind) {
                 (Some((version, migrate)), ChangeKind::Put) => match migrate(name, key, value) {
