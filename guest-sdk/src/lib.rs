@@ -53,7 +53,17 @@ pub mod testing;
 ///
 /// On a field, `#[state(name = "...")]` registers it under another name (a tuple struct's
 /// state fields need one), and `#[state]` registers a field of another [`StateStore`] type.
-/// A struct without state fields registers nothing.
+/// A struct without state fields registers nothing. Two states of one name are refused at
+/// compile time:
+///
+/// ```compile_fail
+/// #[derive(Default, weir_guest::States)]
+/// struct Twice {
+///     counts: weir_guest::KeyedState<String, u64>,
+///     #[state(name = "counts")]
+///     totals: weir_guest::ValueState<u64>,
+/// }
+/// ```
 pub use weir_guest_macro::States;
 /// Marks `fn(&T) -> bool` as the operator of the crate: records whose value (decoded as `T`)
 /// passes are forwarded unchanged, without re-encoding. Options as for [`map`].

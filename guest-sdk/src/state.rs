@@ -106,6 +106,24 @@ pub(crate) type Migration<'m> = dyn Fn(&str, &[u8], &[u8]) -> Result<Option<Vec<
 ///     size: i64,                          // not state
 /// }
 /// ```
+///
+/// [`Operator`](crate::Operator) requires it, so an operator that says nothing about its
+/// states does not compile ("`Forgot` does not say which states it has"):
+///
+/// ```compile_fail,E0277
+/// use weir_guest::{KeyedState, Operator, Output, Record, Result};
+///
+/// #[derive(Default)]
+/// struct Forgot {
+///     counts: KeyedState<String, u64>,
+/// }
+///
+/// impl Operator for Forgot {
+///     fn process(&mut self, _: Record<'_>, _: &mut Output) -> Result<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not say which states it has",
     label = "an operator must list its states",
