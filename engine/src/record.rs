@@ -1,7 +1,10 @@
 //! Records and batches: the unit of data that flows through a job.
 //!
 //! A [`Batch`] is the WIT `batch` type itself (one byte buffer plus one fixed-size entry per
-//! record), so handing a batch to a guest costs two bulk copies and no conversion.
+//! record), so handing a batch to a guest costs two bulk copies and no conversion. Its
+//! entries are read, written and checked by `weir-flat`, the code the guest SDK uses too.
+
+use weir_flat::{Reader, Writer};
 
 pub use crate::guest::bindings::{Batch, Entry};
 
@@ -59,40 +62,33 @@ impl Batch {
     }
 
     /// Appends a record.
+    #[inline]
     pub fn push(&mut self, key: &[u8], value: &[u8], timestamp: i64) {
-        self.data.extend_from_slice(key);
-        self.data.extend_from_slice(value);
-        self.entries.push(Entry { key_len: len32(key.len()), value_len: len32(value.len()), timestamp });
+        Writer::new(&mut self.data, &mut self.entries).push(key, value, timestamp);
     }
 
     /// Appends a record whose value is written by `write` straight into the batch buffer.
+    #[inline]
     pub fn push_with(&mut self, key: &[u8], timestamp: i64, write: impl FnOnce(&mut Vec<u8>)) {
-        self.data.extend_from_slice(key);
-        let start = self.data.len();
-        write(&mut self.data);
-        let value_len = self.data.len() - start;
-        self.entries.push(Entry { key_len: len32(key.len()), value_len: len32(value_len), timestamp });
+        Writer::new(&mut self.data, &mut self.entries).push_with(key, timestamp, write);
     }
 
     /// Iterates over the records.
+    ///
+    /// # Panics
+    /// While iterating, at an entry that runs past the data: batches built by the host are
+    /// well formed, and those of guests pass [`Batch::validate`] first.
+    #[inline]
     pub fn iter(&self) -> Records<'_> {
-        Records { batch: self, index: 0, offset: 0 }
+        Records { reader: Reader::new(&self.data, &self.entries) }
     }
 
     /// Checks that the entries describe exactly the bytes of `data` (a guest may return
     /// anything). Returns a description of the first inconsistency.
     pub fn validate(&self) -> Result<(), String> {
-        let mut total: u64 = 0;
-        for e in &self.entries {
-            total += u64::from(e.key_len) + u64::from(e.value_len);
-        }
-        if total != self.data.len() as u64 {
-            return Err(format!(
-                "batch entries describe {total} bytes but the batch holds {} bytes",
-                self.data.len()
-            ));
-        }
-        Ok(())
+        weir_flat::validate(&self.data, &self.entries).map_err(|m| {
+            format!("batch entries describe {} bytes but the batch holds {} bytes", m.described, m.held)
+        })
     }
 
     /// Appends every record of `other`.
@@ -102,35 +98,27 @@ impl Batch {
     }
 }
 
-fn len32(n: usize) -> u32 {
-    u32::try_from(n).expect("a record larger than 4 GiB")
-}
-
 /// Iterator over the records of a batch.
 #[derive(Debug)]
 pub struct Records<'a> {
-    batch: &'a Batch,
-    index: usize,
-    offset: usize,
+    reader: Reader<'a, Entry>,
 }
 
 impl<'a> Iterator for Records<'a> {
     type Item = RecordRef<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<RecordRef<'a>> {
-        let e = self.batch.entries.get(self.index)?;
-        self.index += 1;
-        let key_end = self.offset + e.key_len as usize;
-        let value_end = key_end + e.value_len as usize;
-        let key = &self.batch.data[self.offset..key_end];
-        let value = &self.batch.data[key_end..value_end];
-        self.offset = value_end;
-        Some(RecordRef { key, value, timestamp: e.timestamp })
+        let (key, value, entry) = match self.reader.next()? {
+            Ok(record) => record,
+            Err(overrun) => panic!("a batch that was not validated: {overrun}"),
+        };
+        Some(RecordRef { key, value, timestamp: entry.timestamp })
     }
 
+    #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.batch.entries.len() - self.index;
-        (n, Some(n))
+        self.reader.size_hint()
     }
 }
 

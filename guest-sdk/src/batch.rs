@@ -1,14 +1,18 @@
 //! Records in and out: reading an input batch, writing the output batch.
 //!
 //! A batch is flat (see `wit/types.wit`): one byte buffer holding every record's key then
-//! value, back to back, and one fixed-size entry per record. Reading walks the entries with a
-//! running offset; writing encodes straight into the output buffer.
+//! value, back to back, and one fixed-size entry per record. Reading walks the entries with
+//! `weir_flat::Reader` (a running offset); writing encodes straight into the output buffer
+//! through `weir_flat::Writer`.
 
 use serde::{Deserialize, Serialize};
+use weir_flat::{Reader, Writer};
 
 use crate::__bindings::weir::operator::types::{Batch, Entry};
 use crate::codec::write_msgpack;
 use crate::{Error, Result};
+
+weir_flat::impl_record_entry!(Entry);
 
 /// One record of an input batch, borrowed from the batch.
 ///
@@ -94,15 +98,14 @@ impl<'a> Record<'a> {
 
 /// Iterates over the records of `batch`, checking that each entry lies within its data.
 pub(crate) struct Records<'a> {
-    batch: &'a Batch,
+    reader: Reader<'a, Entry>,
     input: u32,
-    index: usize,
-    offset: usize,
+    index: u32,
 }
 
 impl<'a> Records<'a> {
     pub(crate) fn new(input: u32, batch: &'a Batch) -> Self {
-        Self { batch, input, index: 0, offset: 0 }
+        Self { reader: Reader::new(&batch.data, &batch.entries), input, index: 0 }
     }
 }
 
@@ -111,28 +114,21 @@ impl<'a> Iterator for Records<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let entry = self.batch.entries.get(self.index)?;
         let index = self.index;
-        self.index += 1;
-        let key_end = self.offset + entry.key_len as usize;
-        let value_end = key_end + entry.value_len as usize;
-        let (Some(key), Some(value)) =
-            (self.batch.data.get(self.offset..key_end), self.batch.data.get(key_end..value_end))
-        else {
-            self.index = self.batch.entries.len();
-            return Some(Err(Error::invalid_input(format!(
+        self.index = self.index.wrapping_add(1);
+        Some(match self.reader.next()? {
+            Ok((key, value, entry)) => {
+                Ok(Record { input: self.input, index, key, value, timestamp: entry.timestamp })
+            }
+            Err(overrun) => Err(Error::invalid_input(format!(
                 "input {}, record {index}: the entry runs past the end of the batch data ({} bytes)",
-                self.input,
-                self.batch.data.len()
-            ))));
-        };
-        self.offset = value_end;
-        Some(Ok(Record { input: self.input, index: index as u32, key, value, timestamp: entry.timestamp }))
+                self.input, overrun.data_len
+            ))),
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.batch.entries.len() - self.index;
-        (n, Some(n))
+        self.reader.size_hint()
     }
 }
 
@@ -157,25 +153,28 @@ impl Output {
         Batch { data: self.data, entries: self.entries }
     }
 
+    #[inline]
+    fn writer(&mut self) -> Writer<'_, Entry> {
+        Writer::new(&mut self.data, &mut self.entries)
+    }
+
     /// Emits a record with key `key` and value `value`, both encoded as MessagePack.
     pub fn emit<K, V>(&mut self, key: &K, value: &V, timestamp: i64) -> Result<()>
     where
         K: Serialize + ?Sized,
         V: Serialize + ?Sized,
     {
-        let start = self.data.len();
-        let encoded = write_msgpack(&mut self.data, key).and_then(|()| {
-            let key_len = self.data.len() - start;
-            write_msgpack(&mut self.data, value).map(|()| key_len)
-        });
-        self.finish(start, encoded, timestamp)
+        self.writer().try_push_with(timestamp, |data| {
+            let start = data.len();
+            write_msgpack(data, key)?;
+            let key_len = data.len() - start;
+            write_msgpack(data, value).map(|()| key_len)
+        })
     }
 
     /// Emits a record without a key whose value is `value` encoded as MessagePack.
     pub fn emit_value<V: Serialize + ?Sized>(&mut self, value: &V, timestamp: i64) -> Result<()> {
-        let start = self.data.len();
-        let encoded = write_msgpack(&mut self.data, value).map(|()| 0);
-        self.finish(start, encoded, timestamp)
+        self.writer().try_push_with(timestamp, |data| write_msgpack(data, value).map(|()| 0))
     }
 
     /// Emits a record with an already encoded key (for example an input record's key bytes;
@@ -184,17 +183,15 @@ impl Output {
     where
         V: Serialize + ?Sized,
     {
-        let start = self.data.len();
-        self.data.extend_from_slice(key);
-        let encoded = write_msgpack(&mut self.data, value).map(|()| key.len());
-        self.finish(start, encoded, timestamp)
+        self.writer().try_push_with(timestamp, |data| {
+            data.extend_from_slice(key);
+            write_msgpack(data, value).map(|()| key.len())
+        })
     }
 
     /// Emits a record from already encoded key and value bytes.
     pub fn emit_raw(&mut self, key: &[u8], value: &[u8], timestamp: i64) {
-        self.data.extend_from_slice(key);
-        self.data.extend_from_slice(value);
-        self.entries.push(Entry { key_len: len32(key.len()), value_len: len32(value.len()), timestamp });
+        self.writer().push(key, value, timestamp);
     }
 
     /// Emits `record` unchanged (same key, value and timestamp), without decoding it.
@@ -211,26 +208,6 @@ impl Output {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
-
-    /// Records the entry of a record written from `start`, or drops its partial bytes.
-    fn finish(&mut self, start: usize, key_len: Result<usize>, timestamp: i64) -> Result<()> {
-        match key_len {
-            Ok(key_len) => {
-                let value_len = self.data.len() - start - key_len;
-                self.entries.push(Entry { key_len: len32(key_len), value_len: len32(value_len), timestamp });
-                Ok(())
-            }
-            Err(e) => {
-                self.data.truncate(start);
-                Err(e)
-            }
-        }
-    }
-}
-
-/// A length as the WIT `u32`. Guest memory is 32-bit, so no record can be longer.
-fn len32(n: usize) -> u32 {
-    u32::try_from(n).expect("a record larger than 4 GiB")
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //!
 //! The attributes are [`map`], [`filter`], [`filter_map`] and [`flat_map`]. A stateful
 //! operator implements [`Operator`] and is exported with [`export_operator!`]; its state lives
-//! in [`ValueState`] and [`KeyedState`] fields, which the SDK checkpoints incrementally.
+//! in [`ValueState`] and [`KeyedState`] fields, registered by `#[derive(States)]`, which the
+//! SDK checkpoints incrementally.
 //!
 //! Build with `cargo build --target wasm32-wasip2 --release` from a `cdylib` crate: the
 //! output `.wasm` is the component to upload. `docs/guest-sdk.md` in the repository is the
@@ -32,6 +33,10 @@
 //! - Timestamps are event time in milliseconds since the Unix epoch.
 #![deny(missing_docs)]
 
+// The derive macro names the crate `::weir_guest`, also in this crate's unit tests.
+#[cfg(test)]
+extern crate self as weir_guest;
+
 mod batch;
 mod codec;
 mod context;
@@ -43,6 +48,23 @@ mod state;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
+/// Derives [`States`](trait@States): registers every [`KeyedState`] and [`ValueState`] field
+/// under the field's name, in field order.
+///
+/// On a field, `#[state(name = "...")]` registers it under another name (a tuple struct's
+/// state fields need one), and `#[state]` registers a field of another [`StateStore`] type.
+/// A struct without state fields registers nothing. Two states of one name are refused at
+/// compile time:
+///
+/// ```compile_fail
+/// #[derive(Default, weir_guest::States)]
+/// struct Twice {
+///     counts: weir_guest::KeyedState<String, u64>,
+///     #[state(name = "counts")]
+///     totals: weir_guest::ValueState<u64>,
+/// }
+/// ```
+pub use weir_guest_macro::States;
 /// Marks `fn(&T) -> bool` as the operator of the crate: records whose value (decoded as `T`)
 /// passes are forwarded unchanged, without re-encoding. Options as for [`map`].
 pub use weir_guest_macro::filter;
@@ -69,7 +91,7 @@ pub use crate::context::{Context, parse_config};
 pub use crate::error::{Error, Result};
 pub use crate::host::{logging, metrics, timers};
 pub use crate::operator::Operator;
-pub use crate::state::{DeltaWriter, KeyedState, RawKey, StateStore, States, ValueState};
+pub use crate::state::{DeltaWriter, KeyedState, RawKey, StateRegistry, StateStore, States, ValueState};
 
 /// Exports an [`Operator`] type as the component's operator (once per crate).
 ///

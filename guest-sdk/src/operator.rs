@@ -10,22 +10,19 @@ use crate::{Context, Error, Output, Record, Result, States};
 /// and before [`Operator::open`] sees the configuration.
 ///
 /// State kept across records belongs in [`ValueState`](crate::ValueState) and
-/// [`KeyedState`](crate::KeyedState) fields, named in [`Operator::states`] so that checkpoints
-/// save and restore them.
+/// [`KeyedState`](crate::KeyedState) fields, which checkpoints save and restore by name: an
+/// operator implements [`States`], which `#[derive(States)]` does from its fields (a
+/// stateless operator derives it too, and registers nothing).
 ///
 /// ```no_run
 /// use weir_guest::{KeyedState, Operator, Output, Record, Result, States};
 ///
-/// #[derive(Default)]
+/// #[derive(Default, States)]
 /// struct WordCount {
 ///     counts: KeyedState<String, u64>,
 /// }
 ///
 /// impl Operator for WordCount {
-///     fn states<'a>(&'a mut self, states: &mut States<'a>) {
-///         states.register("counts", &mut self.counts);
-///     }
-///
 ///     fn process(&mut self, record: Record<'_>, out: &mut Output) -> Result<()> {
 ///         let word: &str = record.key()?;
 ///         let count = self.counts.get_or_insert_with(word, || 0);
@@ -36,7 +33,7 @@ use crate::{Context, Error, Output, Record, Result, States};
 ///
 /// weir_guest::export_operator!(WordCount);
 /// ```
-pub trait Operator: 'static {
+pub trait Operator: States + 'static {
     /// Version of the state schema — the state names and how keys and values are encoded —
     /// reported to the host. Raise it when a new version of the operator can no longer read
     /// the state an older one wrote as it is, and list the older version in
@@ -67,12 +64,6 @@ pub trait Operator: 'static {
         Err(Error::invalid_state(format!(
             "there is no migration from state schema version {from_version} (implement Operator::migrate)"
         )))
-    }
-
-    /// Registers the operator's states by name with [`States::register`]. Called before
-    /// every `restore` and `snapshot`; register the same names each time.
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        let _ = states;
     }
 
     /// Prepares the instance, after any restore. Decode the configuration here with

@@ -11,7 +11,8 @@ use crate::__bindings::weir::operator::types::{
 };
 use crate::batch::Records;
 use crate::state::Migration;
-use crate::{Context, Error, Operator, Output, Record, Result, States};
+use crate::state::tracking::Owner;
+use crate::{Context, Error, Operator, Output, Record, Result, StateRegistry};
 
 /// What [`export_operator!`](crate::export_operator) defines for an operator type: where
 /// its single instance lives.
@@ -25,8 +26,13 @@ pub trait Export: 'static {
 }
 
 /// An operator instance and the buffers the SDK keeps between calls.
+///
+/// Every call into the operator runs as its [`Owner`], so that the states it creates are
+/// known to belong to it and every snapshot checks that it reached them all (see
+/// `state::tracking`).
 pub struct Instance<T> {
     operator: T,
+    owner: Owner,
     /// Size of the last `process` output, to preallocate the next.
     out_records: usize,
     out_bytes: usize,
@@ -34,7 +40,12 @@ pub struct Instance<T> {
 
 impl<T: Operator + Default> Default for Instance<T> {
     fn default() -> Self {
-        Self { operator: T::default(), out_records: 0, out_bytes: 0 }
+        let owner = Owner::new();
+        let operator = {
+            let _in = owner.enter();
+            T::default()
+        };
+        Self { operator, owner, out_records: 0, out_bytes: 0 }
     }
 }
 
@@ -46,7 +57,8 @@ impl<T: Operator> Instance<T> {
 
     /// Opens the instance: checks the state names, then calls the operator's `open`.
     pub fn open(&mut self, context: &Context) -> Result<()> {
-        let mut states = States::new();
+        let _in = self.owner.enter();
+        let mut states = StateRegistry::new();
         self.operator.states(&mut states);
         states.check()?;
         self.operator.open(context)
@@ -54,6 +66,7 @@ impl<T: Operator> Instance<T> {
 
     /// Runs the operator over every record of `batch`, then its `end_batch`.
     pub fn process(&mut self, input: u32, batch: &Batch) -> Result<Batch> {
+        let _in = self.owner.enter();
         let mut out = Output::with_capacity(self.out_records, self.out_bytes);
         for record in Records::new(input, batch) {
             self.operator.process(record?, &mut out)?;
@@ -67,6 +80,7 @@ impl<T: Operator> Instance<T> {
 
     /// Calls the operator's `on_watermark`.
     pub fn on_watermark(&mut self, timestamp: i64) -> Result<Batch> {
+        let _in = self.owner.enter();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_watermark(timestamp, &mut out)?;
         Ok(out.into_batch())
@@ -74,16 +88,22 @@ impl<T: Operator> Instance<T> {
 
     /// Calls the operator's `on_timer`.
     pub fn on_timer(&mut self, key: &[u8], timestamp: i64) -> Result<Batch> {
+        let _in = self.owner.enter();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_timer(key, timestamp, &mut out)?;
         Ok(out.into_batch())
     }
 
-    /// The changes of every registered state since the last snapshot, or all of it.
+    /// The changes of every registered state since the last snapshot, or all of it. Fails
+    /// when a state the operator created is alive but not registered (so not saved).
     pub fn snapshot(&mut self, full: bool) -> Result<StateDelta> {
-        let mut states = States::new();
+        let _in = self.owner.enter();
+        let epoch = self.owner.begin_snapshot();
+        let mut states = StateRegistry::new();
         self.operator.states(&mut states);
-        states.snapshot(full)
+        let delta = states.snapshot(full)?;
+        epoch.check(&states.names())?;
+        Ok(delta)
     }
 
     /// Applies one restored chunk, written by an operator of state schema version
@@ -104,7 +124,8 @@ impl<T: Operator> Instance<T> {
                 migrates_from::<T>()
             )));
         };
-        let mut states = States::new();
+        let _in = self.owner.enter();
+        let mut states = StateRegistry::new();
         self.operator.states(&mut states);
         states.restore(chunk, migration.map(|m| (state_version, m)))
     }
@@ -206,7 +227,7 @@ mod tests {
 
     use super::*;
     use crate::testing::{Harness, StateChange, TestRecord};
-    use crate::{KeyedState, from_msgpack, to_msgpack};
+    use crate::{KeyedState, States, from_msgpack, to_msgpack};
 
     #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
     struct Tally {
@@ -216,7 +237,7 @@ mod tests {
 
     /// Version 2 of a word counter. Version 0 kept a bare u64 count per word in "counts";
     /// version 1 kept a `Tally` there and also a state "legacy", which version 2 dropped.
-    #[derive(Default)]
+    #[derive(Default, States)]
     struct CounterV2 {
         counts: KeyedState<String, Tally>,
     }
@@ -238,10 +259,6 @@ mod tests {
             }
         }
 
-        fn states<'a>(&'a mut self, states: &mut States<'a>) {
-            states.register("counts", &mut self.counts);
-        }
-
         fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
             let tally = self.counts.get_or_insert_with(record.key::<&str>()?, Tally::default);
             tally.count += record.value::<u64>()?;
@@ -251,7 +268,7 @@ mod tests {
     }
 
     /// An operator that lists a version but never implemented `migrate`.
-    #[derive(Default)]
+    #[derive(Default, States)]
     struct Forgetful {
         counts: KeyedState<String, u64>,
     }
@@ -259,10 +276,6 @@ mod tests {
     impl Operator for Forgetful {
         const STATE_VERSION: u32 = 4;
         const MIGRATES_FROM: &'static [u32] = &[3];
-
-        fn states<'a>(&'a mut self, states: &mut States<'a>) {
-            states.register("counts", &mut self.counts);
-        }
 
         fn process(&mut self, _record: Record<'_>, _out: &mut Output) -> Result<()> {
             Ok(())

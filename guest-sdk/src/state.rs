@@ -7,15 +7,20 @@
 //! produces a delete.
 
 mod keyed;
+pub(crate) mod tracking;
 mod value;
 
 use serde::Serialize;
 
 pub use self::keyed::{KeyedState, RawKey};
 pub use self::value::ValueState;
+use weir_flat::Reader;
+
 use crate::__bindings::weir::operator::types::{ChangeKind, StateDelta, StateEntry};
 use crate::codec::write_msgpack;
 use crate::{Error, Result};
+
+weir_flat::impl_flat_entry!(StateEntry);
 
 /// A state that checkpoints itself as keyed entries.
 ///
@@ -80,18 +85,69 @@ impl DeltaWriter<'_> {
 /// value, or `None` to drop the entry. See [`Operator::migrate`](crate::Operator::migrate).
 pub(crate) type Migration<'m> = dyn Fn(&str, &[u8], &[u8]) -> Result<Option<Vec<u8>>> + 'm;
 
-/// The named states of an operator, filled by [`Operator::states`](crate::Operator::states).
-pub struct States<'a> {
+/// The states of an operator, by name: what checkpoints save and restore.
+///
+/// Derive it — `#[derive(weir_guest::States)]` registers every [`KeyedState`] and
+/// [`ValueState`] field under the field's name (`#[state(name = "...")]` sets another name,
+/// `#[state]` registers a field of another [`StateStore`] type) — rather than writing it:
+/// a state that a hand-written `states()` forgets would never be saved. The SDK knows every
+/// state an operator creates and fails the snapshot that does not reach one of them
+/// ("state `KeyedState<String, u64>` was created at src/lib.rs:14:10 but is not registered
+/// in `states()`; ...").
+///
+/// ```no_run
+/// use weir_guest::{KeyedState, States, ValueState};
+///
+/// #[derive(Default, States)]
+/// struct Window {
+///     windows: KeyedState<String, u64>,   // registered as "windows"
+///     #[state(name = "wm")]
+///     watermark: ValueState<i64>,         // registered as "wm"
+///     size: i64,                          // not state
+/// }
+/// ```
+///
+/// [`Operator`](crate::Operator) requires it, so an operator that says nothing about its
+/// states does not compile ("`Forgot` does not say which states it has"):
+///
+/// ```compile_fail,E0277
+/// use weir_guest::{KeyedState, Operator, Output, Record, Result};
+///
+/// #[derive(Default)]
+/// struct Forgot {
+///     counts: KeyedState<String, u64>,
+/// }
+///
+/// impl Operator for Forgot {
+///     fn process(&mut self, _: Record<'_>, _: &mut Output) -> Result<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say which states it has",
+    label = "an operator must list its states",
+    note = "add `#[derive(weir_guest::States)]` to `{Self}`: it registers every `KeyedState` and `ValueState` field"
+)]
+pub trait States {
+    /// Registers every state of the operator by name with [`StateRegistry::register`].
+    /// Called before every restore and snapshot, and at `open` to check the names; register
+    /// the same names each time.
+    fn states<'a>(&'a mut self, registry: &mut StateRegistry<'a>);
+}
+
+/// The named states of an operator, filled by [`States::states`].
+pub struct StateRegistry<'a> {
     list: Vec<(&'a str, &'a mut dyn StateStore)>,
 }
 
-impl std::fmt::Debug for States<'_> {
+impl std::fmt::Debug for StateRegistry<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.list.iter().map(|(name, _)| name)).finish()
     }
 }
 
-impl<'a> States<'a> {
+impl<'a> StateRegistry<'a> {
     pub(crate) fn new() -> Self {
         Self { list: Vec::new() }
     }
@@ -101,6 +157,11 @@ impl<'a> States<'a> {
     pub fn register(&mut self, name: &'a str, state: &'a mut dyn StateStore) -> &mut Self {
         self.list.push((name, state));
         self
+    }
+
+    /// The registered names, in order.
+    pub(crate) fn names(&self) -> Vec<&'a str> {
+        self.list.iter().map(|(name, _)| *name).collect()
     }
 
     /// Fails when a name is empty or registered twice.
@@ -148,19 +209,13 @@ impl<'a> States<'a> {
             .iter()
             .map(|name| self.list.iter().position(|(registered, _)| *registered == name))
             .collect();
-        let mut offset = 0usize;
-        for (i, entry) in chunk.entries.iter().enumerate() {
-            let key_end = offset + entry.key_len as usize;
-            let value_end = key_end + entry.value_len as usize;
-            let (Some(key), Some(value)) =
-                (chunk.data.get(offset..key_end), chunk.data.get(key_end..value_end))
-            else {
-                return Err(Error::invalid_state(format!(
+        for (i, read) in Reader::new(&chunk.data, &chunk.entries).enumerate() {
+            let (key, value, entry) = read.map_err(|overrun| {
+                Error::invalid_state(format!(
                     "restore entry {i} runs past the end of the chunk data ({} bytes)",
-                    chunk.data.len()
-                )));
-            };
-            offset = value_end;
+                    overrun.data_len
+                ))
+            })?;
             let name = chunk.names.get(entry.state as usize).map_or("<no name>", String::as_str);
             let migrated = match (migration, entry.kind) {
                 (Some((version, migrate)), ChangeKind::Put) => match migrate(name, key, value) {
@@ -202,7 +257,7 @@ pub(crate) mod tests {
 
     /// Snapshots one state registered as "s".
     pub(crate) fn snapshot_of(state: &mut dyn StateStore, full: bool) -> Vec<StateChange> {
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("s", state);
         changes_of(&states.snapshot(full).unwrap())
     }
@@ -214,7 +269,7 @@ pub(crate) mod tests {
         counts.insert("a", 1);
         total.set(1);
         let delta = {
-            let mut states = States::new();
+            let mut states = StateRegistry::new();
             states.register("counts", &mut counts).register("total", &mut total);
             states.snapshot(true).unwrap()
         };
@@ -225,7 +280,7 @@ pub(crate) mod tests {
         let mut changes = changes_of(&delta);
         changes.reverse();
         let (mut counts2, mut total2) = (KeyedState::<String, u64>::default(), ValueState::<u64>::default());
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("counts", &mut counts2).register("total", &mut total2);
         states.restore(&delta_of(&changes), None).unwrap();
         assert_eq!(counts2.get("a"), Some(&1));
@@ -235,7 +290,7 @@ pub(crate) mod tests {
     #[test]
     fn restore_rejects_unknown_states_and_bad_chunks() {
         let mut counts = KeyedState::<String, u64>::default();
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("counts", &mut counts);
         let unknown =
             StateChange { state: "gone".into(), key: to_msgpack("k").unwrap(), value: Some(vec![1]) };
@@ -251,7 +306,7 @@ pub(crate) mod tests {
     #[test]
     fn duplicate_state_names_are_refused() {
         let (mut a, mut b) = (ValueState::<u8>::default(), ValueState::<u8>::default());
-        let mut states = States::new();
+        let mut states = StateRegistry::new();
         states.register("x", &mut a).register("x", &mut b);
         assert!(states.snapshot(false).unwrap_err().to_string().contains("registered twice"));
     }

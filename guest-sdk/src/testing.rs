@@ -6,8 +6,8 @@
 //!
 //! ```
 //! use weir_guest::testing::{Harness, TestRecord};
-//! # use weir_guest::{Operator, Output, Record, Result};
-//! # #[derive(Default)]
+//! # use weir_guest::{Operator, Output, Record, Result, States};
+//! # #[derive(Default, States)]
 //! # struct Double;
 //! # impl Operator for Double {
 //! #     fn process(&mut self, r: Record<'_>, out: &mut Output) -> Result<()> {
@@ -23,7 +23,9 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::__bindings::weir::operator::types::{Batch, ChangeKind, Entry, StateDelta, StateEntry};
+use weir_flat::{Reader, Writer};
+
+use crate::__bindings::weir::operator::types::{Batch, ChangeKind, StateDelta, StateEntry};
 use crate::__private::Instance;
 use crate::host::native;
 use crate::logging::Level;
@@ -205,14 +207,9 @@ impl<T: Operator + Default> Harness<T> {
 /// Encodes `records` as a flat batch.
 pub(crate) fn batch_of(records: &[TestRecord]) -> Batch {
     let mut batch = Batch { data: Vec::new(), entries: Vec::with_capacity(records.len()) };
+    let mut writer = Writer::new(&mut batch.data, &mut batch.entries);
     for r in records {
-        batch.data.extend_from_slice(&r.key);
-        batch.data.extend_from_slice(&r.value);
-        batch.entries.push(Entry {
-            key_len: r.key.len() as u32,
-            value_len: r.value.len() as u32,
-            timestamp: r.timestamp,
-        });
+        writer.push(&r.key, &r.value, r.timestamp);
     }
     batch
 }
@@ -222,24 +219,15 @@ pub(crate) fn batch_of(records: &[TestRecord]) -> Batch {
 /// # Panics
 /// If the batch's entries do not match its data.
 pub(crate) fn records_of(batch: &Batch) -> Vec<TestRecord> {
-    let mut offset = 0;
-    let records: Vec<TestRecord> = batch
-        .entries
-        .iter()
-        .map(|e| {
-            let key_end = offset + e.key_len as usize;
-            let value_end = key_end + e.value_len as usize;
-            let record = TestRecord {
-                key: batch.data[offset..key_end].to_vec(),
-                value: batch.data[key_end..value_end].to_vec(),
-                timestamp: e.timestamp,
-            };
-            offset = value_end;
-            record
+    if let Err(e) = weir_flat::validate(&batch.data, &batch.entries) {
+        panic!("the output batch is not flat: {e}");
+    }
+    Reader::new(&batch.data, &batch.entries)
+        .map(|read| {
+            let (key, value, entry) = read.expect("validated");
+            TestRecord { key: key.to_vec(), value: value.to_vec(), timestamp: entry.timestamp }
         })
-        .collect();
-    assert_eq!(offset, batch.data.len(), "the batch data holds bytes that no entry describes");
-    records
+        .collect()
 }
 
 /// Splits a state delta into changes.
@@ -247,27 +235,22 @@ pub(crate) fn records_of(batch: &Batch) -> Vec<TestRecord> {
 /// # Panics
 /// If the delta's entries do not match its data or names.
 pub(crate) fn changes_of(delta: &StateDelta) -> Vec<StateChange> {
-    let mut offset = 0;
-    let changes: Vec<StateChange> = delta
-        .entries
-        .iter()
-        .map(|e| {
-            let key_end = offset + e.key_len as usize;
-            let value_end = key_end + e.value_len as usize;
-            let change = StateChange {
-                state: delta.names[e.state as usize].clone(),
-                key: delta.data[offset..key_end].to_vec(),
-                value: match e.kind {
-                    ChangeKind::Put => Some(delta.data[key_end..value_end].to_vec()),
+    if let Err(e) = weir_flat::validate(&delta.data, &delta.entries) {
+        panic!("the state delta is not flat: {e}");
+    }
+    Reader::new(&delta.data, &delta.entries)
+        .map(|read| {
+            let (key, value, entry) = read.expect("validated");
+            StateChange {
+                state: delta.names[entry.state as usize].clone(),
+                key: key.to_vec(),
+                value: match entry.kind {
+                    ChangeKind::Put => Some(value.to_vec()),
                     ChangeKind::Delete => None,
                 },
-            };
-            offset = value_end;
-            change
+            }
         })
-        .collect();
-    assert_eq!(offset, delta.data.len(), "the delta data holds bytes that no entry describes");
-    changes
+        .collect()
 }
 
 /// Encodes changes as a state delta, naming each state once.

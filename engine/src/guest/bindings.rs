@@ -11,3 +11,7 @@ pub use exports::weir::operator::operator::Guest as OperatorExports;
 pub use weir::operator::types::{
     Batch, ChangeKind, Context, Entry, Error as GuestOperatorError, OperatorInfo, StateDelta, StateEntry,
 };
+
+// The flat encoding (`weir-flat`) reads and writes batches and state deltas through these.
+weir_flat::impl_record_entry!(Entry);
+weir_flat::impl_flat_entry!(StateEntry);

@@ -379,19 +379,13 @@ async fn instantiate(
 }
 
 fn check_delta(delta: &StateDelta) -> Result<(), String> {
-    let mut total: u64 = 0;
-    for e in &delta.entries {
-        if e.state as usize >= delta.names.len() {
-            return Err(format!(
-                "state entry refers to state #{} but only {} names were given",
-                e.state,
-                delta.names.len()
-            ));
-        }
-        total += u64::from(e.key_len) + u64::from(e.value_len);
+    if let Some(e) = delta.entries.iter().find(|e| e.state as usize >= delta.names.len()) {
+        return Err(format!(
+            "state entry refers to state #{} but only {} names were given",
+            e.state,
+            delta.names.len()
+        ));
     }
-    if total != delta.data.len() as u64 {
-        return Err(format!("state entries describe {total} bytes but the delta holds {}", delta.data.len()));
-    }
-    Ok(())
+    weir_flat::validate(&delta.data, &delta.entries)
+        .map_err(|m| format!("state entries describe {} bytes but the delta holds {}", m.described, m.held))
 }

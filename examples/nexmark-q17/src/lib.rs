@@ -51,16 +51,12 @@ pub struct AuctionStats {
 type Stats = [u64; 7];
 
 /// The query.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct Q17 {
     stats: KeyedState<u64, Stats>,
 }
 
 impl Operator for Q17 {
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("stats", &mut self.stats);
-    }
-
     fn process(&mut self, record: Record<'_>, out: &mut Output) -> Result<()> {
         let bid: Bid = record.value()?;
         if !record.has_key() {

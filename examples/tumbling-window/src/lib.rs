@@ -42,7 +42,7 @@ pub struct WindowResult {
 }
 
 /// The tumbling-window operator.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct TumblingWindow {
     size: i64,
     /// Per record key (raw key bytes): the open windows by start time.
@@ -54,10 +54,6 @@ pub struct TumblingWindow {
 }
 
 impl Operator for TumblingWindow {
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("windows", &mut self.windows).register("watermark", &mut self.watermark);
-    }
-
     fn open(&mut self, context: &Context) -> Result<()> {
         let config: Config = context.config()?;
         self.size = i64::try_from(config.size_ms)

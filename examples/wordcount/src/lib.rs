@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use weir_guest::{KeyedState, Operator, Output, Record, Result, States};
 
 /// The word-count operator.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct WordCount {
     counts: KeyedState<String, u64>,
     /// The distinct words of the batch being processed.
@@ -20,10 +20,6 @@ pub struct WordCount {
 }
 
 impl Operator for WordCount {
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("counts", &mut self.counts);
-    }
-
     fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
         let word: &str = record.key()?;
         let increment: u64 = record.value()?;

@@ -1,13 +1,24 @@
-//! Attribute macros of the Weir guest SDK: `#[map]`, `#[filter]`, `#[filter_map]` and
-//! `#[flat_map]` turn one function into the crate's exported operator. Use them through
-//! `weir-guest` (`#[weir_guest::map]`), which documents them.
+//! Macros of the Weir guest SDK: `#[map]`, `#[filter]`, `#[filter_map]` and `#[flat_map]`
+//! turn one function into the crate's exported operator; `#[derive(States)]` registers an
+//! operator's state fields. Use them through `weir-guest` (`#[weir_guest::map]`,
+//! `#[derive(weir_guest::States)]`), which documents them.
 #![deny(missing_docs)]
+
+mod states;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
 use syn::spanned::Spanned;
-use syn::{FnArg, ItemFn, LitStr, ReturnType, Type, parse_macro_input};
+use syn::{DeriveInput, FnArg, ItemFn, LitStr, ReturnType, Type, parse_macro_input};
+
+/// Implements `weir_guest::States`: registers every `KeyedState` and `ValueState` field under
+/// its name; `#[state(name = "...")]` renames, `#[state]` registers a field of another type.
+#[proc_macro_derive(States, attributes(state))]
+pub fn derive_states(item: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(item as DeriveInput);
+    states::derive(&input).unwrap_or_else(|e| e.to_compile_error()).into()
+}
 
 /// `fn(T) -> U`: emits `U` with the record's key (or `(K, U)` with `keyed`).
 #[proc_macro_attribute]
@@ -167,6 +178,10 @@ fn generate(kind: Kind, options: &Options, function: &ItemFn) -> syn::Result<Tok
         #[allow(non_camel_case_types)]
         #[derive(::core::default::Default)]
         #vis struct #name {}
+
+        impl ::weir_guest::States for #name {
+            fn states<'__weir>(&'__weir mut self, _: &mut ::weir_guest::StateRegistry<'__weir>) {}
+        }
 
         impl ::weir_guest::Operator for #name {
             #[inline]

@@ -10,6 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::tracking::Tracked;
 use super::{DeltaWriter, StateStore};
 use crate::codec::write_msgpack;
 use crate::{Error, Result};
@@ -40,6 +41,7 @@ pub enum RawKey {}
 pub struct KeyedState<K: ?Sized, V> {
     entries: Entries<V>,
     scratch: Cell<Vec<u8>>,
+    tracked: Tracked,
     key: PhantomData<fn(&K)>,
 }
 
@@ -62,10 +64,12 @@ struct Slot<V> {
 }
 
 impl<K: ?Sized, V> Default for KeyedState<K, V> {
+    #[track_caller]
     fn default() -> Self {
         Self {
             entries: Entries { map: FxHashMap::default(), dirty: Vec::new(), deleted: FxHashSet::default() },
             scratch: Cell::new(Vec::new()),
+            tracked: Tracked::new::<Self>(),
             key: PhantomData,
         }
     }
@@ -275,6 +279,7 @@ fn encode_key<Q: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &Q) {
 
 impl<K: ?Sized, V: Serialize + DeserializeOwned> StateStore for KeyedState<K, V> {
     fn snapshot(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<()> {
+        self.tracked.reach();
         let entries = &mut self.entries;
         if full {
             for slot in entries.map.values_mut() {

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::tracking::Tracked;
 use super::{DeltaWriter, StateStore};
 use crate::{Error, Result};
 
@@ -11,18 +12,30 @@ use crate::{Error, Result};
 ///
 /// Every method that may change the value (`set`, `get_mut`, `take`, ...) marks it as
 /// changed for the next snapshot.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ValueState<T> {
     value: Option<T>,
     /// Changed since the last snapshot.
     dirty: bool,
     /// The host holds a value (from a snapshot or a restore).
     persisted: bool,
+    tracked: Tracked,
 }
 
 impl<T> Default for ValueState<T> {
+    #[track_caller]
     fn default() -> Self {
-        Self { value: None, dirty: false, persisted: false }
+        Self { value: None, dirty: false, persisted: false, tracked: Tracked::new::<Self>() }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for ValueState<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueState")
+            .field("value", &self.value)
+            .field("dirty", &self.dirty)
+            .field("persisted", &self.persisted)
+            .finish()
     }
 }
 
@@ -66,6 +79,7 @@ impl<T> ValueState<T> {
 
 impl<T: Serialize + DeserializeOwned> StateStore for ValueState<T> {
     fn snapshot(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<()> {
+        self.tracked.reach();
         if full || self.dirty {
             match &self.value {
                 Some(value) => delta.put(&[], value)?,

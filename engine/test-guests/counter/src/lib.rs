@@ -17,7 +17,9 @@
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
 
 use serde::{Deserialize, Serialize};
-use weir_guest::{Context, Error, KeyedState, Operator, Output, RawKey, Record, Result, States};
+use weir_guest::{
+    Context, Error, KeyedState, Operator, Output, RawKey, Record, Result, StateRegistry, States,
+};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -51,12 +53,16 @@ pub struct Counter {
     counts: KeyedState<RawKey, Count>,
 }
 
-impl Operator for Counter {
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
+// Written by hand rather than derived: it also counts the calls (one per snapshot after
+// `open`), for `panic_after_snapshots`.
+impl States for Counter {
+    fn states<'a>(&'a mut self, registry: &mut StateRegistry<'a>) {
         self.snapshots += 1;
-        states.register("counts", &mut self.counts);
+        registry.register("counts", &mut self.counts);
     }
+}
 
+impl Operator for Counter {
     fn open(&mut self, context: &Context) -> Result<()> {
         self.config = context.config()?;
         if self.config.out_keys == Some(0) {

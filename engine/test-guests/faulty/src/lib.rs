@@ -39,17 +39,13 @@ struct Config {
 const FLOOD_RECORDS: u64 = 5_000_000;
 
 /// The faulty operator.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct Faulty {
     config: Config,
     seen: KeyedState<u64, u64>,
 }
 
 impl Operator for Faulty {
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("seen", &mut self.seen);
-    }
-
     fn open(&mut self, context: &Context) -> Result<()> {
         self.config = context.config()?;
         Ok(())

@@ -25,7 +25,7 @@ struct Total {
 }
 
 /// The word-count operator, version 2.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct WordCountV2 {
     counts: KeyedState<String, u64>,
     /// The distinct words of the batch being processed.
@@ -35,10 +35,6 @@ pub struct WordCountV2 {
 impl Operator for WordCountV2 {
     // The example's schema: same state names, same encodings.
     const STATE_VERSION: u32 = 0;
-
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("counts", &mut self.counts);
-    }
 
     fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
         let word: &str = record.key()?;

@@ -26,7 +26,7 @@ pub struct Tally {
 }
 
 /// The word-count operator, version 3.
-#[derive(Default)]
+#[derive(Default, States)]
 pub struct WordCountV3 {
     counts: KeyedState<String, Tally>,
     /// The distinct words of the batch being processed.
@@ -46,10 +46,6 @@ impl Operator for WordCountV3 {
         }
         let count: u64 = from_msgpack(value)?;
         to_msgpack(&Tally { count, batches: 0 }).map(Some)
-    }
-
-    fn states<'a>(&'a mut self, states: &mut States<'a>) {
-        states.register("counts", &mut self.counts);
     }
 
     fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
