@@ -30,14 +30,9 @@ pub fn split_into_scopes(
 ) -> Result<Vec<ScopeDelta>, DeltaError> {
     let mut groups: Vec<Vec<StateEntry>> = (0..max_parallelism).map(|_| Vec::new()).collect();
     let mut operator: Vec<StateEntry> = Vec::new();
-    let mut at = 0usize;
-    for e in &delta.entries {
+    for entry in weir_flat::Reader::new(&delta.data, &delta.entries) {
+        let (key, value, e) = entry.map_err(|_| DeltaError::DataTooShort)?;
         let name = delta.names.get(e.state as usize).ok_or(DeltaError::StateIndex)?;
-        let klen = e.key_len as usize;
-        let vlen = e.value_len as usize;
-        let key = delta.data.get(at..at + klen).ok_or(DeltaError::DataTooShort)?;
-        let value = delta.data.get(at + klen..at + klen + vlen).ok_or(DeltaError::DataTooShort)?;
-        at += klen + vlen;
         let value = match e.kind {
             ChangeKind::Put => Some(value.to_vec()),
             ChangeKind::Delete => None,

@@ -248,7 +248,10 @@ struct WriterShared {
 mod tests {
     use super::*;
 
-    fn scope(scope: u32, entries: &[(&str, &[u8], Option<&[u8]>)]) -> ScopeDelta {
+    /// (state, key, value or tombstone)
+    type Change<'a> = (&'a str, &'a [u8], Option<&'a [u8]>);
+
+    fn scope(scope: u32, entries: &[Change<'_>]) -> ScopeDelta {
         ScopeDelta {
             scope,
             entries: entries
