@@ -764,7 +764,7 @@ async fn serve(
         );
     }
     let server = weir::server::Server::open(config).await?;
-    weir::server::serve(server, |address| {
+    weir::api::serve(server, |address| {
         println!("weir server listening on http://{address}");
     })
     .await
@@ -775,7 +775,7 @@ async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
     }
-    let admin_token = weir::server::tenants::new_token();
+    let admin_token = weir::server::ids::new_token();
     let config = weir::server::ServerConfig {
         listen,
         data_dir: dir.clone(),
@@ -785,7 +785,7 @@ async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
     let server = weir::server::Server::open(config).await?;
     let demo = weir::server::demo::setup(&server).await?;
     let token = demo.token.clone();
-    weir::server::serve(server, move |address| {
+    weir::api::serve(server, move |address| {
         let url = format!("http://{address}");
         let client = weir::client::ClientConfig { url: Some(url.clone()), token: Some(token.clone()) };
         let written = client.write(&data_dir).is_ok();

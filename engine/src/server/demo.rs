@@ -28,9 +28,7 @@ pub async fn setup(server: &Server) -> ServerResult<Demo> {
     let (tenant, token) = server.tenants.create("demo", Quotas::default())?;
     for name in DEMO_MODULES {
         if let Some(bytes) = crate::builtin::get(name) {
-            let registry = server.modules.clone();
-            let id = tenant.id.clone();
-            tokio::task::spawn_blocking(move || registry.upload(&id, name, bytes)).await??;
+            server.modules.upload(&tenant.id, name, bytes).await?;
         }
     }
     server.streams.create(&tenant.id, "lines", 2)?;

@@ -10,14 +10,16 @@ use std::time::{Duration, Instant};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
-use utoipa::ToSchema;
 use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
+use super::clock::now_ms;
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
+use super::ids::{check_hex_id, new_id};
 use super::registry::ModuleRegistry;
 use super::streams::internal_stream_name;
 use super::telemetry::Telemetry;
-use super::tenants::{Quotas, Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
+use super::tenants::{Quotas, Tenant};
 use crate::guest::OperatorModule;
 use crate::plan::{JobSpec, ModuleLoader, NodeKind, Plan, Settings};
 use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
@@ -30,7 +32,7 @@ const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("wei
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// Running (restored from its latest checkpoint if it had one).
@@ -75,7 +77,7 @@ impl JobStatus {
 }
 
 /// A job as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
     /// Its id (32 hex digits).
     pub id: String,
@@ -113,7 +115,7 @@ struct StoredJob {
 }
 
 /// Live figures of one subtask.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SubtaskLive {
     /// Subtask index.
     pub subtask: u32,
@@ -184,7 +186,7 @@ struct TenantModules<'a> {
 
 impl ModuleLoader for TenantModules<'_> {
     fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String> {
-        let (module, id) = self.registry.resolve(self.tenant, reference)?;
+        let (module, id) = self.registry.resolve(self.tenant, reference).map_err(|e| e.to_string())?;
         self.resolved.lock().expect("resolved lock").insert(reference.to_string(), id);
         Ok(module)
     }
@@ -350,8 +352,8 @@ impl JobManager {
             name: spec.name.clone(),
             status: JobStatus::Running,
             error: None,
-            created_ms: weir_now_ms(),
-            start_ms: Some(weir_now_ms()),
+            created_ms: now_ms(),
+            start_ms: Some(now_ms()),
             end_ms: None,
             restarts: 0,
             subtasks: plan.subtask_count(),
@@ -590,7 +592,7 @@ impl JobManager {
             running.remove(id);
         }
         let outcome = self.update(tenant, id, |j| {
-            j.end_ms = Some(weir_now_ms());
+            j.end_ms = Some(now_ms());
             match &result {
                 Ok(report) if report.stopped && !report.drained => j.status = JobStatus::Stopped,
                 Ok(_) => {
@@ -679,7 +681,7 @@ impl JobManager {
         let job = self.update(tenant, id, |j| {
             if j.status.holds_quota() {
                 j.status = JobStatus::Canceled;
-                j.end_ms = Some(weir_now_ms());
+                j.end_ms = Some(now_ms());
             }
         })?;
         tracing::info!(tenant = %tenant, job = %id, "job canceled");
@@ -705,7 +707,7 @@ impl JobManager {
         let job = self.update(&tenant.id, id, |j| {
             j.status = JobStatus::Running;
             j.error = None;
-            j.start_ms = Some(weir_now_ms());
+            j.start_ms = Some(now_ms());
             j.end_ms = None;
         })?;
         tracing::info!(tenant = %tenant.id, job = %id, "job restarted");
@@ -746,7 +748,7 @@ impl JobManager {
                     let stopping = job.status == JobStatus::Stopping;
                     let job = self.update(&job.tenant, &job.id, |j| {
                         j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
-                        j.start_ms = Some(weir_now_ms());
+                        j.start_ms = Some(now_ms());
                     })?;
                     tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
                     self.start(&job, plan);

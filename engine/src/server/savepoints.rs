@@ -7,15 +7,22 @@
 //! says who owns it and how it came to be; the store holds the copied state under the same
 //! id. Retention never removes a savepoint; only `delete` does.
 
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt as _};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
-use utoipa::ToSchema;
 use weir_store::{CheckpointStatus, CheckpointStorage as _, SavepointInfo, Store};
 
+use super::clock::now_ms;
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
+use super::ids::{check_hex_id, new_id, printable};
 use super::jobs::{JobManager, JobStatus};
-use super::tenants::{Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
+use super::state::{StatePage, StateQuery, page};
+use super::tenants::Tenant;
 use crate::runtime::{JobEvent, StopMode};
 use crate::savepoint::Description;
 
@@ -23,7 +30,7 @@ use crate::savepoint::Description;
 const SAVEPOINTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.savepoint_records");
 
 /// What happens to the job when its savepoint is taken.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SavepointMode {
     /// The job keeps running (the savepoint copies an extra checkpoint).
@@ -51,7 +58,7 @@ impl SavepointMode {
 }
 
 /// Where a savepoint is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SavepointStatus {
     /// Its checkpoint is being taken or copied.
@@ -63,7 +70,7 @@ pub enum SavepointStatus {
 }
 
 /// A savepoint of a tenant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavepointRecord {
     /// Its id (32 hex digits).
     pub id: String,
@@ -119,6 +126,8 @@ fn decode(bytes: &[u8]) -> ServerResult<SavepointRecord> {
 pub struct Savepoints {
     store: Store,
     jobs: JobManager,
+    /// Where uploads are spooled before they are imported.
+    tmp: PathBuf,
 }
 
 impl std::fmt::Debug for Savepoints {
@@ -132,11 +141,12 @@ impl Savepoints {
     /// that went down fail now ("interrupted"), and every pinned checkpoint is unpinned: no
     /// savepoint is in progress when the server starts, so every pin is left over (also one
     /// set just before a crash, when its savepoint had no record of it yet).
-    pub fn open(store: &Store, jobs: JobManager) -> ServerResult<Self> {
+    /// Uploads are spooled to `tmp`.
+    pub fn open(store: &Store, jobs: JobManager, tmp: PathBuf) -> ServerResult<Self> {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(SAVEPOINTS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
-        let savepoints = Savepoints { store: store.clone(), jobs };
+        let savepoints = Savepoints { store: store.clone(), jobs, tmp };
         for (job, checkpoint) in store.pinned()? {
             store.unpin(&job, checkpoint)?;
         }
@@ -147,7 +157,7 @@ impl Savepoints {
                 savepoints.update(&record.tenant, &record.id, |r| {
                     r.status = SavepointStatus::Failed;
                     r.error = Some("interrupted: the server stopped before the savepoint completed".into());
-                    r.completed_ms = Some(weir_now_ms());
+                    r.completed_ms = Some(now_ms());
                 })?;
             }
         }
@@ -276,7 +286,7 @@ impl Savepoints {
             status: SavepointStatus::Pending,
             checkpoint: None,
             error: None,
-            created_ms: weir_now_ms(),
+            created_ms: now_ms(),
             completed_ms: None,
             bytes: 0,
             entries: 0,
@@ -491,7 +501,7 @@ impl Savepoints {
             Err(_) => None,
         };
         let result = self.update(tenant, &record.id, |r| {
-            r.completed_ms = Some(weir_now_ms());
+            r.completed_ms = Some(now_ms());
             match (&outcome, info) {
                 (Ok(checkpoint), Some(info)) => {
                     r.status = SavepointStatus::Completed;
@@ -519,8 +529,14 @@ impl Savepoints {
         }
     }
 
-    /// Disposes of savepoint `id`: its state and its record. A pending one cannot be.
-    pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+    /// Disposes of savepoint `id` of `tenant`: its state and its record. A pending one
+    /// cannot be.
+    pub async fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+        let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
+        tokio::task::spawn_blocking(move || this.delete_blocking(&tenant, &id)).await?
+    }
+
+    fn delete_blocking(&self, tenant: &str, id: &str) -> ServerResult<()> {
         let record = self.get(tenant, id)?;
         if record.status == SavepointStatus::Pending {
             return Err(ServerError::Conflict(format!(
@@ -535,9 +551,50 @@ impl Savepoints {
         Ok(())
     }
 
-    /// Stores an exported savepoint file read from `input` as a new savepoint of `tenant`.
-    /// Blocking: run it on the blocking pool.
-    pub fn import(&self, tenant: &str, input: &mut dyn std::io::Read) -> ServerResult<SavepointRecord> {
+    /// Stores an exported savepoint file, arriving as `chunks`, as a new savepoint of
+    /// `tenant`. The upload is spooled to a temporary file first (the import itself holds
+    /// the store's writer, which must not wait on a slow client) and cut off once it passes
+    /// `room` bytes (what is left of the storage quota); the whole file is then checked
+    /// (format, version, every frame, checksum) before anything is stored, and a bad file
+    /// stores nothing.
+    pub async fn import<E: std::fmt::Display>(
+        &self,
+        tenant: &Tenant,
+        room: u64,
+        mut chunks: impl Stream<Item = Result<Bytes, E>> + Unpin,
+    ) -> ServerResult<SavepointRecord> {
+        use tokio::io::AsyncWriteExt as _;
+        let upload = TempFile::new(&self.tmp)?;
+        let mut file = tokio::fs::File::create(&upload.path).await.map_err(ServerError::internal)?;
+        let mut size = 0u64;
+        while let Some(chunk) = chunks.next().await {
+            let chunk =
+                chunk.map_err(|e| ServerError::BadRequest(format!("reading the upload failed: {e}")))?;
+            size += chunk.len() as u64;
+            if size > room {
+                return Err(ServerError::Quota {
+                    limit: "max_storage_bytes",
+                    message: format!(
+                        "the savepoint file is larger than the {room} bytes left of the tenant's {} byte storage quota",
+                        tenant.quotas.max_storage_bytes
+                    ),
+                });
+            }
+            file.write_all(&chunk).await.map_err(ServerError::internal)?;
+        }
+        file.flush().await.map_err(ServerError::internal)?;
+        drop(file);
+        let (this, tenant_id) = (self.clone(), tenant.id.clone());
+        let record = tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::open(&upload.path).map_err(ServerError::internal)?;
+            this.import_file(&tenant_id, &mut std::io::BufReader::with_capacity(1 << 20, file))
+        })
+        .await??;
+        Ok(record)
+    }
+
+    /// Stores the savepoint file read from `input` as a new savepoint of `tenant`. Blocking.
+    fn import_file(&self, tenant: &str, input: &mut dyn std::io::Read) -> ServerResult<SavepointRecord> {
         let id = new_id(16);
         let info = self.store.import_savepoint(input, &id, tenant)?;
         let description = match Description::read(&info) {
@@ -556,8 +613,8 @@ impl Savepoints {
             status: SavepointStatus::Completed,
             checkpoint: Some(info.checkpoint),
             error: None,
-            created_ms: weir_now_ms(),
-            completed_ms: Some(weir_now_ms()),
+            created_ms: now_ms(),
+            completed_ms: Some(now_ms()),
             bytes: info.bytes,
             entries: info.entries,
             origin: info.origin.clone(),
@@ -571,9 +628,113 @@ impl Savepoints {
         Ok(record)
     }
 
-    /// Writes completed savepoint `id` of `tenant` as one portable file to `out`. Blocking.
-    pub fn export(&self, tenant: &str, id: &str, out: &mut dyn std::io::Write) -> ServerResult<u64> {
+    /// Completed savepoint `id` of `tenant` as one portable file (`docs/savepoint-format.md`),
+    /// in chunks written on the blocking pool. Errors that can be told before the first
+    /// byte are returned; a later one ends the chunks with an error (the file is cut short,
+    /// and an import would refuse it).
+    pub async fn export(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> ServerResult<tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>> {
         self.completed(tenant, id)?;
-        Ok(self.store.export_savepoint(id, out)?)
+        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(8);
+        let (store, id) = (self.store.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut out = ChannelWriter { tx: tx.clone(), buffer: Vec::with_capacity(CHUNK) };
+            let result = store.export_savepoint(&id, &mut out).map_err(ServerError::from).and_then(|_| {
+                use std::io::Write as _;
+                out.flush().map_err(ServerError::internal)
+            });
+            if let Err(e) = result {
+                tracing::warn!(savepoint = %id, "export failed: {e}");
+                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+            }
+        });
+        Ok(rx)
+    }
+
+    /// A page of the state of `operator` in completed savepoint `id` of `tenant`.
+    pub async fn state(
+        &self,
+        tenant: &str,
+        id: &str,
+        operator: &str,
+        query: StateQuery,
+    ) -> ServerResult<StatePage> {
+        let info = self.completed(tenant, id)?;
+        let (store, operator) = (self.store.clone(), operator.to_string());
+        tokio::task::spawn_blocking(move || {
+            if !store.savepoint_operators(&info.id)?.contains(&operator)
+                && !described_node(&info.description, &operator)
+            {
+                return Err(ServerError::NotFound(format!(
+                    "savepoint `{}` has no operator `{}`",
+                    info.id,
+                    printable(&operator)
+                )));
+            }
+            let scopes = store.savepoint_scopes(&info.id, &operator)?;
+            page(operator.clone(), &scopes, &query, |scope| {
+                store.read_savepoint_scope(&info.id, &operator, scope)
+            })
+        })
+        .await?
+    }
+}
+
+/// Whether a savepoint's description names node `operator` (a node without state has no
+/// rows, yet is part of the savepoint).
+fn described_node(description: &serde_json::Value, operator: &str) -> bool {
+    description
+        .get("nodes")
+        .and_then(|n| n.as_array())
+        .is_some_and(|nodes| nodes.iter().any(|n| n.get("id").and_then(|i| i.as_str()) == Some(operator)))
+}
+
+/// Bytes sent to an export's reader at a time.
+const CHUNK: usize = 256 << 10;
+
+/// A `Write` that sends what is written, in chunks, to an async reader.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
+    buffer: Vec<u8>,
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(data);
+        if self.buffer.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+    }
+}
+
+/// A file under the data directory's `tmp/`, removed when dropped.
+struct TempFile {
+    path: PathBuf,
+}
+
+impl TempFile {
+    fn new(dir: &Path) -> ServerResult<TempFile> {
+        std::fs::create_dir_all(dir).map_err(ServerError::internal)?;
+        Ok(TempFile { path: dir.join(format!("upload-{}", new_id(16))) })
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
