@@ -8,25 +8,16 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::IntoParams;
 use weir_store::{CheckpointMeta, CheckpointStatus};
 
 use super::Caller;
 use super::model::view;
 use super::model::{
-    CheckpointDetail, Counts, ErrorBody, History, Latest, MinAvgMax, OperatorView, StatePage, StateQuery,
-    SubtaskView, Summary, Triggered,
+    CheckpointDetail, Counts, ErrorBody, History, HistoryQuery, Latest, MinAvgMax, OperatorView, StatePage,
+    StateQuery, SubtaskView, Summary, Triggered,
 };
 use crate::server::ids::printable;
 use crate::server::{Server, ServerError};
-
-/// Paging of the history.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
-pub struct HistoryQuery {
-    /// Most checkpoints listed, newest first (default 100, at most 100000).
-    pub limit: Option<usize>,
-}
 
 /// The checkpoint history of a job.
 #[utoipa::path(get, path = "/api/v1/jobs/{job_id}/checkpoints", tag = "checkpoints",

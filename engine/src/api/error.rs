@@ -32,3 +32,27 @@ impl IntoResponse for ServerError {
         (status(&self), axum::Json(ErrorBody { error: self.to_string() })).into_response()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_its_status() {
+        let cases = [
+            (ServerError::BadRequest("x".into()), 400),
+            (ServerError::Unauthorized("x".into()), 401),
+            (ServerError::Forbidden("x".into()), 403),
+            (ServerError::NotFound("x".into()), 404),
+            (ServerError::Conflict("x".into()), 409),
+            (ServerError::TooLarge("x".into()), 413),
+            (ServerError::Quota { limit: "max_module_bytes", message: "x".into() }, 413),
+            (ServerError::Unprocessable("x".into()), 422),
+            (ServerError::Quota { limit: "max_jobs", message: "x".into() }, 429),
+            (ServerError::Internal("x".into()), 500),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(status(&error).as_u16(), expected, "{error:?}");
+        }
+    }
+}

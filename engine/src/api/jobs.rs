@@ -7,10 +7,10 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::IntoParams;
 
-use super::model::{Data, Edge, ErrorBody, JobDetail, JobRecord, JobSummary, SubtaskLive, Vertex, view};
+use super::model::{
+    CreateQuery, Data, Edge, ErrorBody, JobDetail, JobRecord, JobSummary, SubtaskLive, Vertex, view,
+};
 use super::{Caller, parse_json};
 use crate::plan::{JobSpec, NodeKind, Partitioning};
 use crate::savepoint::RestoreOptions;
@@ -66,19 +66,6 @@ async fn detail(server: &Server, job: jobs::JobRecord) -> Result<JobDetail, Serv
     let latest_checkpoint =
         server.checkpoints.latest_completed(&job).await?.map(|meta| view(&meta, job.subtasks));
     Ok(JobDetail { job: job.into(), vertices, edges, latest_checkpoint })
-}
-
-/// Where a new job's state comes from.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CreateQuery {
-    /// Start from this savepoint of the caller: its state is mapped onto the job by node id
-    /// (keyed state redistributed by key group when a parallelism changed; a changed module
-    /// migrates it or is refused).
-    pub from_savepoint: Option<String>,
-    /// With `from_savepoint`: start even if some of the savepoint's state has no place in
-    /// the job (it is dropped).
-    pub allow_non_restored_state: Option<bool>,
 }
 
 /// Creates a job from its JSON spec and starts it. Operators name their module by id, by

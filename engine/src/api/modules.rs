@@ -6,21 +6,12 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
-use serde::{Deserialize, Serialize};
-use utoipa::IntoParams;
 
 use super::Caller;
-use super::model::{Data, ErrorBody, Module, UploadForm};
+use super::model::{Data, ErrorBody, Module, UploadForm, UploadQuery};
 use crate::server::registry::ModuleRegistry;
 use crate::server::tenants::Tenant;
 use crate::server::{Server, ServerError};
-
-/// Query of a raw upload.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
-pub struct UploadQuery {
-    /// The module's name (raw uploads; multipart uploads may give it as a field).
-    pub name: Option<String>,
-}
 
 /// The name a module gets from an uploaded file name: its last path component without
 /// `.wasm`.

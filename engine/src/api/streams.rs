@@ -7,10 +7,8 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use serde::{Deserialize, Serialize};
-use utoipa::IntoParams;
 
-use super::model::{AppendBody, Appended, Data, ErrorBody, NewStream, ReadBody, StreamInfo};
+use super::model::{AppendBody, Appended, Data, ErrorBody, NewStream, ReadBody, ReadQuery, StreamInfo};
 use super::{Caller, parse_json};
 use crate::server::msgpack::{MAX_MSGPACK_DEPTH, check_msgpack_depth};
 use crate::server::{Server, ServerError};
@@ -111,17 +109,6 @@ pub async fn append_records(
     let records = append.records.into_iter().map(Into::into).collect();
     let appended = server.streams.append(&tenant.id, &name, records).await?;
     Ok((StatusCode::CREATED, Json(Data::of(appended))))
-}
-
-/// What to read.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
-pub struct ReadQuery {
-    /// The partition (default 0).
-    pub partition: Option<u32>,
-    /// The first offset (default 0).
-    pub offset: Option<u64>,
-    /// Most records (default 1000, at most 10000).
-    pub limit: Option<usize>,
 }
 
 /// Reads records of one partition from an offset.

@@ -2,7 +2,7 @@
 //! checkpoint with per-operator and per-subtask statistics.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use weir_store::{CheckpointMeta, CheckpointStatus};
 
 /// A checkpoint in the history.
@@ -225,4 +225,11 @@ pub struct CheckpointDetail {
 pub struct Triggered {
     /// Its id: poll `GET .../checkpoints/{id}` for its status.
     pub id: u64,
+}
+
+/// Paging of the history.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+pub struct HistoryQuery {
+    /// Most checkpoints listed, newest first (default 100, at most 100000).
+    pub limit: Option<usize>,
 }

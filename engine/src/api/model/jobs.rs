@@ -1,7 +1,7 @@
 //! Jobs: their records, graphs and live figures.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::CheckpointView;
 use crate::plan::{JobSpec, NodeKind, Partitioning};
@@ -183,4 +183,17 @@ pub struct JobSummary {
     pub sink_records_per_second: f64,
     /// The largest backpressure of any subtask (0 to 1).
     pub backpressure: f64,
+}
+
+/// Where a new job's state comes from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CreateQuery {
+    /// Start from this savepoint of the caller: its state is mapped onto the job by node id
+    /// (keyed state redistributed by key group when a parallelism changed; a changed module
+    /// migrates it or is refused).
+    pub from_savepoint: Option<String>,
+    /// With `from_savepoint`: start even if some of the savepoint's state has no place in
+    /// the job (it is dropped).
+    pub allow_non_restored_state: Option<bool>,
 }

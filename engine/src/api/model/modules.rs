@@ -1,7 +1,7 @@
 //! Operator modules.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::server;
 
@@ -36,5 +36,12 @@ pub struct UploadForm {
     #[schema(value_type = String, format = Binary)]
     pub file: Vec<u8>,
     /// Its name (default: the file name without `.wasm`).
+    pub name: Option<String>,
+}
+
+/// Query of a raw upload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+pub struct UploadQuery {
+    /// The module's name (raw uploads; multipart uploads may give it as a field).
     pub name: Option<String>,
 }

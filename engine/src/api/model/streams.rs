@@ -1,7 +1,7 @@
 //! Streams and their records.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::server;
 
@@ -135,4 +135,15 @@ impl From<server::streams::Records> for ReadBody {
     fn from(r: server::streams::Records) -> Self {
         ReadBody { data: r.records.into_iter().map(Into::into).collect(), next_offset: r.next_offset }
     }
+}
+
+/// What to read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+pub struct ReadQuery {
+    /// The partition (default 0).
+    pub partition: Option<u32>,
+    /// The first offset (default 0).
+    pub offset: Option<u64>,
+    /// Most records (default 1000, at most 10000).
+    pub limit: Option<usize>,
 }
