@@ -174,7 +174,7 @@ pub async fn stop_job(
     State(server): State<Arc<Server>>,
     Path(job_id): Path<String>,
 ) -> Result<(StatusCode, Json<JobRecord>), ServerError> {
-    Ok((StatusCode::ACCEPTED, Json(server.jobs.stop(&tenant.id, &job_id)?.into())))
+    Ok((StatusCode::ACCEPTED, Json(server.jobs.stop(&tenant.id, &job_id).await?.into())))
 }
 
 /// Cancels a job at once (no final checkpoint). `restart` resumes it from its latest

@@ -29,7 +29,7 @@ pub async fn create_stream(
     body: Bytes,
 ) -> Result<(StatusCode, Json<StreamInfo>), ServerError> {
     let new: NewStream = parse_json(&body)?;
-    let info = server.streams.create(&tenant.id, &new.name, new.partitions)?;
+    let info = server.streams.create(&tenant.id, &new.name, new.partitions).await?;
     Ok((StatusCode::CREATED, Json(info.into())))
 }
 

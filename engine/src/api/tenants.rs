@@ -27,7 +27,7 @@ pub async fn create_tenant(
 ) -> Result<(StatusCode, Json<TenantWithToken>), ServerError> {
     let new: NewTenant = parse_json(&body)?;
     let quotas = new.quotas.map_or_else(|| server.config.default_quotas.clone(), Into::into);
-    let (tenant, token) = server.tenants.create(&new.name, quotas)?;
+    let (tenant, token) = server.tenants.create(&new.name, quotas).await?;
     tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
     Ok((StatusCode::CREATED, Json(TenantWithToken { tenant: tenant.into(), token })))
 }
@@ -79,7 +79,7 @@ pub async fn set_quotas(
 ) -> Result<Json<Tenant>, ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
     let quotas: Quotas = parse_json(&body)?;
-    Ok(Json(server.tenants.set_quotas(&tenant_id, quotas.into())?.into()))
+    Ok(Json(server.tenants.set_quotas(&tenant_id, quotas.into()).await?.into()))
 }
 
 /// Issues another token for a tenant.
@@ -96,7 +96,7 @@ pub async fn issue_token(
     Path(tenant_id): Path<String>,
 ) -> Result<(StatusCode, Json<TokenBody>), ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
-    let token = server.tenants.issue_token(&tenant_id)?;
+    let token = server.tenants.issue_token(&tenant_id).await?;
     Ok((StatusCode::CREATED, Json(TokenBody { token })))
 }
 

@@ -25,13 +25,13 @@ pub const DEMO_MODULES: [&str; 5] = ["tokenizer", "wordcount", "nexmark-q1", "ne
 
 /// Sets the demo up on `server`.
 pub async fn setup(server: &Server) -> ServerResult<Demo> {
-    let (tenant, token) = server.tenants.create("demo", Quotas::default())?;
+    let (tenant, token) = server.tenants.create("demo", Quotas::default()).await?;
     for name in DEMO_MODULES {
         if let Some(bytes) = crate::builtin::get(name) {
             server.modules.upload(&tenant.id, name, bytes).await?;
         }
     }
-    server.streams.create(&tenant.id, "lines", 2)?;
+    server.streams.create(&tenant.id, "lines", 2).await?;
     let generated: JobSpec = serde_json::from_value(json!({
         "name": "wordcount",
         "nodes": [

@@ -617,8 +617,9 @@ impl JobManager {
     }
 
     /// Asks job `id` to stop at a final checkpoint.
-    pub fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
-        self.stop_with(tenant, id, StopMode::Suspend, false)
+    pub async fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
+        tokio::task::spawn_blocking(move || this.stop_with(&tenant, &id, StopMode::Suspend, false)).await?
     }
 
     /// Asks job `id` to stop as `mode` says, pinning the final checkpoint with `pin` (a

@@ -127,7 +127,12 @@ impl Streams {
     }
 
     /// Creates stream `name` of `tenant` (idempotent with the same partition count).
-    pub fn create(&self, tenant: &str, name: &str, partitions: u32) -> ServerResult<StreamInfo> {
+    pub async fn create(&self, tenant: &str, name: &str, partitions: u32) -> ServerResult<StreamInfo> {
+        let (this, tenant, name) = (self.clone(), tenant.to_string(), name.to_string());
+        tokio::task::spawn_blocking(move || this.create_blocking(&tenant, &name, partitions)).await?
+    }
+
+    fn create_blocking(&self, tenant: &str, name: &str, partitions: u32) -> ServerResult<StreamInfo> {
         let internal = internal_stream_name(tenant, name)?;
         self.store.create_stream(&internal, partitions).map_err(|e| user_err(e, &internal, name))?;
         self.get(tenant, name)

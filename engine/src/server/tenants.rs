@@ -76,7 +76,12 @@ impl Tenants {
     }
 
     /// Creates a tenant; returns it with its first token (shown once, stored as a hash).
-    pub fn create(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
+    pub async fn create(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
+        let (this, name) = (self.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || this.create_blocking(&name, quotas)).await?
+    }
+
+    fn create_blocking(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
         check_name("tenant", name)?;
         let tenant = Tenant { id: new_id(8), name: name.to_string(), created_ms: now_ms(), quotas };
         let token = new_token();
@@ -105,7 +110,12 @@ impl Tenants {
     }
 
     /// Issues another token for tenant `id`.
-    pub fn issue_token(&self, id: &str) -> ServerResult<String> {
+    pub async fn issue_token(&self, id: &str) -> ServerResult<String> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.issue_token_blocking(&id)).await?
+    }
+
+    fn issue_token_blocking(&self, id: &str) -> ServerResult<String> {
         self.get(id)?;
         let token = new_token();
         let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
@@ -118,7 +128,12 @@ impl Tenants {
     }
 
     /// Replaces the quotas of tenant `id`.
-    pub fn set_quotas(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
+    pub async fn set_quotas(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.set_quotas_blocking(&id, quotas)).await?
+    }
+
+    fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
         let mut tenant = self.get(id)?;
         tenant.quotas = quotas;
         let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
