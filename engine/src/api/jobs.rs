@@ -7,70 +7,18 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
-use super::checkpoints::{CheckpointView, view};
-use super::{Caller, Data, ErrorBody, parse_json};
+use super::model::{
+    CreateQuery, Data, Edge, ErrorBody, JobDetail, JobRecord, JobSummary, SubtaskLive, Vertex, view,
+};
+use super::{Caller, parse_json};
 use crate::plan::{JobSpec, NodeKind, Partitioning};
 use crate::savepoint::RestoreOptions;
-use crate::server::jobs::{JobRecord, SubtaskLive};
+use crate::server::jobs;
 use crate::server::{Server, ServerError};
-use weir_store::CheckpointStorage as _;
 
-/// A node of the job's graph with its live figures (zero when the job is not running).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Vertex {
-    /// Node id.
-    pub id: String,
-    /// Source, operator or sink.
-    pub kind: NodeKind,
-    /// Parallelism.
-    pub parallelism: u32,
-    /// Operators: the module id (or builtin name).
-    pub module: Option<String>,
-    /// Sources and sinks: the connector.
-    pub connector: Option<String>,
-    /// Records received in the current run.
-    pub records_in: u64,
-    /// Records emitted in the current run.
-    pub records_out: u64,
-    /// Records received per second.
-    pub records_in_per_second: f64,
-    /// Records emitted per second.
-    pub records_out_per_second: f64,
-    /// The largest share of the last second a subtask waited for room downstream (0 to 1).
-    pub backpressure: f64,
-    /// Per subtask.
-    pub subtasks: Vec<SubtaskLive>,
-}
-
-/// An edge of the job's graph.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Edge {
-    /// Upstream node id.
-    pub from: String,
-    /// Downstream node id.
-    pub to: String,
-    /// Partitioning.
-    pub partitioning: Partitioning,
-}
-
-/// A job with its graph and live figures.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct JobDetail {
-    /// The job.
-    #[serde(flatten)]
-    pub job: JobRecord,
-    /// Its nodes.
-    pub vertices: Vec<Vertex>,
-    /// Its edges.
-    pub edges: Vec<Edge>,
-    /// Its latest completed checkpoint.
-    pub latest_checkpoint: Option<CheckpointView>,
-}
-
-fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
+/// The job with its graph, live figures and latest checkpoint.
+async fn detail(server: &Server, job: jobs::JobRecord) -> Result<JobDetail, ServerError> {
     let live = server.jobs.live(&job.id).unwrap_or_default();
     let vertices = job
         .spec
@@ -78,9 +26,12 @@ fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let subtasks: Vec<SubtaskLive> = live.get(i).cloned().unwrap_or_else(|| {
-                (0..n.parallelism).map(|s| SubtaskLive { subtask: s, ..SubtaskLive::default() }).collect()
-            });
+            let subtasks: Vec<SubtaskLive> = match live.get(i) {
+                Some(subtasks) => subtasks.iter().cloned().map(Into::into).collect(),
+                None => {
+                    (0..n.parallelism).map(|s| SubtaskLive { subtask: s, ..SubtaskLive::default() }).collect()
+                }
+            };
             Vertex {
                 id: n.id.clone(),
                 kind: n.kind,
@@ -113,21 +64,8 @@ fn detail(server: &Server, job: JobRecord) -> Result<JobDetail, ServerError> {
         })
         .collect();
     let latest_checkpoint =
-        server.store.latest_completed(&job.id)?.map(|(meta, _)| view(&meta, job.subtasks));
-    Ok(JobDetail { job, vertices, edges, latest_checkpoint })
-}
-
-/// Where a new job's state comes from.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CreateQuery {
-    /// Start from this savepoint of the caller: its state is mapped onto the job by node id
-    /// (keyed state redistributed by key group when a parallelism changed; a changed module
-    /// migrates it or is refused).
-    pub from_savepoint: Option<String>,
-    /// With `from_savepoint`: start even if some of the savepoint's state has no place in
-    /// the job (it is dropped).
-    pub allow_non_restored_state: Option<bool>,
+        server.checkpoints.latest_completed(&job).await?.map(|meta| view(&meta, job.subtasks));
+    Ok(JobDetail { job: job.into(), vertices, edges, latest_checkpoint })
 }
 
 /// Creates a job from its JSON spec and starts it. Operators name their module by id, by
@@ -166,21 +104,7 @@ pub async fn create_job(
     };
     server.check_storage(&tenant, 0)?;
     let job = server.jobs.create(&tenant, spec, restore).await?;
-    Ok((StatusCode::CREATED, Json(detail(&server, job)?)))
-}
-
-/// A job in the list, with its live throughput.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct JobSummary {
-    /// The job.
-    #[serde(flatten)]
-    pub job: JobRecord,
-    /// Records its sources emitted per second, last second (0 when not running).
-    pub source_records_per_second: f64,
-    /// Records its sinks received per second, last second.
-    pub sink_records_per_second: f64,
-    /// The largest backpressure of any subtask (0 to 1).
-    pub backpressure: f64,
+    Ok((StatusCode::CREATED, Json(detail(&server, job).await?)))
 }
 
 /// Lists the caller's jobs with their live throughput.
@@ -209,7 +133,12 @@ pub async fn list_jobs(
                     backpressure = backpressure.max(s.backpressure);
                 }
             }
-            JobSummary { job, source_records_per_second: source, sink_records_per_second: sink, backpressure }
+            JobSummary {
+                job: job.into(),
+                source_records_per_second: source,
+                sink_records_per_second: sink,
+                backpressure,
+            }
         })
         .collect();
     Ok(Json(Data { data }))
@@ -228,7 +157,7 @@ pub async fn get_job(
     Path(job_id): Path<String>,
 ) -> Result<Json<JobDetail>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
-    Ok(Json(detail(&server, job)?))
+    Ok(Json(detail(&server, job).await?))
 }
 
 /// Stops a job: its sources stop, a final checkpoint commits every output, and the job
@@ -245,7 +174,7 @@ pub async fn stop_job(
     State(server): State<Arc<Server>>,
     Path(job_id): Path<String>,
 ) -> Result<(StatusCode, Json<JobRecord>), ServerError> {
-    Ok((StatusCode::ACCEPTED, Json(server.jobs.stop(&tenant.id, &job_id)?)))
+    Ok((StatusCode::ACCEPTED, Json(server.jobs.stop(&tenant.id, &job_id).await?.into())))
 }
 
 /// Cancels a job at once (no final checkpoint). `restart` resumes it from its latest
@@ -262,7 +191,7 @@ pub async fn cancel_job(
     State(server): State<Arc<Server>>,
     Path(job_id): Path<String>,
 ) -> Result<Json<JobRecord>, ServerError> {
-    Ok(Json(server.jobs.cancel(&tenant.id, &job_id).await?))
+    Ok(Json(server.jobs.cancel(&tenant.id, &job_id).await?.into()))
 }
 
 /// Restarts a job from its latest checkpoint (a running job is cancelled first).
@@ -279,5 +208,5 @@ pub async fn restart_job(
     State(server): State<Arc<Server>>,
     Path(job_id): Path<String>,
 ) -> Result<Json<JobRecord>, ServerError> {
-    Ok(Json(server.jobs.restart(&tenant, &job_id).await?))
+    Ok(Json(server.jobs.restart(&tenant, &job_id).await?.into()))
 }

@@ -1,16 +1,21 @@
-//! The HTTP API (`/api/v1`), served by axum over a [`Server`]. Flink's nouns, collections as
-//! `{ "data": [...] }`, every error as `{ "error": "..." }` with its status, snake_case
-//! fields. The OpenAPI document (`/api/v1/openapi.json`) is generated from the same route
-//! list that serves the requests.
+//! The HTTP API (`/api/v1`), served by axum over a [`Server`] ([`serve`]). Flink's nouns,
+//! collections as `{ "data": [...] }`, every error as `{ "error": "..." }` with its status
+//! ([`error`]), snake_case fields. The bodies are the types of [`model`]; the OpenAPI
+//! document (`/api/v1/openapi.json`) is generated from them and from the same route list
+//! that serves the requests. Handlers parse the request, call the service
+//! ([`crate::server`]) and convert what it returns; the service never sees HTTP.
 
 // utoipa's expansion of `#[utoipa::path]` over `Query<T>` arguments trips this lint.
 #![allow(unused_qualifications)]
 
 mod auth;
 mod checkpoints;
+pub mod error;
 mod jobs;
+pub mod model;
 mod modules;
 mod savepoints;
+mod serve;
 mod streams;
 mod tenants;
 pub mod ui;
@@ -20,49 +25,21 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::{Deserialize, Serialize};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::{Admin, Caller};
+pub use serve::serve;
 
+use model::{ErrorBody, Health};
+
+use crate::server::ids::printable;
 use crate::server::{Server, ServerError};
-
-/// A collection.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Data<T> {
-    /// The items.
-    pub data: Vec<T>,
-}
-
-/// The body of every error response.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ErrorBody {
-    /// What went wrong, and what to do.
-    pub error: String,
-}
-
-impl IntoResponse for ServerError {
-    fn into_response(self) -> Response {
-        let status = match &self {
-            ServerError::Quota { limit: "max_module_bytes", .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            other => other.status(),
-        };
-        let error = match &self {
-            ServerError::Internal(detail) => {
-                tracing::error!("internal error: {detail}");
-                self.to_string()
-            }
-            other => other.to_string(),
-        };
-        (status, axum::Json(ErrorBody { error })).into_response()
-    }
-}
 
 /// Parses a JSON request body with an error that names the problem. Every body of the API
 /// is a JSON object: other JSON is refused (serde would otherwise take an array for a
@@ -138,7 +115,7 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(jobs::restart_job))
         .routes(routes!(checkpoints::list_checkpoints, checkpoints::trigger_checkpoint))
         .routes(routes!(checkpoints::get_checkpoint))
-        .routes(routes!(savepoints::checkpoint_state))
+        .routes(routes!(checkpoints::checkpoint_state))
         .routes(routes!(savepoints::trigger_savepoint, savepoints::list_job_savepoints))
         .routes(routes!(savepoints::list_savepoints, savepoints::import_savepoint))
         .routes(routes!(savepoints::get_savepoint, savepoints::delete_savepoint))
@@ -170,9 +147,9 @@ pub fn router(server: Arc<Server>) -> Router {
 
 /// Health: the server answers.
 #[utoipa::path(get, path = "/healthz", tag = "service", security(()),
-    responses((status = 200, description = "The server is up", body = Object)))]
-async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({ "status": "ok" }))
+    responses((status = 200, description = "The server is up", body = Health)))]
+async fn health() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok".into() })
 }
 
 /// Prometheus metrics; they name every tenant's jobs, so they need the admin token (a
@@ -185,10 +162,7 @@ async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> impl IntoRespon
 async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
     match ui::file(&method, &uri) {
         Some(file) => file,
-        None => {
-            ServerError::NotFound(format!("no route for {}", crate::server::tenants::printable(uri.path())))
-                .into_response()
-        }
+        None => ServerError::NotFound(format!("no route for {}", printable(uri.path()))).into_response(),
     }
 }
 

@@ -6,31 +6,12 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
-use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
 
-use super::{Caller, Data, ErrorBody};
-use crate::server::registry::Module;
+use super::Caller;
+use super::model::{Data, ErrorBody, Module, UploadForm, UploadQuery};
+use crate::server::registry::ModuleRegistry;
 use crate::server::tenants::Tenant;
 use crate::server::{Server, ServerError};
-
-/// The multipart form of an upload.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct UploadForm {
-    /// The component (`.wasm`).
-    #[schema(value_type = String, format = Binary)]
-    pub file: Vec<u8>,
-    /// Its name (default: the file name without `.wasm`).
-    pub name: Option<String>,
-}
-
-/// Query of a raw upload.
-#[derive(Debug, Deserialize, IntoParams)]
-pub struct UploadQuery {
-    /// The module's name (raw uploads; multipart uploads may give it as a field).
-    pub name: Option<String>,
-}
 
 /// The name a module gets from an uploaded file name: its last path component without
 /// `.wasm`.
@@ -58,7 +39,7 @@ async fn read_multipart(
                 let mut data = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(bad)? {
                     data.extend_from_slice(&chunk);
-                    if let Err(e) = check_size(tenant, data.len() as u64) {
+                    if let Err(e) = ModuleRegistry::check_size(&tenant.quotas, data.len() as u64) {
                         // Read (and drop) the rest of the body, up to the server's request
                         // limit, before answering: a client still sending would otherwise
                         // see a broken connection instead of this answer.
@@ -83,17 +64,6 @@ async fn read_multipart(
     }
     let bytes = bytes.ok_or_else(|| ServerError::BadRequest("the form has no `file` field".into()))?;
     Ok((name, file_name, bytes))
-}
-
-fn check_size(tenant: &Tenant, size: u64) -> Result<(), ServerError> {
-    let max = tenant.quotas.max_module_bytes;
-    if size > max {
-        return Err(ServerError::Quota {
-            limit: "max_module_bytes",
-            message: format!("the module is larger than the tenant's limit of {max} bytes"),
-        });
-    }
-    Ok(())
 }
 
 /// Uploads a module: a `multipart/form-data` body with a `file` field (and optionally
@@ -137,7 +107,7 @@ pub async fn upload_module(
         })?;
         (None, None, bytes)
     };
-    check_size(&tenant, bytes.len() as u64)?;
+    ModuleRegistry::check_size(&tenant.quotas, bytes.len() as u64)?;
     let name = name.or(query.name).or_else(|| file_name.as_deref().map(name_from_file)).ok_or_else(|| {
         ServerError::BadRequest("the module needs a name: a `name` field or `?name=`".into())
     })?;
@@ -145,12 +115,9 @@ pub async fn upload_module(
         return Err(ServerError::BadRequest("the upload is empty".into()));
     }
     server.check_storage(&tenant, bytes.len() as u64)?;
-    let registry = server.modules.clone();
-    let tenant_id = tenant.id.clone();
-    let (module, created) =
-        tokio::task::spawn_blocking(move || registry.upload(&tenant_id, &name, &bytes)).await??;
+    let (module, created) = server.modules.upload(&tenant.id, &name, bytes).await?;
     tracing::info!(tenant = %tenant.id, module = %module.id, name = %module.name, created, "module uploaded");
-    Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(module)))
+    Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(module.into())))
 }
 
 /// Lists the caller's modules.
@@ -162,7 +129,7 @@ pub async fn list_modules(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
 ) -> Result<Json<Data<Module>>, ServerError> {
-    Ok(Json(Data { data: server.modules.list(&tenant.id)? }))
+    Ok(Json(Data::of(server.modules.list(&tenant.id)?)))
 }
 
 /// One module.
@@ -177,7 +144,7 @@ pub async fn get_module(
     State(server): State<Arc<Server>>,
     Path(module_id): Path<String>,
 ) -> Result<Json<Module>, ServerError> {
-    Ok(Json(server.modules.get(&tenant.id, &module_id)?))
+    Ok(Json(server.modules.get(&tenant.id, &module_id)?.into()))
 }
 
 /// Deletes a module no job of the caller's uses (finished jobs do not count).
@@ -193,13 +160,6 @@ pub async fn delete_module(
     State(server): State<Arc<Server>>,
     Path(module_id): Path<String>,
 ) -> Result<StatusCode, ServerError> {
-    server.modules.get(&tenant.id, &module_id)?;
-    if let Some((_, job)) = server.jobs.modules_in_use(&tenant.id)?.into_iter().find(|(m, _)| *m == module_id)
-    {
-        return Err(ServerError::Conflict(format!(
-            "module `{module_id}` is used by job `{job}`; cancel the job (or let it finish) first"
-        )));
-    }
-    server.modules.delete(&tenant.id, &module_id)?;
+    server.delete_module(&tenant.id, &module_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -7,39 +7,11 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
-use super::{Caller, Data, ErrorBody, parse_json};
-use crate::server::streams::{
-    Appended, MAX_MSGPACK_DEPTH, NewRecord, StoredRecord, StreamInfo, check_msgpack_depth, msgpack_to_json,
-};
+use super::model::{AppendBody, Appended, Data, ErrorBody, NewStream, ReadBody, ReadQuery, StreamInfo};
+use super::{Caller, parse_json};
+use crate::server::msgpack::{MAX_MSGPACK_DEPTH, check_msgpack_depth};
 use crate::server::{Server, ServerError};
-
-/// A new stream.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewStream {
-    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
-    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$", min_length = 1, max_length = 100)]
-    pub name: String,
-    /// Its number of partitions (1 to 1024, default 1).
-    #[serde(default = "one")]
-    #[schema(minimum = 1, maximum = 1024)]
-    pub partitions: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// Records to append.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppendBody {
-    /// The records, in order.
-    pub records: Vec<NewRecord>,
-}
 
 /// Most records in one append.
 const MAX_APPEND: usize = 100_000;
@@ -57,8 +29,8 @@ pub async fn create_stream(
     body: Bytes,
 ) -> Result<(StatusCode, Json<StreamInfo>), ServerError> {
     let new: NewStream = parse_json(&body)?;
-    let info = server.streams.create(&tenant.id, &new.name, new.partitions)?;
-    Ok((StatusCode::CREATED, Json(info)))
+    let info = server.streams.create(&tenant.id, &new.name, new.partitions).await?;
+    Ok((StatusCode::CREATED, Json(info.into())))
 }
 
 /// Lists the caller's streams.
@@ -70,7 +42,7 @@ pub async fn list_streams(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
 ) -> Result<Json<Data<StreamInfo>>, ServerError> {
-    Ok(Json(Data { data: server.streams.list(&tenant.id)? }))
+    Ok(Json(Data::of(server.streams.list(&tenant.id)?)))
 }
 
 /// One stream with its end offsets.
@@ -86,7 +58,7 @@ pub async fn get_stream(
     State(server): State<Arc<Server>>,
     Path(name): Path<String>,
 ) -> Result<Json<StreamInfo>, ServerError> {
-    Ok(Json(server.streams.get(&tenant.id, &name)?))
+    Ok(Json(server.streams.get(&tenant.id, &name)?.into()))
 }
 
 /// Appends records: `{"records": [{"key": ..., "value": ..., "timestamp": ..., "partition": ...}]}`
@@ -134,32 +106,9 @@ pub async fn append_records(
         )));
     }
     server.check_storage(&tenant, body.len() as u64)?;
-    let streams_server = server.clone();
-    let tenant_id = tenant.id.clone();
-    let appended =
-        tokio::task::spawn_blocking(move || streams_server.streams.append(&tenant_id, &name, append.records))
-            .await??;
-    Ok((StatusCode::CREATED, Json(Data { data: appended })))
-}
-
-/// What to read.
-#[derive(Debug, Deserialize, IntoParams)]
-pub struct ReadQuery {
-    /// The partition (default 0).
-    pub partition: Option<u32>,
-    /// The first offset (default 0).
-    pub offset: Option<u64>,
-    /// Most records (default 1000, at most 10000).
-    pub limit: Option<usize>,
-}
-
-/// Records read.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ReadBody {
-    /// The records, keys and values decoded from MessagePack to JSON.
-    pub data: Vec<StoredRecord>,
-    /// The offset to read from next.
-    pub next_offset: u64,
+    let records = append.records.into_iter().map(Into::into).collect();
+    let appended = server.streams.append(&tenant.id, &name, records).await?;
+    Ok((StatusCode::CREATED, Json(Data::of(appended))))
 }
 
 /// Reads records of one partition from an offset.
@@ -178,17 +127,7 @@ pub async fn read_records(
 ) -> Result<Json<ReadBody>, ServerError> {
     let partition = query.partition.unwrap_or(0);
     let offset = query.offset.unwrap_or(0);
-    let records = server.streams.read(&tenant.id, &name, partition, offset, query.limit.unwrap_or(1000))?;
-    let next_offset = records.last().map_or(offset, |(o, _)| o + 1);
-    let data = records
-        .into_iter()
-        .map(|(o, r)| StoredRecord {
-            partition,
-            offset: o,
-            key: msgpack_to_json(&r.key),
-            value: msgpack_to_json(&r.value),
-            timestamp: r.timestamp,
-        })
-        .collect();
-    Ok(Json(ReadBody { data, next_offset }))
+    let records =
+        server.streams.read(&tenant.id, &name, partition, offset, query.limit.unwrap_or(1000)).await?;
+    Ok(Json(records.into()))
 }

@@ -6,61 +6,11 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use super::{Admin, Caller, Data, ErrorBody, parse_json};
-use crate::server::tenants::{Quotas, Tenant, check_hex_id};
+use super::model::{Data, ErrorBody, NewTenant, Quotas, Tenant, TenantView, TenantWithToken, TokenBody};
+use super::{Admin, Caller, parse_json};
+use crate::server::ids::check_hex_id;
 use crate::server::{Server, ServerError};
-
-/// A new tenant.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewTenant {
-    /// Its name: 1 to 128 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
-    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$", min_length = 1, max_length = 128)]
-    pub name: String,
-    /// Its quotas (default: the server's `default_quotas`).
-    #[serde(default)]
-    pub quotas: Option<Quotas>,
-}
-
-/// A tenant with a token.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TenantWithToken {
-    /// The tenant.
-    pub tenant: Tenant,
-    /// A bearer token for it. It is shown only now; the server keeps only its hash.
-    pub token: String,
-}
-
-/// A token.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TokenBody {
-    /// A bearer token. It is shown only now; the server keeps only its hash.
-    pub token: String,
-}
-
-/// What a tenant uses of its quotas.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Usage {
-    /// Jobs that count against `max_jobs`.
-    pub jobs: u32,
-    /// Their subtasks.
-    pub subtasks: u32,
-    /// Bytes stored.
-    pub storage_bytes: u64,
-}
-
-/// The caller's tenant, its quotas and usage.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TenantView {
-    /// The tenant.
-    #[serde(flatten)]
-    pub tenant: Tenant,
-    /// Its usage.
-    pub usage: Usage,
-}
 
 /// Creates a tenant and its first token.
 #[utoipa::path(post, path = "/api/v1/tenants", tag = "tenants", request_body = NewTenant,
@@ -76,10 +26,10 @@ pub async fn create_tenant(
     body: Bytes,
 ) -> Result<(StatusCode, Json<TenantWithToken>), ServerError> {
     let new: NewTenant = parse_json(&body)?;
-    let quotas = new.quotas.unwrap_or_else(|| server.config.default_quotas.clone());
-    let (tenant, token) = server.tenants.create(&new.name, quotas)?;
+    let quotas = new.quotas.map_or_else(|| server.config.default_quotas.clone(), Into::into);
+    let (tenant, token) = server.tenants.create(&new.name, quotas).await?;
     tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
-    Ok((StatusCode::CREATED, Json(TenantWithToken { tenant, token })))
+    Ok((StatusCode::CREATED, Json(TenantWithToken { tenant: tenant.into(), token })))
 }
 
 /// Lists the tenants.
@@ -92,7 +42,7 @@ pub async fn list_tenants(
     _: Admin,
     State(server): State<Arc<Server>>,
 ) -> Result<Json<Data<Tenant>>, ServerError> {
-    Ok(Json(Data { data: server.tenants.list()? }))
+    Ok(Json(Data::of(server.tenants.list()?)))
 }
 
 /// One tenant.
@@ -109,7 +59,7 @@ pub async fn get_tenant(
     Path(tenant_id): Path<String>,
 ) -> Result<Json<Tenant>, ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
-    Ok(Json(server.tenants.get(&tenant_id)?))
+    Ok(Json(server.tenants.get(&tenant_id)?.into()))
 }
 
 /// Replaces a tenant's quotas.
@@ -129,7 +79,7 @@ pub async fn set_quotas(
 ) -> Result<Json<Tenant>, ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
     let quotas: Quotas = parse_json(&body)?;
-    Ok(Json(server.tenants.set_quotas(&tenant_id, quotas)?))
+    Ok(Json(server.tenants.set_quotas(&tenant_id, quotas.into()).await?.into()))
 }
 
 /// Issues another token for a tenant.
@@ -146,7 +96,7 @@ pub async fn issue_token(
     Path(tenant_id): Path<String>,
 ) -> Result<(StatusCode, Json<TokenBody>), ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
-    let token = server.tenants.issue_token(&tenant_id)?;
+    let token = server.tenants.issue_token(&tenant_id).await?;
     Ok((StatusCode::CREATED, Json(TokenBody { token })))
 }
 
@@ -159,12 +109,6 @@ pub async fn whoami(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
 ) -> Result<Json<TenantView>, ServerError> {
-    let holding: Vec<_> =
-        server.jobs.list(&tenant.id)?.into_iter().filter(|j| j.status.holds_quota()).collect();
-    let usage = Usage {
-        jobs: holding.len() as u32,
-        subtasks: holding.iter().map(|j| j.subtasks).sum(),
-        storage_bytes: server.storage_usage(&tenant.id)?,
-    };
-    Ok(Json(TenantView { tenant, usage }))
+    let usage = server.usage(&tenant.id)?;
+    Ok(Json(TenantView { tenant: tenant.into(), usage: usage.into() }))
 }

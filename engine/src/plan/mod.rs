@@ -6,7 +6,7 @@ mod planner;
 mod spec;
 
 pub use error::PlanError;
-pub use planner::{ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
+pub use planner::{LoadError, ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
 pub use spec::{
     CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings, Settings,
 };

@@ -10,8 +10,12 @@ use crate::guest::OperatorModule;
 /// Resolves the `module` reference of an operator node to a compiled module.
 pub trait ModuleLoader {
     /// Loads (or fetches from a cache) the module named by `reference`.
-    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String>;
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, LoadError>;
 }
+
+/// Why a loader could not load a module: its own error type, whose message the plan
+/// error carries.
+pub type LoadError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a node runs.
 #[derive(Clone)]
@@ -244,7 +248,7 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
                 let reference = n.module.as_deref().ok_or_else(|| shape("an operator needs a `module`"))?;
                 let module = modules
                     .load(reference)
-                    .map_err(|message| PlanError::Module { node: n.id.clone(), message })?;
+                    .map_err(|e| PlanError::Module { node: n.id.clone(), message: e.to_string() })?;
                 NodeBody::Operator { module, config: n.config.to_string() }
             }
         };

@@ -22,6 +22,18 @@ const KEYS: [&str; 8] = [
     "max_instance_memory_mb",
 ];
 
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config file given does not exist.
+    #[error("the config file {} does not exist", .0.display())]
+    NoFile(PathBuf),
+    /// A value is missing, of the wrong type, or a key is unknown.
+    #[error("invalid configuration: {0}")]
+    Invalid(Box<figment::Error>),
+}
+
 /// How `weir serve` runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -79,11 +91,11 @@ impl ServerConfig {
     }
 
     /// Defaults, merged with `file` (TOML) when given, then with `WEIR_*` variables.
-    pub fn load(file: Option<&Path>) -> Result<Self, String> {
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(ServerConfig::default()));
         if let Some(file) = file {
             if !file.exists() {
-                return Err(format!("the config file {} does not exist", file.display()));
+                return Err(ConfigError::NoFile(file.to_path_buf()));
             }
             figment = figment.merge(Toml::file(file));
         }
@@ -93,6 +105,6 @@ impl ServerConfig {
             KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
         });
         figment = figment.merge(env);
-        figment.extract().map_err(|e| format!("invalid configuration: {e}"))
+        figment.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))
     }
 }

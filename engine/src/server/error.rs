@@ -1,10 +1,7 @@
-//! The one error type of the server: every failure a request can meet, with the HTTP status
-//! it answers with.
+//! The one error type of the server: every failure a request can meet. Each variant says
+//! what went wrong; the API (`crate::api::error`) maps it to an HTTP status.
 
-use axum::http::StatusCode;
-
-/// Why a request failed. The message is a sentence for the user; [`ServerError::status`]
-/// is the HTTP status.
+/// Why a request failed. The message is a sentence for the user.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServerError {
@@ -44,21 +41,6 @@ pub enum ServerError {
 }
 
 impl ServerError {
-    /// The HTTP status of this error.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ServerError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ServerError::NotFound(_) => StatusCode::NOT_FOUND,
-            ServerError::Conflict(_) => StatusCode::CONFLICT,
-            ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ServerError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ServerError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
     /// An internal error from anything displayable.
     pub fn internal(e: impl std::fmt::Display) -> Self {
         ServerError::Internal(e.to_string())

@@ -10,16 +10,20 @@ use std::time::{Duration, Instant};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
-use utoipa::ToSchema;
 use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
+use crate::clock::unix_ms;
+mod admission;
+
+use admission::{TenantModules, apply_quota_settings, scope_spec};
+
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
+use super::ids::{check_hex_id, new_id};
 use super::registry::ModuleRegistry;
-use super::streams::internal_stream_name;
 use super::telemetry::Telemetry;
-use super::tenants::{Quotas, Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
-use crate::guest::OperatorModule;
-use crate::plan::{JobSpec, ModuleLoader, NodeKind, Plan, Settings};
+use super::tenants::Tenant;
+use crate::plan::{JobSpec, Plan};
 use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
 use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
 
@@ -30,7 +34,7 @@ const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("wei
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// Running (restored from its latest checkpoint if it had one).
@@ -75,7 +79,7 @@ impl JobStatus {
 }
 
 /// A job as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
     /// Its id (32 hex digits).
     pub id: String,
@@ -113,7 +117,7 @@ struct StoredJob {
 }
 
 /// Live figures of one subtask.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SubtaskLive {
     /// Subtask index.
     pub subtask: u32,
@@ -173,21 +177,6 @@ impl std::fmt::Debug for JobManager {
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
     ServerError::internal(e)
-}
-
-/// Resolves module references for one tenant and remembers what they resolved to.
-struct TenantModules<'a> {
-    registry: &'a ModuleRegistry,
-    tenant: &'a str,
-    resolved: Mutex<BTreeMap<String, String>>,
-}
-
-impl ModuleLoader for TenantModules<'_> {
-    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String> {
-        let (module, id) = self.registry.resolve(self.tenant, reference)?;
-        self.resolved.lock().expect("resolved lock").insert(reference.to_string(), id);
-        Ok(module)
-    }
 }
 
 impl JobManager {
@@ -350,8 +339,8 @@ impl JobManager {
             name: spec.name.clone(),
             status: JobStatus::Running,
             error: None,
-            created_ms: weir_now_ms(),
-            start_ms: Some(weir_now_ms()),
+            created_ms: unix_ms(),
+            start_ms: Some(unix_ms()),
             end_ms: None,
             restarts: 0,
             subtasks: plan.subtask_count(),
@@ -590,7 +579,7 @@ impl JobManager {
             running.remove(id);
         }
         let outcome = self.update(tenant, id, |j| {
-            j.end_ms = Some(weir_now_ms());
+            j.end_ms = Some(unix_ms());
             match &result {
                 Ok(report) if report.stopped && !report.drained => j.status = JobStatus::Stopped,
                 Ok(_) => {
@@ -615,8 +604,9 @@ impl JobManager {
     }
 
     /// Asks job `id` to stop at a final checkpoint.
-    pub fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
-        self.stop_with(tenant, id, StopMode::Suspend, false)
+    pub async fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
+        tokio::task::spawn_blocking(move || this.stop_with(&tenant, &id, StopMode::Suspend, false)).await?
     }
 
     /// Asks job `id` to stop as `mode` says, pinning the final checkpoint with `pin` (a
@@ -679,7 +669,7 @@ impl JobManager {
         let job = self.update(tenant, id, |j| {
             if j.status.holds_quota() {
                 j.status = JobStatus::Canceled;
-                j.end_ms = Some(weir_now_ms());
+                j.end_ms = Some(unix_ms());
             }
         })?;
         tracing::info!(tenant = %tenant, job = %id, "job canceled");
@@ -705,7 +695,7 @@ impl JobManager {
         let job = self.update(&tenant.id, id, |j| {
             j.status = JobStatus::Running;
             j.error = None;
-            j.start_ms = Some(weir_now_ms());
+            j.start_ms = Some(unix_ms());
             j.end_ms = None;
         })?;
         tracing::info!(tenant = %tenant.id, job = %id, "job restarted");
@@ -746,7 +736,7 @@ impl JobManager {
                     let stopping = job.status == JobStatus::Stopping;
                     let job = self.update(&job.tenant, &job.id, |j| {
                         j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
-                        j.start_ms = Some(weir_now_ms());
+                        j.start_ms = Some(unix_ms());
                     })?;
                     tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
                     self.start(&job, plan);
@@ -781,110 +771,4 @@ fn decode_job(bytes: &[u8]) -> ServerResult<JobRecord> {
     let mut record = stored.record;
     record.tenant = stored.tenant;
     Ok(record)
-}
-
-/// Confines a spec to its tenant: stream names are the tenant's own, file connectors (paths
-/// on the server's disk) are refused.
-fn scope_spec(tenant: &str, spec: &mut JobSpec, store: &Store) -> ServerResult<()> {
-    for node in &mut spec.nodes {
-        let Some(connector) = node.connector.as_deref() else { continue };
-        match connector {
-            "file" => {
-                return Err(ServerError::BadRequest(format!(
-                    "node `{}`: the file connector reads and writes the server's disk and is not available to \
-                     jobs submitted over the API; use a stream",
-                    node.id
-                )));
-            }
-            "stream" => {
-                let name = node.config.get("stream").and_then(|s| s.as_str()).ok_or_else(|| {
-                    ServerError::BadRequest(format!(
-                        "node `{}`: the stream connector needs `stream` (a name)",
-                        node.id
-                    ))
-                })?;
-                let internal = internal_stream_name(tenant, name)?;
-                let partitions = node.config.get("partitions").and_then(|p| p.as_u64());
-                match (store.stream_partitions(&internal), partitions) {
-                    (Ok(_), _) => {}
-                    // A sink that creates its stream: create it now, so that it can be read
-                    // as soon as the job exists.
-                    (Err(_), Some(p)) if node.kind == NodeKind::Sink => {
-                        let p = u32::try_from(p).map_err(|_| {
-                            ServerError::BadRequest(format!(
-                                "node `{}`: partitions {p} is out of range",
-                                node.id
-                            ))
-                        })?;
-                        store.create_stream(&internal, p).map_err(|e| {
-                            ServerError::BadRequest(format!(
-                                "node `{}`: {}",
-                                node.id,
-                                e.to_string().replace(&internal, name)
-                            ))
-                        })?;
-                    }
-                    (Err(_), _) => {
-                        return Err(ServerError::BadRequest(format!(
-                            "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams){}",
-                            node.id,
-                            if node.kind == NodeKind::Sink { " or give the sink `partitions`" } else { "" }
-                        )));
-                    }
-                }
-                node.config["stream"] = serde_json::Value::String(internal);
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Holds a job's per-instance limits to the tenant's quotas. A default setting above the
-/// quota is lowered to it; one the spec asked for is refused (`strict`).
-fn apply_quota_settings(quotas: &Quotas, settings: &mut Settings, strict: bool) -> ServerResult<()> {
-    let defaults = Settings::default();
-    hold(
-        &mut settings.memory_limit_mb,
-        defaults.memory_limit_mb,
-        quotas.max_memory_mb,
-        strict,
-        "max_memory_mb",
-        |asked, max| {
-            format!(
-                "the job asks for {asked} MiB per operator instance (memory_limit_mb); the tenant may use {max}"
-            )
-        },
-    )?;
-    hold(
-        &mut settings.cpu_limit_ms,
-        defaults.cpu_limit_ms,
-        quotas.max_cpu_ms,
-        strict,
-        "max_cpu_ms",
-        |asked, max| {
-            format!(
-                "the job asks for {asked} ms of CPU per guest call (cpu_limit_ms); the tenant may use {max}"
-            )
-        },
-    )
-}
-
-/// Holds one setting to its quota (see [`apply_quota_settings`]).
-fn hold(
-    value: &mut u64,
-    default: u64,
-    max: u64,
-    strict: bool,
-    limit: &'static str,
-    message: impl FnOnce(u64, u64) -> String,
-) -> ServerResult<()> {
-    if *value <= max {
-        Ok(())
-    } else if *value == default || !strict {
-        *value = max;
-        Ok(())
-    } else {
-        Err(ServerError::Quota { limit, message: message(*value, max) })
-    }
 }

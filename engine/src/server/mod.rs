@@ -1,31 +1,38 @@
-//! The Weir server: tenants, their modules, jobs and streams, behind the HTTP API
-//! ([`crate::api`]). Everything lives in one data directory: the store (`weir.redb`: tenants,
-//! token hashes, modules, jobs, checkpoints, state, streams), the uploaded module bytes
-//! (`modules/`) and the compiled-module cache (`module-cache/`).
+//! The Weir server: the service behind the HTTP API (`crate::api`, which depends on this
+//! module, never the reverse): tenants, their modules, jobs, checkpoints, savepoints and
+//! streams. Everything lives in one data directory: the store (`weir.redb`: tenants, token
+//! hashes, modules, jobs, checkpoints, state, streams), the uploaded module bytes
+//! (`modules/`) and the compiled-module cache (`module-cache/`). Work that blocks (store
+//! transactions of some size, compiling, copying state) runs on tokio's blocking pool inside
+//! the service's async methods.
 
+pub mod checkpoints;
+pub(crate) mod codec;
 pub mod config;
-pub mod demo;
 pub mod error;
+pub mod ids;
 pub mod jobs;
+pub mod msgpack;
 pub mod registry;
 pub mod savepoints;
+pub mod state;
 pub mod streams;
 pub mod telemetry;
 pub mod tenants;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use weir_store::Store;
 
-pub use config::ServerConfig;
+pub use config::{ConfigError, ServerConfig};
 pub use error::{ServerError, ServerResult};
 
 use crate::guest::GuestHost;
-use jobs::JobManager;
+use checkpoints::Checkpoints;
+use jobs::{JobManager, JobRecord};
 use registry::ModuleRegistry;
-use savepoints::Savepoints;
+use savepoints::{SavepointRecord, Savepoints};
 use streams::Streams;
 use telemetry::Telemetry;
 use tenants::{Tenant, Tenants};
@@ -45,6 +52,8 @@ pub struct Server {
     pub modules: ModuleRegistry,
     /// Jobs.
     pub jobs: JobManager,
+    /// Checkpoints of the jobs.
+    pub checkpoints: Checkpoints,
     /// Savepoints.
     pub savepoints: Savepoints,
     /// Streams.
@@ -76,7 +85,8 @@ impl Server {
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?;
         let jobs = JobManager::open(&store, modules.clone(), telemetry.clone())?;
         let streams = Streams::open(&store)?;
-        let savepoints = Savepoints::open(&store, jobs.clone())?;
+        let checkpoints = Checkpoints::new(&store, jobs.clone());
+        let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
         let server = Arc::new(Server {
             config,
@@ -85,6 +95,7 @@ impl Server {
             tenants,
             modules,
             jobs,
+            checkpoints,
             savepoints,
             streams,
             telemetry,
@@ -125,38 +136,56 @@ impl Server {
         }
         Ok(())
     }
-}
 
-/// Runs the server until Ctrl-C or SIGTERM. `ready` gets the bound address (port 0 picks
-/// one).
-pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    let listener = tokio::net::TcpListener::bind(&server.config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", server.config.listen))?;
-    let address = listener.local_addr()?;
-    ready(address);
-    let app = crate::api::router(server.clone());
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
-    server.jobs.abort_all();
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    /// What `tenant` uses of its quotas.
+    pub fn usage(&self, tenant: &str) -> ServerResult<Usage> {
+        let holding: Vec<JobRecord> =
+            self.jobs.list(tenant)?.into_iter().filter(|j| j.status.holds_quota()).collect();
+        Ok(Usage {
+            jobs: holding.len() as u32,
+            subtasks: holding.iter().map(|j| j.subtasks).sum(),
+            storage_bytes: self.storage_usage(tenant)?,
+        })
     }
-    tracing::info!("shutting down");
+
+    /// Deletes module `id` of `tenant`, which no job of the tenant that may still run uses
+    /// (finished jobs do not count).
+    pub async fn delete_module(&self, tenant: &str, id: &str) -> ServerResult<()> {
+        self.modules.get(tenant, id)?;
+        if let Some((_, job)) = self.jobs.modules_in_use(tenant)?.into_iter().find(|(m, _)| m == id) {
+            return Err(ServerError::Conflict(format!(
+                "module `{id}` is used by job `{job}`; cancel the job (or let it finish) first"
+            )));
+        }
+        let (modules, tenant, id) = (self.modules.clone(), tenant.to_string(), id.to_string());
+        tokio::task::spawn_blocking(move || modules.delete(&tenant, &id)).await?
+    }
+
+    /// Imports a savepoint file arriving as `chunks` for `tenant`, held to its storage quota
+    /// (see [`Savepoints::import`]).
+    pub async fn import_savepoint<E: std::fmt::Display>(
+        &self,
+        tenant: &Tenant,
+        chunks: impl futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    ) -> ServerResult<SavepointRecord> {
+        let used = self.storage_usage(&tenant.id)?;
+        let room = tenant.quotas.max_storage_bytes.saturating_sub(used);
+        let record = self.savepoints.import(tenant, room, chunks).await?;
+        if let Err(e) = self.check_storage(tenant, 0) {
+            self.savepoints.delete(&tenant.id, &record.id).await?;
+            return Err(e);
+        }
+        Ok(record)
+    }
+}
+
+/// What a tenant uses of its quotas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Jobs that count against `max_jobs` (running, restarting, stopping or stopped).
+    pub jobs: u32,
+    /// Their subtasks.
+    pub subtasks: u32,
+    /// Bytes stored.
+    pub storage_bytes: u64,
 }

@@ -9,18 +9,20 @@ use std::sync::Arc;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 use weir_store::Store;
 
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
-use super::tenants::{check_hex_id, check_name, decode_record, encode_record, printable, weir_now_ms};
+use super::ids::{check_hex_id, check_name, printable};
+use super::tenants::Quotas;
+use crate::clock::unix_ms;
 use crate::guest::{GuestHost, OperatorModule};
 
 /// (tenant, module id) → module record (JSON).
 const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
 
 /// An uploaded module.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Module {
     /// The SHA-256 of its bytes (64 hex digits): its id.
     pub id: String,
@@ -66,10 +68,33 @@ impl ModuleRegistry {
         self.dir.join(format!("{id}.wasm"))
     }
 
-    /// Validates, compiles and stores `bytes` as module `name` of `tenant`. Returns the module
-    /// and whether it is new for the tenant (an identical upload returns the existing one).
-    /// Blocking: compiles.
-    pub fn upload(&self, tenant: &str, name: &str, bytes: &[u8]) -> ServerResult<(Module, bool)> {
+    /// Fails with the `max_module_bytes` quota error when a module of `size` bytes is larger
+    /// than `quotas` allow (checked while an upload arrives, too).
+    pub fn check_size(quotas: &Quotas, size: u64) -> ServerResult<()> {
+        let max = quotas.max_module_bytes;
+        if size > max {
+            return Err(ServerError::Quota {
+                limit: "max_module_bytes",
+                message: format!("the module is larger than the tenant's limit of {max} bytes"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates, compiles and stores `bytes` as module `name` of `tenant` (on the blocking
+    /// pool: it compiles). Returns the module and whether it is new for the tenant (an
+    /// identical upload returns the existing one).
+    pub async fn upload(
+        &self,
+        tenant: &str,
+        name: &str,
+        bytes: impl AsRef<[u8]> + Send + 'static,
+    ) -> ServerResult<(Module, bool)> {
+        let (registry, tenant, name) = (self.clone(), tenant.to_string(), name.to_string());
+        tokio::task::spawn_blocking(move || registry.upload_blocking(&tenant, &name, bytes.as_ref())).await?
+    }
+
+    fn upload_blocking(&self, tenant: &str, name: &str, bytes: &[u8]) -> ServerResult<(Module, bool)> {
         check_name("module", name)?;
         let id = hex::encode(Sha256::digest(bytes));
         if let Ok(mut existing) = self.get(tenant, &id) {
@@ -96,13 +121,8 @@ impl ModuleRegistry {
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .map_err(|e| ServerError::Internal(format!("cannot store module: {e}")))?;
         }
-        let module = Module {
-            id,
-            name: name.to_string(),
-            size: bytes.len() as u64,
-            created_ms: weir_now_ms(),
-            exports,
-        };
+        let module =
+            Module { id, name: name.to_string(), size: bytes.len() as u64, created_ms: unix_ms(), exports };
         self.put(tenant, &module)?;
         Ok((module, true))
     }
@@ -150,7 +170,7 @@ impl ModuleRegistry {
 
     /// Removes module `id` of `tenant` (the caller checked that no job uses it); its bytes go
     /// when no tenant has it any more.
-    pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+    pub(crate) fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
         let _files = self.files.lock().expect("module files lock");
         let txn = self.store.database().begin_write().map_err(db_err)?;
@@ -179,29 +199,34 @@ impl ModuleRegistry {
     /// Resolves a job's module reference for `tenant`: a module id, the name of an uploaded
     /// module (the latest upload), or `builtin:<name>`. Returns the compiled module and the
     /// id it resolved to. Blocking (may compile after a restart).
-    pub fn resolve(&self, tenant: &str, reference: &str) -> Result<(Arc<OperatorModule>, String), String> {
+    pub fn resolve(&self, tenant: &str, reference: &str) -> ServerResult<(Arc<OperatorModule>, String)> {
+        let refused = |e: crate::guest::GuestError| ServerError::BadRequest(e.to_string());
         if let Some(name) = reference.strip_prefix("builtin:") {
             let bytes = crate::builtin::get(name).ok_or_else(|| {
                 let known: Vec<_> = crate::builtin::names().collect();
-                format!("unknown module `{}` (builtin modules: {})", printable(reference), known.join(", "))
+                ServerError::BadRequest(format!(
+                    "unknown module `{}` (builtin modules: {})",
+                    printable(reference),
+                    known.join(", ")
+                ))
             })?;
-            let module = self.host.load(reference, bytes).map_err(|e| e.to_string())?;
+            let module = self.host.load(reference, bytes).map_err(refused)?;
             return Ok((module, reference.to_string()));
         }
-        let modules = self.list(tenant).map_err(|e| e.to_string())?;
+        let modules = self.list(tenant)?;
         let found = modules
             .iter()
             .find(|m| m.id == reference)
             .or_else(|| modules.iter().rev().find(|m| m.name == reference))
             .ok_or_else(|| {
-                format!(
+                ServerError::BadRequest(format!(
                     "unknown module `{}`: upload it first (POST /api/v1/modules), or use a module id or builtin:<name>",
                     printable(reference)
-                )
+                ))
             })?;
         let bytes = std::fs::read(self.path(&found.id))
-            .map_err(|e| format!("module `{}` cannot be read: {e}", found.id))?;
-        let module = self.host.load(&found.name, &bytes).map_err(|e| e.to_string())?;
+            .map_err(|e| ServerError::Internal(format!("module `{}` cannot be read: {e}", found.id)))?;
+        let module = self.host.load(&found.name, &bytes).map_err(refused)?;
         Ok((module, found.id.clone()))
     }
 }

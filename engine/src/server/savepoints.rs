@@ -7,15 +7,22 @@
 //! says who owns it and how it came to be; the store holds the copied state under the same
 //! id. Retention never removes a savepoint; only `delete` does.
 
+mod transfer;
+
+use std::path::PathBuf;
+
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
-use utoipa::ToSchema;
 use weir_store::{CheckpointStatus, CheckpointStorage as _, SavepointInfo, Store};
 
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
+use super::ids::{check_hex_id, new_id, printable};
 use super::jobs::{JobManager, JobStatus};
-use super::tenants::{Tenant, check_hex_id, decode_record, encode_record, new_id, weir_now_ms};
+use super::state::{StatePage, StateQuery, page};
+use super::tenants::Tenant;
+use crate::clock::unix_ms;
 use crate::runtime::{JobEvent, StopMode};
 use crate::savepoint::Description;
 
@@ -23,7 +30,7 @@ use crate::savepoint::Description;
 const SAVEPOINTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.savepoint_records");
 
 /// What happens to the job when its savepoint is taken.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SavepointMode {
     /// The job keeps running (the savepoint copies an extra checkpoint).
@@ -51,7 +58,7 @@ impl SavepointMode {
 }
 
 /// Where a savepoint is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SavepointStatus {
     /// Its checkpoint is being taken or copied.
@@ -63,7 +70,7 @@ pub enum SavepointStatus {
 }
 
 /// A savepoint of a tenant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavepointRecord {
     /// Its id (32 hex digits).
     pub id: String,
@@ -119,6 +126,8 @@ fn decode(bytes: &[u8]) -> ServerResult<SavepointRecord> {
 pub struct Savepoints {
     store: Store,
     jobs: JobManager,
+    /// Where uploads are spooled before they are imported.
+    tmp: PathBuf,
 }
 
 impl std::fmt::Debug for Savepoints {
@@ -132,11 +141,12 @@ impl Savepoints {
     /// that went down fail now ("interrupted"), and every pinned checkpoint is unpinned: no
     /// savepoint is in progress when the server starts, so every pin is left over (also one
     /// set just before a crash, when its savepoint had no record of it yet).
-    pub fn open(store: &Store, jobs: JobManager) -> ServerResult<Self> {
+    /// Uploads are spooled to `tmp`.
+    pub fn open(store: &Store, jobs: JobManager, tmp: PathBuf) -> ServerResult<Self> {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(SAVEPOINTS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
-        let savepoints = Savepoints { store: store.clone(), jobs };
+        let savepoints = Savepoints { store: store.clone(), jobs, tmp };
         for (job, checkpoint) in store.pinned()? {
             store.unpin(&job, checkpoint)?;
         }
@@ -147,7 +157,7 @@ impl Savepoints {
                 savepoints.update(&record.tenant, &record.id, |r| {
                     r.status = SavepointStatus::Failed;
                     r.error = Some("interrupted: the server stopped before the savepoint completed".into());
-                    r.completed_ms = Some(weir_now_ms());
+                    r.completed_ms = Some(unix_ms());
                 })?;
             }
         }
@@ -276,7 +286,7 @@ impl Savepoints {
             status: SavepointStatus::Pending,
             checkpoint: None,
             error: None,
-            created_ms: weir_now_ms(),
+            created_ms: unix_ms(),
             completed_ms: None,
             bytes: 0,
             entries: 0,
@@ -491,7 +501,7 @@ impl Savepoints {
             Err(_) => None,
         };
         let result = self.update(tenant, &record.id, |r| {
-            r.completed_ms = Some(weir_now_ms());
+            r.completed_ms = Some(unix_ms());
             match (&outcome, info) {
                 (Ok(checkpoint), Some(info)) => {
                     r.status = SavepointStatus::Completed;
@@ -519,8 +529,14 @@ impl Savepoints {
         }
     }
 
-    /// Disposes of savepoint `id`: its state and its record. A pending one cannot be.
-    pub fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+    /// Disposes of savepoint `id` of `tenant`: its state and its record. A pending one
+    /// cannot be.
+    pub async fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
+        let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
+        tokio::task::spawn_blocking(move || this.delete_blocking(&tenant, &id)).await?
+    }
+
+    fn delete_blocking(&self, tenant: &str, id: &str) -> ServerResult<()> {
         let record = self.get(tenant, id)?;
         if record.status == SavepointStatus::Pending {
             return Err(ServerError::Conflict(format!(
@@ -535,45 +551,40 @@ impl Savepoints {
         Ok(())
     }
 
-    /// Stores an exported savepoint file read from `input` as a new savepoint of `tenant`.
-    /// Blocking: run it on the blocking pool.
-    pub fn import(&self, tenant: &str, input: &mut dyn std::io::Read) -> ServerResult<SavepointRecord> {
-        let id = new_id(16);
-        let info = self.store.import_savepoint(input, &id, tenant)?;
-        let description = match Description::read(&info) {
-            Ok(d) => d,
-            Err(e) => {
-                self.store.delete_savepoint(&id)?;
-                return Err(ServerError::BadRequest(format!("not a usable savepoint file: {e}")));
+    /// A page of the state of `operator` in completed savepoint `id` of `tenant`.
+    pub async fn state(
+        &self,
+        tenant: &str,
+        id: &str,
+        operator: &str,
+        query: StateQuery,
+    ) -> ServerResult<StatePage> {
+        let info = self.completed(tenant, id)?;
+        let (store, operator) = (self.store.clone(), operator.to_string());
+        tokio::task::spawn_blocking(move || {
+            if !store.savepoint_operators(&info.id)?.contains(&operator)
+                && !described_node(&info.description, &operator)
+            {
+                return Err(ServerError::NotFound(format!(
+                    "savepoint `{}` has no operator `{}`",
+                    info.id,
+                    printable(&operator)
+                )));
             }
-        };
-        let record = SavepointRecord {
-            id: info.id.clone(),
-            tenant: tenant.to_string(),
-            job: info.job.clone(),
-            job_name: description.job_name.clone(),
-            mode: None,
-            status: SavepointStatus::Completed,
-            checkpoint: Some(info.checkpoint),
-            error: None,
-            created_ms: weir_now_ms(),
-            completed_ms: Some(weir_now_ms()),
-            bytes: info.bytes,
-            entries: info.entries,
-            origin: info.origin.clone(),
-            description: Some(description),
-        };
-        if let Err(e) = self.put(&record) {
-            let _ = self.store.delete_savepoint(&id);
-            return Err(e);
-        }
-        tracing::info!(tenant = %tenant, savepoint = %id, origin = ?info.origin, "savepoint imported");
-        Ok(record)
+            let scopes = store.savepoint_scopes(&info.id, &operator)?;
+            page(operator.clone(), &scopes, &query, |scope| {
+                store.read_savepoint_scope(&info.id, &operator, scope)
+            })
+        })
+        .await?
     }
+}
 
-    /// Writes completed savepoint `id` of `tenant` as one portable file to `out`. Blocking.
-    pub fn export(&self, tenant: &str, id: &str, out: &mut dyn std::io::Write) -> ServerResult<u64> {
-        self.completed(tenant, id)?;
-        Ok(self.store.export_savepoint(id, out)?)
-    }
+/// Whether a savepoint's description names node `operator` (a node without state has no
+/// rows, yet is part of the savepoint).
+fn described_node(description: &serde_json::Value, operator: &str) -> bool {
+    description
+        .get("nodes")
+        .and_then(|n| n.as_array())
+        .is_some_and(|nodes| nodes.iter().any(|n| n.get("id").and_then(|i| i.as_str()) == Some(operator)))
 }

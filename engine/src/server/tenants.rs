@@ -1,14 +1,14 @@
 //! Tenants, their tokens and quotas. Tokens are random and stored only as SHA-256 hashes;
 //! a request's bearer token is hashed and looked up.
 
-use rand::RngCore as _;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 use weir_store::Store;
 
+use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
+use super::ids::{check_name, new_id, new_token, printable, token_hash};
+use crate::clock::unix_ms;
 
 /// tenant id → tenant record (JSON).
 const TENANTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("weir.tenants");
@@ -16,7 +16,7 @@ const TENANTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("weir.ten
 const TOKENS: TableDefinition<'_, &str, &str> = TableDefinition::new("weir.tokens");
 
 /// What one tenant may use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Quotas {
     /// Jobs not yet ended (running, restarting, stopping, stopped).
@@ -47,7 +47,7 @@ impl Default for Quotas {
 }
 
 /// A tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tenant {
     /// Its id (16 hex digits).
     pub id: String,
@@ -65,64 +65,6 @@ pub struct Tenants {
     store: Store,
 }
 
-/// A fresh random token: `weir_` and 64 hex digits.
-pub fn new_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    format!("weir_{}", hex::encode(bytes))
-}
-
-/// A fresh random id of `bytes` bytes, in hex.
-pub fn new_id(bytes: usize) -> String {
-    let mut b = vec![0u8; bytes];
-    rand::thread_rng().fill_bytes(&mut b);
-    hex::encode(b)
-}
-
-/// The stored form of a token.
-fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-/// Checks an id of `len` lowercase hex digits (ids from URLs are checked before use).
-pub fn check_hex_id(what: &str, id: &str, len: usize) -> ServerResult<()> {
-    if id.len() == len && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        Ok(())
-    } else {
-        Err(ServerError::NotFound(format!(
-            "no {what} `{}` (a {what} id is {len} lowercase hex digits)",
-            printable(id)
-        )))
-    }
-}
-
-/// A user-supplied string, shortened and with control characters escaped, for messages.
-pub fn printable(s: &str) -> String {
-    let short: String = s.chars().take(80).collect();
-    let mut out = short.escape_debug().to_string();
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
-}
-
-/// Checks a name (tenant, module): 1 to 128 characters of `A-Z a-z 0-9 . _ -`, not
-/// starting with `.`.
-pub fn check_name(what: &str, name: &str) -> ServerResult<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ServerError::BadRequest(format!(
-            "invalid {what} name `{}` (allowed: 1 to 128 characters of A-Z a-z 0-9 . _ -, not starting with '.')",
-            printable(name)
-        )))
-    }
-}
-
 impl Tenants {
     /// The registry in `store` (creates its tables).
     pub fn open(store: &Store) -> ServerResult<Self> {
@@ -134,9 +76,14 @@ impl Tenants {
     }
 
     /// Creates a tenant; returns it with its first token (shown once, stored as a hash).
-    pub fn create(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
+    pub async fn create(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
+        let (this, name) = (self.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || this.create_blocking(&name, quotas)).await?
+    }
+
+    fn create_blocking(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
         check_name("tenant", name)?;
-        let tenant = Tenant { id: new_id(8), name: name.to_string(), created_ms: weir_now_ms(), quotas };
+        let tenant = Tenant { id: new_id(8), name: name.to_string(), created_ms: unix_ms(), quotas };
         let token = new_token();
         let db = self.store.database();
         let txn = db.begin_write().map_err(ServerError::internal)?;
@@ -163,7 +110,12 @@ impl Tenants {
     }
 
     /// Issues another token for tenant `id`.
-    pub fn issue_token(&self, id: &str) -> ServerResult<String> {
+    pub async fn issue_token(&self, id: &str) -> ServerResult<String> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.issue_token_blocking(&id)).await?
+    }
+
+    fn issue_token_blocking(&self, id: &str) -> ServerResult<String> {
         self.get(id)?;
         let token = new_token();
         let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
@@ -176,7 +128,12 @@ impl Tenants {
     }
 
     /// Replaces the quotas of tenant `id`.
-    pub fn set_quotas(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
+    pub async fn set_quotas(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.set_quotas_blocking(&id, quotas)).await?
+    }
+
+    fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
         let mut tenant = self.get(id)?;
         tenant.quotas = quotas;
         let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
@@ -221,17 +178,4 @@ impl Tenants {
         drop(txn);
         self.get(&id).map(Some)
     }
-}
-
-pub(crate) fn encode_record<T: Serialize>(value: &T) -> ServerResult<Vec<u8>> {
-    serde_json::to_vec(value).map_err(ServerError::internal)
-}
-
-pub(crate) fn decode_record<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> ServerResult<T> {
-    serde_json::from_slice(bytes).map_err(|e| ServerError::Internal(format!("corrupt server record: {e}")))
-}
-
-/// Now, in unix milliseconds.
-pub fn weir_now_ms() -> u64 {
-    crate::clock::unix_ms()
 }

@@ -815,6 +815,11 @@ export interface components {
             /** @description What went wrong, and what to do. */
             error: string;
         };
+        /** @description The answer of `/healthz`. */
+        Health: {
+            /** @description `ok`. */
+            status: string;
+        };
         /** @description The checkpoint history of a job. */
         History: {
             /** @description Counts by status. */
@@ -3298,7 +3303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };

@@ -5,6 +5,7 @@
 mod bench;
 mod checkpoint;
 mod client;
+mod demo;
 mod job;
 mod module;
 mod run;

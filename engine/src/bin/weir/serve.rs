@@ -1,4 +1,5 @@
-//! `weir serve` and `weir demo`: a server over a data directory.
+//! `weir serve` and `weir demo`: a server over a data directory (the demo's tenant, modules
+//! and jobs are set up by `demo.rs`).
 
 use std::path::PathBuf;
 
@@ -12,7 +13,7 @@ pub async fn serve(
     listen: Option<String>,
     config: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    let mut config = weir::server::ServerConfig::load(config.as_deref()).map_err(anyhow::Error::msg)?;
+    let mut config = weir::server::ServerConfig::load(config.as_deref())?;
     if let Some(listen) = listen {
         config.listen = listen;
     }
@@ -26,7 +27,7 @@ pub async fn serve(
         );
     }
     let server = weir::server::Server::open(config).await?;
-    weir::server::serve(server, |address| {
+    weir::api::serve(server, |address| {
         println!("weir server listening on http://{address}");
     })
     .await
@@ -38,7 +39,7 @@ pub async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
     }
-    let admin_token = weir::server::tenants::new_token();
+    let admin_token = weir::server::ids::new_token();
     let config = weir::server::ServerConfig {
         listen,
         data_dir: dir.clone(),
@@ -46,15 +47,15 @@ pub async fn demo(data_dir: PathBuf, listen: String) -> anyhow::Result<()> {
         ..weir::server::ServerConfig::default()
     };
     let server = weir::server::Server::open(config).await?;
-    let demo = weir::server::demo::setup(&server).await?;
+    let demo = crate::demo::setup(&server).await?;
     let token = demo.token.clone();
-    weir::server::serve(server, move |address| {
+    weir::api::serve(server, move |address| {
         let url = format!("http://{address}");
         let client = ClientConfig { url: Some(url.clone()), token: Some(token.clone()) };
         let written = client.write(&data_dir).is_ok();
         println!("Weir demo on {url} (data in {})", dir.display());
         println!("  open {url}/ in a browser and sign in with the tenant's token");
-        println!("  tenant `demo`, token: {token}");
+        println!("  tenant `{}`, token: {token}", demo.tenant.name);
         println!("  admin token:          {admin_token}");
         for job in &demo.jobs {
             println!("  job {} `{}` started, checkpoint every 2 s", job.id, job.name);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use weir::guest::{GuestHost, OperatorModule};
-use weir::plan::{JobSpec, ModuleLoader, Plan, PlanError};
+use weir::plan::{JobSpec, LoadError, ModuleLoader, Plan, PlanError};
 use weir::runtime::{JobError, JobReport};
 
 /// One engine per test binary (compiled modules are cached in it).
@@ -37,10 +37,10 @@ pub fn guest_path(name: &str) -> PathBuf {
 pub struct TestModules;
 
 impl ModuleLoader for TestModules {
-    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, String> {
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, LoadError> {
         if let Some(name) = reference.strip_prefix("test:") {
-            let bytes = std::fs::read(guest_path(name)).map_err(|e| e.to_string())?;
-            return host().load(reference, &bytes).map_err(|e| e.to_string());
+            let bytes = std::fs::read(guest_path(name))?;
+            return Ok(host().load(reference, &bytes)?);
         }
         weir::modules::LocalModules::new(host(), ".").load(reference)
     }

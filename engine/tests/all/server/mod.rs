@@ -51,7 +51,7 @@ impl TestServer {
         let server = Server::open(config).await.expect("server opens");
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
-            weir::server::serve(server, move |a| {
+            weir::api::serve(server, move |a| {
                 let _ = tx.send(a);
             })
             .await

@@ -109,7 +109,7 @@ async fn start(dir: &std::path::Path) -> anyhow::Result<Bench> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let s = server.clone();
     let task = tokio::spawn(async move {
-        let _ = weir::server::serve(s, move |a| {
+        let _ = weir::api::serve(s, move |a| {
             let _ = tx.send(a);
         })
         .await;

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use super::Server;
-use super::error::ServerResult;
-use super::jobs::JobRecord;
-use super::tenants::{Quotas, Tenant};
-use crate::plan::JobSpec;
+use weir::plan::JobSpec;
+use weir::server::Server;
+use weir::server::error::ServerResult;
+use weir::server::jobs::JobRecord;
+use weir::server::tenants::{Quotas, Tenant};
 
 /// The demo's tenant, its token and jobs.
 #[derive(Debug)]
@@ -25,15 +25,13 @@ pub const DEMO_MODULES: [&str; 5] = ["tokenizer", "wordcount", "nexmark-q1", "ne
 
 /// Sets the demo up on `server`.
 pub async fn setup(server: &Server) -> ServerResult<Demo> {
-    let (tenant, token) = server.tenants.create("demo", Quotas::default())?;
+    let (tenant, token) = server.tenants.create("demo", Quotas::default()).await?;
     for name in DEMO_MODULES {
-        if let Some(bytes) = crate::builtin::get(name) {
-            let registry = server.modules.clone();
-            let id = tenant.id.clone();
-            tokio::task::spawn_blocking(move || registry.upload(&id, name, bytes)).await??;
+        if let Some(bytes) = weir::builtin::get(name) {
+            server.modules.upload(&tenant.id, name, bytes).await?;
         }
     }
-    server.streams.create(&tenant.id, "lines", 2)?;
+    server.streams.create(&tenant.id, "lines", 2).await?;
     let generated: JobSpec = serde_json::from_value(json!({
         "name": "wordcount",
         "nodes": [
@@ -52,7 +50,7 @@ pub async fn setup(server: &Server) -> ServerResult<Demo> {
         ],
         "settings": { "checkpoint": { "interval_ms": 2000 } }
     }))
-    .map_err(|e| super::ServerError::Internal(format!("demo job: {e}")))?;
+    .map_err(|e| weir::server::ServerError::Internal(format!("demo job: {e}")))?;
     let pushed: JobSpec = serde_json::from_value(json!({
         "name": "live-wordcount",
         "nodes": [
@@ -68,7 +66,7 @@ pub async fn setup(server: &Server) -> ServerResult<Demo> {
         ],
         "settings": { "checkpoint": { "interval_ms": 2000 } }
     }))
-    .map_err(|e| super::ServerError::Internal(format!("demo job: {e}")))?;
+    .map_err(|e| weir::server::ServerError::Internal(format!("demo job: {e}")))?;
     let mut jobs = Vec::new();
     for spec in [generated, pushed] {
         jobs.push(server.jobs.create(&tenant, spec, None).await?);

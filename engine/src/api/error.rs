@@ -1,0 +1,58 @@
+//! How the service's errors answer over HTTP: each [`ServerError`] variant has its status,
+//! and every error body is [`ErrorBody`] (`{ "error": "..." }`). Internal errors are logged.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::model::ErrorBody;
+use crate::server::ServerError;
+
+/// The HTTP status of `error`.
+pub fn status(error: &ServerError) -> StatusCode {
+    match error {
+        ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        ServerError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
+        ServerError::NotFound(_) => StatusCode::NOT_FOUND,
+        ServerError::Conflict(_) => StatusCode::CONFLICT,
+        ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        ServerError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        // A module over the tenant's size limit is too large a body, not too many requests.
+        ServerError::Quota { limit: "max_module_bytes", .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        ServerError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
+        ServerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        if let ServerError::Internal(detail) = &self {
+            tracing::error!("internal error: {detail}");
+        }
+        (status(&self), axum::Json(ErrorBody { error: self.to_string() })).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_its_status() {
+        let cases = [
+            (ServerError::BadRequest("x".into()), 400),
+            (ServerError::Unauthorized("x".into()), 401),
+            (ServerError::Forbidden("x".into()), 403),
+            (ServerError::NotFound("x".into()), 404),
+            (ServerError::Conflict("x".into()), 409),
+            (ServerError::TooLarge("x".into()), 413),
+            (ServerError::Quota { limit: "max_module_bytes", message: "x".into() }, 413),
+            (ServerError::Unprocessable("x".into()), 422),
+            (ServerError::Quota { limit: "max_jobs", message: "x".into() }, 429),
+            (ServerError::Internal("x".into()), 500),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(status(&error).as_u16(), expected, "{error:?}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The bodies and query parameters of the API's requests and responses, as Rust types:
+//! every response body is one of these (`Deserialize` too, so a client reads them back), and the OpenAPI document's
+//! schemas are generated from them. They mirror the service's types (`crate::server`) field
+//! for field, converted by `From`.
+
+mod checkpoints;
+mod jobs;
+mod modules;
+mod savepoints;
+mod streams;
+mod tenants;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub(crate) use checkpoints::view;
+pub use checkpoints::{
+    CheckpointDetail, CheckpointView, Counts, History, HistoryQuery, Latest, MinAvgMax, OperatorView,
+    SubtaskView, Summary, Triggered,
+};
+pub use jobs::{CreateQuery, Edge, JobDetail, JobRecord, JobStatus, JobSummary, SubtaskLive, Vertex};
+pub use modules::{Module, UploadForm, UploadQuery};
+pub use savepoints::{
+    SavepointMode, SavepointRecord, SavepointStatus, StateItem, StatePage, StateQuery, TriggerSavepoint,
+};
+pub use streams::{
+    AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
+};
+pub use tenants::{NewTenant, Quotas, Tenant, TenantView, TenantWithToken, TokenBody, Usage};
+
+/// A collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Data<T> {
+    /// The items.
+    pub data: Vec<T>,
+}
+
+impl<T> Data<T> {
+    /// The collection of `items`, converted to their API form.
+    pub fn of<U: Into<T>>(items: impl IntoIterator<Item = U>) -> Self {
+        Data { data: items.into_iter().map(Into::into).collect() }
+    }
+}
+
+/// The body of every error response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, and what to do.
+    pub error: String,
+}
+
+/// The answer of `/healthz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::server;
+
+    /// The API's form of `domain` serialises exactly as the service's type does (what the
+    /// API answered before the types were split), and reads back.
+    fn same_json<D, A>(domain: D)
+    where
+        D: Serialize + Clone + Into<A>,
+        A: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let expected = serde_json::to_value(domain.clone()).unwrap();
+        let api: A = domain.into();
+        let json = serde_json::to_value(&api).unwrap();
+        assert_eq!(json, expected);
+        assert_eq!(serde_json::from_value::<A>(json).unwrap(), api);
+    }
+
+    #[test]
+    fn bodies_keep_the_services_json() {
+        let quotas = server::tenants::Quotas::default();
+        same_json::<_, Quotas>(quotas.clone());
+        same_json::<_, Tenant>(server::tenants::Tenant {
+            id: "0123456789abcdef".into(),
+            name: "acme".into(),
+            created_ms: 1,
+            quotas,
+        });
+        let spec: crate::plan::JobSpec = serde_json::from_value(json!({
+            "name": "j",
+            "nodes": [{ "id": "s", "kind": "source", "connector": "generator" }]
+        }))
+        .unwrap();
+        for status in [server::jobs::JobStatus::Running, server::jobs::JobStatus::Canceled] {
+            same_json::<_, JobRecord>(server::jobs::JobRecord {
+                id: "ab".repeat(16),
+                tenant: "0123456789abcdef".into(),
+                name: "j".into(),
+                status,
+                error: Some("boom".into()),
+                created_ms: 1,
+                start_ms: Some(2),
+                end_ms: None,
+                restarts: 3,
+                subtasks: 1,
+                spec: spec.clone(),
+                restored_from: None,
+            });
+        }
+        same_json::<_, SubtaskLive>(server::jobs::SubtaskLive {
+            subtask: 1,
+            backpressure: 0.5,
+            ..Default::default()
+        });
+        for mode in [None, Some(server::savepoints::SavepointMode::Drain)] {
+            same_json::<_, SavepointRecord>(server::savepoints::SavepointRecord {
+                id: "cd".repeat(16),
+                tenant: "0123456789abcdef".into(),
+                job: "ab".repeat(16),
+                job_name: "j".into(),
+                mode,
+                status: server::savepoints::SavepointStatus::Pending,
+                checkpoint: Some(4),
+                error: None,
+                created_ms: 1,
+                completed_ms: None,
+                bytes: 10,
+                entries: 2,
+                origin: None,
+                description: None,
+            });
+        }
+        same_json::<_, Module>(server::registry::Module {
+            id: "ef".repeat(32),
+            name: "m".into(),
+            size: 3,
+            created_ms: 1,
+            exports: vec!["weir:operator/operator@0.2.0".into()],
+        });
+        same_json::<_, StreamInfo>(server::streams::StreamInfo {
+            name: "s".into(),
+            partitions: 2,
+            end_offsets: vec![0, 5],
+        });
+        same_json::<_, Appended>(server::streams::Appended { partition: 1, offset: 7 });
+        same_json::<_, StoredRecord>(server::streams::StoredRecord {
+            partition: 0,
+            offset: 1,
+            key: Value::Null,
+            value: json!({ "a": [1] }),
+            timestamp: -1,
+        });
+        same_json::<_, Usage>(server::Usage { jobs: 1, subtasks: 2, storage_bytes: 3 });
+        same_json::<_, StatePage>(server::state::StatePage {
+            operator: "count".into(),
+            data: vec![server::state::StateItem {
+                key_group: Some(3),
+                subtask: None,
+                state: "counts".into(),
+                key: json!("to"),
+                value: json!(2),
+            }],
+            next: Some("3.1".into()),
+        });
+    }
+
+    #[test]
+    fn requests_reach_the_service_unchanged() {
+        let mode: SavepointMode = serde_json::from_value(json!("keep_running")).unwrap();
+        assert_eq!(
+            server::savepoints::SavepointMode::from(mode),
+            server::savepoints::SavepointMode::KeepRunning
+        );
+        let quotas: Quotas = serde_json::from_value(json!({ "max_jobs": 3 })).unwrap();
+        let quotas = server::tenants::Quotas::from(quotas);
+        assert_eq!(quotas.max_jobs, 3);
+        assert_eq!(quotas.max_subtasks, server::tenants::Quotas::default().max_subtasks);
+        let record: NewRecord = serde_json::from_value(json!({ "value": 1, "partition": 0 })).unwrap();
+        let record = server::streams::NewRecord::from(record);
+        assert_eq!((record.key, record.value, record.partition), (None, json!(1), Some(0)));
+    }
+}

@@ -1,0 +1,149 @@
+//! Streams and their records.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::server;
+
+/// A stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StreamInfo {
+    /// Its name.
+    pub name: String,
+    /// Number of partitions.
+    pub partitions: u32,
+    /// The next offset of every partition (records so far).
+    pub end_offsets: Vec<u64>,
+}
+
+impl From<server::streams::StreamInfo> for StreamInfo {
+    fn from(s: server::streams::StreamInfo) -> Self {
+        StreamInfo { name: s.name, partitions: s.partitions, end_offsets: s.end_offsets }
+    }
+}
+
+/// A new stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewStream {
+    /// Its name: 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with `.`.
+    #[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$", min_length = 1, max_length = 100)]
+    pub name: String,
+    /// Its number of partitions (1 to 1024, default 1).
+    #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 1024)]
+    pub partitions: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A record to append.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRecord {
+    /// The key (any JSON value; absent or null for none). Keyed records go to the partition
+    /// of the key's hash.
+    #[serde(default)]
+    #[schema(value_type = Object, nullable)]
+    pub key: Option<serde_json::Value>,
+    /// The value (any JSON value).
+    #[schema(value_type = Object)]
+    pub value: serde_json::Value,
+    /// Event time, unix ms (default: now).
+    #[serde(default)]
+    pub timestamp: Option<i64>,
+    /// The partition (default: by key, or round robin).
+    #[serde(default)]
+    pub partition: Option<u32>,
+}
+
+impl From<NewRecord> for server::streams::NewRecord {
+    fn from(r: NewRecord) -> Self {
+        server::streams::NewRecord {
+            key: r.key,
+            value: r.value,
+            timestamp: r.timestamp,
+            partition: r.partition,
+        }
+    }
+}
+
+/// Records to append.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendBody {
+    /// The records, in order.
+    pub records: Vec<NewRecord>,
+}
+
+/// Where an appended record went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Appended {
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: u64,
+}
+
+impl From<server::streams::Appended> for Appended {
+    fn from(a: server::streams::Appended) -> Self {
+        Appended { partition: a.partition, offset: a.offset }
+    }
+}
+
+/// A stored record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StoredRecord {
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset in the partition.
+    pub offset: u64,
+    /// The key as JSON (null for none).
+    #[schema(value_type = Object, nullable)]
+    pub key: serde_json::Value,
+    /// The value as JSON.
+    #[schema(value_type = Object)]
+    pub value: serde_json::Value,
+    /// Event time, unix ms.
+    pub timestamp: i64,
+}
+
+impl From<server::streams::StoredRecord> for StoredRecord {
+    fn from(r: server::streams::StoredRecord) -> Self {
+        StoredRecord {
+            partition: r.partition,
+            offset: r.offset,
+            key: r.key,
+            value: r.value,
+            timestamp: r.timestamp,
+        }
+    }
+}
+
+/// Records read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReadBody {
+    /// The records, keys and values decoded from MessagePack to JSON.
+    pub data: Vec<StoredRecord>,
+    /// The offset to read from next.
+    pub next_offset: u64,
+}
+
+impl From<server::streams::Records> for ReadBody {
+    fn from(r: server::streams::Records) -> Self {
+        ReadBody { data: r.records.into_iter().map(Into::into).collect(), next_offset: r.next_offset }
+    }
+}
+
+/// What to read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+pub struct ReadQuery {
+    /// The partition (default 0).
+    pub partition: Option<u32>,
+    /// The first offset (default 0).
+    pub offset: Option<u64>,
+    /// Most records (default 1000, at most 10000).
+    pub limit: Option<usize>,
+}

@@ -1,0 +1,108 @@
+//! Pages of an operator's state, from a savepoint or a retained checkpoint: entries in scope
+//! order (key groups, then operator state by subtask), then state name and key, with keys
+//! and values decoded from MessagePack to JSON. A page ends with the cursor of the next,
+//! `<scope>.<index>`.
+
+use serde::{Deserialize, Serialize};
+use weir_store::{OPERATOR_SCOPE_BASE, StateEntry, StoreError};
+
+use super::error::{ServerError, ServerResult};
+use super::ids::printable;
+use super::msgpack::msgpack_to_json;
+
+/// Entries per page when the query does not say.
+const DEFAULT_LIMIT: usize = 100;
+/// Most entries per page.
+const MAX_LIMIT: usize = 1000;
+
+/// Which page of state to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateQuery {
+    /// Only entries of this named state.
+    pub state: Option<String>,
+    /// Where to continue: the `next` of the previous page.
+    pub cursor: Option<String>,
+    /// Entries per page (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// One state entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateItem {
+    /// Keyed state: its key group.
+    pub key_group: Option<u32>,
+    /// Operator (non-keyed) state: the subtask it belongs to.
+    pub subtask: Option<u32>,
+    /// The state's name.
+    pub state: String,
+    /// The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack).
+    pub key: serde_json::Value,
+    /// The value, decoded likewise.
+    pub value: serde_json::Value,
+}
+
+/// A page of an operator's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatePage {
+    /// The operator.
+    pub operator: String,
+    /// The entries.
+    pub data: Vec<StateItem>,
+    /// The cursor of the next page; none on the last.
+    pub next: Option<String>,
+}
+
+/// One page over `scopes` (ascending), reading a scope's sorted entries with `read`.
+/// Blocking: `read` reads the store.
+pub(crate) fn page(
+    operator: String,
+    scopes: &[u32],
+    query: &StateQuery,
+    mut read: impl FnMut(u32) -> Result<Vec<StateEntry>, StoreError>,
+) -> ServerResult<StatePage> {
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let (from_scope, mut skip) = match &query.cursor {
+        None => (0, 0),
+        Some(c) => parse_cursor(c)?,
+    };
+    let mut data = Vec::new();
+    let mut next = None;
+    for &scope in scopes.iter().filter(|s| **s >= from_scope) {
+        let entries: Vec<StateEntry> = read(scope)?
+            .into_iter()
+            .filter(|e| e.value.is_some() && query.state.as_ref().is_none_or(|s| *s == e.state))
+            .collect();
+        let start = if scope == from_scope { skip } else { 0 };
+        skip = 0;
+        for (i, e) in entries.iter().enumerate().skip(start) {
+            if data.len() == limit {
+                next = Some(format!("{scope}.{i}"));
+                break;
+            }
+            let (key_group, subtask) = if scope >= OPERATOR_SCOPE_BASE {
+                (None, Some(scope - OPERATOR_SCOPE_BASE))
+            } else {
+                (Some(scope), None)
+            };
+            data.push(StateItem {
+                key_group,
+                subtask,
+                state: e.state.clone(),
+                key: msgpack_to_json(&e.key),
+                value: msgpack_to_json(e.value.as_deref().unwrap_or_default()),
+            });
+        }
+        if next.is_some() {
+            break;
+        }
+    }
+    Ok(StatePage { operator, data, next })
+}
+
+fn parse_cursor(cursor: &str) -> ServerResult<(u32, usize)> {
+    let bad = || {
+        ServerError::BadRequest(format!("invalid cursor `{}`: pass the `next` of a page", printable(cursor)))
+    };
+    let (scope, index) = cursor.split_once('.').ok_or_else(bad)?;
+    Ok((scope.parse().map_err(|_| bad())?, index.parse().map_err(|_| bad())?))
+}
