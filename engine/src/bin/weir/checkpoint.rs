@@ -6,7 +6,7 @@ use std::path::Path;
 use clap::Subcommand;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
-use crate::client::{Client, field, format_time, items, ms_time, print_table};
+use crate::client::{Client, float, format_time, opt, print_table, time};
 use crate::run::open_store;
 
 #[derive(Subcommand)]
@@ -34,34 +34,31 @@ pub enum CheckpointCommand {
 pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
     match command {
         CheckpointCommand::List { job, limit, .. } => {
-            let h = c.get(&format!("/api/v1/jobs/{job}/checkpoints?limit={limit}")).await?;
-            let counts = &h["counts"];
+            let h = c.checkpoints(&job, limit).await?;
+            let n = &h.counts;
             println!(
                 "{} checkpoints: {} completed, {} failed, {} in progress",
-                field(counts, "total"),
-                field(counts, "completed"),
-                field(counts, "failed"),
-                field(counts, "in_progress")
+                n.total, n.completed, n.failed, n.in_progress
             );
-            let s = &h["summary"];
-            for (name, key) in
-                [("duration ms", "duration_ms"), ("size bytes", "state_size"), ("full size", "full_size")]
+            let s = &h.summary;
+            for (name, m) in
+                [("duration ms", &s.duration_ms), ("size bytes", &s.state_size), ("full size", &s.full_size)]
             {
-                let m = &s[key];
-                println!("  {name}: min {} avg {} max {}", field(m, "min"), field(m, "avg"), field(m, "max"));
+                println!("  {name}: min {} avg {} max {}", float(m.min), float(m.avg), float(m.max));
             }
-            let rows = items(&h)
+            let rows = h
+                .data
                 .iter()
                 .map(|cp| {
                     vec![
-                        field(cp, "id"),
-                        field(cp, "status"),
-                        format!("{}/{}", field(cp, "acknowledged_subtasks"), field(cp, "total_subtasks")),
-                        ms_time(cp, "trigger_time_ms"),
-                        field(cp, "duration_ms"),
-                        field(cp, "state_size"),
-                        field(cp, "full_size"),
-                        field(cp, "failure"),
+                        cp.id.to_string(),
+                        cp.status.clone(),
+                        format!("{}/{}", cp.acknowledged_subtasks, cp.total_subtasks),
+                        time(Some(cp.trigger_time_ms)),
+                        cp.duration_ms.map(float).unwrap_or_default(),
+                        cp.state_size.to_string(),
+                        cp.full_size.to_string(),
+                        opt(&cp.failure),
                     ]
                 })
                 .collect();
@@ -71,21 +68,20 @@ pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
             );
         }
         CheckpointCommand::Trigger { job } => {
-            let t = c.post(&format!("/api/v1/jobs/{job}/checkpoints"), None).await?;
-            let id = field(&t, "id");
+            let id = c.trigger_checkpoint(&job).await?.id;
             println!("checkpoint {id} triggered");
             // Poll until it is no longer in progress.
             for _ in 0..600 {
-                let cp = c.get(&format!("/api/v1/jobs/{job}/checkpoints/{id}")).await;
-                if let Ok(cp) = cp
-                    && field(&cp, "status") != "in_progress"
+                if let Ok(cp) = c.checkpoint(&job, id).await
+                    && cp.checkpoint.status != "in_progress"
                 {
+                    let cp = cp.checkpoint;
                     println!(
                         "checkpoint {id} {} in {} ms, {} bytes {}",
-                        field(&cp, "status"),
-                        field(&cp, "duration_ms"),
-                        field(&cp, "state_size"),
-                        field(&cp, "failure")
+                        cp.status,
+                        cp.duration_ms.map(float).unwrap_or_default(),
+                        cp.state_size,
+                        opt(&cp.failure)
                     );
                     return Ok(());
                 }

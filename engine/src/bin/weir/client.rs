@@ -10,8 +10,14 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use futures::StreamExt as _;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use weir::api::model::{
+    AppendBody, Appended, CheckpointDetail, Data, ErrorBody, History, JobDetail, JobRecord, JobSummary,
+    Module, NewRecord, NewStream, NewTenant, ReadBody, SavepointMode, SavepointRecord, StreamInfo, Tenant,
+    TenantWithToken, TriggerSavepoint, Triggered,
+};
 
 /// Where the client finds the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,34 +98,41 @@ impl Client {
         r
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    /// Sends `request` and returns the body of a success; an error answer becomes an
+    /// [`ApiFailure`] with the API's `error` message.
+    async fn send_raw(&self, request: reqwest::RequestBuilder) -> anyhow::Result<bytes::Bytes> {
         let response =
             request.send().await.with_context(|| format!("cannot reach the server at {}", self.url))?;
         let status = response.status();
         let bytes = response.bytes().await?;
-        let body: Value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-        };
         if !status.is_success() {
-            let message = body
-                .get("error")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect());
+            let message = serde_json::from_slice::<ErrorBody>(&bytes)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).chars().take(200).collect());
             return Err(ApiFailure { status: status.as_u16(), message }.into());
         }
-        Ok(body)
+        Ok(bytes)
+    }
+
+    /// Sends `request` and reads the answer as the API's type `T`.
+    async fn send<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        let bytes = self.send_raw(request).await?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!("the server's answer is not the {} this client expects", std::any::type_name::<T>())
+        })
     }
 
     /// `GET path`.
-    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.request(reqwest::Method::GET, path)).await
     }
 
     /// `POST path` with a JSON body (or none).
-    pub async fn post(&self, path: &str, body: Option<&Value>) -> anyhow::Result<Value> {
+    async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> anyhow::Result<T> {
         let mut r = self.request(reqwest::Method::POST, path);
         if let Some(b) = body {
             r = r.json(b);
@@ -128,12 +141,12 @@ impl Client {
     }
 
     /// `DELETE path`.
-    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
-        self.send(self.request(reqwest::Method::DELETE, path)).await
+    async fn delete(&self, path: &str) -> anyhow::Result<()> {
+        self.send_raw(self.request(reqwest::Method::DELETE, path)).await.map(drop)
     }
 
     /// `GET path`, streaming the body into `out`; returns the bytes written.
-    pub async fn download(&self, path: &str, out: &mut (dyn std::io::Write + Send)) -> anyhow::Result<u64> {
+    async fn download(&self, path: &str, out: &mut (dyn std::io::Write + Send)) -> anyhow::Result<u64> {
         let response = self
             .request(reqwest::Method::GET, path)
             .send()
@@ -142,10 +155,9 @@ impl Client {
         if !response.status().is_success() {
             let status = response.status().as_u16();
             let bytes = response.bytes().await?;
-            let message = serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
-                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(200).collect());
+            let message = serde_json::from_slice::<ErrorBody>(&bytes)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).chars().take(200).collect());
             return Err(ApiFailure { status, message }.into());
         }
         let mut total = 0u64;
@@ -160,7 +172,7 @@ impl Client {
     }
 
     /// `POST path` with a file as an `application/octet-stream` body (streamed).
-    pub async fn post_file(&self, path: &str, file: &Path) -> anyhow::Result<Value> {
+    async fn post_file<T: DeserializeOwned>(&self, path: &str, file: &Path) -> anyhow::Result<T> {
         let f =
             tokio::fs::File::open(file).await.with_context(|| format!("cannot read {}", file.display()))?;
         let length = f.metadata().await?.len();
@@ -176,7 +188,7 @@ impl Client {
     }
 
     /// Uploads a module file, showing progress.
-    pub async fn upload(&self, file: &Path, name: Option<&str>, progress: bool) -> anyhow::Result<Value> {
+    pub async fn upload(&self, file: &Path, name: Option<&str>, progress: bool) -> anyhow::Result<Module> {
         let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
         let file_name =
             file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_else(|| "module.wasm".into());
@@ -205,6 +217,146 @@ impl Client {
         let result = self.send(self.request(reqwest::Method::POST, "/api/v1/modules").multipart(form)).await;
         bar.finish_and_clear();
         result
+    }
+}
+
+/// The API's operations, one method each: every path the CLI uses is here, and every answer
+/// is read as the server's own response type (`weir::api::model`), so a change to a response
+/// body that the CLI does not follow fails to compile.
+impl Client {
+    /// `GET /modules`.
+    pub async fn modules(&self) -> anyhow::Result<Vec<Module>> {
+        Ok(self.get::<Data<Module>>("/api/v1/modules").await?.data)
+    }
+
+    /// `DELETE /modules/{id}`.
+    pub async fn delete_module(&self, id: &str) -> anyhow::Result<()> {
+        self.delete(&format!("/api/v1/modules/{id}")).await
+    }
+
+    /// `POST /jobs` (from a savepoint when `from_savepoint` is given).
+    pub async fn create_job(
+        &self,
+        spec: &Value,
+        from_savepoint: Option<&str>,
+        allow_non_restored_state: bool,
+    ) -> anyhow::Result<JobDetail> {
+        let path = match from_savepoint {
+            Some(id) => format!(
+                "/api/v1/jobs?from_savepoint={id}{}",
+                if allow_non_restored_state { "&allow_non_restored_state=true" } else { "" }
+            ),
+            None => "/api/v1/jobs".to_string(),
+        };
+        self.post(&path, Some(spec)).await
+    }
+
+    /// `GET /jobs`.
+    pub async fn jobs(&self) -> anyhow::Result<Vec<JobSummary>> {
+        Ok(self.get::<Data<JobSummary>>("/api/v1/jobs").await?.data)
+    }
+
+    /// `GET /jobs/{id}`.
+    pub async fn job(&self, id: &str) -> anyhow::Result<JobDetail> {
+        self.get(&format!("/api/v1/jobs/{id}")).await
+    }
+
+    /// `POST /jobs/{id}/{action}`: `stop`, `cancel` or `restart`.
+    pub async fn job_action(&self, id: &str, action: &str) -> anyhow::Result<JobRecord> {
+        self.post(&format!("/api/v1/jobs/{id}/{action}"), None::<&()>).await
+    }
+
+    /// `GET /jobs/{id}/checkpoints?limit=`.
+    pub async fn checkpoints(&self, job: &str, limit: usize) -> anyhow::Result<History> {
+        self.get(&format!("/api/v1/jobs/{job}/checkpoints?limit={limit}")).await
+    }
+
+    /// `GET /jobs/{id}/checkpoints/{cid}`.
+    pub async fn checkpoint(&self, job: &str, id: u64) -> anyhow::Result<CheckpointDetail> {
+        self.get(&format!("/api/v1/jobs/{job}/checkpoints/{id}")).await
+    }
+
+    /// `POST /jobs/{id}/checkpoints`.
+    pub async fn trigger_checkpoint(&self, job: &str) -> anyhow::Result<Triggered> {
+        self.post(&format!("/api/v1/jobs/{job}/checkpoints"), None::<&()>).await
+    }
+
+    /// `POST /jobs/{id}/savepoints`.
+    pub async fn trigger_savepoint(&self, job: &str, mode: SavepointMode) -> anyhow::Result<SavepointRecord> {
+        self.post(&format!("/api/v1/jobs/{job}/savepoints"), Some(&TriggerSavepoint { mode })).await
+    }
+
+    /// `GET /savepoints`, or `GET /jobs/{id}/savepoints` for one job's.
+    pub async fn savepoints(&self, job: Option<&str>) -> anyhow::Result<Vec<SavepointRecord>> {
+        let path = match job {
+            Some(j) => format!("/api/v1/jobs/{j}/savepoints"),
+            None => "/api/v1/savepoints".to_string(),
+        };
+        Ok(self.get::<Data<SavepointRecord>>(&path).await?.data)
+    }
+
+    /// `GET /savepoints/{id}`.
+    pub async fn savepoint(&self, id: &str) -> anyhow::Result<SavepointRecord> {
+        self.get(&format!("/api/v1/savepoints/{id}")).await
+    }
+
+    /// `GET /savepoints/{id}/file` into `out`; returns the bytes written.
+    pub async fn export_savepoint(
+        &self,
+        id: &str,
+        out: &mut (dyn std::io::Write + Send),
+    ) -> anyhow::Result<u64> {
+        self.download(&format!("/api/v1/savepoints/{id}/file"), out).await
+    }
+
+    /// `POST /savepoints` with a savepoint file.
+    pub async fn import_savepoint(&self, file: &Path) -> anyhow::Result<SavepointRecord> {
+        self.post_file("/api/v1/savepoints", file).await
+    }
+
+    /// `DELETE /savepoints/{id}`.
+    pub async fn delete_savepoint(&self, id: &str) -> anyhow::Result<()> {
+        self.delete(&format!("/api/v1/savepoints/{id}")).await
+    }
+
+    /// `POST /streams`.
+    pub async fn create_stream(&self, name: &str, partitions: u32) -> anyhow::Result<StreamInfo> {
+        self.post("/api/v1/streams", Some(&NewStream { name: name.to_string(), partitions })).await
+    }
+
+    /// `GET /streams`.
+    pub async fn streams(&self) -> anyhow::Result<Vec<StreamInfo>> {
+        Ok(self.get::<Data<StreamInfo>>("/api/v1/streams").await?.data)
+    }
+
+    /// `POST /streams/{name}/records`.
+    pub async fn append(&self, name: &str, records: Vec<NewRecord>) -> anyhow::Result<Vec<Appended>> {
+        let body = AppendBody { records };
+        Ok(self.post::<Data<Appended>>(&format!("/api/v1/streams/{name}/records"), Some(&body)).await?.data)
+    }
+
+    /// `GET /streams/{name}/records`.
+    pub async fn read(
+        &self,
+        name: &str,
+        partition: u32,
+        offset: u64,
+        limit: usize,
+    ) -> anyhow::Result<ReadBody> {
+        self.get(&format!(
+            "/api/v1/streams/{name}/records?partition={partition}&offset={offset}&limit={limit}"
+        ))
+        .await
+    }
+
+    /// `POST /tenants` (admin).
+    pub async fn create_tenant(&self, name: &str) -> anyhow::Result<TenantWithToken> {
+        self.post("/api/v1/tenants", Some(&NewTenant { name: name.to_string(), quotas: None })).await
+    }
+
+    /// `GET /tenants` (admin).
+    pub async fn tenants(&self) -> anyhow::Result<Vec<Tenant>> {
+        Ok(self.get::<Data<Tenant>>("/api/v1/tenants").await?.data)
     }
 }
 
@@ -237,27 +389,33 @@ pub fn print_table(header: &[&str], rows: Vec<Vec<String>>) {
     println!("{table}");
 }
 
-/// A JSON field as display text.
-pub fn field(v: &Value, key: &str) -> String {
-    match v.get(key) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if n.as_u64().is_none() && n.as_i64().is_none() => format!("{f:.1}"),
-            _ => n.to_string(),
-        },
-        Some(other) => other.to_string(),
+/// An optional value as display text (nothing for `None`).
+pub fn opt<T: std::fmt::Display>(value: &Option<T>) -> String {
+    value.as_ref().map(T::to_string).unwrap_or_default()
+}
+
+/// A figure with one decimal.
+pub fn float(value: f64) -> String {
+    format!("{value:.1}")
+}
+
+/// The API's name of an enum value (`running`, `keep_running`, …).
+pub fn label<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }
 
-/// The items of a `{ "data": [...] }` answer.
-pub fn items(v: &Value) -> &[Value] {
-    v.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+/// An optional Unix time in milliseconds as a UTC time.
+pub fn time(ms: Option<u64>) -> String {
+    ms.map(format_time).unwrap_or_default()
 }
 
 /// Reads records to push: JSON lines, each a record object (`{"key":..,"value":..}`) when
 /// it has a `value` field, else a bare value.
-pub fn records_from_lines(text: &str) -> anyhow::Result<Vec<Value>> {
+pub fn records_from_lines(text: &str) -> anyhow::Result<Vec<NewRecord>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -266,8 +424,10 @@ pub fn records_from_lines(text: &str) -> anyhow::Result<Vec<Value>> {
         }
         let v: Value = serde_json::from_str(line).with_context(|| format!("line {}: not JSON", n + 1))?;
         let record = match v {
-            Value::Object(ref m) if m.contains_key("value") => v,
-            other => serde_json::json!({ "value": other }),
+            Value::Object(ref m) if m.contains_key("value") => {
+                serde_json::from_value(v).with_context(|| format!("line {}: not a record", n + 1))?
+            }
+            value => NewRecord { key: None, value, timestamp: None, partition: None },
         };
         out.push(record);
     }
@@ -294,9 +454,4 @@ pub fn format_time(ms: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
-}
-
-/// A Unix-millisecond field as a UTC time.
-pub fn ms_time(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_u64).map(format_time).unwrap_or_default()
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use crate::client::{Client, field, items, ms_time, print_table};
+use crate::client::{Client, float, label, opt, print_table, time};
 
 #[derive(Subcommand)]
 pub enum JobCommand {
@@ -53,78 +53,67 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
                 std::fs::read_to_string(&spec).with_context(|| format!("cannot read {}", spec.display()))?;
             let body: serde_json::Value =
                 serde_json::from_str(&text).with_context(|| format!("{} is not JSON", spec.display()))?;
-            let path = match &from_savepoint {
-                Some(id) => format!(
-                    "/api/v1/jobs?from_savepoint={id}{}",
-                    if allow_non_restored_state { "&allow_non_restored_state=true" } else { "" }
-                ),
-                None => "/api/v1/jobs".to_string(),
-            };
-            let job = c.post(&path, Some(&body)).await?;
-            println!("job {} `{}` {}", field(&job, "id"), field(&job, "name"), field(&job, "status"));
-            if let Some(r) = job.get("restored_from").filter(|r| !r.is_null()) {
-                println!(
-                    "restored from savepoint {} as checkpoint {}",
-                    field(r, "savepoint"),
-                    field(r, "checkpoint")
-                );
-                for n in r.get("nodes").and_then(serde_json::Value::as_array).into_iter().flatten() {
-                    if n.get("restored").and_then(serde_json::Value::as_bool) == Some(true) {
-                        println!(
-                            "  {}: parallelism {} -> {}{}",
-                            field(n, "id"),
-                            field(n, "from_parallelism"),
-                            field(n, "parallelism"),
-                            if n.get("migrated").and_then(serde_json::Value::as_bool) == Some(true) {
-                                format!(", state migrated {}", field(n, "state_versions"))
-                            } else {
-                                String::new()
-                            }
-                        );
-                    }
+            let detail = c.create_job(&body, from_savepoint.as_deref(), allow_non_restored_state).await?;
+            let job = &detail.job;
+            println!("job {} `{}` {}", job.id, job.name, label(&job.status));
+            if let Some(r) = &job.restored_from {
+                println!("restored from savepoint {} as checkpoint {}", r.savepoint, r.checkpoint);
+                for n in r.nodes.iter().filter(|n| n.restored) {
+                    let migrated = match n.state_versions {
+                        Some((from, to)) if n.migrated => format!(", state migrated [{from},{to}]"),
+                        _ => String::new(),
+                    };
+                    println!(
+                        "  {}: parallelism {} -> {}{migrated}",
+                        n.id,
+                        opt(&n.from_parallelism),
+                        n.parallelism
+                    );
                 }
-                for d in r.get("dropped").and_then(serde_json::Value::as_array).into_iter().flatten() {
-                    println!("  dropped: {}", d.as_str().unwrap_or_default());
+                for d in &r.dropped {
+                    println!("  dropped: {d}");
                 }
             }
         }
         JobCommand::List => {
-            let list = c.get("/api/v1/jobs").await?;
-            let rows = items(&list)
-                .iter()
-                .map(|j| {
+            let rows = c
+                .jobs()
+                .await?
+                .into_iter()
+                .map(|s| {
+                    let j = s.job;
                     vec![
-                        field(j, "id"),
-                        field(j, "name"),
-                        field(j, "status"),
-                        field(j, "subtasks"),
-                        field(j, "restarts"),
-                        ms_time(j, "start_ms"),
-                        field(j, "error"),
+                        j.id,
+                        j.name,
+                        label(&j.status),
+                        j.subtasks.to_string(),
+                        j.restarts.to_string(),
+                        time(j.start_ms),
+                        j.error.unwrap_or_default(),
                     ]
                 })
                 .collect();
             print_table(&["id", "name", "status", "subtasks", "restarts", "started (UTC)", "error"], rows);
         }
         JobCommand::Get { id } => {
-            let j = c.get(&format!("/api/v1/jobs/{id}")).await?;
-            println!("job {} `{}`: {}", field(&j, "id"), field(&j, "name"), field(&j, "status"));
-            if !field(&j, "error").is_empty() {
-                println!("error: {}", field(&j, "error"));
+            let detail = c.job(&id).await?;
+            let j = &detail.job;
+            println!("job {} `{}`: {}", j.id, j.name, label(&j.status));
+            if let Some(error) = &j.error {
+                println!("error: {error}");
             }
-            let vertices =
-                j.get("vertices").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
-            let rows = vertices
+            let rows = detail
+                .vertices
                 .iter()
                 .map(|v| {
                     vec![
-                        field(v, "id"),
-                        field(v, "kind"),
-                        field(v, "parallelism"),
-                        field(v, "records_in"),
-                        field(v, "records_out"),
-                        field(v, "records_out_per_second"),
-                        field(v, "backpressure"),
+                        v.id.clone(),
+                        label(&v.kind),
+                        v.parallelism.to_string(),
+                        v.records_in.to_string(),
+                        v.records_out.to_string(),
+                        float(v.records_out_per_second),
+                        float(v.backpressure),
                     ]
                 })
                 .collect();
@@ -132,26 +121,21 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
                 &["node", "kind", "parallelism", "records in", "records out", "out/s", "backpressure"],
                 rows,
             );
-            if let Some(cp) = j.get("latest_checkpoint").filter(|v| !v.is_null()) {
+            if let Some(cp) = &detail.latest_checkpoint {
                 println!(
                     "latest checkpoint {} ({} ms, {} bytes)",
-                    field(cp, "id"),
-                    field(cp, "duration_ms"),
-                    field(cp, "full_size")
+                    cp.id,
+                    cp.duration_ms.map(float).unwrap_or_default(),
+                    cp.full_size
                 );
             }
         }
-        JobCommand::Stop { id } => {
-            let j = c.post(&format!("/api/v1/jobs/{id}/stop"), None).await?;
-            println!("job {id} {}", field(&j, "status"));
-        }
+        JobCommand::Stop { id } => println!("job {id} {}", label(&c.job_action(&id, "stop").await?.status)),
         JobCommand::Cancel { id } => {
-            let j = c.post(&format!("/api/v1/jobs/{id}/cancel"), None).await?;
-            println!("job {id} {}", field(&j, "status"));
+            println!("job {id} {}", label(&c.job_action(&id, "cancel").await?.status))
         }
         JobCommand::Restart { id } => {
-            let j = c.post(&format!("/api/v1/jobs/{id}/restart"), None).await?;
-            println!("job {id} {}", field(&j, "status"));
+            println!("job {id} {}", label(&c.job_action(&id, "restart").await?.status))
         }
     }
     Ok(())

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::client::{Client, field, items, ms_time, print_table};
+use crate::client::{Client, print_table, time};
 
 #[derive(Subcommand)]
 pub enum ModuleCommand {
@@ -28,22 +28,22 @@ pub enum ModuleCommand {
 /// Runs a `weir module` command.
 pub async fn run(c: &Client, command: ModuleCommand) -> anyhow::Result<()> {
     use std::io::IsTerminal as _;
-
     match command {
         ModuleCommand::Upload { file, name } => {
             let m = c.upload(&file, name.as_deref(), std::io::stderr().is_terminal()).await?;
-            println!("module {} `{}` ({} bytes)", field(&m, "id"), field(&m, "name"), field(&m, "size"));
+            println!("module {} `{}` ({} bytes)", m.id, m.name, m.size);
         }
         ModuleCommand::List => {
-            let list = c.get("/api/v1/modules").await?;
-            let rows = items(&list)
-                .iter()
-                .map(|m| vec![field(m, "id"), field(m, "name"), field(m, "size"), ms_time(m, "created_ms")])
+            let rows = c
+                .modules()
+                .await?
+                .into_iter()
+                .map(|m| vec![m.id, m.name, m.size.to_string(), time(Some(m.created_ms))])
                 .collect();
             print_table(&["id", "name", "bytes", "uploaded (UTC)"], rows);
         }
         ModuleCommand::Delete { id } => {
-            c.delete(&format!("/api/v1/modules/{id}")).await?;
+            c.delete_module(&id).await?;
             println!("module {id} deleted");
         }
     }

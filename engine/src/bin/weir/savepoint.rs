@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use crate::client::{Client, field, items, ms_time, print_table};
+use weir::api::model::{SavepointMode, SavepointRecord, SavepointStatus};
+
+use crate::client::{Client, label, opt, print_table, time};
 
 #[derive(Subcommand)]
 pub enum SavepointCommand {
@@ -49,6 +51,7 @@ pub enum SavepointCommand {
     },
 }
 
+/// `--mode` (the API's `SavepointMode`).
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum SavepointModeArg {
     KeepRunning,
@@ -57,72 +60,63 @@ pub enum SavepointModeArg {
     Drain,
 }
 
-impl SavepointModeArg {
-    fn api_name(self) -> &'static str {
-        match self {
-            SavepointModeArg::KeepRunning => "keep_running",
-            SavepointModeArg::Cancel => "cancel",
-            SavepointModeArg::Stop => "stop",
-            SavepointModeArg::Drain => "drain",
+impl From<SavepointModeArg> for SavepointMode {
+    fn from(mode: SavepointModeArg) -> Self {
+        match mode {
+            SavepointModeArg::KeepRunning => SavepointMode::KeepRunning,
+            SavepointModeArg::Cancel => SavepointMode::Cancel,
+            SavepointModeArg::Stop => SavepointMode::Stop,
+            SavepointModeArg::Drain => SavepointMode::Drain,
         }
     }
 }
 
+/// One line (two with an error) about a savepoint.
+fn describe(s: &SavepointRecord) -> String {
+    let mut line = format!("savepoint {} of job {} (`{}`): {}", s.id, s.job, s.job_name, label(&s.status));
+    if let Some(checkpoint) = s.checkpoint {
+        line.push_str(&format!(", checkpoint {checkpoint}"));
+    }
+    if s.status == SavepointStatus::Completed {
+        line.push_str(&format!(", {} entries, {} bytes", s.entries, s.bytes));
+    }
+    if let Some(error) = &s.error {
+        line.push_str(&format!("\nerror: {error}"));
+    }
+    line
+}
+
 /// Runs a `weir savepoint` command.
 pub async fn run(c: &Client, command: SavepointCommand) -> anyhow::Result<()> {
-    let describe = |s: &serde_json::Value| {
-        let mut line = format!(
-            "savepoint {} of job {} (`{}`): {}",
-            field(s, "id"),
-            field(s, "job"),
-            field(s, "job_name"),
-            field(s, "status")
-        );
-        if !field(s, "checkpoint").is_empty() {
-            line.push_str(&format!(", checkpoint {}", field(s, "checkpoint")));
-        }
-        if field(s, "status") == "completed" {
-            line.push_str(&format!(", {} entries, {} bytes", field(s, "entries"), field(s, "bytes")));
-        }
-        if !field(s, "error").is_empty() {
-            line.push_str(&format!("\nerror: {}", field(s, "error")));
-        }
-        line
-    };
     match command {
         SavepointCommand::Trigger { job, mode } => {
-            let body = serde_json::json!({ "mode": mode.api_name() });
-            let s = c.post(&format!("/api/v1/jobs/{job}/savepoints"), Some(&body)).await?;
-            let id = field(&s, "id");
-            println!("savepoint {id} triggered ({})", mode.api_name());
-            let mut s = s;
+            let mode = SavepointMode::from(mode);
+            let mut s = c.trigger_savepoint(&job, mode).await?;
+            println!("savepoint {} triggered ({})", s.id, label(&mode));
             // Poll until it is no longer pending.
-            while field(&s, "status") == "pending" {
+            while s.status == SavepointStatus::Pending {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                s = c.get(&format!("/api/v1/savepoints/{id}")).await?;
+                s = c.savepoint(&s.id).await?;
             }
             println!("{}", describe(&s));
-            anyhow::ensure!(field(&s, "status") == "completed", "the savepoint failed");
+            anyhow::ensure!(s.status == SavepointStatus::Completed, "the savepoint failed");
         }
         SavepointCommand::List { job } => {
-            let path = match &job {
-                Some(j) => format!("/api/v1/jobs/{j}/savepoints"),
-                None => "/api/v1/savepoints".to_string(),
-            };
-            let list = c.get(&path).await?;
-            let rows = items(&list)
-                .iter()
+            let rows = c
+                .savepoints(job.as_deref())
+                .await?
+                .into_iter()
                 .map(|s| {
                     vec![
-                        field(s, "id"),
-                        field(s, "job_name"),
-                        field(s, "status"),
-                        field(s, "mode"),
-                        field(s, "checkpoint"),
-                        field(s, "bytes"),
-                        ms_time(s, "created_ms"),
-                        field(s, "origin"),
-                        field(s, "error"),
+                        s.id.clone(),
+                        s.job_name.clone(),
+                        label(&s.status),
+                        s.mode.as_ref().map(label).unwrap_or_default(),
+                        opt(&s.checkpoint),
+                        s.bytes.to_string(),
+                        time(Some(s.created_ms)),
+                        opt(&s.origin),
+                        opt(&s.error),
                     ]
                 })
                 .collect();
@@ -142,26 +136,24 @@ pub async fn run(c: &Client, command: SavepointCommand) -> anyhow::Result<()> {
             );
         }
         SavepointCommand::Get { id } => {
-            let s = c.get(&format!("/api/v1/savepoints/{id}")).await?;
+            let s = c.savepoint(&id).await?;
             println!("{}", describe(&s));
-            if let Some(d) = s.get("description").filter(|d| !d.is_null()) {
+            if let Some(d) = &s.description {
                 let rows = d
-                    .get("nodes")
-                    .and_then(serde_json::Value::as_array)
-                    .into_iter()
-                    .flatten()
+                    .nodes
+                    .iter()
                     .map(|n| {
                         vec![
-                            field(n, "id"),
-                            field(n, "kind"),
-                            field(n, "parallelism"),
-                            field(n, "module"),
-                            field(n, "connector"),
-                            field(n, "state_version"),
+                            n.id.clone(),
+                            label(&n.kind),
+                            n.parallelism.to_string(),
+                            opt(&n.module),
+                            opt(&n.connector),
+                            opt(&n.state_version),
                         ]
                     })
                     .collect();
-                println!("max_parallelism {}", field(d, "max_parallelism"));
+                println!("max_parallelism {}", d.max_parallelism);
                 print_table(&["node", "kind", "parallelism", "module", "connector", "state version"], rows);
             }
         }
@@ -169,7 +161,7 @@ pub async fn run(c: &Client, command: SavepointCommand) -> anyhow::Result<()> {
             let partial = output.with_extension("partial");
             let mut file = std::fs::File::create(&partial)
                 .with_context(|| format!("cannot create {}", partial.display()))?;
-            let result = c.download(&format!("/api/v1/savepoints/{id}/file"), &mut file).await;
+            let result = c.export_savepoint(&id, &mut file).await;
             drop(file);
             match result {
                 Ok(bytes) => {
@@ -184,14 +176,14 @@ pub async fn run(c: &Client, command: SavepointCommand) -> anyhow::Result<()> {
             }
         }
         SavepointCommand::Import { file } => {
-            let s = c.post_file("/api/v1/savepoints", &file).await?;
+            let s = c.import_savepoint(&file).await?;
             println!("{}", describe(&s));
-            if !field(&s, "origin").is_empty() {
-                println!("imported from savepoint {}", field(&s, "origin"));
+            if let Some(origin) = &s.origin {
+                println!("imported from savepoint {origin}");
             }
         }
         SavepointCommand::Delete { id } => {
-            c.delete(&format!("/api/v1/savepoints/{id}")).await?;
+            c.delete_savepoint(&id).await?;
             println!("savepoint {id} deleted");
         }
     }

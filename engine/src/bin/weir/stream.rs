@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Subcommand;
 
-use crate::client::{Client, field, items, print_table, records_from_lines};
+use crate::client::{Client, print_table, records_from_lines};
 
 #[derive(Subcommand)]
 pub enum StreamCommand {
@@ -48,16 +48,17 @@ pub enum StreamCommand {
 pub async fn run(c: &Client, command: StreamCommand) -> anyhow::Result<()> {
     match command {
         StreamCommand::Create { name, partitions } => {
-            let s = c
-                .post("/api/v1/streams", Some(&serde_json::json!({ "name": name, "partitions": partitions })))
-                .await?;
-            println!("stream `{}` with {} partition(s)", field(&s, "name"), field(&s, "partitions"));
+            let s = c.create_stream(&name, partitions).await?;
+            println!("stream `{}` with {} partition(s)", s.name, s.partitions);
         }
         StreamCommand::List => {
-            let list = c.get("/api/v1/streams").await?;
-            let rows = items(&list)
-                .iter()
-                .map(|s| vec![field(s, "name"), field(s, "partitions"), field(s, "end_offsets")])
+            let rows = c
+                .streams()
+                .await?
+                .into_iter()
+                .map(|s| {
+                    vec![s.name, s.partitions.to_string(), format!("{:?}", s.end_offsets).replace(' ', "")]
+                })
                 .collect();
             print_table(&["name", "partitions", "end offsets"], rows);
         }
@@ -69,30 +70,30 @@ pub async fn run(c: &Client, command: StreamCommand) -> anyhow::Result<()> {
             };
             let records = records_from_lines(&text)?;
             let n = records.len();
-            let out = c
-                .post(
-                    &format!("/api/v1/streams/{name}/records"),
-                    Some(&serde_json::json!({ "records": records })),
-                )
-                .await?;
-            let last = items(&out).last().map(|a| {
-                format!(" (last: partition {} offset {})", field(a, "partition"), field(a, "offset"))
-            });
+            let appended = c.append(&name, records).await?;
+            let last =
+                appended.last().map(|a| format!(" (last: partition {} offset {})", a.partition, a.offset));
             println!("{n} record(s) appended to `{name}`{}", last.unwrap_or_default());
         }
         StreamCommand::Read { name, partition, offset, limit } => {
-            let r = c
-                .get(&format!(
-                    "/api/v1/streams/{name}/records?partition={partition}&offset={offset}&limit={limit}"
-                ))
-                .await?;
-            let rows = items(&r)
+            let r = c.read(&name, partition, offset, limit).await?;
+            let rows = r
+                .data
                 .iter()
-                .map(|x| vec![field(x, "offset"), field(x, "key"), field(x, "value"), field(x, "timestamp")])
+                .map(|x| vec![x.offset.to_string(), text(&x.key), text(&x.value), x.timestamp.to_string()])
                 .collect();
             print_table(&["offset", "key", "value", "timestamp"], rows);
-            println!("next offset: {}", field(&r, "next_offset"));
+            println!("next offset: {}", r.next_offset);
         }
     }
     Ok(())
+}
+
+/// A JSON value as display text: strings bare, null as nothing.
+fn text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }

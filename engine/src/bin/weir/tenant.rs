@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use crate::client::{Client, field, items, ms_time, print_table};
+use crate::client::{Client, print_table, time};
 
 #[derive(Subcommand)]
 pub enum TenantCommand {
@@ -19,15 +19,16 @@ pub enum TenantCommand {
 pub async fn run(c: &Client, command: TenantCommand) -> anyhow::Result<()> {
     match command {
         TenantCommand::Create { name } => {
-            let t = c.post("/api/v1/tenants", Some(&serde_json::json!({ "name": name }))).await?;
-            println!("tenant {} `{}`", field(&t["tenant"], "id"), field(&t["tenant"], "name"));
-            println!("token: {}", field(&t, "token"));
+            let t = c.create_tenant(&name).await?;
+            println!("tenant {} `{}`", t.tenant.id, t.tenant.name);
+            println!("token: {}", t.token);
         }
         TenantCommand::List => {
-            let list = c.get("/api/v1/tenants").await?;
-            let rows = items(&list)
-                .iter()
-                .map(|t| vec![field(t, "id"), field(t, "name"), ms_time(t, "created_ms")])
+            let rows = c
+                .tenants()
+                .await?
+                .into_iter()
+                .map(|t| vec![t.id, t.name, time(Some(t.created_ms))])
                 .collect();
             print_table(&["id", "name", "created (UTC)"], rows);
         }
