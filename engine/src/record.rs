@@ -84,11 +84,9 @@ impl Batch {
     }
 
     /// Checks that the entries describe exactly the bytes of `data` (a guest may return
-    /// anything). Returns a description of the first inconsistency.
-    pub fn validate(&self) -> Result<(), String> {
-        weir_flat::validate(&self.data, &self.entries).map_err(|m| {
-            format!("batch entries describe {} bytes but the batch holds {} bytes", m.described, m.held)
-        })
+    /// anything).
+    pub fn validate(&self) -> Result<(), weir_flat::Mismatch> {
+        weir_flat::validate(&self.data, &self.entries)
     }
 
     /// Appends every record of `other`.
@@ -202,7 +200,7 @@ mod tests {
         let mut b = Batch::empty();
         b.push(b"k", b"v", 0);
         b.data.push(1);
-        assert!(b.validate().unwrap_err().contains("describe 2 bytes"));
+        assert_eq!(b.validate().unwrap_err(), weir_flat::Mismatch { described: 2, held: 3 });
     }
 
     #[test]

@@ -247,7 +247,11 @@ impl OperatorInstance {
     /// Checks an output batch: well formed, and within the output limit (which the hostcall
     /// fuel already enforced while copying it; this keeps the limit exact).
     fn check_batch(&mut self, call: Call, batch: Batch) -> Result<Batch, GuestError> {
-        batch.validate().map_err(|reason| self.malformed(call, reason))?;
+        batch.validate().map_err(|m| {
+            let reason =
+                format!("batch entries describe {} bytes but the batch holds {} bytes", m.described, m.held);
+            self.malformed(call, reason)
+        })?;
         let bytes = batch.data.len().saturating_add(batch.entries.len().saturating_mul(ENTRY_BYTES));
         if bytes > self.who.limits.max_output_bytes {
             let err = self.who.output_limit(call);

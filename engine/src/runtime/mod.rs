@@ -2,14 +2,15 @@
 //! that move batches, watermarks and timers through a job, and the checkpoint protocol.
 //!
 //! Where things are (docs/design.md §6 has the protocol and its numbered invariants):
-//! - data plane: [`channel`](Sender), [`InputGate`], [`Output`], [`Message`], watermarks;
+//! - data plane: `channel` ([`Sender`], [`Receiver`]), [`InputGate`], [`Output`], [`Message`],
+//!   watermarks;
 //! - subtasks: `task` (the source, operator and sink loops), `barrier` (alignment);
 //! - checkpoints: `control` (messages), `coordinator`, `snapshot_writer` (the async part),
 //!   `scopes` (key-group split and restore chunks), `task_state` (a subtask's blob);
 //! - running a job: `job` (attempts, restarts, recommits), `attempt` (wiring, spawning,
 //!   joining one attempt), `env` ([`RunEnv`]), `stop`, `report`.
 //!
-//! Imports between these files go one way (checked as docs/design.md "Dependencies" says).
+//! Imports between these files go one way; `engine/tests/all/layout.rs` checks it.
 
 mod attempt;
 pub mod barrier;

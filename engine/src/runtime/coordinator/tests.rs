@@ -1,68 +1,13 @@
 //! The coordinator's state machine without wasmtime: a real store in a temporary
-//! directory, the tasks played by the test through the coordinator's channels.
+//! directory (behind a `FaultyStorage` that fails every `complete` while enabled), the tasks
+//! played by the test through the coordinator's channels.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use weir_store::{CheckpointStatus, GcReport, StateEntry, Store, StoreError, SubtaskWrite};
+use weir_store::{CheckpointStatus, FaultyStorage, Store};
 
 use super::*;
 
 const WAIT: Duration = Duration::from_secs(30);
 const JOB: &str = "job";
-
-/// The store, but `complete` fails while `fail_complete` is set.
-struct Flaky {
-    store: Store,
-    fail_complete: AtomicBool,
-}
-
-impl CheckpointStorage for Flaky {
-    fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
-        self.store.begin(meta)
-    }
-    fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
-        self.store.write_subtask(write)
-    }
-    fn complete(
-        &self,
-        meta: &CheckpointMeta,
-        manifest: &Manifest,
-        retain: usize,
-    ) -> Result<GcReport, StoreError> {
-        if self.fail_complete.load(Ordering::SeqCst) {
-            return Err(StoreError::Injected("complete".into()));
-        }
-        self.store.complete(meta, manifest, retain)
-    }
-    fn abort(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
-        self.store.abort(meta)
-    }
-    fn latest_completed(&self, job: &str) -> Result<Option<(CheckpointMeta, Manifest)>, StoreError> {
-        self.store.latest_completed(job)
-    }
-    fn checkpoint(
-        &self,
-        job: &str,
-        id: u64,
-    ) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError> {
-        self.store.checkpoint(job, id)
-    }
-    fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
-        self.store.read_chain(job, chain)
-    }
-    fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
-        self.store.history(job)
-    }
-    fn last_checkpoint_id(&self, job: &str) -> Result<u64, StoreError> {
-        self.store.last_checkpoint_id(job)
-    }
-    fn recover(&self, job: &str) -> Result<(), StoreError> {
-        self.store.recover(job)
-    }
-    fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
-        self.store.chunk_usage(job)
-    }
-}
 
 /// A running coordinator over three tasks: source `src/0` (task 0), operator `op/0`
 /// (task 1), sink `out/0` (task 2).
@@ -71,7 +16,7 @@ struct Run {
     inbox: mpsc::UnboundedSender<ToCoordinator>,
     triggers: mpsc::UnboundedSender<TriggerRequest>,
     events: broadcast::Receiver<JobEvent>,
-    storage: Arc<Flaky>,
+    storage: Arc<FaultyStorage<Store>>,
     stop: Arc<StopSignal>,
     handle: tokio::task::JoinHandle<Result<u64, JobError>>,
 }
@@ -81,7 +26,10 @@ fn settings() -> CheckpointSettings {
 }
 
 fn start(store: Store, settings: CheckpointSettings) -> Run {
-    let storage = Arc::new(Flaky { store, fail_complete: AtomicBool::new(false) });
+    // Probability 1 while enabled: `complete` (and `write_subtask`, which the coordinator
+    // never calls) fails; off until a test turns it on.
+    let storage = Arc::new(FaultyStorage::new(store, 0, 1.0));
+    storage.set_enabled(false);
     let tasks = [("src", true), ("op", false), ("out", false)]
         .map(|(node, is_source)| TaskInfo { node: node.into(), subtask: 0, is_source })
         .to_vec();
@@ -148,7 +96,7 @@ impl Run {
     }
 
     fn history(&self) -> Vec<CheckpointMeta> {
-        self.storage.store.history(JOB).unwrap()
+        self.storage.inner().history(JOB).unwrap()
     }
 
     async fn result(self) -> Result<u64, JobError> {
@@ -175,7 +123,7 @@ async fn a_trigger_reaches_the_sources_only_and_every_ack_completes_it() {
         run.event().await,
         JobEvent::CheckpointCompleted { id: 1, is_final: false, size: 30, .. }
     ));
-    let (meta, manifest) = run.storage.store.latest_completed(JOB).unwrap().expect("completed");
+    let (meta, manifest) = run.storage.inner().latest_completed(JOB).unwrap().expect("completed");
     assert_eq!((meta.id, meta.status, meta.state_size), (1, CheckpointStatus::Completed, 30));
     assert_eq!(manifest.keys().collect::<Vec<_>>(), ["op", "out", "src"]);
     assert_eq!(meta.subtasks.len(), 3);
@@ -282,15 +230,15 @@ async fn failures_past_the_tolerable_number_fail_the_job_and_a_success_resets_th
 async fn a_failed_completion_aborts_the_checkpoint() {
     let (_dir, store) = new_store();
     let mut run = start(store, settings());
-    run.storage.fail_complete.store(true, Ordering::SeqCst);
+    run.storage.set_enabled(true);
     assert_eq!(run.trigger().await, Ok(1));
     run.ack_all(1);
     let JobEvent::CheckpointFailed { id: 1, reason } = run.event().await else {
         panic!("checkpoint 1 fails")
     };
     assert!(reason.starts_with("completing failed"), "{reason}");
-    assert!(run.storage.store.latest_completed(JOB).unwrap().is_none());
-    run.storage.fail_complete.store(false, Ordering::SeqCst);
+    assert!(run.storage.inner().latest_completed(JOB).unwrap().is_none());
+    run.storage.set_enabled(false);
     assert_eq!(run.trigger().await, Ok(2));
     run.ack_all(2);
     assert!(matches!(run.event().await, JobEvent::CheckpointCompleted { id: 2, .. }));
@@ -309,7 +257,7 @@ async fn the_final_checkpoint_follows_the_end_of_every_source_and_ends_the_run()
     run.ack_all(1);
     let storage = run.storage.clone();
     assert_eq!(run.result().await.unwrap(), 1);
-    let (meta, _) = storage.store.latest_completed(JOB).unwrap().expect("final checkpoint");
+    let (meta, _) = storage.inner().latest_completed(JOB).unwrap().expect("final checkpoint");
     assert!(meta.is_final && meta.stopped && meta.pinned, "{meta:?}");
 }
 
