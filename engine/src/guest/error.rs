@@ -93,6 +93,21 @@ pub enum GuestError {
         /// The limit.
         limit_ms: u64,
     },
+    /// One call took longer than the job's wall-time limit (`wall_limit_ms`), waiting
+    /// included — a guest that sleeps or polls — and was stopped.
+    #[error(
+        "operator `{operator}` (subtask {subtask}) took longer than its wall-time limit of {limit_ms} ms in one {call} call (wall_limit_ms; waiting in a sleep or poll counts) and was stopped"
+    )]
+    WallLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that took too long.
+        call: Call,
+        /// The limit.
+        limit_ms: u64,
+    },
     /// The guest grew its linear memory past the instance's limit and was stopped.
     #[error(
         "operator `{operator}` (subtask {subtask}) trapped in {call}: it reached its memory limit of {} MiB ({limit})",

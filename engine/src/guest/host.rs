@@ -112,7 +112,7 @@ impl GuestHost {
             None => engine_err(format!("cannot create the wasmtime engine: {e:#}")),
         })?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        super::wasi::add_to_linker(&mut linker)
             .and_then(|()| OperatorWorld::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s))
             .map_err(|e| GuestError::Load {
                 module: "<engine>".into(),

@@ -16,8 +16,11 @@ pub struct InstanceLimits {
     /// Most linear memory the instance may grow to, in bytes, all its memories together
     /// (lowered to the instance pool's slot size when the engine has a pool).
     pub memory_bytes: usize,
-    /// Most wall-clock time (counted in epoch ticks while the guest runs) one call may take.
+    /// Most time one call may run guest code (counted in epoch ticks while the guest runs).
     pub cpu_limit_ms: u64,
+    /// Most wall-clock time one call may take, waiting in host calls (sleeps, polls)
+    /// included.
+    pub wall_limit_ms: u64,
     /// Most output one `process`, `on-watermark` or `on-timer` call may return, in bytes:
     /// key and value bytes plus 16 bytes (one entry) per record. The host never copies more
     /// out of the guest in those calls (nor in one import call they make: a log line, a
@@ -27,7 +30,12 @@ pub struct InstanceLimits {
 
 impl Default for InstanceLimits {
     fn default() -> Self {
-        InstanceLimits { memory_bytes: 512 << 20, cpu_limit_ms: 10_000, max_output_bytes: 64 << 20 }
+        InstanceLimits {
+            memory_bytes: 512 << 20,
+            cpu_limit_ms: 10_000,
+            wall_limit_ms: 60_000,
+            max_output_bytes: 64 << 20,
+        }
     }
 }
 
@@ -81,6 +89,30 @@ impl std::fmt::Debug for OperatorInstance {
             .field("operator", &self.who.operator)
             .field("subtask", &self.who.subtask)
             .finish_non_exhaustive()
+    }
+}
+
+/// A guest call ran past its wall-time limit: its future was dropped mid-call, so the
+/// instance is poisoned like after a trap.
+#[derive(Debug)]
+struct WallLimitHit;
+
+impl std::fmt::Display for WallLimitHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call ran past its wall-time limit")
+    }
+}
+
+impl std::error::Error for WallLimitHit {}
+
+/// Runs a guest call for at most `limit_ms` of wall time. Epoch interruption stops a guest
+/// that computes; this stops one that waits in a host call (a sleep, a poll), which never
+/// meets an epoch deadline. Dropping the call's future abandons the guest mid-call: the
+/// caller poisons the instance, and recovery uses a fresh one.
+async fn within<T>(limit_ms: u64, call: impl Future<Output = wasmtime::Result<T>>) -> wasmtime::Result<T> {
+    match tokio::time::timeout(std::time::Duration::from_millis(limit_ms), call).await {
+        Ok(result) => result,
+        Err(_) => Err(wasmtime::Error::new(WallLimitHit)),
     }
 }
 
@@ -151,21 +183,33 @@ impl OperatorInstance {
     /// it can migrate.
     pub async fn describe(&mut self) -> Result<OperatorInfo, GuestError> {
         self.begin(Call::Describe)?;
-        let r = self.world.weir_operator_operator().call_describe(&mut self.store).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_describe(&mut self.store),
+        )
+        .await;
         self.finish(Call::Describe, r.map(Ok::<_, super::bindings::GuestOperatorError>))
     }
 
     /// Calls `open`.
     pub async fn open(&mut self, context: &Context) -> Result<(), GuestError> {
         self.begin(Call::Open)?;
-        let r = self.world.weir_operator_operator().call_open(&mut self.store, context).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_open(&mut self.store, context),
+        )
+        .await;
         self.finish(Call::Open, r)
     }
 
     /// Calls `process` with a batch that arrived on input `input`; returns the output.
     pub async fn process(&mut self, input: u32, batch: &Batch) -> Result<Batch, GuestError> {
         self.begin(Call::Process)?;
-        let r = self.world.weir_operator_operator().call_process(&mut self.store, input, batch).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_process(&mut self.store, input, batch),
+        )
+        .await;
         let out = self.finish(Call::Process, r)?;
         self.check_batch(Call::Process, out)
     }
@@ -173,7 +217,11 @@ impl OperatorInstance {
     /// Calls `on-watermark`.
     pub async fn on_watermark(&mut self, timestamp: i64) -> Result<Batch, GuestError> {
         self.begin(Call::OnWatermark)?;
-        let r = self.world.weir_operator_operator().call_on_watermark(&mut self.store, timestamp).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_on_watermark(&mut self.store, timestamp),
+        )
+        .await;
         let out = self.finish(Call::OnWatermark, r)?;
         self.check_batch(Call::OnWatermark, out)
     }
@@ -181,7 +229,11 @@ impl OperatorInstance {
     /// Calls `on-timer`.
     pub async fn on_timer(&mut self, key: &[u8], timestamp: i64) -> Result<Batch, GuestError> {
         self.begin(Call::OnTimer)?;
-        let r = self.world.weir_operator_operator().call_on_timer(&mut self.store, key, timestamp).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_on_timer(&mut self.store, key, timestamp),
+        )
+        .await;
         let out = self.finish(Call::OnTimer, r)?;
         self.check_batch(Call::OnTimer, out)
     }
@@ -189,7 +241,11 @@ impl OperatorInstance {
     /// Calls `snapshot`.
     pub async fn snapshot(&mut self, checkpoint_id: u64, full: bool) -> Result<StateDelta, GuestError> {
         self.begin(Call::Snapshot)?;
-        let r = self.world.weir_operator_operator().call_snapshot(&mut self.store, checkpoint_id, full).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_snapshot(&mut self.store, checkpoint_id, full),
+        )
+        .await;
         let delta = self.finish(Call::Snapshot, r)?;
         check_delta(&delta).map_err(|reason| self.malformed(Call::Snapshot, reason))?;
         Ok(delta)
@@ -200,7 +256,11 @@ impl OperatorInstance {
     /// a version it lists in `migrates-from` migrates them, any other fails (`invalid-state`).
     pub async fn restore(&mut self, state_version: u32, chunk: &StateDelta) -> Result<(), GuestError> {
         self.begin(Call::Restore)?;
-        let r = self.world.weir_operator_operator().call_restore(&mut self.store, state_version, chunk).await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            self.world.weir_operator_operator().call_restore(&mut self.store, state_version, chunk),
+        )
+        .await;
         self.finish(Call::Restore, r)
     }
 
@@ -283,6 +343,9 @@ impl Who {
     /// the guest's last error line (its panic message).
     fn failure(&self, call: Call, state: &mut HostState, e: wasmtime::Error) -> GuestError {
         let (operator, subtask) = (self.operator.clone(), self.subtask);
+        if e.downcast_ref::<WallLimitHit>().is_some() {
+            return GuestError::WallLimit { operator, subtask, call, limit_ms: self.limits.wall_limit_ms };
+        }
         if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
             return GuestError::CpuLimit { operator, subtask, call, limit_ms: self.limits.cpu_limit_ms };
         }
@@ -375,9 +438,7 @@ async fn instantiate(
     who: &Who,
 ) -> Result<OperatorWorld, GuestError> {
     store.set_epoch_deadline(1);
-    module
-        .pre()
-        .instantiate_async(&mut *store)
+    within(who.limits.wall_limit_ms, module.pre().instantiate_async(&mut *store))
         .await
         .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))
 }

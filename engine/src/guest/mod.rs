@@ -9,6 +9,7 @@ mod imports;
 mod instance;
 mod module;
 mod timers;
+mod wasi;
 
 pub use error::{Call, GuestError, OperatorError};
 pub use host::{

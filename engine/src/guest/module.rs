@@ -69,12 +69,19 @@ impl OperatorModule {
                 return Err(wrong(reason));
             }
         }
-        for (import, _) in ty.imports(engine) {
-            if !HOST_IMPORTS.contains(&import) && !import.starts_with("wasi:") {
+        let imports: Vec<String> = ty.imports(engine).map(|(import, _)| import.to_string()).collect();
+        for import in &imports {
+            if !HOST_IMPORTS.contains(&import.as_str()) && !import.starts_with("wasi:") {
                 return Err(wrong(format!("it imports `{import}`, which Weir does not provide")));
             }
         }
-        let pre = linker.instantiate_pre(&component).map_err(|e| wrong(format!("{e:#}")))?;
+        let stubbed =
+            super::wasi::linker_for(engine, linker, &component).map_err(|e| wrong(format!("{e:#}")))?;
+        let pre = stubbed
+            .as_ref()
+            .unwrap_or(linker)
+            .instantiate_pre(&component)
+            .map_err(|e| wrong(format!("{e:#}")))?;
         let pre = OperatorWorldPre::new(pre).map_err(|e| wrong(format!("{e:#}")))?;
         Ok(OperatorModule { name: name.to_string(), sha256, component, pre, pool: None })
     }

@@ -116,6 +116,12 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     if s.cpu_limit_ms == 0 {
         return Err(PlanError::Settings("cpu_limit_ms must be at least 1".into()));
     }
+    if s.wall_limit_ms < s.cpu_limit_ms {
+        return Err(PlanError::Settings(format!(
+            "wall_limit_ms ({}) must be at least cpu_limit_ms ({}): a call's CPU time is part of its wall time",
+            s.wall_limit_ms, s.cpu_limit_ms
+        )));
+    }
     if s.memory_limit_mb == 0 {
         return Err(PlanError::Settings("memory_limit_mb must be at least 1".into()));
     }

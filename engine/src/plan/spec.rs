@@ -93,6 +93,9 @@ pub struct Settings {
     pub channel_capacity: usize,
     /// CPU time one guest call may take, in milliseconds, before it is stopped.
     pub cpu_limit_ms: u64,
+    /// Wall-clock time one guest call may take, in milliseconds, waiting included (a guest
+    /// that sleeps or polls never uses up its CPU limit); at least `cpu_limit_ms`.
+    pub wall_limit_ms: u64,
     /// Linear memory one operator instance may use, in MiB.
     pub memory_limit_mb: u64,
     /// Output one guest call may return, in bytes: its records' key and value bytes plus 16
@@ -110,6 +113,7 @@ impl Default for Settings {
             max_parallelism: 128,
             channel_capacity: 8,
             cpu_limit_ms: 10_000,
+            wall_limit_ms: 60_000,
             memory_limit_mb: 512,
             max_output_bytes_per_call: 64 << 20,
             checkpoint: CheckpointSettings::default(),

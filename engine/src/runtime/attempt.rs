@@ -38,6 +38,7 @@ pub fn instance_limits(settings: &crate::plan::Settings) -> InstanceLimits {
     InstanceLimits {
         memory_bytes: usize::try_from(settings.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
         cpu_limit_ms: settings.cpu_limit_ms,
+        wall_limit_ms: settings.wall_limit_ms,
         max_output_bytes: usize::try_from(settings.max_output_bytes_per_call).unwrap_or(usize::MAX),
     }
 }

@@ -159,8 +159,10 @@ struct Inner {
     telemetry: Arc<Telemetry>,
     running: Mutex<HashMap<String, Running>>,
     generations: std::sync::atomic::AtomicU64,
-    /// Serialises quota checks with the job creations they admit.
-    admission: tokio::sync::Mutex<()>,
+    /// Per tenant: serialises its quota checks with the job creations they admit. Per
+    /// tenant because admission plans (compiles) the job and may run its modules' guest code
+    /// (a savepoint's migration): one tenant's slow module must not hold anyone else's.
+    admission: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// The job manager. Cheap to clone.
@@ -192,7 +194,7 @@ impl JobManager {
                 telemetry,
                 running: Mutex::new(HashMap::new()),
                 generations: std::sync::atomic::AtomicU64::new(0),
-                admission: tokio::sync::Mutex::new(()),
+                admission: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -301,6 +303,15 @@ impl JobManager {
         Ok(total)
     }
 
+    /// Waits for `tenant`'s admission turn (see `Inner::admission`).
+    async fn admit(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut locks = self.inner.admission.lock().unwrap_or_else(|e| e.into_inner());
+            locks.entry(tenant.to_string()).or_default().clone()
+        };
+        lock.lock_owned().await
+    }
+
     /// Validates `spec` for `tenant` against its quotas, stores the job and starts it; with
     /// `restore`, from that savepoint (whose state is checked against the job and written
     /// as the job's first checkpoint before anything starts).
@@ -311,7 +322,7 @@ impl JobManager {
         restore: Option<(SavepointInfo, RestoreOptions)>,
     ) -> ServerResult<JobRecord> {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
-        let _admitted = self.inner.admission.lock().await;
+        let _admitted = self.admit(&tenant.id).await;
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
@@ -684,7 +695,7 @@ impl JobManager {
                 "job `{id}` finished: its input ended and its output is committed; submit it again for a new run"
             )));
         }
-        let _admitted = self.inner.admission.lock().await;
+        let _admitted = self.admit(&tenant.id).await;
         let mut spec = job.spec.clone();
         apply_quota_settings(&tenant.quotas, &mut spec.settings, false)?;
         let (_, plan) = self.plan(&tenant.id, spec).await?;

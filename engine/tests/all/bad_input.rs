@@ -184,6 +184,36 @@ fn a_looping_guest_is_stopped_at_its_cpu_limit() {
 }
 
 #[test]
+fn a_sleeping_guest_is_stopped_at_its_wall_time_limit() {
+    // A guest waiting in a host call (here `std::thread::sleep`, a `wasi:io/poll`) runs no
+    // Wasm code, so its CPU limit never fires; the wall-time limit does.
+    let mut spec = one_operator("test:faulty", json!({ "sleep_at": 3 }), numbers(10));
+    spec["settings"] = json!({ "cpu_limit_ms": 200, "wall_limit_ms": 500 });
+    let started = std::time::Instant::now();
+    let e = job_error(spec);
+    assert!(e.contains("took longer than its wall-time limit of 500 ms in one process call"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "stopped after {:?}", started.elapsed());
+}
+
+#[test]
+fn a_guest_cannot_open_a_socket() {
+    // wasi:sockets is not linked: the guest's socket imports trap when called, so no socket
+    // is created on the server and the operator's own job fails.
+    let e = job_error(one_operator("test:faulty", json!({ "socket_at": 3 }), numbers(10)));
+    assert!(e.contains("trapped") && e.contains("wasi:sockets"), "{e}");
+    assert!(!e.contains("a socket was opened"), "{e}");
+}
+
+#[test]
+fn a_wall_time_limit_below_the_cpu_limit_is_refused() {
+    let mut spec = one_operator("test:faulty", json!({}), numbers(10));
+    spec["settings"] = json!({ "cpu_limit_ms": 1000, "wall_limit_ms": 500 });
+    let Err(e) = common::plan_json(spec) else { panic!("a wall limit below the CPU limit was accepted") };
+    let e = e.to_string();
+    assert!(e.contains("wall_limit_ms (500) must be at least cpu_limit_ms (1000)"), "{e}");
+}
+
+#[test]
 fn a_memory_bomb_is_stopped_at_its_memory_limit() {
     let mut spec = one_operator("test:faulty", json!({ "alloc_at": 3 }), numbers(10));
     spec["settings"] = json!({ "memory_limit_mb": 64 });

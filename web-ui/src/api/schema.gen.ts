@@ -1287,6 +1287,13 @@ export interface components {
              *     }
              */
             restart?: components["schemas"]["RestartSettings"];
+            /**
+             * Format: int64
+             * @description Wall-clock time one guest call may take, in milliseconds, waiting included (a guest
+             *     that sleeps or polls never uses up its CPU limit); at least `cpu_limit_ms`.
+             * @default 60000
+             */
+            wall_limit_ms?: number;
         };
         /** @description One state entry. */
         StateItem: {

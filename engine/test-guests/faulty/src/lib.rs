@@ -5,6 +5,8 @@
 //! - `panic_at`: panics with "poison record {n}";
 //! - `error_at`: returns `error::other("refused record {n}")`;
 //! - `loop_at`: spins forever;
+//! - `sleep_at`: sleeps for an hour (waits in `wasi:io/poll`, using no CPU);
+//! - `socket_at`: tries to open a TCP connection to 127.0.0.1:9;
 //! - `alloc_at`: allocates memory without bound;
 //! - `stack_at`: recurses without bound;
 //! - `flood_at`: emits the record `flood_records` times (default 5,000,000: about 85 MB of
@@ -28,6 +30,8 @@ struct Config {
     panic_at: Option<u64>,
     error_at: Option<u64>,
     loop_at: Option<u64>,
+    sleep_at: Option<u64>,
+    socket_at: Option<u64>,
     alloc_at: Option<u64>,
     stack_at: Option<u64>,
     flood_at: Option<u64>,
@@ -62,6 +66,17 @@ impl Operator for Faulty {
         }
         if c.loop_at == Some(n) {
             spin();
+        }
+        if c.sleep_at == Some(n) {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+        if c.socket_at == Some(n) {
+            // Whatever the host allows, the operator reports it: a connection it should not
+            // have is an error the test sees.
+            if let Ok(stream) = std::net::TcpStream::connect("127.0.0.1:9") {
+                return Err(Error::other(format!("a socket was opened: {stream:?}")));
+            }
+            return Err(Error::other("socket refused".to_string()));
         }
         if c.alloc_at == Some(n) {
             hog_memory();
