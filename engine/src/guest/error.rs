@@ -108,6 +108,18 @@ pub enum GuestError {
         /// The limit.
         limit_ms: u64,
     },
+    /// The guest registered more timers (or timer key bytes) than its instance may hold.
+    #[error("operator `{operator}` (subtask {subtask}) was stopped in {call}: {reason}")]
+    TimerLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that registered too many.
+        call: Call,
+        /// The limits and what was registered.
+        reason: String,
+    },
     /// The guest grew its linear memory past the instance's limit and was stopped.
     #[error(
         "operator `{operator}` (subtask {subtask}) trapped in {call}: it reached its memory limit of {} MiB ({limit})",

@@ -30,6 +30,7 @@ pub struct HostState {
 
 impl HostState {
     pub(crate) fn new(label: String, limits: Limiter, max_ticks: u64) -> Self {
+        let timer_bytes = limits.memory_limit / 4;
         // Sandbox: no files, no environment, no network; output is discarded (operators
         // report through the logging import).
         let wasi = wasmtime_wasi::WasiCtxBuilder::new()
@@ -40,7 +41,7 @@ impl HostState {
             wasi,
             table: ResourceTable::new(),
             limits,
-            timers: TimerService::default(),
+            timers: TimerService::with_limits(MAX_TIMERS, timer_bytes),
             counters: BTreeMap::new(),
             last_error: None,
             label,
@@ -50,6 +51,8 @@ impl HostState {
     }
 }
 
+/// Most timers one instance may hold; their bytes may take a quarter of its memory limit.
+const MAX_TIMERS: usize = 1 << 20;
 /// Most elements one table may grow to (a host pointer each).
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 /// Most core instances, tables and linear memories one instance may create (a Rust

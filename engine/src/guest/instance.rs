@@ -284,6 +284,16 @@ impl OperatorInstance {
         call: Call,
         result: wasmtime::Result<Result<T, super::bindings::GuestOperatorError>>,
     ) -> Result<T, GuestError> {
+        if let Some(reason) = self.store.data_mut().timers.take_refusal() {
+            let err = GuestError::TimerLimit {
+                operator: self.who.operator.clone(),
+                subtask: self.who.subtask,
+                call,
+                reason,
+            };
+            self.poisoned = Some(err.to_string());
+            return Err(err);
+        }
         match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(GuestError::Operator {

@@ -1,31 +1,95 @@
-//! Event-time timers of one operator instance.
+//! Event-time timers of one operator instance, held to the instance's limits.
 
 use std::collections::BTreeSet;
 
+/// Host memory one timer is counted for besides its key: the time, the key's vector and
+/// the B-tree's share.
+pub const TIMER_OVERHEAD_BYTES: usize = 64;
+
 /// The registered timers of an instance, ordered by time then key. Registering the same
 /// key and time twice keeps one timer.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+///
+/// The timers live in host memory, so they are counted: at most `max_timers`, and at most
+/// `max_bytes` of keys plus [`TIMER_OVERHEAD_BYTES`] each. A registration past either is
+/// dropped and remembered ([`TimerService::take_refusal`]); the host fails the guest call
+/// that made it, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerService {
     timers: BTreeSet<(i64, Vec<u8>)>,
+    bytes: usize,
+    max_timers: usize,
+    max_bytes: usize,
+    refusal: Option<String>,
+}
+
+impl Default for TimerService {
+    /// No limits (tools and tests that hold timers outside an instance).
+    fn default() -> Self {
+        TimerService::with_limits(usize::MAX, usize::MAX)
+    }
 }
 
 impl TimerService {
-    /// Registers a timer.
+    /// An empty service holding at most `max_timers` timers and `max_bytes` of them.
+    pub fn with_limits(max_timers: usize, max_bytes: usize) -> Self {
+        TimerService { timers: BTreeSet::new(), bytes: 0, max_timers, max_bytes, refusal: None }
+    }
+
+    fn cost(key: &[u8]) -> usize {
+        key.len().saturating_add(TIMER_OVERHEAD_BYTES)
+    }
+
+    /// Registers a timer, unless that would pass a limit (then it is refused and remembered).
     pub fn register(&mut self, key: Vec<u8>, timestamp: i64) {
-        self.timers.insert((timestamp, key));
+        let entry = (timestamp, key);
+        if self.timers.contains(&entry) {
+            return;
+        }
+        let cost = Self::cost(&entry.1);
+        if self.timers.len() >= self.max_timers || self.bytes.saturating_add(cost) > self.max_bytes {
+            self.refusal.get_or_insert_with(|| {
+                format!(
+                    "it registered more timers than its instance may hold ({} timers and {} bytes at most; \
+                     {} timers of {} bytes are registered)",
+                    self.max_timers,
+                    self.max_bytes,
+                    self.timers.len(),
+                    self.bytes
+                )
+            });
+            return;
+        }
+        self.bytes += cost;
+        self.timers.insert(entry);
     }
 
     /// Deletes a timer if present.
     pub fn delete(&mut self, key: Vec<u8>, timestamp: i64) {
-        self.timers.remove(&(timestamp, key));
+        if self.timers.remove(&(timestamp, key.clone())) {
+            self.bytes -= Self::cost(&key);
+        }
     }
 
     /// Removes and returns the earliest timer at or before `watermark`.
     pub fn pop_due(&mut self, watermark: i64) -> Option<(i64, Vec<u8>)> {
         match self.timers.first() {
-            Some((ts, _)) if *ts <= watermark => self.timers.pop_first(),
+            Some((ts, _)) if *ts <= watermark => {
+                let timer = self.timers.pop_first()?;
+                self.bytes -= Self::cost(&timer.1);
+                Some(timer)
+            }
             _ => None,
         }
+    }
+
+    /// The first refused registration since the last call, if any.
+    pub fn take_refusal(&mut self) -> Option<String> {
+        self.refusal.take()
+    }
+
+    /// Bytes the registered timers are counted for.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Number of registered timers.
@@ -63,5 +127,35 @@ mod tests {
         assert_eq!(t.pop_due(10), Some((10, b"a".to_vec())));
         assert_eq!(t.pop_due(10), Some((10, b"b".to_vec())));
         assert_eq!(t.pop_due(i64::MAX), None);
+        assert_eq!(t.bytes(), 0);
+    }
+
+    #[test]
+    fn registrations_past_a_limit_are_refused_and_reported_once() {
+        let mut t = TimerService::with_limits(2, usize::MAX);
+        t.register(b"a".to_vec(), 1);
+        t.register(b"b".to_vec(), 1);
+        t.register(b"a".to_vec(), 1); // already there: no new timer, no refusal
+        assert_eq!(t.take_refusal(), None);
+        t.register(b"c".to_vec(), 1);
+        t.register(b"d".to_vec(), 1);
+        assert_eq!(t.len(), 2);
+        let refusal = t.take_refusal().expect("refused");
+        assert!(refusal.contains("2 timers"), "{refusal}");
+        assert_eq!(t.take_refusal(), None);
+        // Firing one makes room again.
+        assert!(t.pop_due(1).is_some());
+        t.register(b"c".to_vec(), 1);
+        assert_eq!((t.len(), t.take_refusal()), (2, None));
+
+        let mut t = TimerService::with_limits(usize::MAX, 2 * TIMER_OVERHEAD_BYTES + 10);
+        t.register(vec![0; 5], 1);
+        t.register(vec![1; 5], 1);
+        assert_eq!(t.bytes(), 2 * TIMER_OVERHEAD_BYTES + 10);
+        t.register(vec![2; 1], 1);
+        assert!(t.take_refusal().is_some());
+        t.delete(vec![0; 5], 1);
+        t.register(vec![2; 1], 1);
+        assert_eq!(t.take_refusal(), None);
     }
 }

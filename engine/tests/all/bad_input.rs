@@ -205,6 +205,17 @@ fn a_guest_cannot_open_a_socket() {
 }
 
 #[test]
+fn a_timer_flood_is_stopped_at_the_instance_limits() {
+    // 2,000,000 timers with 1 KiB keys would hold ~2 GiB of host memory; a 64 MiB instance may
+    // keep a quarter of that in timers.
+    let mut spec = one_operator("test:faulty", json!({ "timers_at": 3 }), numbers(10));
+    spec["settings"] = json!({ "memory_limit_mb": 64 });
+    let e = job_error(spec);
+    assert!(e.contains("registered more timers than its instance may hold"), "{e}");
+    assert!(e.contains(&format!("{} bytes at most", (64 << 20) / 4)), "{e}");
+}
+
+#[test]
 fn a_wall_time_limit_below_the_cpu_limit_is_refused() {
     let mut spec = one_operator("test:faulty", json!({}), numbers(10));
     spec["settings"] = json!({ "cpu_limit_ms": 1000, "wall_limit_ms": 500 });

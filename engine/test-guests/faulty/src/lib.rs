@@ -7,6 +7,7 @@
 //! - `loop_at`: spins forever;
 //! - `sleep_at`: sleeps for an hour (waits in `wasi:io/poll`, using no CPU);
 //! - `socket_at`: tries to open a TCP connection to 127.0.0.1:9;
+//! - `timers_at`: registers `timer_count` timers (default 2,000,000) with 1 KiB keys;
 //! - `alloc_at`: allocates memory without bound;
 //! - `stack_at`: recurses without bound;
 //! - `flood_at`: emits the record `flood_records` times (default 5,000,000: about 85 MB of
@@ -32,6 +33,8 @@ struct Config {
     loop_at: Option<u64>,
     sleep_at: Option<u64>,
     socket_at: Option<u64>,
+    timers_at: Option<u64>,
+    timer_count: Option<u64>,
     alloc_at: Option<u64>,
     stack_at: Option<u64>,
     flood_at: Option<u64>,
@@ -77,6 +80,13 @@ impl Operator for Faulty {
                 return Err(Error::other(format!("a socket was opened: {stream:?}")));
             }
             return Err(Error::other("socket refused".to_string()));
+        }
+        if c.timers_at == Some(n) {
+            let mut key = vec![0u8; 1024];
+            for i in 0..c.timer_count.unwrap_or(2_000_000) {
+                key[..8].copy_from_slice(&i.to_le_bytes());
+                weir_guest::timers::register_raw(&key, i64::MAX - 1);
+            }
         }
         if c.alloc_at == Some(n) {
             hog_memory();
