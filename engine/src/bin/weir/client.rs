@@ -44,7 +44,7 @@ impl ClientConfig {
         toml_lite(&text).with_context(|| format!("cannot parse {}", path.display()))
     }
 
-    /// Writes `<data_dir>/client.toml`.
+    /// Writes `<data_dir>/client.toml`, readable by its owner only (it holds a token).
     pub fn write(&self, data_dir: &Path) -> anyhow::Result<()> {
         let path = data_dir.join(Self::FILE);
         let mut text = String::new();
@@ -54,7 +54,19 @@ impl ClientConfig {
         if let Some(token) = &self.token {
             text.push_str(&format!("token = {token:?}\n"));
         }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let write = |options: &std::fs::OpenOptions| -> std::io::Result<()> {
+            use std::io::Write as _;
+            let mut file = options.open(&path)?;
+            // A file left by an older version keeps its mode on open: narrow it.
+            #[cfg(unix)]
+            file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+            file.write_all(text.as_bytes())
+        };
+        write(&options).with_context(|| format!("cannot write {}", path.display()))
     }
 }
 
@@ -454,4 +466,25 @@ pub fn format_time(ms: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_file_round_trips_and_only_its_owner_can_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(ClientConfig::FILE), "url = \"old\"\n").unwrap();
+        let config =
+            ClientConfig { url: Some("http://127.0.0.1:1".into()), token: Some("weir_secret".into()) };
+        config.write(dir.path()).unwrap();
+        assert_eq!(ClientConfig::read(dir.path()).unwrap(), config);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(dir.path().join(ClientConfig::FILE)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+        }
+    }
 }
