@@ -136,13 +136,34 @@ pub fn router(server: Arc<Server>) -> Router {
     let (api, document) = routes().split_for_parts();
     let document = Arc::new(document);
     let limit = server.config.max_request_bytes;
-    api.route("/metrics", get(metrics))
+    let app = api
+        .route("/metrics", get(metrics))
         .route("/api/v1/openapi.json", get(move || async move { axum::Json(document.as_ref().clone()) }))
-        .fallback(not_found)
+        .fallback(not_found);
+    with_layers(app, limit).with_state(server)
+}
+
+/// The layers every route runs under, innermost first: a handler that panics answers 500
+/// with `{ "error": ... }` (the connection is not dropped, the server goes on), bodies are
+/// capped at `limit` bytes, every error is JSON, requests are traced.
+fn with_layers<S: Clone + Send + Sync + 'static>(router: Router<S>, limit: usize) -> Router<S> {
+    router
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::map_response(json_errors))
         .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(server)
+}
+
+/// The answer to a request whose handler panicked (a bug in Weir): logged, and a 500 with
+/// the API's error shape.
+fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(panic = %message, "a request handler panicked");
+    ServerError::Internal("the request handler failed; the server goes on".into()).into_response()
 }
 
 /// Health: the server answers.
@@ -186,4 +207,33 @@ async fn json_errors(response: Response) -> Response {
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(body))
+}
+
+#[cfg(test)]
+mod layer_tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    async fn boom() -> &'static str {
+        let fail = std::hint::black_box(true);
+        assert!(!fail, "boom");
+        "unreachable"
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_in_the_error_shape() {
+        let app: Router =
+            with_layers(Router::new().route("/boom", get(boom)).route("/ok", get(|| async { "fine" })), 1024);
+        let response = app.clone().oneshot(Request::get("/boom").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        let error: crate::api::model::ErrorBody = serde_json::from_slice(&body).unwrap();
+        assert!(error.error.contains("the request handler failed"), "{}", error.error);
+        // The router goes on serving.
+        let response = app.oneshot(Request::get("/ok").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
 }

@@ -169,7 +169,7 @@ impl GuestHost {
     /// Compiles (or fetches from the cache) and validates a module.
     pub fn load(&self, name: &str, bytes: &[u8]) -> Result<Arc<OperatorModule>, GuestError> {
         let sha: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(m) = self.modules.lock().expect("module cache lock").get(&sha) {
+        if let Some(m) = self.modules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&sha) {
             return Ok(m.clone());
         }
         check_header(name, bytes)?;
@@ -186,7 +186,7 @@ impl GuestHost {
                 tracing::warn!("cannot cache compiled module {}: {e}", path.display());
             }
         }
-        self.modules.lock().expect("module cache lock").insert(sha, module.clone());
+        self.modules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(sha, module.clone());
         Ok(module)
     }
 
@@ -194,7 +194,7 @@ impl GuestHost {
     /// compiled forms from the disk cache (a deleted module).
     pub fn forget(&self, sha256: &str) {
         if let Ok(sha) = <[u8; 32]>::try_from(hex::decode(sha256).unwrap_or_default().as_slice()) {
-            self.modules.lock().expect("module cache lock").remove(&sha);
+            self.modules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&sha);
         }
         let Some(dir) = &self.cache_dir else { return };
         let Ok(entries) = std::fs::read_dir(dir) else { return };

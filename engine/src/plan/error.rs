@@ -64,6 +64,14 @@ pub enum PlanError {
         /// Downstream parallelism.
         to_p: u32,
     },
+    /// The same edge is listed more than once.
+    #[error("the edge `{from}` → `{to}` is listed more than once (one edge carries every record)")]
+    DuplicateEdge {
+        /// Upstream node.
+        from: String,
+        /// Downstream node.
+        to: String,
+    },
     /// The operator's module cannot be found or loaded.
     #[error("node `{node}`: {message}")]
     Module {

@@ -184,7 +184,13 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
 
     let mut inputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
     let mut outputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    let mut seen_edges = std::collections::HashSet::new();
     for e in &spec.edges {
+        // Each listing of an edge builds its channels again (p × p of them): a hostile spec
+        // could multiply them by listing one edge many times.
+        if !seen_edges.insert((e.from.as_str(), e.to.as_str())) {
+            return Err(PlanError::DuplicateEdge { from: e.from.clone(), to: e.to.clone() });
+        }
         let lookup = |id: &str| {
             index.get(id).copied().ok_or_else(|| PlanError::UnknownNode {
                 from: e.from.clone(),

@@ -157,6 +157,9 @@ struct Inner {
     store: Store,
     registry: ModuleRegistry,
     telemetry: Arc<Telemetry>,
+    /// The running attempts. Its critical sections only insert, look up and remove; a panic
+    /// elsewhere cannot leave it half-changed, so a poisoned lock is taken as it is (one
+    /// panicking request must not turn every later request into a panic).
     running: Mutex<HashMap<String, Running>>,
     generations: std::sync::atomic::AtomicU64,
     /// Per tenant: serialises its quota checks with the job creations they admit. Per
@@ -444,7 +447,7 @@ impl JobManager {
         let run_plan = plan.clone();
         let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
         // The entry is in the map before the run can end and look for it.
-        let mut running = self.inner.running.lock().expect("running lock");
+        let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let task = tokio::spawn(
             async move {
                 let result = run_job_checkpointed(&plan, &run_env).await;
@@ -582,7 +585,7 @@ impl JobManager {
         result: Result<crate::runtime::JobReport, crate::runtime::JobError>,
     ) {
         {
-            let mut running = self.inner.running.lock().expect("running lock");
+            let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if running.get(id).is_none_or(|r| r.generation != generation) {
                 // Cancelled or restarted meanwhile: whoever did that records the status.
                 return;
@@ -627,7 +630,8 @@ impl JobManager {
         if !job.status.is_active() {
             return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         }
-        if let Some(r) = self.inner.running.lock().expect("running lock").get(id) {
+        if let Some(r) = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id)
+        {
             r.env.stop_with(mode, pin);
         }
         self.update(tenant, id, |j| {
@@ -640,7 +644,7 @@ impl JobManager {
     /// Aborts the run of job `id` (if any) and waits until it is gone; returns the run's
     /// environment and plan.
     async fn abort_run(&self, id: &str) -> ServerResult<Option<(Arc<RunEnv>, Arc<Plan>)>> {
-        let running = self.inner.running.lock().expect("running lock").remove(id);
+        let running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
         let mut ended = None;
         if let Some(r) = running {
             r.watcher.abort();
@@ -658,7 +662,12 @@ impl JobManager {
 
     /// The environment of job `id`'s current run.
     pub(crate) fn running_env(&self, id: &str) -> Option<Arc<RunEnv>> {
-        self.inner.running.lock().expect("running lock").get(id).map(|r| r.env.clone())
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .map(|r| r.env.clone())
     }
 
     /// Cancels job `id` at once: no final checkpoint; it can restart from its latest one.
@@ -751,7 +760,13 @@ impl JobManager {
                     })?;
                     tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
                     self.start(&job, plan);
-                    if stopping && let Some(r) = self.inner.running.lock().expect("running lock").get(&job.id)
+                    if stopping
+                        && let Some(r) = self
+                            .inner
+                            .running
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get(&job.id)
                     {
                         r.env.stop();
                     }
@@ -770,7 +785,7 @@ impl JobManager {
 
     /// Cancels every run (server shutdown); statuses stay as they are so the jobs resume.
     pub fn abort_all(&self) {
-        for (_, r) in self.inner.running.lock().expect("running lock").drain() {
+        for (_, r) in self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain() {
             r.watcher.abort();
             r.task.abort();
         }

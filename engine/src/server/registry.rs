@@ -113,7 +113,7 @@ impl ModuleRegistry {
             .exports(self.host.engine())
             .map(|(n, _)| n.to_string())
             .collect();
-        let _files = self.files.lock().expect("module files lock");
+        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let path = self.path(&id);
         if !path.exists() {
             let tmp = self.dir.join(format!("{id}.tmp"));
@@ -172,7 +172,7 @@ impl ModuleRegistry {
     /// when no tenant has it any more.
     pub(crate) fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
-        let _files = self.files.lock().expect("module files lock");
+        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let txn = self.store.database().begin_write().map_err(db_err)?;
         let still_used;
         {

@@ -150,6 +150,11 @@ fn malformed_specs() {
     let mut spec = one_operator("test:faulty", json!({}), numbers(1));
     spec["edges"][1]["to"] = json!("nowhere");
     assert!(plan_error(spec).contains("unknown node `nowhere`"));
+    let mut spec = one_operator("test:faulty", json!({}), numbers(1));
+    let first = spec["edges"][0].clone();
+    spec["edges"].as_array_mut().unwrap().extend([first.clone(), first]);
+    let e = plan_error(spec);
+    assert!(e.contains("the edge `src` → `op` is listed more than once"), "{e}");
 }
 
 #[test]

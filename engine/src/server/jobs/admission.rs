@@ -24,7 +24,10 @@ pub(super) struct TenantModules<'a> {
 impl ModuleLoader for TenantModules<'_> {
     fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, LoadError> {
         let (module, id) = self.registry.resolve(self.tenant, reference)?;
-        self.resolved.lock().expect("resolved lock").insert(reference.to_string(), id);
+        self.resolved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(reference.to_string(), id);
         Ok(module)
     }
 }
