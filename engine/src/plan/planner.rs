@@ -87,8 +87,10 @@ pub struct Plan {
 
 impl Plan {
     /// Total number of subtasks.
+    /// (Saturating: a spec of many wide nodes cannot wrap it around to a small number and
+    /// slip past a quota.)
     pub fn subtask_count(&self) -> u32 {
-        self.nodes.iter().map(|n| n.parallelism).sum()
+        self.nodes.iter().fold(0u32, |sum, n| sum.saturating_add(n.parallelism))
     }
 }
 
@@ -308,4 +310,35 @@ fn topological_order(
         at = inputs[at].iter().map(|e| e.from).find(|&f| indegree[f] > 0).expect("cycle");
     }
     Err(PlanError::Cycle(spec.nodes[at].id.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads nothing: the specs below have no operators.
+    struct NoModules;
+
+    impl ModuleLoader for NoModules {
+        fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, LoadError> {
+            Err(format!("no module `{reference}`").into())
+        }
+    }
+
+    #[test]
+    fn the_subtask_count_saturates_instead_of_wrapping() {
+        let spec = JobSpec::from_json(
+            r#"{ "nodes": [
+                { "id": "in", "kind": "source", "connector": "generator", "parallelism": 4,
+                  "config": { "mode": "sequence", "count": 1 } },
+                { "id": "out", "kind": "sink", "connector": "blackhole", "parallelism": 4 } ],
+              "edges": [ { "from": "in", "to": "out" } ] }"#,
+        )
+        .unwrap();
+        let mut plan = plan(&spec, &NoModules).unwrap();
+        assert_eq!(plan.subtask_count(), 8);
+        // Parallelism is bounded at plan time; the count must not wrap even past that.
+        plan.nodes[0].parallelism = u32::MAX;
+        assert_eq!(plan.subtask_count(), u32::MAX);
+    }
 }

@@ -403,7 +403,7 @@ impl JobManager {
             .filter(|j| j.status.holds_quota() && Some(j.id.as_str()) != except)
             .collect();
         let q = &tenant.quotas;
-        if holding.len() as u32 >= q.max_jobs {
+        if u32::try_from(holding.len()).unwrap_or(u32::MAX) >= q.max_jobs {
             return Err(ServerError::Quota {
                 limit: "max_jobs",
                 message: format!(
@@ -413,8 +413,8 @@ impl JobManager {
                 ),
             });
         }
-        let used: u32 = holding.iter().map(|j| j.subtasks).sum();
-        if used + subtasks > q.max_subtasks {
+        let used = holding.iter().fold(0u32, |sum, j| sum.saturating_add(j.subtasks));
+        if used.saturating_add(subtasks) > q.max_subtasks {
             return Err(ServerError::Quota {
                 limit: "max_subtasks",
                 message: format!(
