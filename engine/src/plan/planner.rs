@@ -94,6 +94,11 @@ impl Plan {
     }
 }
 
+/// The longest wall-time limit a spec may ask for. Without a bound, a huge value would
+/// switch the limit off (no deadline fits in a clock) and a waiting guest would hold its
+/// subtask forever.
+pub const MAX_WALL_LIMIT_MS: u64 = 3_600_000;
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
@@ -117,6 +122,12 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     }
     if s.cpu_limit_ms == 0 {
         return Err(PlanError::Settings("cpu_limit_ms must be at least 1".into()));
+    }
+    if s.wall_limit_ms > MAX_WALL_LIMIT_MS {
+        return Err(PlanError::Settings(format!(
+            "wall_limit_ms must be at most {MAX_WALL_LIMIT_MS} (an hour), got {}",
+            s.wall_limit_ms
+        )));
     }
     if s.wall_limit_ms < s.cpu_limit_ms {
         return Err(PlanError::Settings(format!(

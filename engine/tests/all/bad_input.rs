@@ -221,12 +221,17 @@ fn a_timer_flood_is_stopped_at_the_instance_limits() {
 }
 
 #[test]
-fn a_wall_time_limit_below_the_cpu_limit_is_refused() {
+fn a_wall_time_limit_below_the_cpu_limit_or_above_an_hour_is_refused() {
     let mut spec = one_operator("test:faulty", json!({}), numbers(10));
     spec["settings"] = json!({ "cpu_limit_ms": 1000, "wall_limit_ms": 500 });
     let Err(e) = common::plan_json(spec) else { panic!("a wall limit below the CPU limit was accepted") };
     let e = e.to_string();
     assert!(e.contains("wall_limit_ms (500) must be at least cpu_limit_ms (1000)"), "{e}");
+    // A huge limit would be no limit at all.
+    let mut spec = one_operator("test:faulty", json!({}), numbers(10));
+    spec["settings"] = json!({ "wall_limit_ms": u64::MAX });
+    let Err(e) = common::plan_json(spec) else { panic!("an unbounded wall limit was accepted") };
+    assert!(e.to_string().contains("wall_limit_ms must be at most 3600000"), "{e}");
 }
 
 #[test]
