@@ -21,6 +21,8 @@ const GUESTS: &[(&str, &str, bool)] = &[
     ("weir-test-other-world", "other-world", false),
     ("weir-test-wordcount-v2", "wordcount-v2", false),
     ("weir-test-wordcount-v3", "wordcount-v3", false),
+    ("weir-test-slow-describe", "slow-describe", false),
+    ("weir-test-slow-migrate", "slow-migrate", false),
 ];
 
 fn main() {

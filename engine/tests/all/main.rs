@@ -19,6 +19,7 @@ mod cli_client;
 mod coordinator;
 mod exactly_once;
 mod hostile;
+mod hostile_tenants;
 mod layout;
 mod nexmark;
 mod recovery;

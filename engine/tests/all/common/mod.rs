@@ -28,6 +28,8 @@ pub fn guest_path(name: &str) -> PathBuf {
         "counter" => env!("WEIR_GUEST_COUNTER"),
         "wordcount-v2" => env!("WEIR_GUEST_WORDCOUNT_V2"),
         "wordcount-v3" => env!("WEIR_GUEST_WORDCOUNT_V3"),
+        "slow-describe" => env!("WEIR_GUEST_SLOW_DESCRIBE"),
+        "slow-migrate" => env!("WEIR_GUEST_SLOW_MIGRATE"),
         other => panic!("no guest {other}"),
     })
 }

@@ -69,10 +69,17 @@ impl TestServer {
 
     /// `weir serve` as a child process on `data_dir`.
     pub fn spawn_process(data_dir: &Path) -> TestServer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["--data-dir"])
-            .arg(data_dir)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+        Self::spawn_process_with(data_dir, None)
+    }
+
+    /// `weir serve` as a child process on `data_dir`, with the config file `config`.
+    pub fn spawn_process_with(data_dir: &Path, config: Option<&Path>) -> TestServer {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command.args(["--data-dir"]).arg(data_dir).args(["serve", "--listen", "127.0.0.1:0"]);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        let mut child = command
             .env("WEIR_ADMIN_TOKEN", ADMIN)
             .env("RUST_LOG", "weir=info")
             .stdout(Stdio::piped())
@@ -88,6 +95,11 @@ impl TestServer {
             }
         };
         TestServer { url, data_dir: data_dir.to_path_buf(), _temp: None, child: Some(child), task: None }
+    }
+
+    /// The child process's id (panics for an in-process server).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a child process").id()
     }
 
     /// Kills the child process with SIGKILL and waits for it.
