@@ -21,6 +21,7 @@ mod exactly_once;
 mod hostile;
 mod layout;
 mod nexmark;
+mod plan_limits;
 mod recovery;
 mod savepoint_restore;
 mod snapshot;
