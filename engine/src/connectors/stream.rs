@@ -5,6 +5,9 @@
 //! and its position is the next offset of each of them, so a checkpoint resumes every
 //! partition exactly where it was. The sink writes exactly once: records are staged in the
 //! store per checkpoint (pre-commit) and appended to the log when the checkpoint completes.
+//! Between checkpoints the sink holds at most [`SPILL_BYTES`] in memory: beyond that it
+//! stages what it holds early (see [`StreamSink::write`]), so a job without periodic
+//! checkpoints (committed only at its end) does not hold all its output in memory.
 
 use std::collections::BTreeMap;
 
@@ -113,6 +116,9 @@ pub struct StreamSinkConfig {
     pub partitions: Option<u32>,
 }
 
+/// Bytes of records a transactional stream sink holds in memory before it stages them.
+pub const SPILL_BYTES: usize = 4 << 20;
+
 /// Writes records to the log: keyed records to the partition of their key's hash,
 /// unkeyed ones to the partition of the subtask.
 pub struct StreamSink {
@@ -123,6 +129,15 @@ pub struct StreamSink {
     partitions: u32,
     transactional: bool,
     buffer: Vec<(u32, LogRecord)>,
+    /// Key and value bytes in `buffer`, plus a per-record overhead.
+    buffered_bytes: usize,
+    /// The epoch records staged early go under: one above the last pre-committed (or
+    /// recovered) checkpoint. Invariant: at most the id of the next barrier (checkpoint ids
+    /// only grow, across restarts too), and above the checkpoint a recovery restores (so
+    /// `discard_staged` drops them if that checkpoint never completes).
+    next_epoch: u64,
+    /// Records were staged under `next_epoch` since the last pre-commit.
+    spilled: bool,
 }
 
 impl StreamSink {
@@ -148,6 +163,9 @@ impl StreamSink {
             partitions,
             transactional,
             buffer: Vec::new(),
+            buffered_bytes: 0,
+            next_epoch: 1,
+            spilled: false,
         })
     }
 
@@ -157,12 +175,28 @@ impl StreamSink {
 }
 
 impl Sink for StreamSink {
+    /// Transactional: buffers, and past [`SPILL_BYTES`] stages the buffer under the coming
+    /// epoch. Staging (not refusing sinks without periodic checkpoints) is what a log with
+    /// transactions does: the open transaction lives in the store, invisible to readers until
+    /// its checkpoint commits it, so exactly-once holds and memory stays bounded.
     fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
         for r in batch.iter() {
             let record = LogRecord { key: r.key.to_vec(), value: r.value.to_vec(), timestamp: r.timestamp };
+            // 32: roughly what a buffered record costs besides its bytes.
+            self.buffered_bytes += record.key.len() + record.value.len() + 32;
             self.buffer.push((self.partition(r.key), record));
         }
-        if !self.transactional {
+        if self.transactional {
+            if self.buffered_bytes >= SPILL_BYTES {
+                self.store
+                    .stage(&self.stream, &self.writer, self.next_epoch, &self.buffer)
+                    .map_err(store_err)?;
+                self.buffer.clear();
+                self.buffered_bytes = 0;
+                self.spilled = true;
+            }
+        } else {
+            self.buffered_bytes = 0;
             let mut by_partition: BTreeMap<u32, Vec<LogRecord>> = BTreeMap::new();
             for (p, r) in self.buffer.drain(..) {
                 by_partition.entry(p).or_default().push(r);
@@ -175,11 +209,20 @@ impl Sink for StreamSink {
     }
 
     fn precommit(&mut self, epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
-        if !self.transactional || self.buffer.is_empty() {
+        if !self.transactional {
             return Ok(None);
         }
-        self.store.stage(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
-        self.buffer.clear();
+        // Records staged early under `next_epoch` (<= `epoch`) belong to this checkpoint.
+        let spilled = std::mem::take(&mut self.spilled);
+        self.next_epoch = self.next_epoch.max(epoch.saturating_add(1));
+        if self.buffer.is_empty() && !spilled {
+            return Ok(None);
+        }
+        if !self.buffer.is_empty() {
+            self.store.stage(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
+            self.buffer.clear();
+            self.buffered_bytes = 0;
+        }
         Ok(Some(serde_json::json!({ "epoch": epoch })))
     }
 
@@ -195,10 +238,54 @@ impl Sink for StreamSink {
     fn recover(&mut self, checkpoint: u64, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
         self.commit(transactions)?;
         self.store.discard_staged(&self.stream, &self.writer, checkpoint).map_err(store_err)?;
+        self.next_epoch = checkpoint.saturating_add(1);
+        self.spilled = false;
         Ok(())
     }
 
     fn close(&mut self) -> Result<(), ConnectorError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sink_without_checkpoints_stages_early_and_commits_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("weir.redb")).unwrap();
+        let config = StreamSinkConfig { stream: "out".into(), partitions: Some(1) };
+        let mut sink = StreamSink::open(&config, store.clone(), "job/out/0".into(), 0, true).unwrap();
+        sink.recover(0, &[]).unwrap();
+        let value = vec![7u8; 1000];
+        let batches = 3 * SPILL_BYTES / (100 * 1000);
+        for b in 0..batches {
+            let mut batch = Batch::with_capacity(100, 100 * 1000);
+            for i in 0..100 {
+                batch.push(&[], &value, (b * 100 + i) as i64);
+            }
+            sink.write(&batch).unwrap();
+            // Never more than the spill threshold in memory.
+            assert!(sink.buffered_bytes < SPILL_BYTES, "{} bytes held", sink.buffered_bytes);
+        }
+        assert!(store.staged_count("out", "job/out/0").unwrap() > 0, "staged before any checkpoint");
+        assert_eq!(store.end_offset("out", 0).unwrap(), 0, "nothing visible before the commit");
+        // The final checkpoint's id is above the early epoch: everything commits, in order.
+        let txn = sink.precommit(5).unwrap().expect("a transaction");
+        sink.commit(&[txn]).unwrap();
+        let total = (batches * 100) as u64;
+        assert_eq!(store.end_offset("out", 0).unwrap(), total);
+        let records = store.read("out", 0, 0, total as usize).unwrap();
+        assert!(records.iter().enumerate().all(|(i, (_, r))| r.timestamp == i as i64));
+        // A recovery to a checkpoint before an early stage drops it.
+        let mut batch = Batch::with_capacity(1, 1000);
+        batch.push(&[], &vec![1u8; SPILL_BYTES], 0);
+        sink.write(&batch).unwrap();
+        assert_eq!(store.staged_count("out", "job/out/0").unwrap(), 1);
+        let mut again = StreamSink::open(&config, store.clone(), "job/out/0".into(), 0, true).unwrap();
+        again.recover(5, &[]).unwrap();
+        assert_eq!(store.staged_count("out", "job/out/0").unwrap(), 0);
     }
 }

@@ -39,6 +39,20 @@ pub enum PlanError {
     /// A setting is out of range.
     #[error("settings: {0}")]
     Settings(String),
+    /// A value above this server's limit (`plan_limits` in its config).
+    #[error("{what} {value} is above this server's limit of {limit} (plan_limits.{key}){note}")]
+    Limit {
+        /// What is limited (`settings.channel_capacity`, `the job's edge count`, ...).
+        what: String,
+        /// What the spec asked for.
+        value: u64,
+        /// The server's limit.
+        limit: u64,
+        /// The limit's key under `plan_limits`.
+        key: &'static str,
+        /// What to do about it, if more than lowering the value (starts with `; `).
+        note: &'static str,
+    },
     /// The graph has a cycle.
     #[error("the job graph has a cycle through node `{0}`; jobs must be acyclic")]
     Cycle(String),

@@ -2,10 +2,12 @@
 //! subtasks that the runtime executes.
 
 mod error;
+mod limits;
 mod planner;
 mod spec;
 
 pub use error::PlanError;
+pub use limits::{PlanLimits, channel_count};
 pub use planner::{LoadError, ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
 pub use spec::{
     CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings, Settings,

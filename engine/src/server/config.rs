@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::tenants::Quotas;
 use crate::guest::{HostOptions, PoolingOptions};
+use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -20,6 +21,7 @@ const KEYS: [&str; 8] = [
     "pooling",
     "max_instances",
     "max_instance_memory_mb",
+    "plan_limits",
 ];
 
 /// Why the configuration could not be loaded.
@@ -61,6 +63,9 @@ pub struct ServerConfig {
     /// a default limit always runs); the memory-limit error then names both. Only with
     /// `pooling`.
     pub max_instance_memory_mb: u64,
+    /// What a submitted job spec may ask for (channels, capacities, batch and output sizes,
+    /// restarts, checkpoints): a spec may lower these limits, never raise them.
+    pub plan_limits: PlanLimits,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +79,7 @@ impl Default for ServerConfig {
             pooling: true,
             max_instances: 1000,
             max_instance_memory_mb: 4096,
+            plan_limits: PlanLimits::default(),
         }
     }
 }

@@ -14,6 +14,7 @@ use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 use crate::clock::unix_ms;
 mod admission;
+mod resume;
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
 
@@ -23,7 +24,7 @@ use super::ids::{check_hex_id, new_id};
 use super::registry::ModuleRegistry;
 use super::telemetry::Telemetry;
 use super::tenants::Tenant;
-use crate::plan::{JobSpec, Plan};
+use crate::plan::{JobSpec, Plan, PlanLimits};
 use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
 use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
 
@@ -157,6 +158,8 @@ struct Inner {
     store: Store,
     registry: ModuleRegistry,
     telemetry: Arc<Telemetry>,
+    /// What a spec may ask for on this server (applied whenever a job is planned).
+    limits: PlanLimits,
     /// The running attempts. Its critical sections only insert, look up and remove; a panic
     /// elsewhere cannot leave it half-changed, so a poisoned lock is taken as it is (one
     /// panicking request must not turn every later request into a panic).
@@ -185,8 +188,13 @@ fn db_err(e: impl std::fmt::Display) -> ServerError {
 }
 
 impl JobManager {
-    /// The manager over `store` (creates its table).
-    pub fn open(store: &Store, registry: ModuleRegistry, telemetry: Arc<Telemetry>) -> ServerResult<Self> {
+    /// The manager over `store` (creates its table); jobs are held to `limits`.
+    pub fn open(
+        store: &Store,
+        registry: ModuleRegistry,
+        telemetry: Arc<Telemetry>,
+        limits: PlanLimits,
+    ) -> ServerResult<Self> {
         let txn = store.database().begin_write().map_err(db_err)?;
         txn.open_table(JOBS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
@@ -195,6 +203,7 @@ impl JobManager {
                 store: store.clone(),
                 registry,
                 telemetry,
+                limits,
                 running: Mutex::new(HashMap::new()),
                 generations: std::sync::atomic::AtomicU64::new(0),
                 admission: Mutex::new(HashMap::new()),
@@ -226,17 +235,6 @@ impl JobManager {
             out.push(decode_job(v.value())?);
         }
         out.sort_by_key(|j| j.created_ms);
-        Ok(out)
-    }
-
-    fn all(&self) -> ServerResult<Vec<JobRecord>> {
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
-        let t = txn.open_table(JOBS).map_err(db_err)?;
-        let mut out = Vec::new();
-        for row in t.iter().map_err(db_err)? {
-            let (_, v) = row.map_err(db_err)?;
-            out.push(decode_job(v.value())?);
-        }
         Ok(out)
     }
 
@@ -367,14 +365,17 @@ impl JobManager {
         Ok(job)
     }
 
-    /// Resolves the modules (pinning references to module ids in the returned spec), scopes
-    /// the connectors to the tenant and plans the job. Compiles, so it runs on the blocking
-    /// pool.
+    /// Holds the spec to the server's plan limits, resolves the modules (pinning references
+    /// to module ids in the returned spec), scopes the connectors to the tenant and plans the
+    /// job. Compiles, so it runs on the blocking pool.
     async fn plan(&self, tenant: &str, mut spec: JobSpec) -> ServerResult<(JobSpec, Arc<Plan>)> {
         let registry = self.inner.registry.clone();
         let store = self.inner.store.clone();
+        let limits = self.inner.limits.clone();
         let tenant = tenant.to_string();
         tokio::task::spawn_blocking(move || {
+            // Before anything compiles: a refused spec costs no Cranelift time.
+            limits.apply(&mut spec).map_err(|e| ServerError::BadRequest(e.to_string()))?;
             let mut scoped = spec.clone();
             scope_spec(&tenant, &mut scoped, &store)?;
             let loader =
@@ -450,7 +451,15 @@ impl JobManager {
         let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let task = tokio::spawn(
             async move {
-                let result = run_job_checkpointed(&plan, &run_env).await;
+                // A panic of the run itself (not of a subtask: those fail the attempt) fails
+                // this job, recorded as any failure, instead of leaving it `running`.
+                let run = std::panic::AssertUnwindSafe(run_job_checkpointed(&plan, &run_env));
+                let result = match futures::FutureExt::catch_unwind(run).await {
+                    Ok(result) => result.map_err(|e| e.to_string()),
+                    Err(panic) => {
+                        Err(format!("job failed: its run panicked: {}", resume::panic_text(&*panic)))
+                    }
+                };
                 events.abort();
                 manager.finished(&tenant, &id, generation, result).await;
             }
@@ -582,7 +591,7 @@ impl JobManager {
         tenant: &str,
         id: &str,
         generation: u64,
-        result: Result<crate::runtime::JobReport, crate::runtime::JobError>,
+        result: Result<crate::runtime::JobReport, String>,
     ) {
         {
             let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -602,7 +611,7 @@ impl JobManager {
                 }
                 Err(e) => {
                     j.status = JobStatus::Failed;
-                    j.error = Some(e.to_string());
+                    j.error = Some(e.clone());
                 }
             }
         });
@@ -741,46 +750,6 @@ impl JobManager {
             .trigger()
             .await
             .map_err(|why| ServerError::Conflict(format!("cannot trigger a checkpoint: {why}")))
-    }
-
-    /// Starts every job that was running when the server stopped, from its latest checkpoint.
-    pub async fn resume_all(&self) -> ServerResult<usize> {
-        let mut resumed = 0;
-        for job in self.all()? {
-            if !job.status.is_active() {
-                continue;
-            }
-            match self.plan(&job.tenant, job.spec.clone()).await {
-                Ok((_, plan)) => {
-                    // A job that was stopping resumes and is asked to stop again.
-                    let stopping = job.status == JobStatus::Stopping;
-                    let job = self.update(&job.tenant, &job.id, |j| {
-                        j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
-                        j.start_ms = Some(unix_ms());
-                    })?;
-                    tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
-                    self.start(&job, plan);
-                    if stopping
-                        && let Some(r) = self
-                            .inner
-                            .running
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .get(&job.id)
-                    {
-                        r.env.stop();
-                    }
-                    resumed += 1;
-                }
-                Err(e) => {
-                    self.update(&job.tenant, &job.id, |j| {
-                        j.status = JobStatus::Failed;
-                        j.error = Some(format!("cannot resume after a server restart: {e}"));
-                    })?;
-                }
-            }
-        }
-        Ok(resumed)
     }
 
     /// Cancels every run (server shutdown); statuses stay as they are so the jobs resume.

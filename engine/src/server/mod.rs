@@ -83,7 +83,7 @@ impl Server {
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?;
-        let jobs = JobManager::open(&store, modules.clone(), telemetry.clone())?;
+        let jobs = JobManager::open(&store, modules.clone(), telemetry.clone(), config.plan_limits.clone())?;
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;

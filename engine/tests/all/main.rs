@@ -22,6 +22,7 @@ mod hostile;
 mod hostile_tenants;
 mod layout;
 mod nexmark;
+mod plan_limits;
 mod recovery;
 mod savepoint_restore;
 mod snapshot;

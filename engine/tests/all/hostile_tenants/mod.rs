@@ -37,21 +37,18 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
 const MIN_PHASE: Duration = Duration::from_secs(4);
 const LONG: Duration = Duration::from_secs(180);
 
-/// The suite's server configuration.
-fn config() -> String {
-    format!(
-        "max_request_bytes = {}\n# request_header_timeout_ms = {}\n",
-        64 << 20,
-        HEADER_TIMEOUT.as_millis()
-    )
+/// The suite's server configuration (`WEIR_*` variables).
+fn config() -> Vec<(&'static str, String)> {
+    vec![("WEIR_REQUEST_HEADER_TIMEOUT_MS", HEADER_TIMEOUT.as_millis().to_string())]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     let temp = tempfile::tempdir().unwrap();
-    let (data, config_file) = (temp.path().join("data"), temp.path().join("weir.toml"));
-    std::fs::write(&config_file, config()).unwrap();
-    let mut server = TestServer::spawn_process_with(&data, Some(&config_file));
+    let data = temp.path().join("data");
+    let config = config();
+    let env: Vec<(&str, &str)> = config.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut server = TestServer::spawn_process_with(&data, &env);
     let (_, a) = server.tenant_with("a", Some(json!({ "max_jobs": 64 }))).await;
     let (_, b) = server.tenant_with("b", Some(json!({ "max_storage_bytes": B_STORAGE }))).await;
 
@@ -135,7 +132,7 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     let (_, job) = a.get(&format!("/api/v1/jobs/{wc}")).await;
     assert_eq!((job["status"].as_str(), job["restarts"].as_u64()), (Some("running"), Some(0)), "{job}");
     server.kill9();
-    let server = TestServer::spawn_process_with(&data, Some(&config_file));
+    let server = TestServer::spawn_process_with(&data, &env);
     let a = a.at(&server.url);
     a.wait_status(&wc, "running", LONG).await;
     push(&a, lines(pushed, pushed + 500)).await;

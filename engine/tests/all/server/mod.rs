@@ -69,19 +69,19 @@ impl TestServer {
 
     /// `weir serve` as a child process on `data_dir`.
     pub fn spawn_process(data_dir: &Path) -> TestServer {
-        Self::spawn_process_with(data_dir, None)
+        Self::spawn_process_with(data_dir, &[])
     }
 
-    /// `weir serve` as a child process on `data_dir`, with the config file `config`.
-    pub fn spawn_process_with(data_dir: &Path, config: Option<&Path>) -> TestServer {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
-        command.args(["--data-dir"]).arg(data_dir).args(["serve", "--listen", "127.0.0.1:0"]);
-        if let Some(config) = config {
-            command.arg("--config").arg(config);
-        }
-        let mut child = command
+    /// `weir serve` as a child process on `data_dir`, with `env` (configuration such as
+    /// `WEIR_PLAN_LIMITS__MAX_EDGES`) added to its environment.
+    pub fn spawn_process_with(data_dir: &Path, env: &[(&str, &str)]) -> TestServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["--data-dir"])
+            .arg(data_dir)
+            .args(["serve", "--listen", "127.0.0.1:0"])
             .env("WEIR_ADMIN_TOKEN", ADMIN)
             .env("RUST_LOG", "weir=info")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

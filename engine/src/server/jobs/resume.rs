@@ -1,0 +1,92 @@
+//! Resuming, at server start, the jobs that were running when the server stopped. Each job
+//! resumes on its own: one that cannot (its spec no longer passes the server's plan limits,
+//! a module is gone or does not compile, resuming it fails or panics) is marked `failed`
+//! with the reason and the others resume. Nothing one stored job holds keeps the server from
+//! starting, so a spec that brought the server down does not bring it down again at every
+//! start.
+
+use redb::{ReadableDatabase, ReadableTable};
+
+use super::{JOBS, JobManager, JobStatus, db_err, decode_job};
+use crate::clock::unix_ms;
+use crate::server::error::ServerResult;
+
+/// The text of a panic's payload.
+pub(super) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+impl JobManager {
+    /// Starts every job that was running when the server stopped, from its latest checkpoint;
+    /// returns how many. Fails only when the job table cannot be read at all.
+    pub async fn resume_all(&self) -> ServerResult<usize> {
+        let mut resumed = 0;
+        for (tenant, id) in self.active_jobs()? {
+            let (this, t, i) = (self.clone(), tenant.clone(), id.clone());
+            // A task of its own: a panic while resuming this job ends that task only.
+            let why = match tokio::spawn(async move { this.resume_one(&t, &i).await }).await {
+                Ok(Ok(())) => {
+                    resumed += 1;
+                    continue;
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(e) if e.is_panic() => format!("resuming it panicked: {}", panic_text(&*e.into_panic())),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(tenant = %tenant, job = %id, "cannot resume the job: {why}");
+            // Whatever of it may have started goes (a panic after the start).
+            if let Err(e) = self.abort_run(&id).await {
+                tracing::warn!(tenant = %tenant, job = %id, "cannot abort the job's run: {e}");
+            }
+            let failed = self.update(&tenant, &id, |j| {
+                j.status = JobStatus::Failed;
+                j.error = Some(format!("cannot resume after a server restart: {why}"));
+                j.end_ms = Some(unix_ms());
+            });
+            if let Err(e) = failed {
+                tracing::error!(tenant = %tenant, job = %id, "cannot mark the job failed: {e}");
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// (tenant, id) of every job stored as active. A record that does not decode is logged
+    /// and left alone: it cannot be resumed, nor marked failed.
+    fn active_jobs(&self) -> ServerResult<Vec<(String, String)>> {
+        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let t = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(db_err)? {
+            let (k, v) = row.map_err(db_err)?;
+            let (tenant, id) = k.value();
+            match decode_job(v.value()) {
+                Ok(job) if job.status.is_active() => out.push((tenant.to_string(), id.to_string())),
+                Ok(_) => {}
+                Err(e) => tracing::error!(tenant, job = id, "cannot read the job's record; not resumed: {e}"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resumes one job: plans it again (held to today's limits) and starts it. A job that was
+    /// stopping resumes and is asked to stop again.
+    async fn resume_one(&self, tenant: &str, id: &str) -> ServerResult<()> {
+        let job = self.get(tenant, id)?;
+        let (_, plan) = self.plan(tenant, job.spec.clone()).await?;
+        let stopping = job.status == JobStatus::Stopping;
+        let job = self.update(tenant, id, |j| {
+            j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
+            j.start_ms = Some(unix_ms());
+        })?;
+        tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
+        self.start(&job, plan);
+        if stopping && let Some(env) = self.running_env(id) {
+            env.stop();
+        }
+        Ok(())
+    }
+}
