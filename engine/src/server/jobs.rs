@@ -14,6 +14,7 @@ use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 use crate::clock::unix_ms;
 mod admission;
+mod hold;
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
 
@@ -306,13 +307,10 @@ impl JobManager {
         Ok(total)
     }
 
-    /// Waits for `tenant`'s admission turn (see `Inner::admission`).
-    async fn admit(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut locks = self.inner.admission.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(tenant.to_string()).or_default().clone()
-        };
-        lock.lock_owned().await
+    /// Waits for `tenant`'s admission turn (see `Inner::admission`); a disabled tenant's is refused.
+    async fn admit(&self, tenant: &str) -> ServerResult<tokio::sync::OwnedMutexGuard<()>> {
+        let turn = self.turn(tenant).await;
+        self.refuse_disabled(tenant).map(|()| turn)
     }
 
     /// Validates `spec` for `tenant` against its quotas, stores the job and starts it; with
@@ -325,7 +323,7 @@ impl JobManager {
         restore: Option<(SavepointInfo, RestoreOptions)>,
     ) -> ServerResult<JobRecord> {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
-        let _admitted = self.admit(&tenant.id).await;
+        let _admitted = self.admit(&tenant.id).await?;
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
@@ -704,7 +702,7 @@ impl JobManager {
                 "job `{id}` finished: its input ended and its output is committed; submit it again for a new run"
             )));
         }
-        let _admitted = self.admit(&tenant.id).await;
+        let _admitted = self.admit(&tenant.id).await?;
         let mut spec = job.spec.clone();
         apply_quota_settings(&tenant.quotas, &mut spec.settings, false)?;
         let (_, plan) = self.plan(&tenant.id, spec).await?;
@@ -726,14 +724,8 @@ impl JobManager {
     /// Triggers a checkpoint of running job `id`; returns its id.
     pub async fn trigger_checkpoint(&self, tenant: &str, id: &str) -> ServerResult<u64> {
         let job = self.get(tenant, id)?;
-        let trigger = self
-            .inner
-            .running
-            .lock()
-            .expect("running lock")
-            .get(id)
-            .map(|r| r.env.trigger_handle())
-            .filter(|_| job.status == JobStatus::Running);
+        let trigger =
+            self.running_env(id).map(|env| env.trigger_handle()).filter(|_| job.status == JobStatus::Running);
         let Some(trigger) = trigger else {
             return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         };
@@ -743,11 +735,12 @@ impl JobManager {
             .map_err(|why| ServerError::Conflict(format!("cannot trigger a checkpoint: {why}")))
     }
 
-    /// Starts every job that was running when the server stopped, from its latest checkpoint.
+    /// Starts every job that was running when the server stopped, from its latest checkpoint
+    /// (not those of a disabled tenant: enabling it resumes them).
     pub async fn resume_all(&self) -> ServerResult<usize> {
         let mut resumed = 0;
         for job in self.all()? {
-            if !job.status.is_active() {
+            if !job.status.is_active() || self.is_disabled(&job.tenant) {
                 continue;
             }
             match self.plan(&job.tenant, job.spec.clone()).await {
