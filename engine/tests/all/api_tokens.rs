@@ -319,3 +319,44 @@ async fn the_cli_creates_lists_revokes_and_rotates_tokens_and_disables_tenants()
     let (ok, _, err) = weir(&server.url, rotated.token().unwrap(), &["tenant", "token", "list", "acme"]);
     assert!(!ok && err.contains("admin"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_stored_before_token_ids_keeps_working_and_gets_an_id() {
+    let temp = tempfile::tempdir().unwrap();
+    let mut server = TestServer::start_in(temp.path(), |_| {}).await;
+    let (a_id, a) = server.tenant("acme").await;
+    let token = a.token().unwrap().to_string();
+    let (_, tenant) = server.client(ADMIN).get(&format!("/api/v1/tenants/{a_id}")).await;
+    drop(a);
+    server.abort();
+    drop(server);
+    // The store as an older Weir left it: token hashes only, no `weir.token_info`.
+    let path = temp.path().join("weir.redb");
+    let deadline = std::time::Instant::now() + LONG;
+    let db = loop {
+        match redb::Database::open(&path) {
+            Ok(db) => break db,
+            Err(e) => assert!(std::time::Instant::now() < deadline, "{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let txn = db.begin_write().unwrap();
+    let info: redb::TableDefinition<'_, (&str, &str), &[u8]> = redb::TableDefinition::new("weir.token_info");
+    assert!(txn.delete_table(info).unwrap(), "the table was there");
+    txn.commit().unwrap();
+    drop(db);
+
+    let server = TestServer::start_in(temp.path(), |_| {}).await;
+    assert_eq!(whoami(&server.client(&token)).await, 200, "the old token works");
+    let (_, list) = server.client(ADMIN).get(&format!("/api/v1/tenants/{a_id}/tokens")).await;
+    let data = list["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{list}");
+    assert_eq!(data[0]["created_ms"], tenant["created_ms"], "{list}");
+    // It can be revoked like any other.
+    let (status, _) = server
+        .client(ADMIN)
+        .delete(&format!("/api/v1/tenants/{a_id}/tokens/{}", data[0]["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(whoami(&server.client(&token)).await, 401);
+}

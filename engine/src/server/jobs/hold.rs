@@ -1,8 +1,8 @@
 //! A disabled tenant's jobs: disabling stops them at once and records which were running;
 //! enabling resumes those from their latest checkpoints (as a server restart resumes jobs).
 //! While the tenant is disabled no job of it starts: admission refuses it (checked under
-//! the tenant's admission lock, which disabling takes before it stops the jobs), and the
-//! server does not resume its jobs when it starts.
+//! the tenant's admission lock, which disabling holds while it sets the flag and stops the
+//! jobs), and the server does not resume its jobs when it starts.
 
 use std::collections::BTreeSet;
 
@@ -42,14 +42,15 @@ impl JobManager {
     /// ones that were running (not those asked to stop) are listed in the tenant record for
     /// [`JobManager::enable_tenant`]. Disabling a disabled tenant changes nothing.
     pub async fn disable_tenant(&self, tenants: &Tenants, id: &str) -> ServerResult<Tenant> {
+        // Holding the tenant's turn: admissions in flight end first, and every later one
+        // (and a concurrent disable) sees the flag.
+        let _turn = self.turn(id).await;
         let tenant = tenants.get(id)?;
         if tenant.disabled_ms.is_some() {
             return Ok(tenant);
         }
         let since = unix_ms();
-        // Refused from here on; then wait for admissions in flight to end.
         tenants.set_disabled(id, Some((since, Vec::new()))).await?;
-        let _turn = self.turn(id).await;
         let reason = format!(
             "tenant `{}` was disabled by the admin; the job resumes from its latest checkpoint when the tenant is enabled",
             tenant.name
@@ -82,13 +83,17 @@ impl JobManager {
     /// down while disabling). A job that cannot resume (its quota was lowered meanwhile)
     /// stays stopped with the reason. Enabling an enabled tenant changes nothing.
     pub async fn enable_tenant(&self, tenants: &Tenants, id: &str) -> ServerResult<Tenant> {
-        let before = tenants.get(id)?;
-        if before.disabled_ms.is_none() {
-            return Ok(before);
-        }
-        let mut resume: BTreeSet<String> = before.suspended_jobs.iter().cloned().collect();
-        resume.extend(self.list(id)?.into_iter().filter(|j| j.status.is_active()).map(|j| j.id));
-        let tenant = tenants.set_disabled(id, None).await?;
+        let (tenant, resume) = {
+            // One enable resumes the jobs (a concurrent one finds the tenant enabled).
+            let _turn = self.turn(id).await;
+            let before = tenants.get(id)?;
+            if before.disabled_ms.is_none() {
+                return Ok(before);
+            }
+            let mut resume: BTreeSet<String> = before.suspended_jobs.iter().cloned().collect();
+            resume.extend(self.list(id)?.into_iter().filter(|j| j.status.is_active()).map(|j| j.id));
+            (tenants.set_disabled(id, None).await?, resume)
+        };
         for job in resume {
             match self.get(id, &job) {
                 Ok(j) if j.status == JobStatus::Stopped || j.status.is_active() => {}
