@@ -22,7 +22,7 @@ fn bearer(parts: &Parts) -> Result<&str, ServerError> {
     Ok(token.trim())
 }
 
-/// The tenant a request acts for.
+/// The tenant a request acts for: an enabled tenant holding the request's token.
 #[derive(Debug, Clone)]
 pub struct Caller(pub Tenant);
 
@@ -37,9 +37,13 @@ impl FromRequestParts<Arc<Server>> for Caller {
                     .into(),
             ));
         }
+        // Read from the store on every request (no cache): a revoked token is a 401 and a
+        // disabled tenant a 403 from the next request on.
         match server.tenants.authenticate(token)? {
-            Some(tenant) => Ok(Caller(tenant)),
-            None => Err(ServerError::Unauthorized("the token is not valid".into())),
+            Some(tenant) => tenant.check_enabled().map(|()| Caller(tenant)),
+            None => {
+                Err(ServerError::Unauthorized("the token is not valid (revoked, or never issued)".into()))
+            }
         }
     }
 }

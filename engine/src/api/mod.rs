@@ -104,7 +104,11 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(tenants::create_tenant, tenants::list_tenants))
         .routes(routes!(tenants::get_tenant))
         .routes(routes!(tenants::set_quotas))
-        .routes(routes!(tenants::issue_token))
+        .routes(routes!(tenants::issue_token, tenants::list_tokens))
+        .routes(routes!(tenants::revoke_token))
+        .routes(routes!(tenants::rotate_tokens))
+        .routes(routes!(tenants::disable_tenant))
+        .routes(routes!(tenants::enable_tenant))
         .routes(routes!(tenants::whoami))
         .routes(routes!(modules::upload_module, modules::list_modules))
         .routes(routes!(modules::get_module, modules::delete_module))
@@ -175,8 +179,18 @@ async fn health() -> axum::Json<Health> {
 
 /// Prometheus metrics; they name every tenant's jobs, so they need the admin token (a
 /// scraper sends it as `authorization: { credentials: ... }`).
-async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], server.telemetry.render())
+/// Each scrape reads the process and every tenant's usage afresh.
+async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> Result<impl IntoResponse, ServerError> {
+    let text = tokio::task::spawn_blocking(move || {
+        let mut tenants = Vec::new();
+        for t in server.tenants.list()? {
+            let usage = server.usage(&t.id)?;
+            tenants.push((t, usage));
+        }
+        Ok::<_, ServerError>(server.telemetry.scrape(&tenants))
+    })
+    .await??;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 
 /// The UI's files (`/`, `/assets/...`); anything else no route serves is a JSON 404.

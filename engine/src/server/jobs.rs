@@ -14,6 +14,7 @@ use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 use crate::clock::unix_ms;
 mod admission;
+mod hold;
 mod resume;
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
@@ -44,7 +45,7 @@ pub enum JobStatus {
     Restarting,
     /// Asked to stop: taking its final checkpoint.
     Stopping,
-    /// Stopped at a final checkpoint; `restart` resumes it from there.
+    /// Stopped at a final checkpoint (or at once: its tenant was disabled); `restart` resumes it.
     Stopped,
     /// Its input ended and every output is committed.
     Finished,
@@ -304,13 +305,10 @@ impl JobManager {
         Ok(total)
     }
 
-    /// Waits for `tenant`'s admission turn (see `Inner::admission`).
-    async fn admit(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut locks = self.inner.admission.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(tenant.to_string()).or_default().clone()
-        };
-        lock.lock_owned().await
+    /// Waits for `tenant`'s admission turn (see `Inner::admission`); a disabled tenant's is refused.
+    async fn admit(&self, tenant: &str) -> ServerResult<tokio::sync::OwnedMutexGuard<()>> {
+        let turn = self.turn(tenant).await;
+        self.refuse_disabled(tenant).map(|()| turn)
     }
 
     /// Validates `spec` for `tenant` against its quotas, stores the job and starts it; with
@@ -323,7 +321,7 @@ impl JobManager {
         restore: Option<(SavepointInfo, RestoreOptions)>,
     ) -> ServerResult<JobRecord> {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
-        let _admitted = self.admit(&tenant.id).await;
+        let _admitted = self.admit(&tenant.id).await?;
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
@@ -713,7 +711,7 @@ impl JobManager {
                 "job `{id}` finished: its input ended and its output is committed; submit it again for a new run"
             )));
         }
-        let _admitted = self.admit(&tenant.id).await;
+        let _admitted = self.admit(&tenant.id).await?;
         let mut spec = job.spec.clone();
         apply_quota_settings(&tenant.quotas, &mut spec.settings, false)?;
         let (_, plan) = self.plan(&tenant.id, spec).await?;
@@ -735,14 +733,8 @@ impl JobManager {
     /// Triggers a checkpoint of running job `id`; returns its id.
     pub async fn trigger_checkpoint(&self, tenant: &str, id: &str) -> ServerResult<u64> {
         let job = self.get(tenant, id)?;
-        let trigger = self
-            .inner
-            .running
-            .lock()
-            .expect("running lock")
-            .get(id)
-            .map(|r| r.env.trigger_handle())
-            .filter(|_| job.status == JobStatus::Running);
+        let trigger =
+            self.running_env(id).map(|env| env.trigger_handle()).filter(|_| job.status == JobStatus::Running);
         let Some(trigger) = trigger else {
             return Err(ServerError::Conflict(format!("job `{id}` is {}, not running", job.status.as_str())));
         };

@@ -1,11 +1,23 @@
 //! Prometheus metrics of the server (`/metrics`): records in and out per operator, and per
-//! job the checkpoint durations, sizes, alignment, failures and restarts.
+//! job the checkpoint durations, sizes, alignment, failures and restarts. Each scrape adds
+//! figures read at that moment, present from the server's first scrape on: the process
+//! (`process_*`, see [`process`]), `weir_build_info`, `weir_uptime_seconds`, and per tenant
+//! its usage and limit of each quota (`weir_tenant_usage` / `weir_tenant_quota`, label
+//! `quota`: a fixed list, so the series are tenants × quotas) and `weir_tenant_disabled`.
 //!
 //! The recorder belongs to the server (it is not installed globally), so several servers
 //! in one process keep their own figures.
 
+pub mod process;
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
 use metrics::{Counter, Histogram, Key, Label, Metadata, Recorder as _};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+
+use super::Usage;
+use super::tenants::{Quotas, Tenant};
 
 const META: Metadata<'static> = Metadata::new("weir", metrics::Level::INFO, Some("weir::server"));
 
@@ -13,6 +25,7 @@ const META: Metadata<'static> = Metadata::new("weir", metrics::Level::INFO, Some
 pub struct Telemetry {
     recorder: PrometheusRecorder,
     handle: PrometheusHandle,
+    started: Instant,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -44,7 +57,7 @@ impl Telemetry {
             .expect("non-empty buckets")
             .build_recorder();
         let handle = recorder.handle();
-        Telemetry { recorder, handle }
+        Telemetry { recorder, handle, started: Instant::now() }
     }
 
     fn counter(&self, name: &'static str, labels: Vec<Label>) -> Counter {
@@ -96,9 +109,94 @@ impl Telemetry {
         self.counter("weir_job_restarts_total", Self::job_labels(tenant, job)).increment(1);
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition of the recorded metrics.
     pub fn render(&self) -> String {
         self.handle.run_upkeep();
         self.handle.render()
+    }
+
+    /// The whole exposition of a scrape: the recorded metrics, then the process, the
+    /// build, and each tenant's usage against its quotas.
+    pub fn scrape(&self, tenants: &[(Tenant, Usage)]) -> String {
+        let mut out = self.render();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        if let Some(p) = process::Process::read() {
+            p.write(&mut out);
+        }
+        let _ = writeln!(
+            out,
+            "# HELP weir_build_info The Weir version serving.\n# TYPE weir_build_info gauge\n\
+             weir_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        let _ = writeln!(
+            out,
+            "# HELP weir_uptime_seconds Seconds since the server opened its store.\n\
+             # TYPE weir_uptime_seconds gauge\nweir_uptime_seconds {}",
+            self.started.elapsed().as_secs_f64()
+        );
+        write_tenants(&mut out, tenants);
+        out
+    }
+}
+
+/// The quotas as (name, limit, usage if the quota is a total the tenant uses up). Every
+/// field of [`Quotas`] is here (the destructuring fails to compile when one is added).
+fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 6] {
+    let Quotas { max_jobs, max_subtasks, max_memory_mb, max_cpu_ms, max_module_bytes, max_storage_bytes } =
+        quotas;
+    [
+        ("jobs", u64::from(*max_jobs), Some(u64::from(usage.jobs))),
+        ("subtasks", u64::from(*max_subtasks), Some(u64::from(usage.subtasks))),
+        ("storage_bytes", *max_storage_bytes, Some(usage.storage_bytes)),
+        // Limits of one instance, call or upload: nothing accumulates against them.
+        ("memory_mb", *max_memory_mb, None),
+        ("cpu_ms", *max_cpu_ms, None),
+        ("module_bytes", *max_module_bytes, None),
+    ]
+}
+
+/// A label value escaped for the text format.
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn write_tenants(out: &mut String, tenants: &[(Tenant, Usage)]) {
+    let mut usage = String::new();
+    let mut quota = String::new();
+    let mut disabled = String::new();
+    for (t, u) in tenants {
+        let id = label(&t.id);
+        for (name, limit, used) in quota_rows(&t.quotas, u) {
+            let _ = writeln!(quota, "weir_tenant_quota{{tenant=\"{id}\",quota=\"{name}\"}} {limit}");
+            if let Some(used) = used {
+                let _ = writeln!(usage, "weir_tenant_usage{{tenant=\"{id}\",quota=\"{name}\"}} {used}");
+            }
+        }
+        let _ = writeln!(
+            disabled,
+            "weir_tenant_disabled{{tenant=\"{id}\",name=\"{}\"}} {}",
+            label(&t.name),
+            u8::from(t.disabled_ms.is_some())
+        );
+    }
+    let _ = write!(
+        out,
+        "# HELP weir_tenant_usage What a tenant uses of a quota.\n# TYPE weir_tenant_usage gauge\n{usage}\
+         # HELP weir_tenant_quota A tenant's limit.\n# TYPE weir_tenant_quota gauge\n{quota}\
+         # HELP weir_tenant_disabled 1 when the admin disabled the tenant.\n\
+         # TYPE weir_tenant_disabled gauge\n{disabled}"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_escaped() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -1,5 +1,9 @@
 //! Tenants, their tokens and quotas. Tokens are random and stored only as SHA-256 hashes;
-//! a request's bearer token is hashed and looked up.
+//! a request's bearer token is hashed and looked up in the store on every request (no
+//! cache: a revoked token or a disabled tenant is refused from the next request on).
+//! A disabled tenant keeps its data; its token is refused with 403 until it is enabled.
+
+mod tokens;
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -7,8 +11,10 @@ use weir_store::Store;
 
 use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
-use super::ids::{check_name, new_id, new_token, printable, token_hash};
+use super::ids::{check_name, new_id, printable, token_hash};
 use crate::clock::unix_ms;
+
+pub use tokens::TokenInfo;
 
 /// tenant id → tenant record (JSON).
 const TENANTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("weir.tenants");
@@ -57,6 +63,25 @@ pub struct Tenant {
     pub created_ms: u64,
     /// Its quotas.
     pub quotas: Quotas,
+    /// When the admin disabled it, unix ms; `None` while it is enabled.
+    #[serde(default)]
+    pub disabled_ms: Option<u64>,
+    /// Jobs that were running when it was disabled (stopped then); enabling resumes them.
+    #[serde(default)]
+    pub suspended_jobs: Vec<String>,
+}
+
+impl Tenant {
+    /// Refuses a disabled tenant: its requests answer 403 with this message.
+    pub fn check_enabled(&self) -> ServerResult<()> {
+        match self.disabled_ms {
+            None => Ok(()),
+            Some(_) => Err(ServerError::Forbidden(format!(
+                "tenant `{}` is disabled: its jobs are stopped and its data kept; ask the server's admin to enable it",
+                self.name
+            ))),
+        }
+    }
 }
 
 /// The tenant registry, over the store's database.
@@ -71,8 +96,14 @@ impl Tenants {
         let txn = store.database().begin_write().map_err(ServerError::internal)?;
         txn.open_table(TENANTS).map_err(ServerError::internal)?;
         txn.open_table(TOKENS).map_err(ServerError::internal)?;
+        tokens::migrate(&txn)?;
         txn.commit().map_err(ServerError::internal)?;
         Ok(Tenants { store: store.clone() })
+    }
+
+    /// The registry in `store`, whose tables [`Tenants::open`] created already.
+    pub(crate) fn over(store: &Store) -> Self {
+        Tenants { store: store.clone() }
     }
 
     /// Creates a tenant; returns it with its first token (shown once, stored as a hash).
@@ -83,8 +114,14 @@ impl Tenants {
 
     fn create_blocking(&self, name: &str, quotas: Quotas) -> ServerResult<(Tenant, String)> {
         check_name("tenant", name)?;
-        let tenant = Tenant { id: new_id(8), name: name.to_string(), created_ms: unix_ms(), quotas };
-        let token = new_token();
+        let tenant = Tenant {
+            id: new_id(8),
+            name: name.to_string(),
+            created_ms: unix_ms(),
+            quotas,
+            disabled_ms: None,
+            suspended_jobs: Vec::new(),
+        };
         let db = self.store.database();
         let txn = db.begin_write().map_err(ServerError::internal)?;
         {
@@ -102,29 +139,10 @@ impl Tenants {
             tenants
                 .insert(tenant.id.as_str(), encode_record(&tenant)?.as_slice())
                 .map_err(ServerError::internal)?;
-            let mut tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
-            tokens.insert(token_hash(&token).as_str(), tenant.id.as_str()).map_err(ServerError::internal)?;
         }
+        let (_, token) = tokens::insert(&txn, &tenant.id, Some("initial".into()))?;
         txn.commit().map_err(ServerError::internal)?;
         Ok((tenant, token))
-    }
-
-    /// Issues another token for tenant `id`.
-    pub async fn issue_token(&self, id: &str) -> ServerResult<String> {
-        let (this, id) = (self.clone(), id.to_string());
-        tokio::task::spawn_blocking(move || this.issue_token_blocking(&id)).await?
-    }
-
-    fn issue_token_blocking(&self, id: &str) -> ServerResult<String> {
-        self.get(id)?;
-        let token = new_token();
-        let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
-        {
-            let mut tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
-            tokens.insert(token_hash(&token).as_str(), id).map_err(ServerError::internal)?;
-        }
-        txn.commit().map_err(ServerError::internal)?;
-        Ok(token)
     }
 
     /// Replaces the quotas of tenant `id`.
@@ -134,11 +152,34 @@ impl Tenants {
     }
 
     fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
-        let mut tenant = self.get(id)?;
-        tenant.quotas = quotas;
+        self.change(id, |t| t.quotas = quotas)
+    }
+
+    /// Records tenant `id` as disabled since `since_ms` with its `suspended` jobs, or (with
+    /// `None`) as enabled.
+    pub async fn set_disabled(&self, id: &str, disabled: Option<(u64, Vec<String>)>) -> ServerResult<Tenant> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || {
+            this.change(&id, |t| {
+                let (since, jobs) = disabled.map_or((None, Vec::new()), |(s, j)| (Some(s), j));
+                t.disabled_ms = since;
+                t.suspended_jobs = jobs;
+            })
+        })
+        .await?
+    }
+
+    /// Changes tenant `id`'s record in one transaction; returns the new record.
+    fn change(&self, id: &str, change: impl FnOnce(&mut Tenant)) -> ServerResult<Tenant> {
+        let not_found = || ServerError::NotFound(format!("no tenant `{}`", printable(id)));
         let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
+        let mut tenant: Tenant;
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
+            let row = tenants.get(id).map_err(ServerError::internal)?.ok_or_else(not_found)?;
+            tenant = decode_record(row.value())?;
+            drop(row);
+            change(&mut tenant);
             tenants.insert(id, encode_record(&tenant)?.as_slice()).map_err(ServerError::internal)?;
         }
         txn.commit().map_err(ServerError::internal)?;
@@ -166,7 +207,7 @@ impl Tenants {
         Ok(out)
     }
 
-    /// The tenant holding `token`, if any.
+    /// The tenant holding `token`, if any (a disabled one too: see [`Tenant::check_enabled`]).
     pub fn authenticate(&self, token: &str) -> ServerResult<Option<Tenant>> {
         let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
         let tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;

@@ -128,6 +128,8 @@ struct World {
     stream: String,
     savepoint: String,
     savepoint_file: Vec<u8>,
+    /// The id of A's token.
+    token_id: String,
 }
 
 impl World {
@@ -135,6 +137,9 @@ impl World {
         let server = TestServer::start(|_| {}).await;
         let (a_id, a) = server.tenant("tenant-a").await;
         let (b_id, b) = server.tenant("tenant-b").await;
+        let (status, tokens) = server.client(ADMIN).get(&format!("/api/v1/tenants/{a_id}/tokens")).await;
+        assert_eq!(status, 200, "{tokens}");
+        let token_id = tokens["data"][0]["id"].as_str().unwrap().to_string();
         let module_name = "a-tokenizer".to_string();
         let module_bytes = std::fs::read(common::guest_path("tokenizer")).expect("guest built");
         let (status, m) = a.upload(&module_name, module_bytes.clone()).await;
@@ -198,6 +203,7 @@ impl World {
             stream,
             savepoint,
             savepoint_file,
+            token_id,
         }
     }
 
@@ -211,6 +217,7 @@ impl World {
             ("name", self.stream.clone()),
             ("savepoint_id", self.savepoint.clone()),
             ("operator", "split".to_string()),
+            ("token_id", self.token_id.clone()),
         ])
     }
 
@@ -224,6 +231,7 @@ impl World {
             ("name", "no-such-stream".to_string()),
             ("savepoint_id", "ef".repeat(16)),
             ("operator", "no-such-operator".to_string()),
+            ("token_id", "0123456789abcdef".to_string()),
         ])
     }
 
@@ -237,6 +245,8 @@ impl World {
             ("PUT", "/api/v1/tenants/{tenant_id}/quotas") => {
                 Body::Json(json!({ "max_jobs": 1000, "max_subtasks": 1000 }))
             }
+            ("POST", "/api/v1/tenants/{tenant_id}/tokens") => Body::Json(json!({ "label": "intruder" })),
+            ("POST", "/api/v1/tenants/{tenant_id}/tokens/rotate") => Body::Json(json!({})),
             ("POST", "/api/v1/modules") => {
                 Body::Wasm { name: "intruder".into(), bytes: self.module_bytes.clone() }
             }

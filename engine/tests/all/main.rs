@@ -12,6 +12,7 @@ mod api_lifecycle;
 mod api_openapi;
 mod api_savepoints;
 mod api_tenants;
+mod api_tokens;
 mod api_ui;
 mod backpressure;
 mod bad_input;

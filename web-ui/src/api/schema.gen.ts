@@ -405,6 +405,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenants/{tenant_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disables a tenant: its requests answer 403, its running jobs stop at once (recorded
+         *     `stopped` with the reason, resumed by `enable`), its data stays. Survives a restart.
+         */
+        post: operations["disable_tenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enables a disabled tenant: its tokens work again and the jobs that disabling stopped
+         *     resume from their latest checkpoints.
+         */
+        post: operations["enable_tenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenants/{tenant_id}/quotas": {
         parameters: {
             query?: never;
@@ -429,11 +469,53 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Lists a tenant's tokens: ids, labels and creation times, never the tokens. */
+        get: operations["list_tokens"];
         put?: never;
-        /** Issues another token for a tenant. */
+        /**
+         * Issues another token for a tenant (a tenant holds at most 64); the token is shown only
+         *     in this answer.
+         */
         post: operations["issue_token"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/tokens/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotates a tenant's tokens in one step: issues a new token and revokes the old one(s)
+         *     (`token_id`: that one; default: all). For a rotation without a gap, issue a second
+         *     token instead, move the clients to it, then revoke the first.
+         */
+        post: operations["rotate_tokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revokes one of a tenant's tokens: from the next request on it answers 401. */
+        delete: operations["revoke_token"];
         options?: never;
         head?: never;
         patch?: never;
@@ -765,12 +847,35 @@ export interface components {
                  * @description Creation time, unix ms.
                  */
                 created_ms: number;
+                /**
+                 * Format: int64
+                 * @description When the admin disabled it, unix ms; `null` while it is enabled. A disabled
+                 *     tenant's requests answer 403, its jobs are stopped and its data kept.
+                 */
+                disabled_ms?: number | null;
                 /** @description Its id (16 hex digits). */
                 id: string;
                 /** @description Its name. */
                 name: string;
                 /** @description Its quotas. */
                 quotas: components["schemas"]["Quotas"];
+                /** @description Jobs that were running when it was disabled; enabling resumes them. */
+                suspended_jobs: string[];
+            }[];
+        };
+        /** @description A collection. */
+        Data_TokenInfo: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description When it was issued, unix ms (a token from before token ids: its tenant's creation).
+                 */
+                created_ms: number;
+                /** @description Its id (16 hex digits). */
+                id: string;
+                /** @description What it is for. */
+                label?: string | null;
             }[];
         };
         /**
@@ -993,6 +1098,11 @@ export interface components {
             name: string;
             quotas?: null | components["schemas"]["Quotas"];
         };
+        /** @description A token to issue (the body may be empty). */
+        NewToken: {
+            /** @description What it is for: 1 to 128 bytes of text (`ci`, `grafana`, ...). */
+            label?: string | null;
+        };
         /** @description One node of a savepoint's job. */
         NodeDescription: {
             /** @description Sources and sinks: the connector. */
@@ -1183,6 +1293,18 @@ export interface components {
             nodes: components["schemas"]["NodeRestore"][];
             /** @description The savepoint. */
             savepoint: string;
+        };
+        /** @description A rotation (the body may be empty: every token of the tenant is replaced by one). */
+        RotateTokens: {
+            /** @description The new token's label. */
+            label?: string | null;
+            /** @description Replace only this token (its label passes to the new one); default: all of them. */
+            token_id?: string | null;
+        };
+        /** @description The result of a rotation: the new token and the revoked ones (they answer 401 now). */
+        Rotated: components["schemas"]["TokenBody"] & {
+            /** @description The tokens revoked. */
+            revoked: components["schemas"]["TokenInfo"][];
         };
         /**
          * @description What happens to the job when its savepoint is taken.
@@ -1460,12 +1582,20 @@ export interface components {
              * @description Creation time, unix ms.
              */
             created_ms: number;
+            /**
+             * Format: int64
+             * @description When the admin disabled it, unix ms; `null` while it is enabled. A disabled
+             *     tenant's requests answer 403, its jobs are stopped and its data kept.
+             */
+            disabled_ms?: number | null;
             /** @description Its id (16 hex digits). */
             id: string;
             /** @description Its name. */
             name: string;
             /** @description Its quotas. */
             quotas: components["schemas"]["Quotas"];
+            /** @description Jobs that were running when it was disabled; enabling resumes them. */
+            suspended_jobs: string[];
         };
         /** @description The caller's tenant, its quotas and usage. */
         TenantView: components["schemas"]["Tenant"] & {
@@ -1479,10 +1609,31 @@ export interface components {
             /** @description A bearer token for it. It is shown only now; the server keeps only its hash. */
             token: string;
         };
-        /** @description A token. */
+        /** @description A new token. */
         TokenBody: {
+            /**
+             * Format: int64
+             * @description When it was issued, unix ms.
+             */
+            created_ms: number;
+            /** @description Its id (16 hex digits), to list and revoke it. */
+            id: string;
+            /** @description What it is for. */
+            label?: string | null;
             /** @description A bearer token. It is shown only now; the server keeps only its hash. */
             token: string;
+        };
+        /** @description A token as listed: its id, label and creation time, never the token itself. */
+        TokenInfo: {
+            /**
+             * Format: int64
+             * @description When it was issued, unix ms (a token from before token ids: its tenant's creation).
+             */
+            created_ms: number;
+            /** @description Its id (16 hex digits). */
+            id: string;
+            /** @description What it is for. */
+            label?: string | null;
         };
         /** @description How to take a savepoint. */
         TriggerSavepoint: {
@@ -3182,6 +3333,106 @@ export interface operations {
             };
         };
     };
+    disable_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant, disabled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    enable_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant, enabled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     set_quotas: {
         parameters: {
             query?: never;
@@ -3245,7 +3496,7 @@ export interface operations {
             };
         };
     };
-    issue_token: {
+    list_tokens: {
         parameters: {
             query?: never;
             header?: never;
@@ -3257,13 +3508,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The token */
-            201: {
+            /** @description The tokens, oldest first */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenBody"];
+                    "application/json": components["schemas"]["Data_TokenInfo"];
                 };
             };
             /** @description No or bad token */
@@ -3285,6 +3536,195 @@ export interface operations {
                 };
             };
             /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    issue_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: the token's label */
+        requestBody?: {
+            content: {
+                "application/json": null | components["schemas"]["NewToken"];
+            };
+        };
+        responses: {
+            /** @description The token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenBody"];
+                };
+            };
+            /** @description Bad body or label */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant holds the most tokens it may */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rotate_tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: which token, and the new label */
+        requestBody?: {
+            content: {
+                "application/json": null | components["schemas"]["RotateTokens"];
+            };
+        };
+        responses: {
+            /** @description The new token and the revoked ones */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rotated"];
+                };
+            };
+            /** @description Bad body or label */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant or token */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+                /** @description Token id */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenInfo"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant or token */
             404: {
                 headers: {
                     [name: string]: unknown;

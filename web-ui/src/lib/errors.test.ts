@@ -71,6 +71,10 @@ describe('signInErrorMessage', () => {
   it('tells an admin token apart', () => {
     expect(signInErrorMessage(err(403, 'the admin token manages tenants'))).toMatch(/not the admin token/);
   });
+  it('says when the tenant is disabled', () => {
+    const m = signInErrorMessage(err(403, 'tenant `acme` is disabled: ask the admin'));
+    expect(m).toBe('tenant `acme` is disabled: ask the admin.');
+  });
   it('says when the server is unreachable', () => {
     expect(signInErrorMessage(err(0))).toMatch(/^Cannot reach the Weir server/);
   });

@@ -119,8 +119,12 @@ export function signInErrorMessage(err: unknown): string {
       return (
         `The server did not accept this token (${err.apiMessage ?? 'not valid'}). ` +
         'Paste a tenant token exactly as it was issued: `weir demo` prints one and writes it to client.toml, ' +
-        'and an administrator issues others with `POST /api/v1/tenants/{id}/tokens`.'
+        'and an administrator issues others with `weir tenant token create <tenant>`.'
       );
+    }
+    if (err.status === 403 && err.apiMessage?.includes(' is disabled')) {
+      // The tenant's token is valid, but the admin disabled the tenant.
+      return `${err.apiMessage}.`;
     }
     if (err.status === 403) {
       return (

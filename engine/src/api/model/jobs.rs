@@ -18,7 +18,7 @@ pub enum JobStatus {
     Restarting,
     /// Asked to stop: taking its final checkpoint.
     Stopping,
-    /// Stopped at a final checkpoint; `restart` resumes it from there.
+    /// Stopped at a final checkpoint (or at once: its tenant was disabled); `restart` resumes it.
     Stopped,
     /// Its input ended and every output is committed.
     Finished,

@@ -26,7 +26,10 @@ pub use savepoints::{
 pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
-pub use tenants::{NewTenant, Quotas, Tenant, TenantView, TenantWithToken, TokenBody, Usage};
+pub use tenants::{
+    NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView, TenantWithToken, TokenBody,
+    TokenInfo, Usage,
+};
 
 /// A collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -87,6 +90,8 @@ mod tests {
             name: "acme".into(),
             created_ms: 1,
             quotas,
+            disabled_ms: Some(2),
+            suspended_jobs: vec!["ab".repeat(16)],
         });
         let spec: crate::plan::JobSpec = serde_json::from_value(json!({
             "name": "j",

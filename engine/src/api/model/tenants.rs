@@ -69,11 +69,23 @@ pub struct Tenant {
     pub created_ms: u64,
     /// Its quotas.
     pub quotas: Quotas,
+    /// When the admin disabled it, unix ms; `null` while it is enabled. A disabled
+    /// tenant's requests answer 403, its jobs are stopped and its data kept.
+    pub disabled_ms: Option<u64>,
+    /// Jobs that were running when it was disabled; enabling resumes them.
+    pub suspended_jobs: Vec<String>,
 }
 
 impl From<server::tenants::Tenant> for Tenant {
     fn from(t: server::tenants::Tenant) -> Self {
-        Tenant { id: t.id, name: t.name, created_ms: t.created_ms, quotas: t.quotas.into() }
+        Tenant {
+            id: t.id,
+            name: t.name,
+            created_ms: t.created_ms,
+            quotas: t.quotas.into(),
+            disabled_ms: t.disabled_ms,
+            suspended_jobs: t.suspended_jobs,
+        }
     }
 }
 
@@ -98,11 +110,72 @@ pub struct TenantWithToken {
     pub token: String,
 }
 
-/// A token.
+/// A new token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TokenBody {
     /// A bearer token. It is shown only now; the server keeps only its hash.
     pub token: String,
+    /// Its id (16 hex digits), to list and revoke it.
+    pub id: String,
+    /// What it is for.
+    pub label: Option<String>,
+    /// When it was issued, unix ms.
+    pub created_ms: u64,
+}
+
+impl TokenBody {
+    /// The body of a new `token` described by `info`.
+    pub fn new(info: server::tenants::TokenInfo, token: String) -> Self {
+        TokenBody { token, id: info.id, label: info.label, created_ms: info.created_ms }
+    }
+}
+
+/// A token as listed: its id, label and creation time, never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TokenInfo {
+    /// Its id (16 hex digits).
+    pub id: String,
+    /// What it is for.
+    pub label: Option<String>,
+    /// When it was issued, unix ms (a token from before token ids: its tenant's creation).
+    pub created_ms: u64,
+}
+
+impl From<server::tenants::TokenInfo> for TokenInfo {
+    fn from(t: server::tenants::TokenInfo) -> Self {
+        TokenInfo { id: t.id, label: t.label, created_ms: t.created_ms }
+    }
+}
+
+/// A token to issue (the body may be empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// What it is for: 1 to 128 bytes of text (`ci`, `grafana`, ...).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// A rotation (the body may be empty: every token of the tenant is replaced by one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateTokens {
+    /// Replace only this token (its label passes to the new one); default: all of them.
+    #[serde(default)]
+    pub token_id: Option<String>,
+    /// The new token's label.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// The result of a rotation: the new token and the revoked ones (they answer 401 now).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Rotated {
+    /// The new token, shown only now.
+    #[serde(flatten)]
+    pub token: TokenBody,
+    /// The tokens revoked.
+    pub revoked: Vec<TokenInfo>,
 }
 
 /// What a tenant uses of its quotas.

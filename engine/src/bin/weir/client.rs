@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weir::api::model::{
     AppendBody, Appended, CheckpointDetail, Data, ErrorBody, History, JobDetail, JobRecord, JobSummary,
-    Module, NewRecord, NewStream, NewTenant, ReadBody, SavepointMode, SavepointRecord, StreamInfo, Tenant,
-    TenantWithToken, TriggerSavepoint, Triggered,
+    Module, NewRecord, NewStream, NewTenant, NewToken, ReadBody, RotateTokens, Rotated, SavepointMode,
+    SavepointRecord, StreamInfo, Tenant, TenantWithToken, TokenBody, TokenInfo, TriggerSavepoint, Triggered,
 };
 
 /// Where the client finds the server.
@@ -369,6 +369,33 @@ impl Client {
     /// `GET /tenants` (admin).
     pub async fn tenants(&self) -> anyhow::Result<Vec<Tenant>> {
         Ok(self.get::<Data<Tenant>>("/api/v1/tenants").await?.data)
+    }
+
+    /// `POST /tenants/{id}/tokens` (admin).
+    pub async fn issue_token(&self, tenant: &str, label: Option<String>) -> anyhow::Result<TokenBody> {
+        self.post(&format!("/api/v1/tenants/{tenant}/tokens"), Some(&NewToken { label })).await
+    }
+
+    /// `GET /tenants/{id}/tokens` (admin).
+    pub async fn tokens(&self, tenant: &str) -> anyhow::Result<Vec<TokenInfo>> {
+        Ok(self.get::<Data<TokenInfo>>(&format!("/api/v1/tenants/{tenant}/tokens")).await?.data)
+    }
+
+    /// `DELETE /tenants/{id}/tokens/{token}` (admin).
+    pub async fn revoke_token(&self, tenant: &str, token: &str) -> anyhow::Result<TokenInfo> {
+        self.send(self.request(reqwest::Method::DELETE, &format!("/api/v1/tenants/{tenant}/tokens/{token}")))
+            .await
+    }
+
+    /// `POST /tenants/{id}/tokens/rotate` (admin).
+    pub async fn rotate_tokens(&self, tenant: &str, rotate: &RotateTokens) -> anyhow::Result<Rotated> {
+        self.post(&format!("/api/v1/tenants/{tenant}/tokens/rotate"), Some(rotate)).await
+    }
+
+    /// `POST /tenants/{id}/disable` or `/enable` (admin).
+    pub async fn set_tenant_enabled(&self, tenant: &str, enabled: bool) -> anyhow::Result<Tenant> {
+        let action = if enabled { "enable" } else { "disable" };
+        self.post(&format!("/api/v1/tenants/{tenant}/{action}"), None::<&()>).await
     }
 }
 

@@ -21,11 +21,15 @@ pub(super) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl JobManager {
-    /// Starts every job that was running when the server stopped, from its latest checkpoint;
-    /// returns how many. Fails only when the job table cannot be read at all.
+    /// Starts every job that was running when the server stopped, from its latest checkpoint
+    /// (not those of a disabled tenant: enabling it resumes them); returns how many. Fails
+    /// only when the job table cannot be read at all.
     pub async fn resume_all(&self) -> ServerResult<usize> {
         let mut resumed = 0;
         for (tenant, id) in self.active_jobs()? {
+            if self.is_disabled(&tenant) {
+                continue;
+            }
             let (this, t, i) = (self.clone(), tenant.clone(), id.clone());
             // A task of its own: a panic while resuming this job ends that task only.
             let why = match tokio::spawn(async move { this.resume_one(&t, &i).await }).await {

@@ -27,6 +27,7 @@ pub struct TestServer {
     _temp: Option<tempfile::TempDir>,
     child: Option<Child>,
     task: Option<tokio::task::JoinHandle<()>>,
+    service: Option<std::sync::Arc<Server>>,
 }
 
 impl TestServer {
@@ -48,7 +49,18 @@ impl TestServer {
             ..ServerConfig::default()
         };
         tweak(&mut config);
-        let server = Server::open(config).await.expect("server opens");
+        // A server that was aborted on this directory may still be closing its store.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let server = loop {
+            match Server::open(config.clone()).await {
+                Ok(server) => break server,
+                Err(e) if Instant::now() < deadline && format!("{e:#}").contains("already open") => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the server does not open: {e:#}"),
+            }
+        };
+        let service = server.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             weir::api::serve(server, move |a| {
@@ -64,6 +76,7 @@ impl TestServer {
             _temp: None,
             child: None,
             task: Some(task),
+            service: Some(service),
         }
     }
 
@@ -94,7 +107,14 @@ impl TestServer {
                 break rest.trim().to_string();
             }
         };
-        TestServer { url, data_dir: data_dir.to_path_buf(), _temp: None, child: Some(child), task: None }
+        TestServer {
+            url,
+            data_dir: data_dir.to_path_buf(),
+            _temp: None,
+            child: Some(child),
+            task: None,
+            service: None,
+        }
     }
 
     /// The child process's id (panics for an in-process server).
@@ -114,6 +134,14 @@ impl TestServer {
         if let Some(t) = self.task.take() {
             t.abort();
         }
+        if let Some(s) = self.service.take() {
+            s.jobs.abort_all();
+        }
+    }
+
+    /// The service of an in-process server, to look at what the API does not show.
+    pub fn service(&self) -> &std::sync::Arc<Server> {
+        self.service.as_ref().expect("an in-process server")
     }
 
     /// A client with `token`.
