@@ -20,6 +20,8 @@ pub fn status(error: &ServerError) -> StatusCode {
         // A module over the tenant's size limit is too large a body, not too many requests.
         ServerError::Quota { limit: "max_module_bytes", .. } => StatusCode::PAYLOAD_TOO_LARGE,
         ServerError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
+        ServerError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
+        ServerError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         ServerError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -50,6 +52,8 @@ mod tests {
             (ServerError::Unprocessable("x".into()), 422),
             (ServerError::Quota { limit: "max_jobs", message: "x".into() }, 429),
             (ServerError::Internal("x".into()), 500),
+            (ServerError::InsufficientStorage("x".into()), 507),
+            (ServerError::Unavailable("x".into()), 503),
         ];
         for (error, expected) in cases {
             assert_eq!(status(&error).as_u16(), expected, "{error:?}");

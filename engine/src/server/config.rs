@@ -11,7 +11,7 @@ use super::tenants::Quotas;
 use crate::guest::{HostOptions, PoolingOptions};
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -20,6 +20,7 @@ const KEYS: [&str; 8] = [
     "pooling",
     "max_instances",
     "max_instance_memory_mb",
+    "min_free_bytes",
 ];
 
 /// Why the configuration could not be loaded.
@@ -61,6 +62,11 @@ pub struct ServerConfig {
     /// a default limit always runs); the memory-limit error then names both. Only with
     /// `pooling`.
     pub max_instance_memory_mb: u64,
+    /// Bytes kept free on the data directory's disk (at most a tenth of the disk): uploads,
+    /// appends, checkpoints, savepoints and job creations that would leave less are refused
+    /// (507 over the API; a checkpoint fails), so that the disk never fills under the store
+    /// and reads, stops and cancels keep working.
+    pub min_free_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +80,7 @@ impl Default for ServerConfig {
             pooling: true,
             max_instances: 1000,
             max_instance_memory_mb: 4096,
+            min_free_bytes: 256 << 20,
         }
     }
 }

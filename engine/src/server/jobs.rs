@@ -187,7 +187,7 @@ fn db_err(e: impl std::fmt::Display) -> ServerError {
 impl JobManager {
     /// The manager over `store` (creates its table).
     pub fn open(store: &Store, registry: ModuleRegistry, telemetry: Arc<Telemetry>) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(db_err)?;
+        let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(JOBS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         Ok(JobManager {
@@ -205,7 +205,7 @@ impl JobManager {
     /// Job `id` of `tenant`.
     pub fn get(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         check_hex_id("job", id, 32)?;
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         match t.get((tenant, id)).map_err(db_err)? {
             Some(v) => decode_job(v.value()),
@@ -215,7 +215,7 @@ impl JobManager {
 
     /// The jobs of `tenant`, oldest first.
     pub fn list(&self, tenant: &str) -> ServerResult<Vec<JobRecord>> {
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
         for row in t.range((tenant, "")..).map_err(db_err)? {
@@ -230,7 +230,7 @@ impl JobManager {
     }
 
     fn all(&self) -> ServerResult<Vec<JobRecord>> {
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
         for row in t.iter().map_err(db_err)? {
@@ -241,7 +241,7 @@ impl JobManager {
     }
 
     fn put(&self, job: &JobRecord) -> ServerResult<()> {
-        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;
             let stored = StoredJob { tenant: job.tenant.clone(), record: job.clone() };
@@ -253,7 +253,7 @@ impl JobManager {
 
     /// Changes job `id` of `tenant` in one transaction; returns the new record.
     fn update(&self, tenant: &str, id: &str, change: impl FnOnce(&mut JobRecord)) -> ServerResult<JobRecord> {
-        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         let job;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;

@@ -68,7 +68,7 @@ pub struct Tenants {
 impl Tenants {
     /// The registry in `store` (creates its tables).
     pub fn open(store: &Store) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(ServerError::internal)?;
+        let txn = store.database()?.begin_write().map_err(ServerError::internal)?;
         txn.open_table(TENANTS).map_err(ServerError::internal)?;
         txn.open_table(TOKENS).map_err(ServerError::internal)?;
         txn.commit().map_err(ServerError::internal)?;
@@ -85,7 +85,7 @@ impl Tenants {
         check_name("tenant", name)?;
         let tenant = Tenant { id: new_id(8), name: name.to_string(), created_ms: unix_ms(), quotas };
         let token = new_token();
-        let db = self.store.database();
+        let db = self.store.database()?;
         let txn = db.begin_write().map_err(ServerError::internal)?;
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
@@ -118,7 +118,7 @@ impl Tenants {
     fn issue_token_blocking(&self, id: &str) -> ServerResult<String> {
         self.get(id)?;
         let token = new_token();
-        let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_write().map_err(ServerError::internal)?;
         {
             let mut tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
             tokens.insert(token_hash(&token).as_str(), id).map_err(ServerError::internal)?;
@@ -136,7 +136,7 @@ impl Tenants {
     fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
         let mut tenant = self.get(id)?;
         tenant.quotas = quotas;
-        let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_write().map_err(ServerError::internal)?;
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
             tenants.insert(id, encode_record(&tenant)?.as_slice()).map_err(ServerError::internal)?;
@@ -148,7 +148,7 @@ impl Tenants {
     /// Tenant `id`.
     pub fn get(&self, id: &str) -> ServerResult<Tenant> {
         let not_found = || ServerError::NotFound(format!("no tenant `{}`", printable(id)));
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
         let row = tenants.get(id).map_err(ServerError::internal)?.ok_or_else(not_found)?;
         decode_record(row.value())
@@ -156,7 +156,7 @@ impl Tenants {
 
     /// Every tenant, by id.
     pub fn list(&self) -> ServerResult<Vec<Tenant>> {
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
         let mut out = Vec::new();
         for row in tenants.iter().map_err(ServerError::internal)? {
@@ -168,7 +168,7 @@ impl Tenants {
 
     /// The tenant holding `token`, if any.
     pub fn authenticate(&self, token: &str) -> ServerResult<Option<Tenant>> {
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
         let Some(id) = tokens.get(token_hash(token).as_str()).map_err(ServerError::internal)? else {
             return Ok(None);
