@@ -116,6 +116,8 @@ async fn recover(server: &Server, error: &StoreError) {
     loop {
         let store = server.store.clone();
         let reopened = match tokio::task::spawn_blocking(move || store.reopen()).await {
+            // Not the file's path: /healthz shows this to anyone.
+            Ok(Err(StoreError::Open { source, .. })) => Err(format!("cannot open the store file: {source}")),
             Ok(result) => result.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };

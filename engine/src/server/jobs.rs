@@ -428,7 +428,7 @@ impl JobManager {
 
     /// Starts running `job` (its status is already stored as running).
     fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
-        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.clone()));
+        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.for_this_open()));
         let sample = Arc::new(Mutex::new(Sample::default()));
         let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
         let events = self.clone().watch_events(

@@ -87,13 +87,18 @@ pub struct Store {
     pub(crate) handle: Arc<Handle>,
     pub(crate) path: Arc<PathBuf>,
     pub(crate) max_chunk_bytes: usize,
+    /// Set by [`Store::for_this_open`]: the only generation of the database this clone may use.
+    pinned: Option<u64>,
 }
 
 /// What every clone of a [`Store`] shares.
 pub(crate) struct Handle {
-    /// The open database; `None` from the moment a reopen closes it until the file opens
-    /// again (every call then fails with [`StoreError::Reopening`]).
-    db: RwLock<Option<Arc<Database>>>,
+    /// The open database and its generation (counting opens from 0); `None` from the moment
+    /// a reopen closes it until the file opens again (every call then fails with
+    /// [`StoreError::Reopening`]).
+    db: RwLock<Option<(u64, Arc<Database>)>>,
+    /// The generation the next open gets.
+    next_generation: std::sync::atomic::AtomicU64,
     /// Held for the whole of a reopen: one at a time.
     reopening: Mutex<()>,
     /// The free-space floor of the file's filesystem.
@@ -149,12 +154,14 @@ impl Store {
         };
         Ok(Store {
             handle: Arc::new(Handle {
-                db: RwLock::new(Some(Arc::new(db))),
+                db: RwLock::new(Some((0, Arc::new(db)))),
+                next_generation: std::sync::atomic::AtomicU64::new(1),
                 reopening: Mutex::new(()),
                 floor: DiskFloor::new(dir),
             }),
             path: Arc::new(path.to_owned()),
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            pinned: None,
         })
     }
 
@@ -169,7 +176,19 @@ impl Store {
     /// a transaction: a reopen waits for it. Fails with [`StoreError::Reopening`] while the
     /// store is being reopened.
     pub fn database(&self) -> Result<Arc<Database>, StoreError> {
-        self.handle.db.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or(StoreError::Reopening)
+        match &*self.handle.db.read().unwrap_or_else(PoisonError::into_inner) {
+            Some((generation, db)) if self.pinned.is_none_or(|p| p == *generation) => Ok(db.clone()),
+            _ => Err(StoreError::Reopening),
+        }
+    }
+
+    /// This store, bound to the database open now: after a [`Store::reopen`] every call of
+    /// the returned clone (and of its clones) fails with [`StoreError::Reopening`]. For a job's
+    /// run, which a reopen ends: a write it had queued must not reach the reopened file,
+    /// where a new run resumes from the latest checkpoint.
+    pub fn for_this_open(&self) -> Store {
+        let current = self.handle.db.read().unwrap_or_else(PoisonError::into_inner).as_ref().map(|(g, _)| *g);
+        Store { pinned: Some(current.unwrap_or(u64::MAX)), ..self.clone() }
     }
 
     /// Checks that the database is usable: fails with the storage error when an I/O error
@@ -191,7 +210,7 @@ impl Store {
     pub fn reopen(&self) -> Result<(), StoreError> {
         let _one = self.handle.reopening.lock().unwrap_or_else(PoisonError::into_inner);
         let old = self.handle.db.write().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(mut old) = old {
+        if let Some((_, mut old)) = old {
             let deadline = Instant::now() + CLOSE_WAIT;
             loop {
                 match Arc::try_unwrap(old) {
@@ -211,7 +230,8 @@ impl Store {
             }
         }
         let db = open_database(&self.path)?;
-        *self.handle.db.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(db));
+        let generation = self.handle.next_generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *self.handle.db.write().unwrap_or_else(PoisonError::into_inner) = Some((generation, Arc::new(db)));
         Ok(())
     }
 
@@ -312,6 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("weir.redb")).unwrap();
         let clone = store.clone();
+        let run = store.for_this_open();
         store.create_stream("s", 1).unwrap();
         let record = LogRecord { key: b"k".to_vec(), value: b"v".to_vec(), timestamp: 1 };
         store.append("s", 0, std::slice::from_ref(&record)).unwrap();
@@ -332,5 +353,7 @@ mod tests {
         store.append("s", 0, &[record]).unwrap();
         assert_eq!(clone.end_offset("s", 0).unwrap(), 2, "every clone writes to the new database");
         store.probe().unwrap();
+        assert!(matches!(run.end_offset("s", 0), Err(StoreError::Reopening)), "a pinned clone is over");
+        assert_eq!(store.for_this_open().end_offset("s", 0).unwrap(), 2);
     }
 }
