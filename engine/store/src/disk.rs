@@ -75,11 +75,11 @@ impl DiskFloor {
     /// reserve free; otherwise counts `extra` as used until the next measurement. A filesystem
     /// that cannot be measured is not refused (the write then meets the disk as it is).
     pub(crate) fn check(&self, extra: u64) -> Result<(), StoreError> {
-        let extra = extra.max(MIN_WRITE);
         let Ok(m) = self.measure() else { return Ok(()) };
         let reserved = self.reserve(m.total);
-        if m.free < reserved.saturating_add(extra) {
-            return Err(StoreError::DiskFull { free: m.free, reserved, needed: extra });
+        let needed = extra.max(MIN_WRITE);
+        if m.free < reserved.saturating_add(needed) {
+            return Err(StoreError::DiskFull { free: m.free, reserved, needed });
         }
         let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(l) = last.as_mut() {

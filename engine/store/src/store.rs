@@ -118,9 +118,10 @@ impl fmt::Debug for Store {
     }
 }
 
-/// Opens (creating) the database at `path` and its tables.
-fn open_database(path: &Path) -> Result<Database, StoreError> {
-    let db = Database::create(path).map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+/// Opens the database at `path` (creating it if `create`) and its tables.
+fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
+    let db = if create { Database::create(path) } else { Database::open(path) };
+    let db = db.map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
     let txn = db.begin_write()?;
     txn.open_table(COUNTERS)?;
     txn.open_table(JOB_LAST_ID)?;
@@ -147,7 +148,7 @@ impl Store {
     /// Opens the store file at `path`, creating it and its tables if needed. A file can be open
     /// only once per process: clone the `Store` to share it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let db = open_database(path)?;
+        let db = open_database(path, true)?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
@@ -206,7 +207,8 @@ impl Store {
     /// error (a full disk), after which redb fails every call. The file recovers to its last
     /// durable commit, so nothing acknowledged is lost; transactions of the old database fail.
     /// From the close on, calls fail with [`StoreError::Reopening`]; when the open fails
-    /// (the disk is still full) they go on failing so, and the next `reopen` tries again.
+    /// (the disk is still full, the file is missing: a new empty file is never made in its
+    /// place) they go on failing so, and the next `reopen` tries again.
     pub fn reopen(&self) -> Result<(), StoreError> {
         let _one = self.handle.reopening.lock().unwrap_or_else(PoisonError::into_inner);
         let old = self.handle.db.write().unwrap_or_else(PoisonError::into_inner).take();
@@ -229,7 +231,8 @@ impl Store {
                 }
             }
         }
-        let db = open_database(&self.path)?;
+        // Never a new empty file in place of one that went missing.
+        let db = open_database(&self.path, false)?;
         let generation = self.handle.next_generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *self.handle.db.write().unwrap_or_else(PoisonError::into_inner) = Some((generation, Arc::new(db)));
         Ok(())
