@@ -217,7 +217,9 @@ impl StoreError {
     pub fn is_disk_full(&self) -> bool {
         match self {
             StoreError::DiskFull { .. } => true,
-            StoreError::Storage(redb::Error::Io(e)) => e.kind() == std::io::ErrorKind::StorageFull,
+            StoreError::Storage(redb::Error::Io(e)) | StoreError::Io { source: e, .. } => {
+                e.kind() == std::io::ErrorKind::StorageFull
+            }
             _ => false,
         }
     }
