@@ -162,6 +162,20 @@ async fn a_full_disk_is_refused_with_507_and_the_server_recovers_by_itself() {
     assert_eq!(status, 200, "cancel at the floor: {v}");
     let (status, v) = api.post("/api/v1/jobs", &wordcount_job()).await;
     assert_eq!(status, 507, "{v}");
+    // The job's checkpoints fail at the floor (its tolerance and restarts keep it going).
+    let nearly_full = |v: &Value| v.as_str().is_some_and(|s| s.contains("disk is nearly full"));
+    let deadline = Instant::now() + LONG;
+    loop {
+        let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
+        let (_, cps) = api.get(&format!("/api/v1/jobs/{job}/checkpoints?limit=1000")).await;
+        let failed = cps["data"].as_array().into_iter().flatten().find(|c| nearly_full(&c["failure"]));
+        if let Some(c) = failed.or(nearly_full(&j["error"]).then_some(&j)) {
+            eprintln!("at the floor: {}", c.get("failure").unwrap_or(&j["error"]));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no checkpoint failed at the floor: {j} {cps}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let (_, before) = api.get(&format!("/api/v1/jobs/{job}")).await;
 
