@@ -81,7 +81,8 @@ async fn detail(server: &Server, job: jobs::JobRecord) -> Result<JobDetail, Serv
         (status = 404, description = "No such savepoint", body = ErrorBody),
         (status = 409, description = "The savepoint is not completed", body = ErrorBody),
         (status = 422, description = "The job's module failed to migrate the savepoint's state", body = ErrorBody),
-        (status = 429, description = "A quota would be exceeded", body = ErrorBody)))]
+        (status = 429, description = "A quota would be exceeded", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn create_job(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
@@ -103,6 +104,7 @@ pub async fn create_job(
         None => None,
     };
     server.check_storage(&tenant, 0)?;
+    server.check_disk(0)?;
     let job = server.jobs.create(&tenant, spec, restore).await?;
     Ok((StatusCode::CREATED, Json(detail(&server, job).await?)))
 }

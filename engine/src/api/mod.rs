@@ -170,11 +170,20 @@ fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ServerError::Internal("the request handler failed; the server goes on".into()).into_response()
 }
 
-/// Health: the server answers.
+/// Health: the store's state and the data directory's free space. 503 while the store
+/// cannot serve (it is being reopened after an I/O error).
 #[utoipa::path(get, path = "/healthz", tag = "service", security(()),
-    responses((status = 200, description = "The server is up", body = Health)))]
-async fn health() -> axum::Json<Health> {
-    axum::Json(Health { status: "ok".into() })
+    responses(
+        (status = 200, description = "The server serves", body = Health),
+        (status = 503, description = "The store cannot serve: it is being reopened", body = Health)))]
+async fn health(State(server): State<Arc<Server>>) -> Response {
+    let health = Health::from(server.health());
+    let status = if health.status == "ok" {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(health)).into_response()
 }
 
 /// Prometheus metrics; they name every tenant's jobs, so they need the admin token (a

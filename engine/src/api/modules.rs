@@ -83,7 +83,8 @@ async fn read_multipart(
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 413, description = "Larger than the tenant's max_module_bytes or the server's limit", body = ErrorBody),
         (status = 422, description = "Not a component of the weir:operator world", body = ErrorBody),
-        (status = 429, description = "Storage quota", body = ErrorBody)))]
+        (status = 429, description = "Storage quota", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn upload_module(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
@@ -115,6 +116,7 @@ pub async fn upload_module(
         return Err(ServerError::BadRequest("the upload is empty".into()));
     }
     server.check_storage(&tenant, bytes.len() as u64)?;
+    server.check_disk(bytes.len() as u64)?;
     let (module, created) = server.modules.upload(&tenant.id, &name, bytes).await?;
     tracing::info!(tenant = %tenant.id, module = %module.id, name = %module.name, created, "module uploaded");
     Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(module.into())))

@@ -27,7 +27,8 @@ use crate::server::{Server, ServerError};
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 404, description = "No such job", body = ErrorBody),
         (status = 409, description = "The job cannot give a savepoint now", body = ErrorBody),
-        (status = 429, description = "The storage quota is used up", body = ErrorBody)))]
+        (status = 429, description = "The storage quota is used up", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn trigger_savepoint(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
@@ -41,6 +42,7 @@ pub async fn trigger_savepoint(
     };
     server.jobs.get(&tenant.id, &job_id)?;
     server.check_storage(&tenant, 0)?;
+    server.check_disk(0)?;
     let record = server.savepoints.trigger(&tenant, &job_id, request.mode.into()).await?;
     Ok((StatusCode::ACCEPTED, Json(record.into())))
 }
@@ -152,12 +154,14 @@ pub async fn export_savepoint(
         (status = 201, description = "Imported", body = SavepointRecord),
         (status = 400, description = "Not a valid savepoint file", body = ErrorBody),
         (status = 401, description = "No or bad token", body = ErrorBody),
-        (status = 429, description = "The storage quota would be exceeded", body = ErrorBody)))]
+        (status = 429, description = "The storage quota would be exceeded", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn import_savepoint(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
     body: Body,
 ) -> Result<(StatusCode, Json<SavepointRecord>), ServerError> {
+    server.check_disk(0)?;
     let record = server.import_savepoint(&tenant, body.into_data_stream()).await?;
     Ok((StatusCode::CREATED, Json(record.into())))
 }

@@ -75,7 +75,8 @@ pub async fn get_stream(
         (status = 400, description = "Bad body or partition", body = ErrorBody),
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 404, description = "No such stream", body = ErrorBody),
-        (status = 429, description = "Storage quota", body = ErrorBody)))]
+        (status = 429, description = "Storage quota", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn append_records(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
@@ -106,6 +107,7 @@ pub async fn append_records(
         )));
     }
     server.check_storage(&tenant, body.len() as u64)?;
+    server.check_disk(body.len() as u64)?;
     let records = append.records.into_iter().map(Into::into).collect();
     let appended = server.streams.append(&tenant.id, &name, records).await?;
     Ok((StatusCode::CREATED, Json(Data::of(appended))))

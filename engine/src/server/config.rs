@@ -12,7 +12,7 @@ use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 10] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -22,6 +22,7 @@ const KEYS: [&str; 9] = [
     "max_instances",
     "max_instance_memory_mb",
     "plan_limits",
+    "min_free_bytes",
 ];
 
 /// Why the configuration could not be loaded.
@@ -66,6 +67,11 @@ pub struct ServerConfig {
     /// What a submitted job spec may ask for (channels, capacities, batch and output sizes,
     /// restarts, checkpoints): a spec may lower these limits, never raise them.
     pub plan_limits: PlanLimits,
+    /// Bytes kept free on the data directory's disk (at most a tenth of the disk): uploads,
+    /// appends, checkpoints, savepoints and job creations that would leave less are refused
+    /// (507 over the API; a checkpoint fails), so that the disk never fills under the store
+    /// and reads, stops and cancels keep working.
+    pub min_free_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +86,7 @@ impl Default for ServerConfig {
             max_instances: 1000,
             max_instance_memory_mb: 4096,
             plan_limits: PlanLimits::default(),
+            min_free_bytes: 256 << 20,
         }
     }
 }

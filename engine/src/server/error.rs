@@ -34,6 +34,13 @@ pub enum ServerError {
         /// What was asked and what is allowed.
         message: String,
     },
+    /// The server's disk is (nearly) full: the write was refused before it could fill it.
+    #[error("{0}")]
+    InsufficientStorage(String),
+    /// The server cannot serve this now (its store is being reopened after an I/O error);
+    /// retrying later works.
+    #[error("{0}")]
+    Unavailable(String),
     /// A failure of the server itself (storage, a bug). Logged; the user sees a short
     /// message.
     #[error("internal error: {0}")]
@@ -41,9 +48,23 @@ pub enum ServerError {
 }
 
 impl ServerError {
-    /// An internal error from anything displayable.
+    /// An internal error from anything displayable; a storage error that a full disk or
+    /// the store's reopening explains is [`ServerError::InsufficientStorage`] or
+    /// [`ServerError::Unavailable`] instead (most callers pass redb's errors as text).
     pub fn internal(e: impl std::fmt::Display) -> Self {
-        ServerError::Internal(e.to_string())
+        let message = e.to_string();
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull).to_string();
+        if message.contains("No space left on device") || message.contains(&full) {
+            return ServerError::InsufficientStorage(format!(
+                "the server's disk is full ({message}); try later or ask the operator to free space"
+            ));
+        }
+        let failed =
+            [redb::StorageError::PreviousIo.to_string(), redb::StorageError::DatabaseClosed.to_string()];
+        if failed.iter().any(|f| message.contains(f.as_str())) {
+            return ServerError::Unavailable(weir_store::StoreError::Reopening.to_string());
+        }
+        ServerError::Internal(message)
     }
 }
 
@@ -63,6 +84,11 @@ impl From<weir_store::StoreError> for ServerError {
             StoreError::BadSavepointFile(m) => {
                 ServerError::BadRequest(format!("not a valid savepoint file: {m}"))
             }
+            StoreError::DiskFull { .. } => ServerError::InsufficientStorage(e.to_string()),
+            e if e.is_disk_full() => ServerError::InsufficientStorage(format!(
+                "the server's disk is full ({e}); try later or ask the operator to free space"
+            )),
+            e if e.is_io_failure() => ServerError::Unavailable(StoreError::Reopening.to_string()),
             other => ServerError::Internal(other.to_string()),
         }
     }

@@ -196,7 +196,7 @@ impl JobManager {
         telemetry: Arc<Telemetry>,
         limits: PlanLimits,
     ) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(db_err)?;
+        let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(JOBS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         Ok(JobManager {
@@ -215,7 +215,7 @@ impl JobManager {
     /// Job `id` of `tenant`.
     pub fn get(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         check_hex_id("job", id, 32)?;
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         match t.get((tenant, id)).map_err(db_err)? {
             Some(v) => decode_job(v.value()),
@@ -225,7 +225,7 @@ impl JobManager {
 
     /// The jobs of `tenant`, oldest first.
     pub fn list(&self, tenant: &str) -> ServerResult<Vec<JobRecord>> {
-        let txn = self.inner.store.database().begin_read().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
         for row in t.range((tenant, "")..).map_err(db_err)? {
@@ -240,7 +240,7 @@ impl JobManager {
     }
 
     fn put(&self, job: &JobRecord) -> ServerResult<()> {
-        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;
             let stored = StoredJob { tenant: job.tenant.clone(), record: job.clone() };
@@ -252,7 +252,7 @@ impl JobManager {
 
     /// Changes job `id` of `tenant` in one transaction; returns the new record.
     fn update(&self, tenant: &str, id: &str, change: impl FnOnce(&mut JobRecord)) -> ServerResult<JobRecord> {
-        let txn = self.inner.store.database().begin_write().map_err(db_err)?;
+        let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         let job;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;
@@ -427,7 +427,7 @@ impl JobManager {
 
     /// Starts running `job` (its status is already stored as running).
     fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
-        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.clone()));
+        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.for_this_open()));
         let sample = Arc::new(Mutex::new(Sample::default()));
         let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
         let events = self.clone().watch_events(

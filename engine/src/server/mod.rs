@@ -10,6 +10,7 @@ pub mod checkpoints;
 pub(crate) mod codec;
 pub mod config;
 pub mod error;
+pub mod health;
 pub mod ids;
 pub mod jobs;
 pub mod msgpack;
@@ -30,6 +31,7 @@ pub use error::{ServerError, ServerResult};
 
 use crate::guest::GuestHost;
 use checkpoints::Checkpoints;
+use health::{StoreHealth, StoreStatus};
 use jobs::{JobManager, JobRecord};
 use registry::ModuleRegistry;
 use savepoints::{SavepointRecord, Savepoints};
@@ -60,6 +62,8 @@ pub struct Server {
     pub streams: Streams,
     /// Metrics.
     pub telemetry: Arc<Telemetry>,
+    /// Whether the store serves (see [`health`]).
+    pub store_health: StoreHealth,
     admin_token_hash: Option<[u8; 32]>,
 }
 
@@ -79,6 +83,7 @@ impl Server {
                 .await?
                 .with_context(|| format!("cannot open the store {}", path.display()))?
         };
+        store.set_min_free_bytes(config.min_free_bytes);
         let host = GuestHost::with_options(config.host_options(dir.join("module-cache")))?;
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;
@@ -99,13 +104,26 @@ impl Server {
             savepoints,
             streams,
             telemetry,
+            store_health: StoreHealth::default(),
             admin_token_hash,
         });
         let resumed = server.jobs.resume_all().await?;
         if resumed > 0 {
             tracing::info!(jobs = resumed, "resumed the jobs that were running");
         }
+        health::spawn_watchdog(&server);
         Ok(server)
+    }
+
+    /// Fails with 507 ([`ServerError::InsufficientStorage`]) when writing `bytes` would leave
+    /// less than `min_free_bytes` free on the data directory's disk. Call before a large write.
+    pub fn check_disk(&self, bytes: u64) -> ServerResult<()> {
+        Ok(self.store.check_disk(bytes)?)
+    }
+
+    /// The store's state and the data directory's free space against the floor.
+    pub fn health(&self) -> Health {
+        Health { store: self.store_health.status(), disk: self.store.disk_space().ok() }
     }
 
     /// True when `token` is the admin token.
@@ -177,6 +195,15 @@ impl Server {
         }
         Ok(record)
     }
+}
+
+/// The server's health: its store, its disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// Whether the store serves.
+    pub store: StoreStatus,
+    /// The data directory's free space against the floor (none when it cannot be measured).
+    pub disk: Option<weir_store::DiskSpace>,
 }
 
 /// What a tenant uses of its quotas.

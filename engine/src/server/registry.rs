@@ -58,7 +58,7 @@ impl ModuleRegistry {
     pub fn open(store: &Store, host: Arc<GuestHost>, dir: PathBuf) -> ServerResult<Self> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| ServerError::Internal(format!("cannot create {}: {e}", dir.display())))?;
-        let txn = store.database().begin_write().map_err(db_err)?;
+        let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(MODULES).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default() })
@@ -128,7 +128,7 @@ impl ModuleRegistry {
     }
 
     fn put(&self, tenant: &str, module: &Module) -> ServerResult<()> {
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(MODULES).map_err(db_err)?;
             t.insert((tenant, module.id.as_str()), encode_record(module)?.as_slice()).map_err(db_err)?;
@@ -139,7 +139,7 @@ impl ModuleRegistry {
     /// Module `id` of `tenant`.
     pub fn get(&self, tenant: &str, id: &str) -> ServerResult<Module> {
         check_hex_id("module", id, 64)?;
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(MODULES).map_err(db_err)?;
         match t.get((tenant, id)).map_err(db_err)? {
             Some(v) => decode_record(v.value()),
@@ -149,7 +149,7 @@ impl ModuleRegistry {
 
     /// The modules of `tenant`, oldest first.
     pub fn list(&self, tenant: &str) -> ServerResult<Vec<Module>> {
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(MODULES).map_err(db_err)?;
         let mut out: Vec<Module> = Vec::new();
         for row in t.range((tenant, "")..).map_err(db_err)? {
@@ -173,7 +173,7 @@ impl ModuleRegistry {
     pub(crate) fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
         let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         let still_used;
         {
             let mut t = txn.open_table(MODULES).map_err(db_err)?;

@@ -143,7 +143,7 @@ impl Savepoints {
     /// set just before a crash, when its savepoint had no record of it yet).
     /// Uploads are spooled to `tmp`.
     pub fn open(store: &Store, jobs: JobManager, tmp: PathBuf) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(db_err)?;
+        let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(SAVEPOINTS).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         let savepoints = Savepoints { store: store.clone(), jobs, tmp };
@@ -167,7 +167,7 @@ impl Savepoints {
     /// Savepoint `id` of `tenant`.
     pub fn get(&self, tenant: &str, id: &str) -> ServerResult<SavepointRecord> {
         check_hex_id("savepoint", id, 32)?;
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
         match t.get((tenant, id)).map_err(db_err)? {
             Some(v) => decode(v.value()),
@@ -194,7 +194,7 @@ impl Savepoints {
 
     /// The savepoints of `tenant` (of job `job` only, if given), oldest first.
     pub fn list(&self, tenant: &str, job: Option<&str>) -> ServerResult<Vec<SavepointRecord>> {
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
         let mut out = Vec::new();
         for row in t.range((tenant, "")..).map_err(db_err)? {
@@ -212,7 +212,7 @@ impl Savepoints {
     }
 
     fn all(&self) -> ServerResult<Vec<SavepointRecord>> {
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
         let mut out = Vec::new();
         for row in t.iter().map_err(db_err)? {
@@ -222,7 +222,7 @@ impl Savepoints {
     }
 
     fn put(&self, record: &SavepointRecord) -> ServerResult<()> {
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
             let stored = StoredSavepoint { tenant: record.tenant.clone(), record: record.clone() };
@@ -238,7 +238,7 @@ impl Savepoints {
         id: &str,
         change: impl FnOnce(&mut SavepointRecord),
     ) -> ServerResult<SavepointRecord> {
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         let record;
         {
             let mut t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
@@ -544,7 +544,7 @@ impl Savepoints {
             )));
         }
         self.store.delete_savepoint(id)?;
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(SAVEPOINTS).map_err(db_err)?.remove((tenant, id)).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         tracing::info!(tenant = %tenant, savepoint = %id, "savepoint deleted");

@@ -120,7 +120,7 @@ fn user_err(e: StoreError, internal: &str, name: &str) -> ServerError {
 impl Streams {
     /// The streams in `store` (creates the usage table).
     pub fn open(store: &Store) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(db_err)?;
+        let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(STREAM_USAGE).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         Ok(Streams { store: store.clone(), round_robin: Arc::default() })
@@ -162,7 +162,7 @@ impl Streams {
 
     /// Bytes appended by `tenant` through the API.
     pub fn usage(&self, tenant: &str) -> ServerResult<u64> {
-        let txn = self.store.database().begin_read().map_err(db_err)?;
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(STREAM_USAGE).map_err(db_err)?;
         Ok(t.get(tenant).map_err(db_err)?.map(|v| v.value()).unwrap_or(0))
     }
@@ -230,7 +230,7 @@ impl Streams {
                 out[i] = Appended { partition: p, offset: first + k as u64 };
             }
         }
-        let txn = self.store.database().begin_write().map_err(db_err)?;
+        let txn = self.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(STREAM_USAGE).map_err(db_err)?;
             let used = t.get(tenant).map_err(db_err)?.map(|v| v.value()).unwrap_or(0);

@@ -93,7 +93,7 @@ pub struct Tenants {
 impl Tenants {
     /// The registry in `store` (creates its tables).
     pub fn open(store: &Store) -> ServerResult<Self> {
-        let txn = store.database().begin_write().map_err(ServerError::internal)?;
+        let txn = store.database()?.begin_write().map_err(ServerError::internal)?;
         txn.open_table(TENANTS).map_err(ServerError::internal)?;
         txn.open_table(TOKENS).map_err(ServerError::internal)?;
         tokens::migrate(&txn)?;
@@ -122,7 +122,7 @@ impl Tenants {
             disabled_ms: None,
             suspended_jobs: Vec::new(),
         };
-        let db = self.store.database();
+        let db = self.store.database()?;
         let txn = db.begin_write().map_err(ServerError::internal)?;
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
@@ -172,7 +172,7 @@ impl Tenants {
     /// Changes tenant `id`'s record in one transaction; returns the new record.
     fn change(&self, id: &str, change: impl FnOnce(&mut Tenant)) -> ServerResult<Tenant> {
         let not_found = || ServerError::NotFound(format!("no tenant `{}`", printable(id)));
-        let txn = self.store.database().begin_write().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_write().map_err(ServerError::internal)?;
         let mut tenant: Tenant;
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
@@ -189,7 +189,7 @@ impl Tenants {
     /// Tenant `id`.
     pub fn get(&self, id: &str) -> ServerResult<Tenant> {
         let not_found = || ServerError::NotFound(format!("no tenant `{}`", printable(id)));
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
         let row = tenants.get(id).map_err(ServerError::internal)?.ok_or_else(not_found)?;
         decode_record(row.value())
@@ -197,7 +197,7 @@ impl Tenants {
 
     /// Every tenant, by id.
     pub fn list(&self) -> ServerResult<Vec<Tenant>> {
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
         let mut out = Vec::new();
         for row in tenants.iter().map_err(ServerError::internal)? {
@@ -209,7 +209,7 @@ impl Tenants {
 
     /// The tenant holding `token`, if any (a disabled one too: see [`Tenant::check_enabled`]).
     pub fn authenticate(&self, token: &str) -> ServerResult<Option<Tenant>> {
-        let txn = self.store.database().begin_read().map_err(ServerError::internal)?;
+        let txn = self.store.database()?.begin_read().map_err(ServerError::internal)?;
         let tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
         let Some(id) = tokens.get(token_hash(token).as_str()).map_err(ServerError::internal)? else {
             return Ok(None);

@@ -159,6 +159,24 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The write would leave less than the reserve free on the store's disk
+    /// ([`Store::set_min_free_bytes`](crate::Store::set_min_free_bytes)); nothing was written.
+    #[error(
+        "the server's disk is nearly full: {free} bytes free, {reserved} reserved, and this write needs \
+         {needed}; try later or ask the operator to free space"
+    )]
+    DiskFull {
+        /// Bytes free on the filesystem.
+        free: u64,
+        /// Bytes kept free.
+        reserved: u64,
+        /// The write's size.
+        needed: u64,
+    },
+    /// The store is being reopened after an I/O error ([`Store::reopen`](crate::Store::reopen));
+    /// nothing was read or written.
+    #[error("the store is being reopened after an I/O error (a full disk?); retry in a moment")]
+    Reopening,
     /// A failure injected by [`FaultyStorage`](crate::FaultyStorage) (tests only).
     #[error("injected failure: {0}")]
     Injected(String),
@@ -183,6 +201,29 @@ from_redb!(
 );
 
 impl StoreError {
+    /// The store cannot serve until it is reopened (redb met an I/O error, or the
+    /// database is closed or being reopened); see [`Store::reopen`](crate::Store::reopen).
+    pub fn is_io_failure(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Reopening
+                | StoreError::Storage(
+                    redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::DatabaseClosed
+                )
+        )
+    }
+
+    /// A write met a full disk (`ENOSPC`), or was refused by the free-space floor.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::DiskFull { .. } => true,
+            StoreError::Storage(redb::Error::Io(e)) | StoreError::Io { source: e, .. } => {
+                e.kind() == std::io::ErrorKind::StorageFull
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn corrupt(what: impl Into<String>, detail: impl Into<String>) -> Self {
         StoreError::Corrupt { what: what.into(), detail: detail.into() }
     }

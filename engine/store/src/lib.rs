@@ -44,6 +44,7 @@
 
 mod checkpoint;
 mod codec;
+mod disk;
 mod error;
 mod faulty;
 mod savefile;
@@ -55,6 +56,7 @@ pub use checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
     StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
 };
+pub use disk::DiskSpace;
 pub use error::StoreError;
 pub use faulty::FaultyStorage;
 pub use savepoint::SavepointInfo;

@@ -807,6 +807,7 @@ impl Store {
         id: &str,
         owner: &str,
     ) -> Result<SavepointInfo, StoreError> {
+        self.check_disk(0)?;
         let txn = self.write_txn(Durability::Immediate)?;
         let info = {
             let mut writer = SavepointWriter::open(&txn, id, self.max_chunk_bytes)?;

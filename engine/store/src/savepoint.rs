@@ -349,6 +349,7 @@ impl Store {
         manifest: &Manifest,
     ) -> Result<SavepointInfo, StoreError> {
         check_scopes_unique(&info, manifest)?;
+        self.check_disk(0)?;
         let txn = self.write_txn(Durability::Immediate)?;
         let stored = {
             let chunks = txn.open_table(CHUNKS)?;

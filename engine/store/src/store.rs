@@ -2,14 +2,16 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redb::{
-    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    TransactionError, WriteTransaction,
 };
 
 use crate::checkpoint::CheckpointMeta;
+use crate::disk::{DiskFloor, DiskSpace};
 use crate::error::StoreError;
 
 /// Chunks are split so that no stored value is much larger than this.
@@ -75,16 +77,37 @@ pub(crate) const SAVEPOINT_BLOBS: TableDefinition<'_, (&str, &str, u32), &[u8]> 
     TableDefinition::new("weir.savepoint_blobs");
 
 /// The store: one redb file holding checkpoints (metadata and history), incremental state
-/// chunks and the stream log. Cheap to clone; every clone shares the database.
+/// chunks and the stream log. Cheap to clone; every clone shares the database, and
+/// [`Store::reopen`] swaps it for all of them.
 ///
 /// Methods block (redb does I/O and serialises write transactions): call them from
 /// `spawn_blocking` or a dedicated thread in async code.
 #[derive(Clone)]
 pub struct Store {
-    pub(crate) db: Arc<Database>,
+    pub(crate) handle: Arc<Handle>,
     pub(crate) path: Arc<PathBuf>,
     pub(crate) max_chunk_bytes: usize,
+    /// Set by [`Store::for_this_open`]: the only generation of the database this clone may use.
+    pinned: Option<u64>,
 }
+
+/// What every clone of a [`Store`] shares.
+pub(crate) struct Handle {
+    /// The open database and its generation (counting opens from 0); `None` from the moment
+    /// a reopen closes it until the file opens again (every call then fails with
+    /// [`StoreError::Reopening`]).
+    db: RwLock<Option<(u64, Arc<Database>)>>,
+    /// The generation the next open gets.
+    next_generation: std::sync::atomic::AtomicU64,
+    /// Held for the whole of a reopen: one at a time.
+    reopening: Mutex<()>,
+    /// The free-space floor of the file's filesystem.
+    floor: DiskFloor,
+}
+
+/// How long a reopen waits for the callers still holding the old database to let it go
+/// (they hold it only to begin a transaction) before it closes it anyway.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,35 +118,51 @@ impl fmt::Debug for Store {
     }
 }
 
+/// Opens the database at `path` (creating it if `create`) and its tables.
+fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
+    let db = if create { Database::create(path) } else { Database::open(path) };
+    let db = db.map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+    let txn = db.begin_write()?;
+    txn.open_table(COUNTERS)?;
+    txn.open_table(JOB_LAST_ID)?;
+    txn.open_table(CHECKPOINTS)?;
+    txn.open_table(IN_PROGRESS)?;
+    txn.open_table(MANIFESTS)?;
+    txn.open_table(CHUNKS)?;
+    txn.open_table(CHUNK_INDEX)?;
+    txn.open_table(CHUNK_OWNERS)?;
+    txn.open_table(STREAMS)?;
+    txn.open_table(LOG)?;
+    txn.open_table(LOG_ENDS)?;
+    txn.open_table(STAGED)?;
+    txn.open_table(SAVEPOINTS)?;
+    txn.open_table(SAVEPOINT_OWNERS)?;
+    txn.open_table(SAVEPOINT_SCOPES)?;
+    txn.open_table(SAVEPOINT_PIECES)?;
+    txn.open_table(SAVEPOINT_BLOBS)?;
+    txn.commit()?;
+    Ok(db)
+}
+
 impl Store {
     /// Opens the store file at `path`, creating it and its tables if needed. A file can be open
     /// only once per process: clone the `Store` to share it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let db =
-            Database::create(path).map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
-        let txn = db.begin_write()?;
-        txn.open_table(COUNTERS)?;
-        txn.open_table(JOB_LAST_ID)?;
-        txn.open_table(CHECKPOINTS)?;
-        txn.open_table(IN_PROGRESS)?;
-        txn.open_table(MANIFESTS)?;
-        txn.open_table(CHUNKS)?;
-        txn.open_table(CHUNK_INDEX)?;
-        txn.open_table(CHUNK_OWNERS)?;
-        txn.open_table(STREAMS)?;
-        txn.open_table(LOG)?;
-        txn.open_table(LOG_ENDS)?;
-        txn.open_table(STAGED)?;
-        txn.open_table(SAVEPOINTS)?;
-        txn.open_table(SAVEPOINT_OWNERS)?;
-        txn.open_table(SAVEPOINT_SCOPES)?;
-        txn.open_table(SAVEPOINT_PIECES)?;
-        txn.open_table(SAVEPOINT_BLOBS)?;
-        txn.commit()?;
+        let db = open_database(path, true)?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
         Ok(Store {
-            db: Arc::new(db),
+            handle: Arc::new(Handle {
+                db: RwLock::new(Some((0, Arc::new(db)))),
+                next_generation: std::sync::atomic::AtomicU64::new(1),
+                reopening: Mutex::new(()),
+                floor: DiskFloor::new(dir),
+            }),
             path: Arc::new(path.to_owned()),
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
+            pinned: None,
         })
     }
 
@@ -134,9 +173,88 @@ impl Store {
         self
     }
 
-    /// The underlying redb database (for tables of other subsystems).
-    pub fn database(&self) -> &Database {
-        &self.db
+    /// The underlying redb database (for tables of other subsystems). Hold it only to begin
+    /// a transaction: a reopen waits for it. Fails with [`StoreError::Reopening`] while the
+    /// store is being reopened.
+    pub fn database(&self) -> Result<Arc<Database>, StoreError> {
+        match &*self.handle.db.read().unwrap_or_else(PoisonError::into_inner) {
+            Some((generation, db)) if self.pinned.is_none_or(|p| p == *generation) => Ok(db.clone()),
+            _ => Err(StoreError::Reopening),
+        }
+    }
+
+    /// This store, bound to the database open now: after a [`Store::reopen`] every call of
+    /// the returned clone (and of its clones) fails with [`StoreError::Reopening`]. For a job's
+    /// run, which a reopen ends: a write it had queued must not reach the reopened file,
+    /// where a new run resumes from the latest checkpoint.
+    pub fn for_this_open(&self) -> Store {
+        let current = self.handle.db.read().unwrap_or_else(PoisonError::into_inner).as_ref().map(|(g, _)| *g);
+        Store { pinned: Some(current.unwrap_or(u64::MAX)), ..self.clone() }
+    }
+
+    /// Checks that the database is usable: fails with the storage error when an I/O error
+    /// latched redb (every later call fails the same way until [`Store::reopen`]), or with
+    /// [`StoreError::Reopening`]. Cheap: no I/O, and it does not wait for a writer.
+    pub fn probe(&self) -> Result<(), StoreError> {
+        match self.database()?.try_begin_write() {
+            Ok(txn) => Ok(txn.abort()?),
+            Err(TransactionError::WouldBlock) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Closes the database and opens the file again, for every clone: the way out of an I/O
+    /// error (a full disk), after which redb fails every call. The file recovers to its last
+    /// durable commit, so nothing acknowledged is lost; transactions of the old database fail.
+    /// From the close on, calls fail with [`StoreError::Reopening`]; when the open fails
+    /// (the disk is still full, the file is missing: a new empty file is never made in its
+    /// place) they go on failing so, and the next `reopen` tries again.
+    pub fn reopen(&self) -> Result<(), StoreError> {
+        let _one = self.handle.reopening.lock().unwrap_or_else(PoisonError::into_inner);
+        let old = self.handle.db.write().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((_, mut old)) = old {
+            let deadline = Instant::now() + CLOSE_WAIT;
+            loop {
+                match Arc::try_unwrap(old) {
+                    // A live write transaction defers the close to its end; the open below
+                    // then fails until it is over, and the next reopen tries again.
+                    Ok(db) => {
+                        let _ = db.close();
+                        break;
+                    }
+                    // The last holder closes it when it lets go.
+                    Err(_) if Instant::now() >= deadline => break,
+                    Err(shared) => {
+                        old = shared;
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+            }
+        }
+        // Never a new empty file in place of one that went missing.
+        let db = open_database(&self.path, false)?;
+        let generation = self.handle.next_generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *self.handle.db.write().unwrap_or_else(PoisonError::into_inner) = Some((generation, Arc::new(db)));
+        Ok(())
+    }
+
+    /// Keeps `bytes` free on the store's filesystem (at most a tenth of its size): large
+    /// writes that would leave less fail with [`StoreError::DiskFull`]. 0 (the default) keeps
+    /// no reserve.
+    pub fn set_min_free_bytes(&self, bytes: u64) {
+        self.handle.floor.set_reserve(bytes);
+    }
+
+    /// Fails with [`StoreError::DiskFull`] when writing `bytes` would leave less than the
+    /// reserve free on the store's filesystem. Cheap: the free space is measured at most
+    /// every 100 ms. Call before a large write; deletes and small bookkeeping need not.
+    pub fn check_disk(&self, bytes: u64) -> Result<(), StoreError> {
+        self.handle.floor.check(bytes)
+    }
+
+    /// The free space of the store's filesystem and the reserve.
+    pub fn disk_space(&self) -> std::io::Result<DiskSpace> {
+        self.handle.floor.space()
     }
 
     /// The file the store lives in.
@@ -165,11 +283,11 @@ impl Store {
     }
 
     pub(crate) fn read_txn(&self) -> Result<ReadTransaction, StoreError> {
-        Ok(self.db.begin_read()?)
+        Ok(self.database()?.begin_read()?)
     }
 
     pub(crate) fn write_txn(&self, durability: Durability) -> Result<WriteTransaction, StoreError> {
-        let mut txn = self.db.begin_write()?;
+        let mut txn = self.database()?.begin_write()?;
         txn.set_durability(durability)?;
         Ok(txn)
     }
@@ -204,5 +322,41 @@ pub(crate) fn read_meta(
     match table.get((job, id))? {
         Some(bytes) => decode_meta(job, id, bytes.value()).map(Some),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::LogRecord;
+
+    #[test]
+    fn a_reopen_swaps_the_database_of_every_clone_and_keeps_what_was_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("weir.redb")).unwrap();
+        let clone = store.clone();
+        let run = store.for_this_open();
+        store.create_stream("s", 1).unwrap();
+        let record = LogRecord { key: b"k".to_vec(), value: b"v".to_vec(), timestamp: 1 };
+        store.append("s", 0, std::slice::from_ref(&record)).unwrap();
+        store.probe().unwrap();
+
+        // Someone holding the old database past the wait keeps the file open: the reopen
+        // fails, calls meanwhile say the store is reopening, and the next reopen succeeds.
+        let held = store.database().unwrap();
+        let err = clone.reopen().unwrap_err();
+        assert!(matches!(err, StoreError::Open { .. }), "{err}");
+        assert!(matches!(store.database(), Err(StoreError::Reopening)));
+        assert!(matches!(store.end_offset("s", 0), Err(StoreError::Reopening)));
+        assert!(store.probe().unwrap_err().is_io_failure());
+        drop(held);
+        clone.reopen().unwrap();
+
+        assert_eq!(store.end_offset("s", 0).unwrap(), 1, "the committed append is kept");
+        store.append("s", 0, &[record]).unwrap();
+        assert_eq!(clone.end_offset("s", 0).unwrap(), 2, "every clone writes to the new database");
+        store.probe().unwrap();
+        assert!(matches!(run.end_offset("s", 0), Err(StoreError::Reopening)), "a pinned clone is over");
+        assert_eq!(store.for_this_open().end_offset("s", 0).unwrap(), 2);
     }
 }

@@ -74,6 +74,11 @@ fn end_of(
     Ok(table.get((name, partition))?.map_or(0, |end| end.value()))
 }
 
+/// About the bytes `record` stores, for the free-space floor.
+fn record_size(record: &LogRecord) -> u64 {
+    (record.key.len() + record.value.len() + 16) as u64
+}
+
 fn corrupt_record(name: &str, partition: u32, offset: u64, detail: String) -> StoreError {
     StoreError::corrupt(format!("record {offset} of partition {partition} of stream `{name}`"), detail)
 }
@@ -161,6 +166,7 @@ impl Store {
         name: &str,
         groups: &[(u32, &[LogRecord])],
     ) -> Result<Vec<u64>, StoreError> {
+        self.check_disk(groups.iter().flat_map(|(_, r)| r.iter()).map(record_size).sum())?;
         let txn = self.write_txn(Durability::Immediate)?;
         let mut firsts = Vec::with_capacity(groups.len());
         {
@@ -238,6 +244,7 @@ impl Store {
         epoch: u64,
         records: &[(u32, LogRecord)],
     ) -> Result<(), StoreError> {
+        self.check_disk(records.iter().map(|(_, r)| record_size(r)).sum())?;
         let txn = self.write_txn(Durability::None)?;
         {
             let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;

@@ -428,13 +428,13 @@ fn corrupt_and_missing_chunks_are_errors() {
     let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 1);
     let id = s1.chains[&0][0];
     let original = {
-        let txn = store.database().begin_read().unwrap();
+        let txn = store.database().unwrap().begin_read().unwrap();
         let table = txn.open_table(CHUNKS).unwrap();
         table.get((JOB, id, 0)).unwrap().unwrap().value().to_vec()
     };
     let mut damaged = original.clone();
     damaged[2] ^= 0xff;
-    let txn = store.database().begin_write().unwrap();
+    let txn = store.database().unwrap().begin_write().unwrap();
     txn.open_table(CHUNKS).unwrap().insert((JOB, id, 0), damaged.as_slice()).unwrap();
     txn.commit().unwrap();
     let err = store.read_chain(JOB, &s1.chains[&0]).unwrap_err();
@@ -450,7 +450,7 @@ fn corrupt_and_missing_chunks_are_errors() {
     let big: Vec<_> = (0..2000u32).map(|i| put("s", &i.to_be_bytes(), &[7u8; 20])).collect();
     let s2 = checkpoint(&store, 2, true, vec![scope(1, big)], &BTreeMap::new(), 5, 1);
     let id2 = s2.chains[&1][0];
-    let txn = store.database().begin_write().unwrap();
+    let txn = store.database().unwrap().begin_write().unwrap();
     txn.open_table(CHUNKS).unwrap().remove((JOB, id2, 1)).unwrap();
     txn.commit().unwrap();
     let err = store.read_chain(JOB, &s2.chains[&1]).unwrap_err();
@@ -663,7 +663,7 @@ fn checkpoint_rows_written_before_pins_existed_still_decode() {
     checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 1);
     let mut old = serde_json::to_value(&store.history(JOB).unwrap()[0]).unwrap();
     assert!(old.as_object_mut().unwrap().remove("pinned").is_some());
-    let txn = store.database().begin_write().unwrap();
+    let txn = store.database().unwrap().begin_write().unwrap();
     let bytes = rmp_serde::to_vec_named(&old).unwrap();
     txn.open_table(CHECKPOINTS).unwrap().insert((JOB, 1), bytes.as_slice()).unwrap();
     txn.commit().unwrap();

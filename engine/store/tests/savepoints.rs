@@ -178,7 +178,7 @@ fn rows_of(store: &Store, id: &str) -> usize {
     const PIECES: TableDefinition<'_, (&str, &str, u32, u32, u32), &[u8]> =
         TableDefinition::new("weir.savepoint_pieces");
     const BLOBS: TableDefinition<'_, (&str, &str, u32), &[u8]> = TableDefinition::new("weir.savepoint_blobs");
-    let txn = store.database().begin_read().unwrap();
+    let txn = store.database().unwrap().begin_read().unwrap();
     let mut rows = 0;
     for item in txn.open_table(INFOS).unwrap().iter().unwrap() {
         rows += usize::from(item.unwrap().0.value() == id);
@@ -336,7 +336,7 @@ fn damaged_savepoint_data_is_reported_not_returned() {
     let manifest = build_job(&store, 2, 1);
     store.create_savepoint(info("sp", "alice", 2, 1), &manifest).unwrap();
     let pieces = |store: &Store| {
-        let txn = store.database().begin_read().unwrap();
+        let txn = store.database().unwrap().begin_read().unwrap();
         let table = txn.open_table(PIECES).unwrap();
         let range = ("sp", WINDOW, 3, 0, 0)..=("sp", WINDOW, 3, u32::MAX, u32::MAX);
         table
@@ -352,7 +352,7 @@ fn damaged_savepoint_data_is_reported_not_returned() {
     assert_eq!(pieces(&store), vec![(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]);
     assert_eq!(store.read_savepoint_scope("sp", WINDOW, 3).unwrap().len(), 3);
     let edit = |change: &dyn Fn(&mut Pieces<'_>)| {
-        let txn = store.database().begin_write().unwrap();
+        let txn = store.database().unwrap().begin_write().unwrap();
         change(&mut txn.open_table(PIECES).unwrap());
         txn.commit().unwrap();
     };
@@ -368,7 +368,7 @@ fn damaged_savepoint_data_is_reported_not_returned() {
         }
     };
     let original = |chunk, piece| {
-        let txn = store.database().begin_read().unwrap();
+        let txn = store.database().unwrap().begin_read().unwrap();
         txn.open_table(PIECES)
             .unwrap()
             .get(("sp", WINDOW, 3, chunk, piece))

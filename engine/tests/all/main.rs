@@ -18,6 +18,7 @@ mod backpressure;
 mod bad_input;
 mod cli_client;
 mod coordinator;
+mod disk_full;
 mod exactly_once;
 mod hostile;
 mod hostile_tenants;

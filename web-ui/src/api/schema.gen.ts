@@ -528,7 +528,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Health: the server answers. */
+        /**
+         * Health: the store's state and the data directory's free space. 503 while the store
+         *     cannot serve (it is being reopened after an I/O error).
+         */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -922,8 +925,32 @@ export interface components {
         };
         /** @description The answer of `/healthz`. */
         Health: {
-            /** @description `ok`. */
+            /**
+             * Format: int64
+             * @description Bytes free on the data directory's disk (none when it cannot be measured).
+             */
+            disk_free_bytes?: number | null;
+            /**
+             * Format: int64
+             * @description Bytes kept free on that disk: writes that would leave less answer 507.
+             */
+            disk_reserved_bytes?: number | null;
+            /** @description `ok` when the server serves; otherwise the store's state (and the status is 503). */
             status: string;
+            /**
+             * @description The store: `ok`, `reopening` (it met an I/O error, such as a full disk; the runs are
+             *     stopped and it is being reopened) or `failed` (reopening it failed; retried).
+             */
+            store: string;
+            /** @description Why the store is not `ok`: the I/O error, then the last error of reopening it. */
+            store_error?: string | null;
+            /** @description The I/O error that made the store reopen last. */
+            store_last_failure?: string | null;
+            /**
+             * Format: int64
+             * @description Times the store was reopened since the server started.
+             */
+            store_reopens: number;
         };
         /** @description The checkpoint history of a job. */
         History: {
@@ -1849,6 +1876,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The server's disk is nearly full */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     get_job: {
@@ -2338,6 +2374,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The server's disk is nearly full */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     stop_job: {
@@ -2492,6 +2537,15 @@ export interface operations {
             };
             /** @description Storage quota */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The server's disk is nearly full */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2662,6 +2716,15 @@ export interface operations {
             };
             /** @description The storage quota would be exceeded */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The server's disk is nearly full */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3147,6 +3210,15 @@ export interface operations {
             };
             /** @description Storage quota */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The server's disk is nearly full */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3744,8 +3816,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The server is up */
+            /** @description The server serves */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description The store cannot serve: it is being reopened */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -55,8 +55,35 @@ pub struct ErrorBody {
 /// The answer of `/healthz`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Health {
-    /// `ok`.
+    /// `ok` when the server serves; otherwise the store's state (and the status is 503).
     pub status: String,
+    /// The store: `ok`, `reopening` (it met an I/O error, such as a full disk; the runs are
+    /// stopped and it is being reopened) or `failed` (reopening it failed; retried).
+    pub store: String,
+    /// Why the store is not `ok`: the I/O error, then the last error of reopening it.
+    pub store_error: Option<String>,
+    /// Times the store was reopened since the server started.
+    pub store_reopens: u64,
+    /// The I/O error that made the store reopen last.
+    pub store_last_failure: Option<String>,
+    /// Bytes free on the data directory's disk (none when it cannot be measured).
+    pub disk_free_bytes: Option<u64>,
+    /// Bytes kept free on that disk: writes that would leave less answer 507.
+    pub disk_reserved_bytes: Option<u64>,
+}
+
+impl From<crate::server::Health> for Health {
+    fn from(h: crate::server::Health) -> Self {
+        Health {
+            status: h.store.state.as_str().into(),
+            store: h.store.state.as_str().into(),
+            store_error: h.store.error,
+            store_reopens: h.store.reopens,
+            store_last_failure: h.store.last_failure,
+            disk_free_bytes: h.disk.map(|d| d.free_bytes),
+            disk_reserved_bytes: h.disk.map(|d| d.reserved_bytes),
+        }
+    }
 }
 
 #[cfg(test)]

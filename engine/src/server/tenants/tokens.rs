@@ -144,7 +144,7 @@ impl Tenants {
         let (this, id) = (self.clone(), id.to_string());
         tokio::task::spawn_blocking(move || {
             this.get(&id)?;
-            let txn = this.store.database().begin_write().map_err(err)?;
+            let txn = this.store.database()?.begin_write().map_err(err)?;
             let out = f(&txn, &id)?;
             txn.commit().map_err(err)?;
             Ok(out)
@@ -168,7 +168,7 @@ impl Tenants {
     /// Tenant `id`'s tokens (never their secrets), oldest first.
     pub fn tokens(&self, id: &str) -> ServerResult<Vec<TokenInfo>> {
         self.get(id)?;
-        let txn = self.store.database().begin_read().map_err(err)?;
+        let txn = self.store.database()?.begin_read().map_err(err)?;
         let rows = rows(&txn.open_table(TOKEN_INFO).map_err(err)?, id)?;
         Ok(rows.into_iter().map(|(i, s)| info(i, s)).collect())
     }

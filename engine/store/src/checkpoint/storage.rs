@@ -264,6 +264,17 @@ fn in_progress_ids(
     Ok(ids)
 }
 
+/// About the bytes `write` stores (keys, values and the blob), for the free-space floor.
+fn write_size(write: &SubtaskWrite) -> u64 {
+    let entries: usize = write
+        .scopes
+        .iter()
+        .flat_map(|s| &s.entries)
+        .map(|e| e.state.len() + e.key.len() + e.value.as_ref().map_or(0, Vec::len))
+        .sum();
+    (entries + write.blob.len()) as u64
+}
+
 impl CheckpointStorage for Store {
     fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
         let job = meta.job.as_str();
@@ -274,6 +285,7 @@ impl CheckpointStorage for Store {
                 reason: format!("begin needs status in progress, not {}", meta.status),
             });
         }
+        self.check_disk(0)?;
         let txn = self.write_txn(Durability::None)?;
         {
             let last = txn.open_table(JOB_LAST_ID)?.get(job)?.map_or(0, |v| v.value());
@@ -307,6 +319,7 @@ impl CheckpointStorage for Store {
     fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
         let job = write.job.as_str();
         let max_chain = write.max_chain_length.max(1);
+        self.check_disk(write_size(&write))?;
         let txn = self.write_txn(Durability::None)?;
         let state = {
             if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, write.checkpoint)?
