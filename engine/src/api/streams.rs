@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 
 use super::model::{AppendBody, Appended, Data, ErrorBody, NewStream, ReadBody, ReadQuery, StreamInfo};
 use super::{Caller, parse_json};
-use crate::server::msgpack::{MAX_MSGPACK_DEPTH, check_msgpack_depth};
 use crate::server::{Server, ServerError};
 
 /// Most records in one append.
@@ -88,18 +87,7 @@ pub async fn append_records(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/msgpack") || v.starts_with("application/x-msgpack"));
-    let append: AppendBody = if msgpack {
-        // The body's own map, list and record take three levels.
-        check_msgpack_depth(&body, MAX_MSGPACK_DEPTH + 3).map_err(|_| {
-            ServerError::BadRequest(format!(
-                "invalid MessagePack body: a record nests arrays and maps more than {MAX_MSGPACK_DEPTH} deep"
-            ))
-        })?;
-        rmp_serde::from_slice(&body)
-            .map_err(|e| ServerError::BadRequest(format!("invalid MessagePack body: {e}")))?
-    } else {
-        parse_json(&body)?
-    };
+    let append: AppendBody = if msgpack { AppendBody::from_msgpack(&body)? } else { parse_json(&body)? };
     if append.records.len() > MAX_APPEND {
         return Err(ServerError::BadRequest(format!(
             "{} records in one request; at most {MAX_APPEND}",

@@ -1,0 +1,22 @@
+//! The MessagePack body of `POST /api/v1/streams/{name}/records`
+//! (`Content-Type: application/msgpack`): decoded as the route does
+//! (`AppendBody::from_msgpack`), each key and value encoded for the store
+//! (`json_to_msgpack`) and read back as JSON as a stream read does (`msgpack_to_json`),
+//! which also runs on the raw input (a job's sink may store any bytes).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use weir::api::model::AppendBody;
+use weir::server::msgpack::{json_to_msgpack, msgpack_to_json};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = msgpack_to_json(data);
+    let Ok(body) = AppendBody::from_msgpack(data) else { return };
+    for record in body.records {
+        for value in record.key.iter().chain([&record.value]) {
+            let bytes = json_to_msgpack(value).expect("a decoded value encodes");
+            let _ = msgpack_to_json(&bytes);
+        }
+    }
+});
