@@ -109,6 +109,10 @@ pub struct JobRecord {
     /// The savepoint the job started from, and how its state was mapped.
     #[serde(default)]
     pub restored_from: Option<RestoreReport>,
+    /// Server starts that resumed the job since it last showed progress (a completed
+    /// checkpoint, or a minute of running); see `jobs/resume.rs`. Internal: not in the API.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unconfirmed_resumes: u32,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -356,6 +360,7 @@ impl JobManager {
             subtasks: plan.subtask_count(),
             spec,
             restored_from,
+            unconfirmed_resumes: 0,
         };
         self.put(&job)?;
         tracing::info!(tenant = %job.tenant, job = %job.id, name = %job.name, "job created");
@@ -478,9 +483,16 @@ impl JobManager {
         sample: Arc<Mutex<Sample>>,
     ) {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
+        let mut unconfirmed = Some(Instant::now());
         loop {
             tokio::select! {
-                _ = tick.tick() => self.sample(&tenant, &id, &env, &plan, &sample),
+                _ = tick.tick() => {
+                    self.sample(&tenant, &id, &env, &plan, &sample);
+                    if unconfirmed.is_some_and(|t| t.elapsed() >= resume::CONFIRMED_AFTER) {
+                        unconfirmed = None;
+                        let _ = self.update(&tenant, &id, |j| j.unconfirmed_resumes = 0);
+                    }
+                }
                 event = events.recv() => match event {
                     Ok(JobEvent::Restarting { error, .. }) => {
                         self.inner.telemetry.restarted(&tenant, &id);
@@ -493,10 +505,12 @@ impl JobManager {
                         });
                     }
                     Ok(JobEvent::CheckpointCompleted { id: checkpoint, .. }) => {
+                        unconfirmed = None;
                         let _ = self.update(&tenant, &id, |j| {
                             if j.status == JobStatus::Restarting {
                                 j.status = JobStatus::Running;
                             }
+                            j.unconfirmed_resumes = 0;
                         });
                         let store = self.inner.store.clone();
                         let job_id = id.clone();
@@ -724,6 +738,7 @@ impl JobManager {
             j.error = None;
             j.start_ms = Some(unix_ms());
             j.end_ms = None;
+            j.unconfirmed_resumes = 0;
         })?;
         tracing::info!(tenant = %tenant.id, job = %id, "job restarted");
         self.start(&job, plan);
@@ -751,6 +766,10 @@ impl JobManager {
             r.task.abort();
         }
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn decode_job(bytes: &[u8]) -> ServerResult<JobRecord> {

@@ -259,3 +259,38 @@ async fn a_job_refused_by_lower_limits_fails_at_resume_and_the_others_resume() {
     assert_eq!(still["status"], "failed", "{still}");
     b.wait_status(&again, "running", LONG).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_resumed_three_times_without_progress_is_failed_instead_of_resumed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn_process(dir.path());
+    let (_, api) = server.tenant("crashy").await;
+    // No periodic checkpoints: only a minute of running would confirm a resume.
+    let id = api.create_job(&with(job(1, 1), "/settings/checkpoint/interval_ms", Value::Null)).await;
+    api.wait_status(&id, "running", LONG).await;
+    // The server goes down soon after every start, as if resuming the job brought it down.
+    for _ in 0..3 {
+        server.kill9();
+        server = TestServer::spawn_process(dir.path());
+        let (status, job) = api.at(&server.url).get(&format!("/api/v1/jobs/{id}")).await;
+        assert_eq!((status, job["status"].as_str()), (200, Some("running")), "{job}");
+    }
+    server.kill9();
+    server = TestServer::spawn_process(dir.path());
+    let api = api.at(&server.url);
+    let failed = api.wait_status(&id, "failed", LONG).await;
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "cannot resume after a server restart: the server went down 3 times after resuming this job"
+        ),
+        "{failed}"
+    );
+    // Its owner's restart clears the count: it runs, and resumes at the next start.
+    let (status, body) = api.post_empty(&format!("/api/v1/jobs/{id}/restart")).await;
+    assert_eq!(status, 200, "{body}");
+    server.kill9();
+    server = TestServer::spawn_process(dir.path());
+    let (status, job) = api.at(&server.url).get(&format!("/api/v1/jobs/{id}")).await;
+    assert_eq!((status, job["status"].as_str()), (200, Some("running")), "{job}");
+}

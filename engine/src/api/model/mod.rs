@@ -139,6 +139,7 @@ mod tests {
                 subtasks: 1,
                 spec: spec.clone(),
                 restored_from: None,
+                unconfirmed_resumes: 0,
             });
         }
         same_json::<_, SubtaskLive>(server::jobs::SubtaskLive {

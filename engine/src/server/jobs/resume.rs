@@ -2,14 +2,29 @@
 //! resumes on its own: one that cannot (its spec no longer passes the server's plan limits,
 //! a module is gone or does not compile, resuming it fails or panics) is marked `failed`
 //! with the reason and the others resume. Nothing one stored job holds keeps the server from
-//! starting, so a spec that brought the server down does not bring it down again at every
-//! start.
+//! starting.
+//!
+//! What cannot be caught (the process aborted, or killed for its memory) is counted instead,
+//! so that a spec that brings the server down does not bring it down again at every start:
+//! each resume is recorded in the job (`unconfirmed_resumes`) before the job starts, and
+//! cleared once it shows progress (a completed checkpoint, or [`CONFIRMED_AFTER`] of
+//! running). A job resumed [`MAX_UNCONFIRMED_RESUMES`] times without progress, the server
+//! going down each time, is marked failed instead of being resumed again.
+
+use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::{JOBS, JobManager, JobStatus, db_err, decode_job};
 use crate::clock::unix_ms;
-use crate::server::error::ServerResult;
+use crate::server::error::{ServerError, ServerResult};
+
+/// Resumes without progress after which a job is failed rather than resumed again.
+pub(super) const MAX_UNCONFIRMED_RESUMES: u32 = 3;
+
+/// Running this long after a resume counts as progress (for jobs without periodic
+/// checkpoints).
+pub(super) const CONFIRMED_AFTER: Duration = Duration::from_secs(60);
 
 /// The text of a panic's payload.
 pub(super) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
@@ -80,11 +95,23 @@ impl JobManager {
     /// stopping resumes and is asked to stop again.
     async fn resume_one(&self, tenant: &str, id: &str) -> ServerResult<()> {
         let job = self.get(tenant, id)?;
+        if job.unconfirmed_resumes >= MAX_UNCONFIRMED_RESUMES {
+            return Err(ServerError::Conflict(format!(
+                "the server went down {} times after resuming this job, each time before the job \
+                 completed a checkpoint or ran for {} s; it is not resumed again (restart it once the \
+                 cause is fixed)",
+                job.unconfirmed_resumes,
+                CONFIRMED_AFTER.as_secs()
+            )));
+        }
         let (_, plan) = self.plan(tenant, job.spec.clone()).await?;
         let stopping = job.status == JobStatus::Stopping;
+        // Stored (durably) before the job starts: if it takes the server down, the next
+        // start sees it.
         let job = self.update(tenant, id, |j| {
             j.status = if stopping { JobStatus::Stopping } else { JobStatus::Running };
             j.start_ms = Some(unix_ms());
+            j.unconfirmed_resumes = j.unconfirmed_resumes.saturating_add(1);
         })?;
         tracing::info!(tenant = %job.tenant, job = %job.id, stopping, "resuming job");
         self.start(&job, plan);
