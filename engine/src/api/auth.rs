@@ -1,10 +1,15 @@
 //! Bearer-token authentication: [`Caller`] is the tenant of a request, [`Admin`] the admin.
+//! [`limit_requests`] holds each tenant to `max_requests_per_tenant` requests at once.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use axum::extract::FromRequestParts;
-use axum::http::header;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
+use tokio::sync::Semaphore;
 
 use crate::server::tenants::Tenant;
 use crate::server::{Server, ServerError};
@@ -65,4 +70,48 @@ impl FromRequestParts<Arc<Server>> for Admin {
             Err(ServerError::Unauthorized("the token is not valid".into()))
         }
     }
+}
+
+/// Requests in progress per tenant: a semaphore of `max_requests_per_tenant` permits each.
+#[derive(Debug, Default)]
+pub struct TenantRequests {
+    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl TenantRequests {
+    fn semaphore(&self, tenant: &str, max: u32) -> Arc<Semaphore> {
+        let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.entry(tenant.to_string()).or_insert_with(|| Arc::new(Semaphore::new(max as usize))).clone()
+    }
+}
+
+/// Middleware: a request made with a tenant's token holds one of the tenant's
+/// `max_requests_per_tenant` permits until its response is produced; without a free one it
+/// answers 429 at once, with `Retry-After`. Requests without a tenant's token (the admin,
+/// the anonymous routes, bad tokens) pass through: their routes check the token.
+pub async fn limit_requests(
+    State((server, requests)): State<(Arc<Server>, Arc<TenantRequests>)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let tenant = match bearer(&parts) {
+        Ok(token) if !server.is_admin(token) => server.tenants.authenticate(token).ok().flatten(),
+        _ => None,
+    };
+    let request = Request::from_parts(parts, body);
+    let Some(tenant) = tenant else { return next.run(request).await };
+    let max = server.config.max_requests_per_tenant.max(1);
+    let Ok(_permit) = requests.semaphore(&tenant.id, max).try_acquire_owned() else {
+        let mut response = ServerError::Quota {
+            limit: "max_requests_per_tenant",
+            message: format!(
+                "the tenant has {max} requests in progress, the server's limit; retry when one has finished"
+            ),
+        }
+        .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    next.run(request).await
 }

@@ -68,7 +68,8 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
     info(
         title = "Weir API",
         description = "Tenants, operator modules, jobs, checkpoints and streams of a Weir server. \
-                       Every route but /healthz, /metrics and this document needs `Authorization: Bearer <token>`.",
+                       Every route but /healthz, /metrics and this document needs `Authorization: Bearer <token>`. \
+                       A tenant's requests beyond the server's max_requests_per_tenant in progress answer 429 with `Retry-After`.",
         version = "0.1.0"
     ),
     modifiers(&BearerAuth),
@@ -144,7 +145,10 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/metrics", get(metrics))
         .route("/api/v1/openapi.json", get(move || async move { axum::Json(document.as_ref().clone()) }))
         .fallback(not_found);
-    with_layers(app, limit).with_state(server)
+    let requests = (server.clone(), Arc::new(auth::TenantRequests::default()));
+    with_layers(app, limit)
+        .layer(axum::middleware::from_fn_with_state(requests, auth::limit_requests))
+        .with_state(server)
 }
 
 /// The layers every route runs under, innermost first: a handler that panics answers 500

@@ -68,8 +68,9 @@ async fn read_multipart(
 
 /// Uploads a module: a `multipart/form-data` body with a `file` field (and optionally
 /// `name`), or the component itself as `application/wasm` with `?name=`. The component is
-/// validated against the `weir:operator` world and compiled once; uploading the same bytes
-/// again returns the existing module.
+/// validated against the `weir:operator` world (on its import and export names before it is
+/// compiled) and compiled once; uploading the same bytes again returns the existing module,
+/// and bytes refused before are refused again without compiling.
 #[utoipa::path(post, path = "/api/v1/modules", tag = "modules",
     params(UploadQuery),
     request_body(content(
@@ -83,7 +84,7 @@ async fn read_multipart(
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 413, description = "Larger than the tenant's max_module_bytes or the server's limit", body = ErrorBody),
         (status = 422, description = "Not a component of the weir:operator world", body = ErrorBody),
-        (status = 429, description = "Storage quota", body = ErrorBody),
+        (status = 429, description = "Storage quota, or the tenant's or server's compilations at once (max_compiles_per_tenant, max_compiles)", body = ErrorBody),
         (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn upload_module(
     Caller(tenant): Caller,

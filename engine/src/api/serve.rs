@@ -1,10 +1,28 @@
-//! Serving the API: bind the configured address, serve [`super::router`] until Ctrl-C or
-//! SIGTERM, then stop the jobs' runs (their statuses stay, so they resume at the next start).
+//! Serving the API: bind the configured address, accept connections and serve
+//! [`super::router`] on each until Ctrl-C or SIGTERM, then let the connections finish their
+//! requests and stop the jobs' runs (their statuses stay, so they resume at the next start).
+//!
+//! Slow clients cannot hold the server: a request's head must arrive within
+//! `request_header_timeout_ms` (also the idle time of a keep-alive connection), its body within
+//! `request_body_timeout_ms` of the head, and at most `max_connections` connections are open
+//! (one more is closed at once).
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::body::Body;
+use axum::http::Request;
+use bytes::Bytes;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{Semaphore, watch};
+use tower::ServiceExt as _;
 
 use crate::server::Server;
 
@@ -16,10 +34,114 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
         .with_context(|| format!("cannot listen on {}", server.config.listen))?;
     let address = listener.local_addr()?;
     ready(address);
-    let app = super::router(server.clone());
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let config = &server.config;
+    let header_timeout = Duration::from_millis(config.request_header_timeout_ms.max(1));
+    let body_timeout = Duration::from_millis(config.request_body_timeout_ms.max(1));
+    let app = super::router(server.clone()).map_request(move |request: Request<Incoming>| {
+        request.map(|b| Body::new(Deadline::new(b, body_timeout)))
+    });
+    let max_connections = config.max_connections.max(1);
+    let connections = Arc::new(Semaphore::new(max_connections));
+    let (stop, stopping) = watch::channel(false);
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, or a connection reset before it was accepted: wait
+                // a little instead of spinning.
+                tracing::warn!("cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            tracing::warn!(max_connections, "too many open connections: closing a new one");
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let mut stopping = stopping.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                () = async { let _ = stopping.wait_for(|stop| *stop).await; } => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!("connection closed: {e}");
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    // Every connection holds a permit until it is closed.
+    let _ = connections.acquire_many(max_connections as u32).await;
     server.jobs.abort_all();
     Ok(())
+}
+
+/// A request body that must arrive in full before its deadline; after it, the next read fails
+/// (the handler answers 400 naming `request_body_timeout_ms`, and the connection is closed
+/// since its body was not read to the end).
+struct Deadline {
+    inner: Incoming,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+}
+
+impl Deadline {
+    fn new(inner: Incoming, timeout: Duration) -> Self {
+        Deadline { inner, sleep: Box::pin(tokio::time::sleep(timeout)), timeout }
+    }
+}
+
+/// The error of a body that did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the request body did not arrive within {} ms (the server's request_body_timeout_ms); send it faster or in smaller requests",
+    .0.as_millis()
+)]
+struct BodyTimeout(Duration);
+
+impl HttpBody for Deadline {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match this.sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(BodyTimeout(this.timeout).into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 async fn shutdown_signal() {

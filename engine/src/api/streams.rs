@@ -101,7 +101,8 @@ pub async fn append_records(
     Ok((StatusCode::CREATED, Json(Data::of(appended))))
 }
 
-/// Reads records of one partition from an offset.
+/// Reads records of one partition from an offset: at most `limit` records and at most the
+/// server's `max_page_bytes` of them (at least one record); continue from `next_offset`.
 #[utoipa::path(get, path = "/api/v1/streams/{name}/records", tag = "streams",
     params(("name" = String, Path, description = "Stream name"), ReadQuery),
     responses(
@@ -117,7 +118,10 @@ pub async fn read_records(
 ) -> Result<Json<ReadBody>, ServerError> {
     let partition = query.partition.unwrap_or(0);
     let offset = query.offset.unwrap_or(0);
-    let records =
-        server.streams.read(&tenant.id, &name, partition, offset, query.limit.unwrap_or(1000)).await?;
+    let limit = query.limit.unwrap_or(1000);
+    let records = server
+        .streams
+        .read(&tenant.id, &name, partition, offset, limit, server.config.max_page_bytes)
+        .await?;
     Ok(Json(records.into()))
 }

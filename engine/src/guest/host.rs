@@ -172,7 +172,9 @@ impl GuestHost {
         if let Some(m) = self.modules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&sha) {
             return Ok(m.clone());
         }
-        check_header(name, bytes)?;
+        // Other bytes, or a component of another world, are refused before Cranelift spends
+        // time on them.
+        super::world::precheck(name, bytes)?;
         let (component, uncached) = self.compile_cached(name, &sha, bytes)?;
         let module = Arc::new(
             OperatorModule::new(name, sha, component, &self.engine, &self.linker)?.with_pool(self.pooling),
@@ -278,7 +280,7 @@ fn pooling_config(p: &PoolingOptions) -> Result<PoolingAllocationConfig, String>
 
 /// Tells a component apart from other bytes before handing them to the compiler, for a
 /// clearer error.
-fn check_header(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
+pub(crate) fn check_header(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
     let err = |reason: &str| GuestError::NotAComponent { module: name.to_string(), reason: reason.into() };
     if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
         return Err(err("the file does not start with the WebAssembly magic bytes `\\0asm`"));

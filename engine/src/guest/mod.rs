@@ -10,6 +10,7 @@ mod instance;
 mod module;
 mod timers;
 mod wasi;
+mod world;
 
 pub use error::{Call, GuestError, OperatorError};
 pub use host::{
@@ -20,3 +21,4 @@ pub use host_state::HostState;
 pub use instance::{InstanceLimits, OperatorInstance};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
 pub use timers::TimerService;
+pub use world::precheck;

@@ -14,10 +14,10 @@ pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
 
 /// The operator export without its version: a component exporting it with another version
 /// was built against another version of the contract.
-const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
+pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
 
 /// Host imports an operator may use besides WASI.
-const HOST_IMPORTS: [&str; 4] = [
+pub(crate) const HOST_IMPORTS: [&str; 4] = [
     "weir:operator/types@0.2.0",
     "weir:operator/timers@0.2.0",
     "weir:operator/logging@0.2.0",
@@ -53,28 +53,12 @@ impl OperatorModule {
     ) -> Result<Self, GuestError> {
         let wrong = |reason: String| GuestError::WrongWorld { module: name.to_string(), reason };
         let ty = component.component_type();
-        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-        match ty.exports(engine).find(|(n, _)| *n == OPERATOR_EXPORT).map(|(_, e)| e.ty) {
-            Some(ComponentItem::ComponentInstance(_)) => {}
-            Some(_) => return Err(wrong(format!("its export `{OPERATOR_EXPORT}` is not an instance"))),
-            None => {
-                let list = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
-                let mut reason = format!("it does not export `{OPERATOR_EXPORT}` (it exports {list})");
-                if let Some(version) = exports.iter().find_map(|e| e.strip_prefix(OPERATOR_EXPORT_PREFIX)) {
-                    reason.push_str(&format!(
-                        "; it was built against version {version} of the contract: rebuild it with the \
-                         current guest SDK (or WIT in `wit/`)"
-                    ));
-                }
-                return Err(wrong(reason));
-            }
-        }
+        let exports: Vec<(String, bool)> = ty
+            .exports(engine)
+            .map(|(n, e)| (n.to_string(), matches!(e.ty, ComponentItem::ComponentInstance(_))))
+            .collect();
         let imports: Vec<String> = ty.imports(engine).map(|(import, _)| import.to_string()).collect();
-        for import in &imports {
-            if !HOST_IMPORTS.contains(&import.as_str()) && !import.starts_with("wasi:") {
-                return Err(wrong(format!("it imports `{import}`, which Weir does not provide")));
-            }
-        }
+        super::world::check_names(name, &exports, &imports)?;
         let stubbed =
             super::wasi::linker_for(engine, linker, &component).map_err(|e| wrong(format!("{e:#}")))?;
         let pre = stubbed

@@ -12,7 +12,7 @@ use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 17] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -23,6 +23,13 @@ const KEYS: [&str; 10] = [
     "max_instance_memory_mb",
     "plan_limits",
     "min_free_bytes",
+    "request_header_timeout_ms",
+    "request_body_timeout_ms",
+    "max_connections",
+    "max_requests_per_tenant",
+    "max_compiles_per_tenant",
+    "max_compiles",
+    "max_page_bytes",
 ];
 
 /// Why the configuration could not be loaded.
@@ -72,6 +79,24 @@ pub struct ServerConfig {
     /// (507 over the API; a checkpoint fails), so that the disk never fills under the store
     /// and reads, stops and cancels keep working.
     pub min_free_bytes: u64,
+    /// Time a client has to send a request's head (request line and headers), in ms; also
+    /// how long an idle keep-alive connection stays open. A slower client is disconnected.
+    pub request_header_timeout_ms: u64,
+    /// Time a client has to send a request's whole body once its head has arrived, in ms.
+    /// A slower body is cut off: the request fails with 400 and the connection is closed.
+    pub request_body_timeout_ms: u64,
+    /// Most open client connections; a connection beyond them is closed at once.
+    pub max_connections: usize,
+    /// Most requests of one tenant in progress at once; one more answers 429 at once, with
+    /// `Retry-After`.
+    pub max_requests_per_tenant: u32,
+    /// Most module compilations of one tenant at once; one more answers 429 at once.
+    pub max_compiles_per_tenant: u32,
+    /// Most module compilations at once on this server (default: the number of cores).
+    pub max_compiles: u32,
+    /// Largest page of stream records or of state, in bytes of JSON (a page holds at least
+    /// one record, however large).
+    pub max_page_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +112,13 @@ impl Default for ServerConfig {
             max_instance_memory_mb: 4096,
             plan_limits: PlanLimits::default(),
             min_free_bytes: 256 << 20,
+            request_header_timeout_ms: 10_000,
+            request_body_timeout_ms: 60_000,
+            max_connections: 4096,
+            max_requests_per_tenant: 64,
+            max_compiles_per_tenant: 2,
+            max_compiles: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
+            max_page_bytes: 4 << 20,
         }
     }
 }

@@ -87,7 +87,8 @@ impl Server {
         let host = GuestHost::with_options(config.host_options(dir.join("module-cache")))?;
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;
-        let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?;
+        let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
+            .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
         let jobs = JobManager::open(&store, modules.clone(), telemetry.clone(), config.plan_limits.clone())?;
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());

@@ -2,9 +2,18 @@
 //! SHA-256 of its bytes, which are stored once (`<data-dir>/modules/<id>.wasm`) however many
 //! tenants upload them. It is validated and compiled at upload, so a job never waits for a
 //! compiler and never starts with a module that does not fit the `weir:operator` world.
+//!
+//! Compiling is the expensive part of an upload, so it is bounded: the world is checked on
+//! the component's names before Cranelift runs (in [`GuestHost::load`]), at most
+//! `max_compiles_per_tenant` compilations of a tenant and `max_compiles` of the server run at
+//! once (one more is refused with 429 at once), and a refused module is remembered by its
+//! SHA-256 ([`MAX_REMEMBERED_REFUSALS`] of them, oldest forgotten first), so the same bad bytes
+//! are refused again without being parsed or compiled.
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -16,7 +25,10 @@ use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, check_name, printable};
 use super::tenants::Quotas;
 use crate::clock::unix_ms;
-use crate::guest::{GuestHost, OperatorModule};
+use crate::guest::{GuestError, GuestHost, OperatorModule};
+
+/// Refused modules remembered by SHA-256.
+pub const MAX_REMEMBERED_REFUSALS: usize = 1024;
 
 /// (tenant, module id) → module record (JSON).
 const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
@@ -46,7 +58,114 @@ pub struct ModuleRegistry {
     /// Held while a module's bytes are stored with its record, and while a deletion removes
     /// the last record and then the bytes: an upload of the same bytes by another tenant
     /// never ends with a record whose bytes were just removed.
-    files: Arc<std::sync::Mutex<()>>,
+    files: Arc<Mutex<()>>,
+    compiles: Arc<CompileLimits>,
+}
+
+/// Why a module was refused, without its name (a later upload may name it otherwise).
+#[derive(Debug, Clone)]
+enum Refusal {
+    NotAComponent(String),
+    WrongWorld(String),
+}
+
+impl Refusal {
+    /// The refusals worth remembering: those that depend on the bytes alone.
+    fn of(error: &GuestError) -> Option<Refusal> {
+        match error {
+            GuestError::NotAComponent { reason, .. } => Some(Refusal::NotAComponent(reason.clone())),
+            GuestError::WrongWorld { reason, .. } => Some(Refusal::WrongWorld(reason.clone())),
+            _ => None,
+        }
+    }
+
+    fn error(&self, module: &str) -> GuestError {
+        let module = module.to_string();
+        match self {
+            Refusal::NotAComponent(reason) => GuestError::NotAComponent { module, reason: reason.clone() },
+            Refusal::WrongWorld(reason) => GuestError::WrongWorld { module, reason: reason.clone() },
+        }
+    }
+}
+
+/// Refusals by SHA-256, and their hashes oldest first.
+type Refused = (HashMap<[u8; 32], Refusal>, VecDeque<[u8; 32]>);
+
+/// The compilations running (per tenant and in all), the refusals remembered, and counters
+/// of both.
+#[derive(Debug)]
+struct CompileLimits {
+    per_tenant: u32,
+    total: Arc<tokio::sync::Semaphore>,
+    tenants: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    refused: Mutex<Refused>,
+    compiled: AtomicU64,
+    refusals_remembered: AtomicU64,
+}
+
+impl CompileLimits {
+    fn new(per_tenant: u32, total: u32) -> Self {
+        CompileLimits {
+            per_tenant: per_tenant.max(1),
+            total: Arc::new(tokio::sync::Semaphore::new(total.max(1) as usize)),
+            tenants: Mutex::default(),
+            refused: Mutex::default(),
+            compiled: AtomicU64::new(0),
+            refusals_remembered: AtomicU64::new(0),
+        }
+    }
+
+    /// Permits to compile for `tenant` (dropped when the compilation ends), or the quota error
+    /// naming the limit that is reached.
+    fn acquire(&self, tenant: &str) -> ServerResult<[tokio::sync::OwnedSemaphorePermit; 2]> {
+        let semaphore = {
+            let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
+            let per_tenant = self.per_tenant as usize;
+            tenants
+                .entry(tenant.to_string())
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(per_tenant)))
+                .clone()
+        };
+        let mine = semaphore.try_acquire_owned().map_err(|_| ServerError::Quota {
+            limit: "max_compiles_per_tenant",
+            message: format!(
+                "the tenant has {} module uploads compiling, the server's limit; retry when one has finished",
+                self.per_tenant
+            ),
+        })?;
+        let all = self.total.clone().try_acquire_owned().map_err(|_| ServerError::Quota {
+            limit: "max_compiles",
+            message: "the server is compiling as many modules as it can at once; retry in a moment".into(),
+        })?;
+        Ok([mine, all])
+    }
+
+    fn refusal(&self, sha: &[u8; 32]) -> Option<Refusal> {
+        self.refused.lock().unwrap_or_else(PoisonError::into_inner).0.get(sha).cloned()
+    }
+
+    /// Remembers `refusal` of `sha`, forgetting the oldest beyond [`MAX_REMEMBERED_REFUSALS`].
+    fn remember(&self, sha: [u8; 32], refusal: Refusal) {
+        let mut guard = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        let (map, order) = &mut *guard;
+        if map.insert(sha, refusal).is_none() {
+            order.push_back(sha);
+        }
+        while order.len() > MAX_REMEMBERED_REFUSALS {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+}
+
+/// Counters of the registry's compilations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Uploads handed to the compiler (the world check on names passed).
+    pub compiled: u64,
+    /// Uploads refused from the remembered refusals, without parsing or compiling.
+    pub refusals_remembered: u64,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
@@ -61,7 +180,22 @@ impl ModuleRegistry {
         let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(MODULES).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
-        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default() })
+        let compiles = Arc::new(CompileLimits::new(2, 2));
+        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default(), compiles })
+    }
+
+    /// The same registry compiling at most `per_tenant` uploads of one tenant and `total` in
+    /// all at once (both at least 1; [`ModuleRegistry::open`] allows 2 and 2).
+    pub fn with_compile_limits(self, per_tenant: u32, total: u32) -> Self {
+        ModuleRegistry { compiles: Arc::new(CompileLimits::new(per_tenant, total)), ..self }
+    }
+
+    /// How many uploads were compiled, and how many refused from memory.
+    pub fn compile_stats(&self) -> CompileStats {
+        CompileStats {
+            compiled: self.compiles.compiled.load(Ordering::Relaxed),
+            refusals_remembered: self.compiles.refusals_remembered.load(Ordering::Relaxed),
+        }
     }
 
     fn path(&self, id: &str) -> PathBuf {
@@ -96,7 +230,8 @@ impl ModuleRegistry {
 
     fn upload_blocking(&self, tenant: &str, name: &str, bytes: &[u8]) -> ServerResult<(Module, bool)> {
         check_name("module", name)?;
-        let id = hex::encode(Sha256::digest(bytes));
+        let sha: [u8; 32] = Sha256::digest(bytes).into();
+        let id = hex::encode(sha);
         if let Ok(mut existing) = self.get(tenant, &id) {
             if existing.name != name {
                 existing.name = name.to_string();
@@ -104,16 +239,30 @@ impl ModuleRegistry {
             }
             return Ok((existing, false));
         }
+        if let Some(refusal) = self.compiles.refusal(&sha) {
+            self.compiles.refusals_remembered.fetch_add(1, Ordering::Relaxed);
+            return Err(ServerError::Unprocessable(refusal.error(name).to_string()));
+        }
+        let refused = |e: GuestError| {
+            if let Some(refusal) = Refusal::of(&e) {
+                self.compiles.remember(sha, refusal);
+            }
+            ServerError::Unprocessable(e.to_string())
+        };
+        // Cheap checks first: a wrong world never holds a compile permit.
+        crate::guest::precheck(name, bytes).map_err(refused)?;
+        let _permits = self.compiles.acquire(tenant)?;
+        self.compiles.compiled.fetch_add(1, Ordering::Relaxed);
         // The host caches a compiled form only once the module fits the world: a refused
         // upload leaves nothing on disk.
-        let compiled = self.host.load(name, bytes).map_err(|e| ServerError::Unprocessable(e.to_string()))?;
+        let compiled = self.host.load(name, bytes).map_err(refused)?;
         let exports = compiled
             .component()
             .component_type()
             .exports(self.host.engine())
             .map(|(n, _)| n.to_string())
             .collect();
-        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         let path = self.path(&id);
         if !path.exists() {
             let tmp = self.dir.join(format!("{id}.tmp"));
@@ -172,7 +321,7 @@ impl ModuleRegistry {
     /// when no tenant has it any more.
     pub(crate) fn delete(&self, tenant: &str, id: &str) -> ServerResult<()> {
         self.get(tenant, id)?;
-        let _files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         let txn = self.store.database()?.begin_write().map_err(db_err)?;
         let still_used;
         {
@@ -200,7 +349,7 @@ impl ModuleRegistry {
     /// module (the latest upload), or `builtin:<name>`. Returns the compiled module and the
     /// id it resolved to. Blocking (may compile after a restart).
     pub fn resolve(&self, tenant: &str, reference: &str) -> ServerResult<(Arc<OperatorModule>, String)> {
-        let refused = |e: crate::guest::GuestError| ServerError::BadRequest(e.to_string());
+        let refused = |e: GuestError| ServerError::BadRequest(e.to_string());
         if let Some(name) = reference.strip_prefix("builtin:") {
             let bytes = crate::builtin::get(name).ok_or_else(|| {
                 let known: Vec<_> = crate::builtin::names().collect();

@@ -1,7 +1,8 @@
 //! Pages of an operator's state, from a savepoint or a retained checkpoint: entries in scope
 //! order (key groups, then operator state by subtask), then state name and key, with keys
 //! and values decoded from MessagePack to JSON. A page ends with the cursor of the next,
-//! `<scope>.<index>`.
+//! `<scope>.<index>`. A page holds at most `limit` entries and `max_bytes` of them as JSON,
+//! and at least one entry.
 
 use serde::{Deserialize, Serialize};
 use weir_store::{OPERATOR_SCOPE_BASE, StateEntry, StoreError};
@@ -9,11 +10,14 @@ use weir_store::{OPERATOR_SCOPE_BASE, StateEntry, StoreError};
 use super::error::{ServerError, ServerResult};
 use super::ids::printable;
 use super::msgpack::msgpack_to_json;
+use super::streams::json_size;
 
 /// Entries per page when the query does not say.
 const DEFAULT_LIMIT: usize = 100;
 /// Most entries per page.
 const MAX_LIMIT: usize = 1000;
+/// Most bytes of entries (as JSON) per page when the query does not say.
+pub const DEFAULT_PAGE_BYTES: usize = 4 << 20;
 
 /// Which page of state to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +28,10 @@ pub struct StateQuery {
     pub cursor: Option<String>,
     /// Entries per page (default 100, at most 1000).
     pub limit: Option<usize>,
+    /// Bytes of entries as JSON per page (default [`DEFAULT_PAGE_BYTES`]); a page holds at
+    /// least one entry, however large. Set by the server, not by the client.
+    #[serde(skip)]
+    pub max_bytes: Option<usize>,
 }
 
 /// One state entry.
@@ -65,7 +73,8 @@ pub(crate) fn page(
         None => (0, 0),
         Some(c) => parse_cursor(c)?,
     };
-    let mut data = Vec::new();
+    let max_bytes = query.max_bytes.unwrap_or(DEFAULT_PAGE_BYTES);
+    let (mut data, mut bytes) = (Vec::new(), 0usize);
     let mut next = None;
     for &scope in scopes.iter().filter(|s| **s >= from_scope) {
         let entries: Vec<StateEntry> = read(scope)?
@@ -84,13 +93,20 @@ pub(crate) fn page(
             } else {
                 (Some(scope), None)
             };
-            data.push(StateItem {
+            let item = StateItem {
                 key_group,
                 subtask,
                 state: e.state.clone(),
                 key: msgpack_to_json(&e.key),
                 value: msgpack_to_json(e.value.as_deref().unwrap_or_default()),
-            });
+            };
+            let size = json_size(&item) + 1;
+            if !data.is_empty() && bytes + size > max_bytes {
+                next = Some(format!("{scope}.{i}"));
+                break;
+            }
+            bytes += size;
+            data.push(item);
         }
         if next.is_some() {
             break;
@@ -105,4 +121,41 @@ fn parse_cursor(cursor: &str) -> ServerResult<(u32, usize)> {
     };
     let (scope, index) = cursor.split_once('.').ok_or_else(bad)?;
     Ok((scope.parse().map_err(|_| bad())?, index.parse().map_err(|_| bad())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_stays_under_its_byte_cap_and_holds_at_least_one_entry() {
+        let value = |n: usize| rmp_serde::to_vec(&"v".repeat(n)).unwrap();
+        let entries = |scope: u32| -> Vec<StateEntry> {
+            let size = if scope == 1 { 5000 } else { 300 };
+            (0..10u8)
+                .map(|k| StateEntry { state: "s".into(), key: vec![k], value: Some(value(size)) })
+                .collect()
+        };
+        let query = |cursor: Option<String>| StateQuery {
+            cursor,
+            limit: Some(1000),
+            max_bytes: Some(1000),
+            ..StateQuery::default()
+        };
+        let (mut cursor, mut seen, mut pages) = (None, 0, 0);
+        loop {
+            let page = page("op".into(), &[0, 1, 2], &query(cursor), |s| Ok(entries(s))).unwrap();
+            let size: usize = page.data.iter().map(|i| json_size(i) + 1).sum();
+            assert!(size <= 1000 || page.data.len() == 1, "{size} bytes in {} entries", page.data.len());
+            assert!(!page.data.is_empty());
+            seen += page.data.len();
+            pages += 1;
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, 30, "every entry once");
+        assert!(pages >= 10 + 2, "{pages} pages");
+    }
 }

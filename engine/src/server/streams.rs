@@ -23,6 +23,26 @@ pub const MAX_STREAM_NAME: usize = 100;
 /// Most records returned by one read.
 pub const MAX_READ: usize = 10_000;
 
+/// Records read from the store at a time while a page is filled.
+const READ_BATCH: usize = 100;
+
+/// Bytes of `value` as JSON (what a page of it costs the answer).
+pub(crate) fn json_size(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// The store's name of a tenant's stream: `<tenant>.<name>`. Checks the name.
 pub fn internal_stream_name(tenant: &str, name: &str) -> ServerResult<String> {
     let ok = !name.is_empty()
@@ -241,7 +261,9 @@ impl Streams {
     }
 
     /// Reads up to `limit` records (at most [`MAX_READ`]) of partition `partition` of stream
-    /// `name` of `tenant`, from `offset`.
+    /// `name` of `tenant`, from `offset`, and at most `max_bytes` of them as JSON: a page ends
+    /// before the record that would pass it, except that it always holds one record, however
+    /// large (`next_offset` continues after the last record returned).
     pub async fn read(
         &self,
         tenant: &str,
@@ -249,32 +271,48 @@ impl Streams {
         partition: u32,
         offset: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> ServerResult<Records> {
         let internal = internal_stream_name(tenant, name)?;
         let (store, name) = (self.store.clone(), name.to_string());
-        let read = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let partitions = store.stream_partitions(&internal).map_err(|e| user_err(e, &internal, &name))?;
             if partition >= partitions {
                 return Err(ServerError::BadRequest(format!(
                     "stream `{name}` has {partitions} partition(s); partition {partition} does not exist"
                 )));
             }
-            store
-                .read(&internal, partition, offset, limit.clamp(1, MAX_READ))
-                .map_err(|e| user_err(e, &internal, &name))
+            let limit = limit.clamp(1, MAX_READ);
+            let (mut records, mut bytes, mut next_offset) = (Vec::new(), 0usize, offset);
+            // Read in small batches so that a page of large records is never all in memory.
+            while records.len() < limit {
+                let want = (limit - records.len()).min(READ_BATCH);
+                let batch = store
+                    .read(&internal, partition, next_offset, want)
+                    .map_err(|e| user_err(e, &internal, &name))?;
+                let short = batch.len() < want;
+                for (o, r) in batch {
+                    let record = StoredRecord {
+                        partition,
+                        offset: o,
+                        key: msgpack_to_json(&r.key),
+                        value: msgpack_to_json(&r.value),
+                        timestamp: r.timestamp,
+                    };
+                    let size = json_size(&record) + 1;
+                    if !records.is_empty() && bytes + size > max_bytes {
+                        return Ok(Records { records, next_offset });
+                    }
+                    bytes += size;
+                    next_offset = o + 1;
+                    records.push(record);
+                }
+                if short {
+                    break;
+                }
+            }
+            Ok(Records { records, next_offset })
         })
-        .await??;
-        let next_offset = read.last().map_or(offset, |(o, _)| o + 1);
-        let records = read
-            .into_iter()
-            .map(|(o, r)| StoredRecord {
-                partition,
-                offset: o,
-                key: msgpack_to_json(&r.key),
-                value: msgpack_to_json(&r.value),
-                timestamp: r.timestamp,
-            })
-            .collect();
-        Ok(Records { records, next_offset })
+        .await?
     }
 }

@@ -10,6 +10,7 @@ mod api_bad_input;
 mod api_languages;
 mod api_lifecycle;
 mod api_openapi;
+mod api_requests;
 mod api_savepoints;
 mod api_tenants;
 mod api_tokens;

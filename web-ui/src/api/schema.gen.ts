@@ -186,8 +186,9 @@ export interface paths {
         /**
          * Uploads a module: a `multipart/form-data` body with a `file` field (and optionally
          *     `name`), or the component itself as `application/wasm` with `?name=`. The component is
-         *     validated against the `weir:operator` world and compiled once; uploading the same bytes
-         *     again returns the existing module.
+         *     validated against the `weir:operator` world (on its import and export names before it is
+         *     compiled) and compiled once; uploading the same bytes again returns the existing module,
+         *     and bytes refused before are refused again without compiling.
          */
         post: operations["upload_module"];
         delete?: never;
@@ -338,7 +339,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Reads records of one partition from an offset. */
+        /**
+         * Reads records of one partition from an offset: at most `limit` records and at most the
+         *     server's `max_page_bytes` of them (at least one record); continue from `next_offset`.
+         */
         get: operations["read_records"];
         put?: never;
         /**
@@ -2535,7 +2539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Storage quota */
+            /** @description Storage quota, or the tenant's or server's compilations at once (max_compiles_per_tenant, max_compiles) */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -145,7 +145,7 @@ pub struct StateQuery {
 
 impl From<StateQuery> for server::state::StateQuery {
     fn from(q: StateQuery) -> Self {
-        server::state::StateQuery { state: q.state, cursor: q.cursor, limit: q.limit }
+        server::state::StateQuery { state: q.state, cursor: q.cursor, limit: q.limit, max_bytes: None }
     }
 }
 

@@ -194,6 +194,11 @@ pub struct Api {
 }
 
 impl Api {
+    /// A client of the server at `url` with `token`.
+    pub fn new(url: &str, token: &str) -> Api {
+        Api { http: reqwest::Client::new(), url: url.to_string(), token: Some(token.to_string()) }
+    }
+
     /// The same client against another server (a restarted one).
     pub fn at(&self, url: &str) -> Api {
         Api { url: url.to_string(), ..self.clone() }

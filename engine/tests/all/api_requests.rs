@@ -1,0 +1,301 @@
+//! Requests cannot hold the server (issue 15, deliverable 6), on a real server over real
+//! sockets: a client that stalls in its headers or its body is cut off while others are
+//! served; a tenant over its concurrent-request limit gets 429 with `Retry-After` while
+//! another tenant is served; a module of another world is refused before it is compiled, and
+//! the same bad bytes again from memory; compilations above the tenant's limit get 429; a
+//! page of stream records stays under the byte cap and still returns every record.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{Rng as _, SeedableRng as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use weir::server::{Server, ServerConfig};
+
+use crate::common::guest_path;
+use crate::server::{ADMIN, Api, TestServer, wait_for};
+
+/// A server in this process whose service the test can look into (the compile counters).
+struct Served {
+    url: String,
+    server: Arc<Server>,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(tweak: impl FnOnce(&mut ServerConfig)) -> Served {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = ServerConfig {
+        listen: "127.0.0.1:0".into(),
+        data_dir: dir.path().to_path_buf(),
+        admin_token: Some(ADMIN.into()),
+        ..ServerConfig::default()
+    };
+    tweak(&mut config);
+    let server = Server::open(config).await.expect("server opens");
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let served = server.clone();
+    let task = tokio::spawn(async move {
+        weir::api::serve(served, move |a| {
+            let _ = tx.send(a);
+        })
+        .await
+        .expect("server runs");
+    });
+    let address = rx.await.expect("server listening");
+    Served { url: format!("http://{address}"), server, task, _dir: dir }
+}
+
+async fn tenant(url: &str, name: &str) -> Api {
+    let admin = Api::new(url, ADMIN);
+    let (status, v) = admin.post("/api/v1/tenants", &json!({ "name": name })).await;
+    assert_eq!(status, 201, "create tenant: {v}");
+    Api::new(url, v["token"].as_str().unwrap())
+}
+
+/// A raw connection to the server at `url`.
+async fn connect(url: &str) -> TcpStream {
+    TcpStream::connect(url.strip_prefix("http://").unwrap()).await.expect("connect")
+}
+
+/// Reads what the server sends until it closes the connection (at most `within`); returns
+/// the bytes and when the connection was closed.
+async fn until_closed(stream: &mut TcpStream, within: Duration) -> (Vec<u8>, Instant) {
+    let mut out = Vec::new();
+    tokio::time::timeout(within, stream.read_to_end(&mut out))
+        .await
+        .unwrap_or_else(|_| panic!("the server did not close the connection within {within:?}"))
+        .ok();
+    (out, Instant::now())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stalling_in_its_headers_is_disconnected_while_others_are_served() {
+    let server = TestServer::start(|c| c.request_header_timeout_ms = 500).await;
+    let api = server.anonymous();
+    let started = Instant::now();
+    let mut half = connect(&server.url).await;
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: weir\r\nX-Slow: ").await.unwrap();
+    let mut silent = connect(&server.url).await;
+    // Another client is served meanwhile.
+    let (status, body) = api.get("/healthz").await;
+    assert_eq!((status, &body["status"]), (200, &json!("ok")));
+    let (_, closed) = until_closed(&mut half, Duration::from_secs(10)).await;
+    let (sent, silent_closed) = until_closed(&mut silent, Duration::from_secs(10)).await;
+    assert!(closed - started >= Duration::from_millis(400), "cut off after {:?}", closed - started);
+    assert!(silent_closed - started >= Duration::from_millis(400));
+    assert!(!String::from_utf8_lossy(&sent).contains("200 OK"), "{}", String::from_utf8_lossy(&sent));
+    // The server closed the first client's idle keep-alive connection too: a new one is served.
+    let (status, _) = api.fresh().get("/healthz").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_body_is_cut_off() {
+    let server = TestServer::start(|c| c.request_body_timeout_ms = 500).await;
+    let (_, api) = server.tenant("slow").await;
+    let (status, v) = api.post("/api/v1/streams", &json!({ "name": "s", "partitions": 1 })).await;
+    assert_eq!(status, 201, "{v}");
+    let mut stream = connect(&server.url).await;
+    let head = format!(
+        "POST /api/v1/streams/s/records HTTP/1.1\r\nHost: weir\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"records\": [",
+        api.token().unwrap()
+    );
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (answer, closed) = until_closed(&mut stream, Duration::from_secs(10)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("request_body_timeout_ms"), "{answer}");
+    assert!(closed - started >= Duration::from_millis(400));
+    let (status, info) = api.get("/api/v1/streams/s").await;
+    assert_eq!((status, &info["end_offsets"]), (200, &json!([0])), "nothing was appended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_over_its_concurrent_requests_gets_429_while_another_is_served() {
+    let server = TestServer::start(|c| c.max_requests_per_tenant = 2).await;
+    let (_, a) = server.tenant("a").await;
+    let (_, b) = server.tenant("b").await;
+    for api in [&a, &b] {
+        let (status, v) = api.post("/api/v1/streams", &json!({ "name": "s", "partitions": 1 })).await;
+        assert_eq!(status, 201, "{v}");
+    }
+    // Two requests of B whose bodies never finish: each holds one of B's two slots.
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut stream = connect(&server.url).await;
+        let head = format!(
+            "POST /api/v1/streams/s/records HTTP/1.1\r\nHost: weir\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+            b.token().unwrap()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        slow.push(stream);
+    }
+    let refused = Arc::new(std::sync::Mutex::new(None::<(Option<String>, Value)>));
+    wait_for("B's third request is refused", Duration::from_secs(20), || {
+        let (b, refused) = (b.fresh(), refused.clone());
+        async move {
+            let response = b.request(reqwest::Method::GET, "/api/v1/streams").send().await.unwrap();
+            if response.status() != 429 {
+                assert_eq!(response.status(), 200);
+                return false;
+            }
+            let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+            *refused.lock().unwrap() = Some((retry, response.json().await.unwrap()));
+            true
+        }
+    })
+    .await;
+    let (retry, body) = refused.lock().unwrap().take().unwrap();
+    assert_eq!(retry.as_deref(), Some("1"));
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("max_requests_per_tenant"), "{error}");
+    // A is served at once meanwhile, as is the admin.
+    let started = Instant::now();
+    for _ in 0..5 {
+        let (status, v) = a.get("/api/v1/streams/s").await;
+        assert_eq!(status, 200, "{v}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (status, _) = server.client(ADMIN).get("/api/v1/tenants").await;
+    assert_eq!(status, 200);
+    // Once B's slow clients go away, B is served again.
+    drop(slow);
+    wait_for("B is served again", Duration::from_secs(20), || {
+        let b = b.fresh();
+        async move { b.get("/api/v1/streams").await.0 == 200 }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_of_another_world_is_refused_before_compiling_and_then_from_memory() {
+    let served = serve(|_| {}).await;
+    let api = tenant(&served.url, "t").await;
+    let other = std::fs::read(guest_path("other-world")).unwrap();
+    let stats = || served.server.modules.compile_stats();
+    assert_eq!((stats().compiled, stats().refusals_remembered), (0, 0));
+
+    let (status, first) = api.upload("other", other.clone()).await;
+    assert_eq!(status, 422, "{first}");
+    let message = first["error"].as_str().unwrap();
+    assert!(message.contains("does not implement the weir:operator"), "{message}");
+    assert_eq!(stats().compiled, 0, "the world was checked before compiling");
+    assert_eq!(stats().refusals_remembered, 0);
+
+    // The same bytes under another name: the same refusal, from memory.
+    let (status, second) = api.upload("again", other).await;
+    assert_eq!(status, 422, "{second}");
+    assert_eq!(second["error"].as_str().unwrap(), message.replace("`other`", "`again`"));
+    assert_eq!((stats().compiled, stats().refusals_remembered), (0, 1));
+
+    // Bytes that parse but fail later are remembered too, and a good module compiles once.
+    let mut broken = std::fs::read(guest_path("tokenizer")).unwrap();
+    broken.truncate(broken.len() / 2);
+    for _ in 0..2 {
+        let (status, v) = api.upload("broken", broken.clone()).await;
+        assert_eq!(status, 422, "{v}");
+    }
+    assert_eq!(stats().refusals_remembered, 2);
+    let before = stats().compiled;
+    api.upload_guest("tokenizer").await;
+    assert_eq!(stats().compiled, before + 1);
+    let (_, modules) = api.get("/api/v1/modules").await;
+    assert_eq!(modules["data"].as_array().unwrap().len(), 1, "{modules}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compilations_above_the_tenants_limit_answer_429_at_once() {
+    let served = serve(|c| {
+        c.max_compiles_per_tenant = 1;
+        c.max_compiles = 4;
+    })
+    .await;
+    let api = tenant(&served.url, "t").await;
+    let other_tenant = tenant(&served.url, "u").await;
+    let guests = ["tokenizer", "wordcount", "counter", "faulty", "tumbling-window", "nexmark-q1"];
+    let uploads = guests.iter().map(|g| {
+        let (api, bytes) = (api.fresh(), std::fs::read(guest_path(g)).unwrap());
+        async move { api.upload(g, bytes).await }
+    });
+    let answers = futures::future::join_all(uploads).await;
+    let mut refused = Vec::new();
+    for (guest, (status, v)) in guests.iter().zip(&answers) {
+        match status {
+            201 => {}
+            429 => {
+                let error = v["error"].as_str().unwrap();
+                assert!(error.contains("max_compiles_per_tenant"), "{error}");
+                refused.push(*guest);
+            }
+            other => panic!("{guest}: {other} {v}"),
+        }
+    }
+    assert!(!refused.is_empty(), "six uploads at once with a limit of one compile: none refused");
+    assert!(refused.len() < guests.len(), "at least one compiled");
+    // Another tenant is not held to this tenant's limit, and the refused ones go through once
+    // retried alone.
+    other_tenant.upload_guest("counter").await;
+    for guest in refused {
+        api.upload_guest(guest).await;
+    }
+    let (_, modules) = api.get("/api/v1/modules").await;
+    assert_eq!(modules["data"].as_array().unwrap().len(), guests.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_stream_records_never_exceeds_the_byte_cap() {
+    const CAP: usize = 64 << 10;
+    let seed = std::env::var("WEIR_REQUESTS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(15u64);
+    eprintln!("seed {seed} (replay with WEIR_REQUESTS_SEED={seed})");
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let server = TestServer::start(|c| c.max_page_bytes = CAP).await;
+    let (_, api) = server.tenant("t").await;
+    let (status, v) = api.post("/api/v1/streams", &json!({ "name": "s", "partitions": 1 })).await;
+    assert_eq!(status, 201, "{v}");
+    let mut values: Vec<String> =
+        (0..300).map(|i| format!("{i}:{}", "x".repeat(rng.gen_range(0..3000)))).collect();
+    // One record larger than a page comes back alone on its page.
+    values.insert(rng.gen_range(0..values.len()), "y".repeat(3 * CAP));
+    let records: Vec<Value> = values.iter().map(|v| json!({ "value": v })).collect();
+    let (status, v) = api.post("/api/v1/streams/s/records", &json!({ "records": records })).await;
+    assert_eq!(status, 201, "{v}");
+
+    let (mut offset, mut read, mut pages) = (0u64, Vec::new(), 0);
+    loop {
+        let response = api
+            .request(reqwest::Method::GET, &format!("/api/v1/streams/s/records?offset={offset}&limit=10000"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body = response.bytes().await.unwrap();
+        let page: Value = serde_json::from_slice(&body).unwrap();
+        let data = page["data"].as_array().unwrap();
+        if data.is_empty() {
+            break;
+        }
+        pages += 1;
+        assert!(
+            body.len() <= CAP + 100 || data.len() == 1,
+            "a page of {} records is {} bytes, over the cap of {CAP}",
+            data.len(),
+            body.len()
+        );
+        read.extend(data.iter().map(|r| r["value"].as_str().unwrap().to_string()));
+        offset = page["next_offset"].as_u64().unwrap();
+    }
+    assert_eq!(read, values, "every record, in order");
+    assert!(pages > 5, "{pages} pages");
+}
