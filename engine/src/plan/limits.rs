@@ -112,6 +112,11 @@ impl PlanLimits {
                 note: "",
             });
         }
+        // A parallelism out of range is the planner's to report (its error names the node).
+        let max_p = spec.settings.max_parallelism;
+        if spec.nodes.iter().any(|n| n.parallelism == 0 || n.parallelism > max_p) {
+            return Ok(());
+        }
         let channels = channel_count(spec);
         if channels > self.max_channels {
             return Err(PlanError::Limit {

@@ -294,3 +294,32 @@ async fn a_job_resumed_three_times_without_progress_is_failed_instead_of_resumed
     let (status, job) = api.at(&server.url).get(&format!("/api/v1/jobs/{id}")).await;
     assert_eq!((status, job["status"].as_str()), (200, Some("running")), "{job}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_module_no_longer_loads_fails_at_resume_and_the_others_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = TestServer::spawn_process(dir.path());
+    let (_, api) = first.tenant("modules").await;
+    let tokenizer = api.upload_guest("tokenizer").await;
+    let mut with_module = job(1, 1);
+    with_module["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .insert(1, json!({ "id": "split", "kind": "operator", "module": tokenizer }));
+    with_module["edges"] = json!([ { "from": "in", "to": "split" }, { "from": "split", "to": "out" } ]);
+    let broken = api.create_job(&with_module).await;
+    let plain = api.create_job(&job(1, 1)).await;
+    api.wait_status(&broken, "running", LONG).await;
+    api.wait_status(&plain, "running", LONG).await;
+    first.kill9();
+    // The module's stored bytes are damaged while the server is down.
+    std::fs::write(dir.path().join("modules").join(format!("{tokenizer}.wasm")), b"not wasm").unwrap();
+    let second = TestServer::spawn_process(dir.path());
+    let api = api.at(&second.url);
+    let failed = api.wait_status(&broken, "failed", LONG).await;
+    assert!(
+        failed["error"].as_str().unwrap_or_default().starts_with("cannot resume after a server restart: "),
+        "{failed}"
+    );
+    api.wait_status(&plain, "running", LONG).await;
+}
