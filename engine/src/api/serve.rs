@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use axum::body::Body;
@@ -40,11 +40,12 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
     let app = super::router(server.clone()).map_request(move |request: Request<Incoming>| {
         request.map(|b| Body::new(Deadline::new(b, body_timeout)))
     });
-    let max_connections = config.max_connections.max(1);
+    let max_connections = config.max_connections.clamp(1, 1 << 20);
     let connections = Arc::new(Semaphore::new(max_connections));
     let (stop, stopping) = watch::channel(false);
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
+    let mut last_warning = None;
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
@@ -61,7 +62,11 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
             }
         };
         let Ok(permit) = connections.clone().try_acquire_owned() else {
-            tracing::warn!(max_connections, "too many open connections: closing a new one");
+            // Logged at most once a second: a flood of connections must not flood the log.
+            if last_warning.is_none_or(|at: Instant| at.elapsed() >= Duration::from_secs(1)) {
+                tracing::warn!(max_connections, "too many open connections: closing new ones");
+                last_warning = Some(Instant::now());
+            }
             drop(stream);
             continue;
         };

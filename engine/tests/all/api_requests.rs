@@ -1,6 +1,6 @@
 //! Requests cannot hold the server (issue 15, deliverable 6), on a real server over real
 //! sockets: a client that stalls in its headers or its body is cut off while others are
-//! served; a tenant over its concurrent-request limit gets 429 with `Retry-After` while
+//! served; connections beyond `max_connections` are closed at once; a tenant over its concurrent-request limit gets 429 with `Retry-After` while
 //! another tenant is served; a module of another world is refused before it is compiled, and
 //! the same bad bytes again from memory; compilations above the tenant's limit get 429; a
 //! page of stream records stays under the byte cap and still returns every record.
@@ -96,6 +96,37 @@ async fn a_client_stalling_in_its_headers_is_disconnected_while_others_are_serve
     // The server closed the first client's idle keep-alive connection too: a new one is served.
     let (status, _) = api.fresh().get("/healthz").await;
     assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_are_closed_at_once() {
+    let server = TestServer::start(|c| c.max_connections = 3).await;
+    // Three keep-alive connections, each served once: they stay open and hold the three places.
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let mut stream = connect(&server.url).await;
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: weir\r\n\r\n").await.unwrap();
+        let mut answer = vec![0; 1024];
+        let n = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n]));
+        open.push(stream);
+    }
+    // A fourth is closed without an answer.
+    let mut fourth = connect(&server.url).await;
+    let _ = fourth.write_all(b"GET /healthz HTTP/1.1\r\nHost: weir\r\n\r\n").await;
+    let (answer, _) = until_closed(&mut fourth, Duration::from_secs(10)).await;
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    // Once one closes, a new connection is served.
+    drop(open.pop());
+    let api = server.anonymous();
+    wait_for("a connection is served again", Duration::from_secs(20), || {
+        let api = api.fresh();
+        async move {
+            let response = api.request(reqwest::Method::GET, "/healthz").send().await;
+            response.is_ok_and(|r| r.status() == 200)
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
