@@ -143,16 +143,24 @@ pub async fn amplifying_specs(b: &B) {
     refused("channel_capacity 65536", b.api.post("/api/v1/jobs", &big).await, &["channel_capacity"]);
 
     let mut batch = job("batch", "faulty", json!({}), settings(2000));
-    batch["settings"]["batch_size"] = json!(1_000_000);
+    batch["nodes"][0]["config"]["batch_size"] = json!(1_000_000);
     refused("batch_size 1000000", b.api.post("/api/v1/jobs", &batch).await, &["batch_size"]);
 
     let mut words = job("words", "faulty", json!({}), settings(2000));
     words["nodes"][0]["config"] = json!({ "mode": "words", "lines": 10, "words_per_line": 100_000_000 });
     refused("words_per_line 1e8", b.api.post("/api/v1/jobs", &words).await, &["words_per_line"]);
 
+    // Intervals and delays below the server's minimum are raised to it.
     let mut often = job("often", "faulty", json!({}), settings(2000));
     often["settings"]["checkpoint"] = json!({ "interval_ms": 1 });
-    refused("checkpoint interval 1 ms", b.api.post("/api/v1/jobs", &often).await, &["interval_ms"]);
+    often["settings"]["restart"] = json!({ "attempts": 3, "delay_ms": 0 });
+    let (status, v) = b.api.post("/api/v1/jobs", &often).await;
+    assert_eq!(status, 201, "{v}");
+    let raised = &v["spec"]["settings"];
+    assert_eq!(raised["checkpoint"]["interval_ms"], 100, "{raised}");
+    assert_eq!(raised["restart"]["delay_ms"], 100, "{raised}");
+    let (status, v) = b.api.post_empty(&format!("/api/v1/jobs/{}/cancel", v["id"].as_str().unwrap())).await;
+    assert!(status < 300, "{status} {v}");
 
     let mut restarts = job("restarts", "faulty", json!({}), settings(2000));
     restarts["settings"]["restart"] = json!({ "attempts": 1_000_000_000u64, "delay_ms": 0 });

@@ -98,11 +98,11 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         watch.phase("sleep in restore", MIN_PHASE, attacks::sleep_in_restore(&b)).await,
         watch.phase("socket", MIN_PHASE, attacks::socket(&b)).await,
         watch.phase("amplifying specs", MIN_PHASE, attacks::amplifying_specs(&b)).await,
-        watch.phase("stream until quota", MIN_PHASE, attacks::stream_until_quota(&b)).await,
-        watch.phase("16 oversized imports", MIN_PHASE, attacks::oversized_imports(&b)).await,
         watch.phase("1000 slow connections", MIN_PHASE, attacks::slow_connections(&b, HEADER_TIMEOUT)).await,
         watch.phase("timer flood", MIN_PHASE, attacks::timer_flood(&b)).await,
         watch.phase("upload storm", MIN_PHASE, attacks::upload_storm(&b)).await,
+        watch.phase("stream until quota", MIN_PHASE, attacks::stream_until_quota(&b)).await,
+        watch.phase("16 oversized imports", MIN_PHASE, attacks::oversized_imports(&b)).await,
     ];
     let again = watch.phase("alone again", MIN_PHASE, async {}).await;
     let pushed = watch.finish().await;
