@@ -104,6 +104,9 @@ impl Tenants {
                 .map_err(ServerError::internal)?;
             let mut tokens = txn.open_table(TOKENS).map_err(ServerError::internal)?;
             tokens.insert(token_hash(&token).as_str(), tenant.id.as_str()).map_err(ServerError::internal)?;
+            // The tenant's streams and storage limit, for the storage ledger.
+            weir_store::set_owner_in(&txn, &super::ledger::stream_namespace(&tenant.id), &tenant.id)?;
+            weir_store::set_limit_in(&txn, &tenant.id, Some(tenant.quotas.max_storage_bytes))?;
         }
         txn.commit().map_err(ServerError::internal)?;
         Ok((tenant, token))
@@ -140,6 +143,7 @@ impl Tenants {
         {
             let mut tenants = txn.open_table(TENANTS).map_err(ServerError::internal)?;
             tenants.insert(id, encode_record(&tenant)?.as_slice()).map_err(ServerError::internal)?;
+            weir_store::set_limit_in(&txn, id, Some(tenant.quotas.max_storage_bytes))?;
         }
         txn.commit().map_err(ServerError::internal)?;
         Ok(tenant)

@@ -50,6 +50,7 @@ mod savefile;
 mod savepoint;
 mod store;
 pub mod stream;
+mod usage;
 
 pub use checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
@@ -60,3 +61,4 @@ pub use faulty::FaultyStorage;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
 pub use stream::LogRecord;
+pub use usage::{ENTRY_OVERHEAD, PAGE_BYTES, charge_owner, entry_bytes, set_limit_in, set_owner_in};

@@ -119,6 +119,7 @@ impl Store {
         txn.open_table(SAVEPOINT_SCOPES)?;
         txn.open_table(SAVEPOINT_PIECES)?;
         txn.open_table(SAVEPOINT_BLOBS)?;
+        crate::usage::open_tables(&txn)?;
         txn.commit()?;
         Ok(Store {
             db: Arc::new(db),

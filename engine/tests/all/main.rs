@@ -25,6 +25,7 @@ mod recovery;
 mod savepoint_restore;
 mod snapshot;
 mod state_versions;
+mod storage_quota;
 mod two_inputs;
 mod window;
 mod wordcount;

@@ -24,6 +24,8 @@ pub struct TestServer {
     pub url: String,
     /// The data directory.
     pub data_dir: PathBuf,
+    /// The server itself, for an in-process one (to read its store in checks).
+    pub server: Option<std::sync::Arc<Server>>,
     _temp: Option<tempfile::TempDir>,
     child: Option<Child>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -49,6 +51,7 @@ impl TestServer {
         };
         tweak(&mut config);
         let server = Server::open(config).await.expect("server opens");
+        let handle = server.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             weir::api::serve(server, move |a| {
@@ -61,6 +64,7 @@ impl TestServer {
         TestServer {
             url: format!("http://{address}"),
             data_dir: data_dir.to_path_buf(),
+            server: Some(handle),
             _temp: None,
             child: None,
             task: Some(task),
@@ -87,7 +91,14 @@ impl TestServer {
                 break rest.trim().to_string();
             }
         };
-        TestServer { url, data_dir: data_dir.to_path_buf(), _temp: None, child: Some(child), task: None }
+        TestServer {
+            url,
+            data_dir: data_dir.to_path_buf(),
+            server: None,
+            _temp: None,
+            child: Some(child),
+            task: None,
+        }
     }
 
     /// Kills the child process with SIGKILL and waits for it.
