@@ -177,9 +177,9 @@ async fn usage_tracks_the_growth_of_the_data_directory() {
     let after = measure(&server, &api).await;
     assert_tracks("stream appends", before, after);
 
-    // Records a job writes to a stream: about 16 MiB.
+    // Records a job writes to a stream: about 10 MiB.
     before = after;
-    let job = api.create_job(&generator_to_stream("writer", 40_000, "written", 0)).await;
+    let job = api.create_job(&generator_to_stream("writer", 25_000, "written", 0)).await;
     let done = api.wait_status(&job, "finished", Duration::from_secs(120)).await;
     assert_eq!(done["status"], "finished", "{done}");
     let after = measure(&server, &api).await;
@@ -187,7 +187,7 @@ async fn usage_tracks_the_growth_of_the_data_directory() {
 
     // Checkpoints: periodic, 2 retained, of a large keyed state.
     before = after;
-    let job = api.create_job(&stateful("counter", 60_000, 0)).await;
+    let job = api.create_job(&stateful("counter", 30_000, 0)).await;
     let done = api.wait_status(&job, "finished", Duration::from_secs(180)).await;
     assert_eq!(done["status"], "finished", "{done}");
     let (_, history) = api.get(&format!("/api/v1/jobs/{job}/checkpoints")).await;
