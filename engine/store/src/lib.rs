@@ -52,6 +52,7 @@ mod store;
 pub mod stream;
 mod usage;
 
+pub use checkpoint::summary::{HistorySummary, Stat};
 pub use checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
     StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,

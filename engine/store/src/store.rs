@@ -120,6 +120,7 @@ impl Store {
         txn.open_table(SAVEPOINT_PIECES)?;
         txn.open_table(SAVEPOINT_BLOBS)?;
         crate::usage::open_tables(&txn)?;
+        txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
         txn.commit()?;
         Ok(Store {
             db: Arc::new(db),
@@ -153,8 +154,11 @@ impl Store {
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             let mut last = txn.open_table(JOB_LAST_ID)?;
+            let mut summaries = txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
             for meta in metas {
                 checkpoints.insert((meta.job.as_str(), meta.id), encode_meta(meta)?.as_slice())?;
+                // Recounted when next read.
+                summaries.remove(meta.job.as_str())?;
                 let current = last.get(meta.job.as_str())?.map_or(0, |v| v.value());
                 if meta.id > current {
                     last.insert(meta.job.as_str(), meta.id)?;

@@ -15,6 +15,7 @@ mod api_tenants;
 mod api_ui;
 mod backpressure;
 mod bad_input;
+mod checkpoint_history;
 mod cli_client;
 mod coordinator;
 mod exactly_once;

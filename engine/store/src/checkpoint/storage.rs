@@ -4,12 +4,14 @@ use std::collections::{BTreeMap, HashSet};
 
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
+use crate::checkpoint::summary;
 use crate::checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState,
     SubtaskWrite,
 };
 use crate::codec::{ChunkEncoder, decode_chunk, decode_manifest, encode_manifest};
 use crate::error::StoreError;
+use crate::store::decode_meta;
 use crate::store::{
     CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID,
     MANIFESTS, NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
@@ -212,14 +214,19 @@ fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreE
     Ok(())
 }
 
+/// History-row changes `(old, new)` of one transaction, for the job's summary.
+type Changes = Vec<(Option<CheckpointMeta>, CheckpointMeta)>;
+
 fn put_meta(
     table: &mut Table<'_, (&'static str, u64), &'static [u8]>,
     meta: &CheckpointMeta,
-    meter: &mut Meter,
+    (meter, changes): (&mut Meter, &mut Changes),
 ) -> Result<(), StoreError> {
     let bytes = encode_meta(meta)?;
-    let old = table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?.map(|v| v.value().len());
-    meter.put(meta.job.len() + 8, bytes.len(), old);
+    let old = table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?;
+    let old = old.map(|v| (v.value().len(), decode_meta(&meta.job, meta.id, v.value()).ok()));
+    meter.put(meta.job.len() + 8, bytes.len(), old.as_ref().map(|(len, _)| *len));
+    changes.push((old.and_then(|(_, meta)| meta), meta.clone()));
     Ok(())
 }
 
@@ -256,7 +263,7 @@ fn fail_in_progress(
     job: &str,
     id: u64,
     reason: &str,
-    meter: &mut Meter,
+    (meter, changes): (&mut Meter, &mut Changes),
 ) -> Result<(), StoreError> {
     if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
         meter.remove(job.len() + 8, 0);
@@ -271,7 +278,7 @@ fn fail_in_progress(
         let end = now_ms();
         meta.end_time_ms = Some(end);
         meta.duration_ms = Some(end.saturating_sub(meta.trigger_time_ms) as f64);
-        put_meta(&mut checkpoints, &meta, meter)?;
+        put_meta(&mut checkpoints, &meta, (meter, changes))?;
     }
     Ok(())
 }
@@ -301,6 +308,7 @@ impl CheckpointStorage for Store {
         }
         let txn = self.write_txn(Durability::None)?;
         let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let last = txn.open_table(JOB_LAST_ID)?.get(job)?.map_or(0, |v| v.value());
             if meta.id < last {
@@ -322,10 +330,11 @@ impl CheckpointStorage for Store {
             }
             let mut stored = meta.clone();
             stored.retained = false;
-            put_meta(&mut checkpoints, &stored, &mut meter)?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
             let old = txn.open_table(IN_PROGRESS)?.insert((job, meta.id), ())?.map(|_| 0);
             meter.put(job.len() + 8, 0, old);
         }
+        summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, true)?;
         bump_last_id(&txn, job, meta.id)?;
         txn.commit()?;
@@ -432,6 +441,7 @@ impl CheckpointStorage for Store {
         let mut report = GcReport::default();
         let txn = self.write_txn(Durability::Immediate)?;
         let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
@@ -482,7 +492,7 @@ impl CheckpointStorage for Store {
                 }
                 stats.full_state_bytes = bytes;
             }
-            put_meta(&mut checkpoints, &stored, &mut meter)?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
             drop(checkpoints);
             let encoded = encode_manifest(manifest);
             let old = manifests.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
@@ -498,7 +508,7 @@ impl CheckpointStorage for Store {
             };
             for older in older_ids {
                 let reason = format!("subsumed by completed checkpoint {id}");
-                fail_in_progress(&txn, job, older, &reason, &mut meter)?;
+                fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
             }
 
             // Retention: keep the newest `retain` manifests, and pinned ones.
@@ -518,7 +528,7 @@ impl CheckpointStorage for Store {
                 }
                 if let Some(mut old_meta) = old_meta {
                     old_meta.retained = false;
-                    put_meta(&mut checkpoints, &old_meta, &mut meter)?;
+                    put_meta(&mut checkpoints, &old_meta, (&mut meter, &mut changes))?;
                 }
                 report.removed_checkpoints.push(old);
             }
@@ -529,6 +539,7 @@ impl CheckpointStorage for Store {
             meter.0 += tables.meter.0;
         }
         // Retention's deletions count against what the completion adds.
+        summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, true)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
@@ -540,6 +551,7 @@ impl CheckpointStorage for Store {
         let id = meta.id;
         let txn = self.write_txn(Durability::None)?;
         let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
@@ -563,7 +575,7 @@ impl CheckpointStorage for Store {
                 stored.end_time_ms = Some(end);
                 stored.duration_ms = Some(end.saturating_sub(stored.trigger_time_ms) as f64);
             }
-            put_meta(&mut checkpoints, &stored, &mut meter)?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
             if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
                 meter.remove(job.len() + 8, 0);
             }
@@ -573,6 +585,7 @@ impl CheckpointStorage for Store {
             meter.0 += tables.meter.0;
         }
         // An abort is never refused: it must be able to record a quota failure.
+        summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, false)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
@@ -633,7 +646,7 @@ impl CheckpointStorage for Store {
         let mut metas = Vec::new();
         for item in checkpoints.range((job, 0)..=(job, u64::MAX))? {
             let (key, bytes) = item?;
-            metas.push(crate::store::decode_meta(job, key.value().1, bytes.value())?);
+            metas.push(decode_meta(job, key.value().1, bytes.value())?);
         }
         Ok(metas)
     }
@@ -647,8 +660,9 @@ impl CheckpointStorage for Store {
     fn recover(&self, job: &str) -> Result<(), StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
         let mut meter = Meter::default();
+        let mut changes = Changes::new();
         for id in in_progress_ids(&txn, job, 0..=u64::MAX)? {
-            fail_in_progress(&txn, job, id, "interrupted: the job restarted", &mut meter)?;
+            fail_in_progress(&txn, job, id, "interrupted: the job restarted", (&mut meter, &mut changes))?;
         }
         {
             let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
@@ -656,6 +670,7 @@ impl CheckpointStorage for Store {
             tables.collect(job, 0..=u64::MAX, &keep, &mut GcReport::default())?;
             meter.0 += tables.meter.0;
         }
+        summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, false)?;
         txn.commit()?;
         Ok(())
@@ -698,16 +713,18 @@ impl Store {
     pub fn unpin(&self, job: &str, id: u64) -> Result<(), StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
         let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             match read_meta(&checkpoints, job, id)? {
                 Some(mut meta) if meta.pinned => {
                     meta.pinned = false;
-                    put_meta(&mut checkpoints, &meta, &mut meter)?;
+                    put_meta(&mut checkpoints, &meta, (&mut meter, &mut changes))?;
                 }
                 _ => return Ok(()),
             }
         }
+        summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, false)?;
         txn.commit()?;
         Ok(())
