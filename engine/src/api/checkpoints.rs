@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use weir_store::{CheckpointMeta, CheckpointStatus};
+use weir_store::Stat;
 
 use super::Caller;
 use super::model::view;
@@ -34,38 +34,30 @@ pub async fn list_checkpoints(
     Query(query): Query<HistoryQuery>,
 ) -> Result<Json<History>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
-    let history = server.checkpoints.history(&job).await?;
     let limit = query.limit.unwrap_or(100).min(100_000);
-    let mut counts = Counts { total: history.len() as u64, ..Counts::default() };
-    for m in &history {
-        match m.status {
-            CheckpointStatus::InProgress => counts.in_progress += 1,
-            CheckpointStatus::Completed => counts.completed += 1,
-            CheckpointStatus::Failed => counts.failed += 1,
+    let page = server.checkpoints.page(&job, limit).await?;
+    let s = &page.summary;
+    let counts =
+        Counts { total: s.total, in_progress: s.in_progress, completed: s.completed, failed: s.failed };
+    let stat = |st: &Stat| {
+        if st.count == 0 {
+            MinAvgMax::default()
+        } else {
+            MinAvgMax { min: st.min, avg: st.sum / st.count as f64, max: st.max }
         }
-    }
-    let completed: Vec<&CheckpointMeta> =
-        history.iter().filter(|m| m.status == CheckpointStatus::Completed).collect();
+    };
     let summary = Summary {
-        duration_ms: MinAvgMax::of(completed.iter().map(|m| m.duration_ms.unwrap_or_default())),
-        state_size: MinAvgMax::of(completed.iter().map(|m| m.state_size as f64)),
-        full_size: MinAvgMax::of(completed.iter().map(|m| m.full_size as f64)),
-        max_alignment_ms: MinAvgMax::of(
-            completed.iter().map(|m| m.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max)),
-        ),
-        alignment_bytes: MinAvgMax::of(
-            completed.iter().map(|m| m.subtasks.iter().map(|s| s.alignment_bytes).sum::<u64>() as f64),
-        ),
+        duration_ms: stat(&s.duration_ms),
+        state_size: stat(&s.state_size),
+        full_size: stat(&s.full_size),
+        max_alignment_ms: stat(&s.max_alignment_ms),
+        alignment_bytes: stat(&s.alignment_bytes),
     };
     let latest = Latest {
-        completed: completed.last().map(|m| view(m, job.subtasks)),
-        failed: history
-            .iter()
-            .rev()
-            .find(|m| m.status == CheckpointStatus::Failed)
-            .map(|m| view(m, job.subtasks)),
+        completed: page.latest_completed.as_ref().map(|m| view(m, job.subtasks)),
+        failed: page.latest_failed.as_ref().map(|m| view(m, job.subtasks)),
     };
-    let data = history.iter().rev().take(limit).map(|m| view(m, job.subtasks)).collect();
+    let data = page.rows.iter().map(|m| view(m, job.subtasks)).collect();
     Ok(Json(History { counts, summary, latest, data }))
 }
 

@@ -4,12 +4,25 @@
 
 use std::collections::BTreeMap;
 
-use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage as _, Store};
+use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage as _, HistorySummary, Store};
 
 use super::error::{ServerError, ServerResult};
 use super::ids::printable;
 use super::jobs::{JobManager, JobRecord};
 use super::state::{StatePage, StateQuery, page};
+
+/// A page of a job's checkpoint history ([`Checkpoints::page`]).
+#[derive(Debug, Clone)]
+pub struct HistoryPage {
+    /// Counts and statistics over the whole history.
+    pub summary: HistorySummary,
+    /// The newest rows, newest first.
+    pub rows: Vec<CheckpointMeta>,
+    /// The newest completed row.
+    pub latest_completed: Option<CheckpointMeta>,
+    /// The newest failed row.
+    pub latest_failed: Option<CheckpointMeta>,
+}
 
 /// Checkpoints of every tenant's jobs. Cheap to clone.
 #[derive(Clone)]
@@ -35,6 +48,28 @@ impl Checkpoints {
     pub async fn history(&self, job: &JobRecord) -> ServerResult<Vec<CheckpointMeta>> {
         let (store, id) = (self.store.clone(), job.id.clone());
         Ok(tokio::task::spawn_blocking(move || store.history(&id)).await??)
+    }
+
+    /// The default history page of `job`: its summary (kept up to date by the store at every
+    /// change), its newest `limit` rows (newest first, read by key range) and its latest
+    /// completed and failed rows. Reads what it shows, never the whole history.
+    pub async fn page(&self, job: &JobRecord, limit: usize) -> ServerResult<HistoryPage> {
+        let (store, id) = (self.store.clone(), job.id.clone());
+        tokio::task::spawn_blocking(move || {
+            let summary = store.history_summary(&id)?;
+            let rows = store.history_page(&id, limit)?;
+            let row = |wanted: Option<u64>| -> ServerResult<Option<CheckpointMeta>> {
+                let Some(wanted) = wanted else { return Ok(None) };
+                match rows.iter().find(|m| m.id == wanted) {
+                    Some(m) => Ok(Some(m.clone())),
+                    None => Ok(store.history_row(&id, wanted)?),
+                }
+            };
+            let latest_completed = row(summary.latest_completed)?;
+            let latest_failed = row(summary.latest_failed)?;
+            Ok(HistoryPage { summary, rows, latest_completed, latest_failed })
+        })
+        .await?
     }
 
     /// Checkpoint `checkpoint` of `job`.

@@ -81,6 +81,9 @@ impl From<weir_store::StoreError> for ServerError {
             StoreError::StreamExists { .. } | StoreError::SavepointExists { .. } => {
                 ServerError::Conflict(e.to_string())
             }
+            StoreError::QuotaExceeded { .. } => {
+                ServerError::Quota { limit: "max_storage_bytes", message: e.to_string() }
+            }
             StoreError::BadSavepointFile(m) => {
                 ServerError::BadRequest(format!("not a valid savepoint file: {m}"))
             }

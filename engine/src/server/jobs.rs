@@ -22,6 +22,7 @@ use admission::{TenantModules, apply_quota_settings, scope_spec};
 use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, new_id};
+use super::ledger::charge_row;
 use super::registry::ModuleRegistry;
 use super::telemetry::Telemetry;
 use super::tenants::Tenant;
@@ -30,7 +31,7 @@ use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_
 use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
 
 /// (tenant, job id) → job record (JSON).
-const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.jobs");
+pub(crate) const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.jobs");
 
 /// How often the live rates of a running job are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -247,9 +248,10 @@ impl JobManager {
         let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;
-            let stored = StoredJob { tenant: job.tenant.clone(), record: job.clone() };
-            t.insert((job.tenant.as_str(), job.id.as_str()), encode_record(&stored)?.as_slice())
-                .map_err(db_err)?;
+            let value = encode_record(&StoredJob { tenant: job.tenant.clone(), record: job.clone() })?;
+            let key = (job.tenant.as_str(), job.id.as_str());
+            let old = t.insert(key, value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
+            charge_row(&txn, key.0, key.0.len() + key.1.len(), (old, Some(value.len())), 0, false)?;
         }
         txn.commit().map_err(db_err)
     }
@@ -272,8 +274,9 @@ impl JobManager {
                 txn.abort().map_err(db_err)?;
                 return Ok(record);
             }
-            let stored = StoredJob { tenant: tenant.to_string(), record: record.clone() };
-            t.insert((tenant, id), encode_record(&stored)?.as_slice()).map_err(db_err)?;
+            let value = encode_record(&StoredJob { tenant: tenant.to_string(), record: record.clone() })?;
+            let old = t.insert((tenant, id), value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
+            charge_row(&txn, tenant, tenant.len() + id.len(), (old, Some(value.len())), 0, false)?;
             job = record;
         }
         txn.commit().map_err(db_err)?;
@@ -298,17 +301,6 @@ impl JobManager {
         Ok(used)
     }
 
-    /// Bytes of checkpointed state of `tenant`'s jobs (their latest completed checkpoints).
-    pub fn state_usage(&self, tenant: &str) -> ServerResult<u64> {
-        let mut total = 0;
-        for job in self.list(tenant)? {
-            if let Some((meta, _)) = self.inner.store.latest_completed(&job.id)? {
-                total += meta.full_size;
-            }
-        }
-        Ok(total)
-    }
-
     /// Waits for `tenant`'s admission turn (see `Inner::admission`); a disabled tenant's is refused.
     async fn admit(&self, tenant: &str) -> ServerResult<tokio::sync::OwnedMutexGuard<()>> {
         let turn = self.turn(tenant).await;
@@ -329,6 +321,8 @@ impl JobManager {
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
+        // Everything the job stores from now on (checkpoints, restored state) is the tenant's.
+        self.inner.store.set_owners(&[(format!("job/{id}"), tenant.id.clone())])?;
         let restored_from = match restore {
             Some((savepoint, options)) => {
                 Some(restore_into(&self.inner.store, &id, &plan, &savepoint, options).await.map_err(|e| {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod health;
 pub mod ids;
 pub mod jobs;
+pub mod ledger;
 pub mod msgpack;
 pub mod registry;
 pub mod savepoints;
@@ -93,6 +94,7 @@ impl Server {
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;
+        ledger::prepare(&store, &tenants, &jobs)?;
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
         let server = Arc::new(Server {
             config,
@@ -133,13 +135,11 @@ impl Server {
         self.admin_token_hash.is_some_and(|h| h == hash)
     }
 
-    /// Bytes stored for `tenant`: modules, stream records appended over the API, the state
-    /// of its jobs' latest checkpoints, and its savepoints.
+    /// Bytes stored for `tenant` (every byte the server keeps for it: modules, stream
+    /// records, checkpoints, savepoints, job and savepoint records) plus what its uploads in
+    /// flight hold: the storage ledger ([`ledger`]), one read, no scan.
     pub fn storage_usage(&self, tenant: &str) -> ServerResult<u64> {
-        Ok(self.modules.usage(tenant)?
-            + self.streams.usage(tenant)?
-            + self.jobs.state_usage(tenant)?
-            + self.savepoints.usage(tenant)?)
+        Ok(self.store.usage(tenant)?)
     }
 
     /// Fails with the storage quota error when `tenant` would store more than allowed after
@@ -181,20 +181,14 @@ impl Server {
     }
 
     /// Imports a savepoint file arriving as `chunks` for `tenant`, held to its storage quota
-    /// (see [`Savepoints::import`]).
+    /// and to `max_request_bytes` while it streams (see [`Savepoints::import`]).
     pub async fn import_savepoint<E: std::fmt::Display>(
         &self,
         tenant: &Tenant,
         chunks: impl futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     ) -> ServerResult<SavepointRecord> {
-        let used = self.storage_usage(&tenant.id)?;
-        let room = tenant.quotas.max_storage_bytes.saturating_sub(used);
-        let record = self.savepoints.import(tenant, room, chunks).await?;
-        if let Err(e) = self.check_storage(tenant, 0) {
-            self.savepoints.delete(&tenant.id, &record.id).await?;
-            return Err(e);
-        }
-        Ok(record)
+        let max = self.config.max_request_bytes as u64;
+        self.savepoints.import(tenant, max, chunks).await
     }
 }
 

@@ -31,7 +31,7 @@ use crate::guest::{GuestError, GuestHost, OperatorModule};
 pub const MAX_REMEMBERED_REFUSALS: usize = 1024;
 
 /// (tenant, module id) → module record (JSON).
-const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
+pub(crate) const MODULES: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.modules");
 
 /// An uploaded module.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -280,7 +280,13 @@ impl ModuleRegistry {
         let txn = self.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(MODULES).map_err(db_err)?;
-            t.insert((tenant, module.id.as_str()), encode_record(module)?.as_slice()).map_err(db_err)?;
+            let value = encode_record(module)?;
+            let old = t.insert((tenant, module.id.as_str()), value.as_slice()).map_err(db_err)?;
+            let old = old.map(|v| v.value().len());
+            // A new module also brings its file's bytes (counted for every tenant that has it).
+            let file = if old.is_none() { module.size as i64 } else { 0 };
+            let key_len = tenant.len() + module.id.len();
+            super::ledger::charge_row(&txn, tenant, key_len, (old, Some(value.len())), file, true)?;
         }
         txn.commit().map_err(db_err)
     }
@@ -326,7 +332,11 @@ impl ModuleRegistry {
         let still_used;
         {
             let mut t = txn.open_table(MODULES).map_err(db_err)?;
-            t.remove((tenant, id)).map_err(db_err)?;
+            if let Some(old) = t.remove((tenant, id)).map_err(db_err)? {
+                let file = decode_record::<Module>(old.value()).map_or(0, |m| m.size as i64);
+                let row = (Some(old.value().len()), None);
+                super::ledger::charge_row(&txn, tenant, tenant.len() + id.len(), row, -file, false)?;
+            }
             let mut used = false;
             for row in t.iter().map_err(db_err)? {
                 let (k, _) = row.map_err(db_err)?;

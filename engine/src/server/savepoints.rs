@@ -20,6 +20,7 @@ use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, new_id, printable};
 use super::jobs::{JobManager, JobStatus};
+use super::ledger::charge_row;
 use super::state::{StatePage, StateQuery, page};
 use super::tenants::Tenant;
 use crate::clock::unix_ms;
@@ -27,7 +28,8 @@ use crate::runtime::{JobEvent, StopMode};
 use crate::savepoint::Description;
 
 /// (tenant, savepoint id) → savepoint record (JSON).
-const SAVEPOINTS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.savepoint_records");
+pub(crate) const SAVEPOINTS: TableDefinition<'_, (&str, &str), &[u8]> =
+    TableDefinition::new("weir.savepoint_records");
 
 /// What happens to the job when its savepoint is taken.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,8 +228,10 @@ impl Savepoints {
         {
             let mut t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
             let stored = StoredSavepoint { tenant: record.tenant.clone(), record: record.clone() };
-            t.insert((record.tenant.as_str(), record.id.as_str()), encode_record(&stored)?.as_slice())
-                .map_err(db_err)?;
+            let value = encode_record(&stored)?;
+            let key = (record.tenant.as_str(), record.id.as_str());
+            let old = t.insert(key, value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
+            charge_row(&txn, key.0, key.0.len() + key.1.len(), (old, Some(value.len())), 0, false)?;
         }
         txn.commit().map_err(db_err)
     }
@@ -247,17 +251,13 @@ impl Savepoints {
                 None => return Err(ServerError::NotFound(format!("no savepoint `{id}`"))),
             };
             change(&mut r);
-            let stored = StoredSavepoint { tenant: tenant.to_string(), record: r.clone() };
-            t.insert((tenant, id), encode_record(&stored)?.as_slice()).map_err(db_err)?;
+            let value = encode_record(&StoredSavepoint { tenant: tenant.to_string(), record: r.clone() })?;
+            let old = t.insert((tenant, id), value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
+            charge_row(&txn, tenant, tenant.len() + id.len(), (old, Some(value.len())), 0, false)?;
             record = r;
         }
         txn.commit().map_err(db_err)?;
         Ok(record)
-    }
-
-    /// Bytes of `tenant`'s savepoints.
-    pub fn usage(&self, tenant: &str) -> ServerResult<u64> {
-        Ok(self.store.savepoint_usage(tenant)?)
     }
 
     /// Triggers a savepoint of job `job_id`; returns its pending record at once. A job that
@@ -545,7 +545,11 @@ impl Savepoints {
         }
         self.store.delete_savepoint(id)?;
         let txn = self.store.database()?.begin_write().map_err(db_err)?;
-        txn.open_table(SAVEPOINTS).map_err(db_err)?.remove((tenant, id)).map_err(db_err)?;
+        {
+            let mut t = txn.open_table(SAVEPOINTS).map_err(db_err)?;
+            let old = t.remove((tenant, id)).map_err(db_err)?.map(|v| v.value().len());
+            charge_row(&txn, tenant, tenant.len() + id.len(), (old, None), 0, false)?;
+        }
         txn.commit().map_err(db_err)?;
         tracing::info!(tenant = %tenant, savepoint = %id, "savepoint deleted");
         Ok(())

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use weir_store::{LogRecord, Store, StoreError};
 
@@ -13,9 +12,6 @@ use super::ids::printable;
 use super::msgpack::{json_to_msgpack, msgpack_to_json};
 use crate::clock::unix_ms;
 use crate::key_groups::key_group;
-
-/// tenant → bytes of records appended through the API.
-const STREAM_USAGE: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.stream_usage");
 
 /// Longest stream name a tenant may use.
 pub const MAX_STREAM_NAME: usize = 100;
@@ -122,10 +118,6 @@ pub struct Streams {
     round_robin: Arc<AtomicU64>,
 }
 
-fn db_err(e: impl std::fmt::Display) -> ServerError {
-    ServerError::internal(e)
-}
-
 /// A store error about a tenant's stream, with the tenant's name for it.
 fn user_err(e: StoreError, internal: &str, name: &str) -> ServerError {
     let message = e.to_string().replace(internal, name);
@@ -138,11 +130,9 @@ fn user_err(e: StoreError, internal: &str, name: &str) -> ServerError {
 }
 
 impl Streams {
-    /// The streams in `store` (creates the usage table).
+    /// The streams in `store`. Their records are charged to their tenant by the store
+    /// (the tenant's stream namespace, see `super::ledger`).
     pub fn open(store: &Store) -> ServerResult<Self> {
-        let txn = store.database()?.begin_write().map_err(db_err)?;
-        txn.open_table(STREAM_USAGE).map_err(db_err)?;
-        txn.commit().map_err(db_err)?;
         Ok(Streams { store: store.clone(), round_robin: Arc::default() })
     }
 
@@ -180,15 +170,9 @@ impl Streams {
         Ok(out)
     }
 
-    /// Bytes appended by `tenant` through the API.
-    pub fn usage(&self, tenant: &str) -> ServerResult<u64> {
-        let txn = self.store.database()?.begin_read().map_err(db_err)?;
-        let t = txn.open_table(STREAM_USAGE).map_err(db_err)?;
-        Ok(t.get(tenant).map_err(db_err)?.map(|v| v.value()).unwrap_or(0))
-    }
-
     /// Appends `records` to stream `name` of `tenant` in one durable transaction; the whole
-    /// request or nothing.
+    /// request or nothing. The store refuses it with the storage quota error when the
+    /// tenant's ledger would pass its limit.
     pub async fn append(
         &self,
         tenant: &str,
@@ -209,7 +193,6 @@ impl Streams {
         let partitions = self.store.stream_partitions(&internal).map_err(|e| user_err(e, &internal, name))?;
         let now = unix_ms() as i64;
         let mut by_partition: std::collections::BTreeMap<u32, Vec<(usize, LogRecord)>> = Default::default();
-        let mut bytes = 0u64;
         for (i, r) in records.into_iter().enumerate() {
             let key = match &r.key {
                 None | Some(serde_json::Value::Null) => Vec::new(),
@@ -226,7 +209,6 @@ impl Streams {
                 None if !key.is_empty() => key_group(&key, partitions),
                 None => (self.round_robin.fetch_add(1, Ordering::Relaxed) % u64::from(partitions)) as u32,
             };
-            bytes += (key.len() + value.len() + 8) as u64;
             by_partition
                 .entry(partition)
                 .or_default()
@@ -250,13 +232,6 @@ impl Streams {
                 out[i] = Appended { partition: p, offset: first + k as u64 };
             }
         }
-        let txn = self.store.database()?.begin_write().map_err(db_err)?;
-        {
-            let mut t = txn.open_table(STREAM_USAGE).map_err(db_err)?;
-            let used = t.get(tenant).map_err(db_err)?.map(|v| v.value()).unwrap_or(0);
-            t.insert(tenant, used + bytes).map_err(db_err)?;
-        }
-        txn.commit().map_err(db_err)?;
         Ok(out)
     }
 

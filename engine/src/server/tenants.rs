@@ -139,6 +139,9 @@ impl Tenants {
             tenants
                 .insert(tenant.id.as_str(), encode_record(&tenant)?.as_slice())
                 .map_err(ServerError::internal)?;
+            // The tenant's streams and storage limit, for the storage ledger.
+            weir_store::set_owner_in(&txn, &super::ledger::stream_namespace(&tenant.id), &tenant.id)?;
+            weir_store::set_limit_in(&txn, &tenant.id, Some(tenant.quotas.max_storage_bytes))?;
         }
         let (_, token) = tokens::insert(&txn, &tenant.id, Some("initial".into()))?;
         txn.commit().map_err(ServerError::internal)?;
@@ -181,6 +184,7 @@ impl Tenants {
             drop(row);
             change(&mut tenant);
             tenants.insert(id, encode_record(&tenant)?.as_slice()).map_err(ServerError::internal)?;
+            weir_store::set_limit_in(&txn, id, Some(tenant.quotas.max_storage_bytes))?;
         }
         txn.commit().map_err(ServerError::internal)?;
         Ok(tenant)

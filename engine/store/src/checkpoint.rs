@@ -1,6 +1,7 @@
 //! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
 
 pub(crate) mod storage;
+pub(crate) mod summary;
 
 use std::collections::BTreeMap;
 use std::fmt;

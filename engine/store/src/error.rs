@@ -21,6 +21,22 @@ pub enum StoreError {
     /// redb failed (I/O error, full disk, corrupted file, ...).
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// A write would take an owner past its storage limit ([`Store::set_limit`](crate::Store::set_limit));
+    /// nothing of it was stored.
+    #[error(
+        "storage quota exceeded: the tenant stores {used} bytes, this write adds {adding}, and the \
+         limit is {limit}; delete streams, savepoints or jobs, or ask for a larger quota"
+    )]
+    QuotaExceeded {
+        /// The owner (tenant).
+        owner: String,
+        /// Bytes stored and reserved before the write.
+        used: u64,
+        /// Bytes the write adds.
+        adding: u64,
+        /// The owner's limit.
+        limit: u64,
+    },
     /// A chain references a chunk that is no longer stored.
     #[error(
         "chunk {chunk} of job `{job}` is missing: it was deleted by retention or by an abort, \

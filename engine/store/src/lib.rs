@@ -51,7 +51,9 @@ mod savefile;
 mod savepoint;
 mod store;
 pub mod stream;
+mod usage;
 
+pub use checkpoint::summary::{HistorySummary, Stat};
 pub use checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
     StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
@@ -62,3 +64,4 @@ pub use faulty::FaultyStorage;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
 pub use stream::LogRecord;
+pub use usage::{ENTRY_OVERHEAD, PAGE_BYTES, charge_owner, entry_bytes, set_limit_in, set_owner_in};

@@ -807,8 +807,22 @@ impl Store {
         id: &str,
         owner: &str,
     ) -> Result<SavepointInfo, StoreError> {
+        self.import_savepoint_reserved(input, id, owner, 0)
+    }
+
+    /// [`Store::import_savepoint`], giving back `reserved` bytes of `owner`'s reservation
+    /// ([`Store::reserve`], e.g. held for the spooled file) in the same transaction that
+    /// charges the stored savepoint; on failure the reservation is untouched.
+    pub fn import_savepoint_reserved(
+        &self,
+        input: &mut dyn Read,
+        id: &str,
+        owner: &str,
+        reserved: u64,
+    ) -> Result<SavepointInfo, StoreError> {
         self.check_disk(0)?;
         let txn = self.write_txn(Durability::Immediate)?;
+        crate::usage::release_in(&txn, owner, reserved)?;
         let info = {
             let mut writer = SavepointWriter::open(&txn, id, self.max_chunk_bytes)?;
             let header = read_file(&mut FileReader::new(input), &mut writer)?;

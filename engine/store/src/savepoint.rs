@@ -22,6 +22,7 @@ use crate::store::{
     CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES,
     SAVEPOINTS, Store,
 };
+use crate::usage::{Meter, Subject, charge};
 
 /// A savepoint as stored (MessagePack with field names in the `weir.savepoints` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +125,9 @@ struct OpenScope {
 /// Writes one savepoint's rows in a write transaction: entries scope by scope, blobs, and
 /// finally the info (with the counted bytes and entries) and the owner index.
 pub(crate) struct SavepointWriter<'txn> {
+    txn: &'txn WriteTransaction,
+    /// Bytes stored so far (keys, values and per-entry overhead), charged to the owner.
+    meter: Meter,
     id: String,
     max_chunk_bytes: usize,
     infos: Table<'txn, &'static str, &'static [u8]>,
@@ -142,11 +146,13 @@ fn write_chunks(
     (id, operator, scope): (&str, &str, u32),
     first: u32,
     chunks: Vec<Vec<u8>>,
+    meter: &mut Meter,
 ) -> Result<u32, StoreError> {
     let mut number = first;
     for bytes in chunks {
         for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
             pieces.insert((id, operator, scope, number, piece as u32), part)?;
+            meter.put(id.len() + operator.len() + 12, part.len(), None);
         }
         number += 1;
     }
@@ -166,6 +172,8 @@ impl<'txn> SavepointWriter<'txn> {
             return Err(StoreError::SavepointExists { id: id.to_owned() });
         }
         Ok(SavepointWriter {
+            txn,
+            meter: Meter::default(),
             id: id.to_owned(),
             max_chunk_bytes,
             infos,
@@ -205,7 +213,13 @@ impl<'txn> SavepointWriter<'txn> {
         self.entries += 1;
         self.bytes += (key.len() + value.len()) as u64;
         let done = open.encoder.take_done();
-        open.chunks = write_chunks(&mut self.pieces, (&self.id, &open.operator, scope), open.chunks, done)?;
+        open.chunks = write_chunks(
+            &mut self.pieces,
+            (&self.id, &open.operator, scope),
+            open.chunks,
+            done,
+            &mut self.meter,
+        )?;
         Ok(())
     }
 
@@ -213,8 +227,10 @@ impl<'txn> SavepointWriter<'txn> {
     fn close_scope(&mut self) -> Result<(), StoreError> {
         if let Some(open) = self.open.take() {
             let key = (self.id.as_str(), open.operator.as_str(), open.scope);
-            let chunks = write_chunks(&mut self.pieces, key, open.chunks, open.encoder.finish())?;
+            let chunks =
+                write_chunks(&mut self.pieces, key, open.chunks, open.encoder.finish(), &mut self.meter)?;
             self.scopes.insert(key, (chunks, open.entries))?;
+            self.meter.put(key.0.len() + key.1.len() + 4, 12, None);
         }
         Ok(())
     }
@@ -222,6 +238,7 @@ impl<'txn> SavepointWriter<'txn> {
     /// Stores the blob of `subtask` of `operator`.
     pub(crate) fn blob(&mut self, operator: &str, subtask: u32, blob: &[u8]) -> Result<(), StoreError> {
         self.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
+        self.meter.put(self.id.len() + operator.len() + 4, blob.len(), None);
         self.bytes += blob.len() as u64;
         Ok(())
     }
@@ -237,14 +254,20 @@ impl<'txn> SavepointWriter<'txn> {
     }
 
     /// Completes the savepoint: stores `info` under the writer's id with the counted bytes and
-    /// entries (overriding `id`, `bytes` and `entries`) and indexes it by owner.
+    /// entries (overriding `id`, `bytes` and `entries`), indexes it by owner, and charges
+    /// everything written to the owner (failing with [`StoreError::QuotaExceeded`] if that
+    /// passes its limit).
     pub(crate) fn finish(mut self, mut info: SavepointInfo) -> Result<SavepointInfo, StoreError> {
         self.close_scope()?;
         info.id = self.id.clone();
         info.bytes = self.bytes;
         info.entries = self.entries;
-        self.infos.insert(info.id.as_str(), encode_info(&info)?.as_slice())?;
+        let encoded = encode_info(&info)?;
+        self.infos.insert(info.id.as_str(), encoded.as_slice())?;
+        self.meter.put(info.id.len(), encoded.len(), None);
         self.owners.insert((info.owner.as_str(), info.id.as_str()), ())?;
+        self.meter.put(info.owner.len() + info.id.len(), 0, None);
+        charge(self.txn, Subject::Owner(&info.owner), self.meter.0, true)?;
         Ok(info)
     }
 }
@@ -415,20 +438,43 @@ impl Store {
             let Some(bytes) = infos.remove(id)? else {
                 return Ok(false);
             };
+            let mut meter = Meter::default();
+            meter.remove(id.len(), bytes.value().len());
             let mut owners = txn.open_table(SAVEPOINT_OWNERS)?;
-            match decode_info(id, bytes.value()) {
+            let owner = match decode_info(id, bytes.value()) {
                 Ok(info) => {
                     owners.remove((info.owner.as_str(), id))?;
+                    meter.remove(info.owner.len() + id.len(), 0);
+                    Some(info.owner)
                 }
                 // A damaged info row must not make the savepoint undeletable.
-                Err(_) => owners.retain(|(_, listed), ()| listed != id)?,
-            }
+                Err(_) => {
+                    owners.retain(|(_, listed), ()| listed != id)?;
+                    None
+                }
+            };
+            drop(bytes);
             let end = after(id);
             let end = end.as_str();
-            txn.open_table(SAVEPOINT_SCOPES)?.retain_in((id, "", 0)..(end, "", 0), |_, _| false)?;
-            txn.open_table(SAVEPOINT_PIECES)?
-                .retain_in((id, "", 0, 0, 0)..(end, "", 0, 0, 0), |_, _| false)?;
-            txn.open_table(SAVEPOINT_BLOBS)?.retain_in((id, "", 0)..(end, "", 0), |_, _| false)?;
+            txn.open_table(SAVEPOINT_SCOPES)?.retain_in((id, "", 0)..(end, "", 0), |(_, op, _), _| {
+                meter.remove(id.len() + op.len() + 4, 12);
+                false
+            })?;
+            txn.open_table(SAVEPOINT_PIECES)?.retain_in(
+                (id, "", 0, 0, 0)..(end, "", 0, 0, 0),
+                |(_, op, _, _, _), piece| {
+                    meter.remove(id.len() + op.len() + 12, piece.len());
+                    false
+                },
+            )?;
+            txn.open_table(SAVEPOINT_BLOBS)?.retain_in((id, "", 0)..(end, "", 0), |(_, op, _), blob| {
+                meter.remove(id.len() + op.len() + 4, blob.len());
+                false
+            })?;
+            if let Some(owner) = owner {
+                drop((infos, owners));
+                charge(&txn, Subject::Owner(&owner), meter.0, false)?;
+            }
         }
         txn.commit()?;
         Ok(true)

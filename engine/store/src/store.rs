@@ -140,6 +140,8 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     txn.open_table(SAVEPOINT_SCOPES)?;
     txn.open_table(SAVEPOINT_PIECES)?;
     txn.open_table(SAVEPOINT_BLOBS)?;
+    crate::usage::open_tables(&txn)?;
+    txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
     txn.commit()?;
     Ok(db)
 }
@@ -270,8 +272,11 @@ impl Store {
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             let mut last = txn.open_table(JOB_LAST_ID)?;
+            let mut summaries = txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
             for meta in metas {
                 checkpoints.insert((meta.job.as_str(), meta.id), encode_meta(meta)?.as_slice())?;
+                // Recounted when next read.
+                summaries.remove(meta.job.as_str())?;
                 let current = last.get(meta.job.as_str())?.map_or(0, |v| v.value());
                 if meta.id > current {
                     last.insert(meta.job.as_str(), meta.id)?;

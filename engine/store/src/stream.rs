@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec::{Reader, decode_record, encode_record, put_varint};
 use crate::error::StoreError;
 use crate::store::{LOG, LOG_ENDS, STAGED, STREAMS, Store};
+use crate::usage::{Meter, Subject, charge};
 
 /// The largest partition count of a stream.
 pub const MAX_PARTITIONS: u32 = 1024;
@@ -90,15 +91,18 @@ fn append_encoded<'r>(
     name: &str,
     partition: u32,
     records: impl IntoIterator<Item = &'r [u8]>,
+    meter: &mut Meter,
 ) -> Result<u64, StoreError> {
     let first = end_of(ends, name, partition)?;
     let mut next = first;
     for record in records {
-        log.insert((name, partition, next), record)?;
+        let old = log.insert((name, partition, next), record)?.map(|v| v.value().len());
+        meter.put(name.len() + 12, record.len(), old);
         next += 1;
     }
     if next != first {
-        ends.insert((name, partition), next)?;
+        let old = ends.insert((name, partition), next)?.map(|_| 8);
+        meter.put(name.len() + 4, 8, old);
     }
     Ok(first)
 }
@@ -169,6 +173,7 @@ impl Store {
         self.check_disk(groups.iter().flat_map(|(_, r)| r.iter()).map(record_size).sum())?;
         let txn = self.write_txn(Durability::Immediate)?;
         let mut firsts = Vec::with_capacity(groups.len());
+        let mut meter = Meter::default();
         {
             let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
             let mut log = txn.open_table(LOG)?;
@@ -189,9 +194,11 @@ impl Store {
                     name,
                     *partition,
                     encoded.iter().map(Vec::as_slice),
+                    &mut meter,
                 )?);
             }
         }
+        charge(&txn, Subject::Stream(name), meter.0, true)?;
         txn.commit()?;
         Ok(firsts)
     }
@@ -246,6 +253,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.check_disk(records.iter().map(|(_, r)| record_size(r)).sum())?;
         let txn = self.write_txn(Durability::None)?;
+        let mut meter = Meter::default();
         {
             let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
             for (partition, _) in records {
@@ -262,9 +270,11 @@ impl Store {
                 out.clear();
                 put_varint(&mut out, u64::from(*partition));
                 encode_record(&mut out, record);
-                staged.insert((name, writer, epoch, seq), out.as_slice())?;
+                let old = staged.insert((name, writer, epoch, seq), out.as_slice())?.map(|v| v.value().len());
+                meter.put(name.len() + writer.len() + 16, out.len(), old);
             }
         }
+        charge(&txn, Subject::Stream(name), meter.0, true)?;
         txn.commit()?;
         Ok(())
     }
@@ -274,6 +284,7 @@ impl Store {
     /// nothing more.
     pub fn commit_staged(&self, name: &str, writer: &str, up_to_epoch: u64) -> Result<u64, StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
+        let mut meter = Meter::default();
         let committed = {
             let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
             let mut staged = txn.open_table(STAGED)?;
@@ -300,14 +311,17 @@ impl Store {
                     .ok()
                     .filter(|p| *p < partitions)
                     .ok_or_else(|| corrupt(format!("partition {partition} out of range")))?;
-                append_encoded(&mut log, &mut ends, name, partition, [record])?;
-                done.push((epoch, seq));
+                append_encoded(&mut log, &mut ends, name, partition, [record], &mut meter)?;
+                done.push((epoch, seq, bytes.len()));
             }
-            for (epoch, seq) in &done {
+            for (epoch, seq, len) in &done {
                 staged.remove((name, writer, *epoch, *seq))?;
+                meter.remove(name.len() + writer.len() + 16, *len);
             }
             done.len() as u64
         };
+        // Committing records that were counted when staged is never refused.
+        charge(&txn, Subject::Stream(name), meter.0, false)?;
         txn.commit()?;
         Ok(committed)
     }
@@ -316,6 +330,7 @@ impl Store {
     /// returns how many. Not durable on its own.
     pub fn discard_staged(&self, name: &str, writer: &str, after_epoch: u64) -> Result<u64, StoreError> {
         let txn = self.write_txn(Durability::None)?;
+        let mut meter = Meter::default();
         let discarded = {
             partitions_of(&txn.open_table(STREAMS)?, name)?;
             let Some(first) = after_epoch.checked_add(1) else {
@@ -324,14 +339,17 @@ impl Store {
             let mut staged = txn.open_table(STAGED)?;
             let mut doomed = Vec::new();
             for item in staged.range((name, writer, first, 0)..=(name, writer, u64::MAX, u64::MAX))? {
-                let (_, _, epoch, seq) = item?.0.value();
-                doomed.push((epoch, seq));
+                let (key, value) = item?;
+                let (_, _, epoch, seq) = key.value();
+                doomed.push((epoch, seq, value.value().len()));
             }
-            for (epoch, seq) in &doomed {
+            for (epoch, seq, len) in &doomed {
                 staged.remove((name, writer, *epoch, *seq))?;
+                meter.remove(name.len() + writer.len() + 16, *len);
             }
             doomed.len() as u64
         };
+        charge(&txn, Subject::Stream(name), meter.0, false)?;
         txn.commit()?;
         Ok(discarded)
     }

@@ -2,6 +2,8 @@
 //! written on the blocking pool, imported from an upload spooled to a temporary file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
@@ -15,51 +17,71 @@ use crate::server::tenants::Tenant;
 
 impl Savepoints {
     /// Stores an exported savepoint file, arriving as `chunks`, as a new savepoint of
-    /// `tenant`. The upload is spooled to a temporary file first (the import itself holds
-    /// the store's writer, which must not wait on a slow client) and cut off once it passes
-    /// `room` bytes (what is left of the storage quota); the whole file is then checked
-    /// (format, version, every frame, checksum) before anything is stored, and a bad file
-    /// stores nothing.
+    /// `tenant`. The upload is spooled to a temporary file first (the import then writes the
+    /// store in one short transaction from the local file, so the store's writer never waits
+    /// on a slow client); the whole file is checked (format, version, every frame, checksum)
+    /// before anything is stored, and a bad file stores nothing.
+    ///
+    /// Bounds, checked as the bytes arrive: more than `max_bytes` answers 413; the spooled
+    /// bytes hold a reservation of the tenant's storage (taken in steps of
+    /// [`RESERVE_STEP`], so concurrent uploads cannot each count on the same free room),
+    /// and an upload that would pass the quota is cut off with the quota error (429). The
+    /// reservation is given back in the transaction that stores the savepoint, or when the
+    /// import fails; the temporary file is always removed.
     pub async fn import<E: std::fmt::Display>(
         &self,
         tenant: &Tenant,
-        room: u64,
+        max_bytes: u64,
         mut chunks: impl Stream<Item = Result<Bytes, E>> + Unpin,
     ) -> ServerResult<SavepointRecord> {
         use tokio::io::AsyncWriteExt as _;
         let upload = TempFile::new(&self.tmp)?;
+        let reservation = Reservation::new(self.store.clone(), &tenant.id);
         let mut file = tokio::fs::File::create(&upload.path).await.map_err(ServerError::internal)?;
         let mut size = 0u64;
         while let Some(chunk) = chunks.next().await {
             let chunk =
                 chunk.map_err(|e| ServerError::BadRequest(format!("reading the upload failed: {e}")))?;
             size += chunk.len() as u64;
-            if size > room {
-                return Err(ServerError::Quota {
-                    limit: "max_storage_bytes",
-                    message: format!(
-                        "the savepoint file is larger than the {room} bytes left of the tenant's {} byte storage quota",
-                        tenant.quotas.max_storage_bytes
-                    ),
-                });
+            if size > max_bytes {
+                return Err(ServerError::TooLarge(format!(
+                    "the savepoint file is larger than the server's limit of {max_bytes} bytes per request"
+                )));
             }
+            reservation.cover(size).await?;
             file.write_all(&chunk).await.map_err(ServerError::internal)?;
         }
         file.flush().await.map_err(ServerError::internal)?;
         drop(file);
-        let (this, tenant_id) = (self.clone(), tenant.id.clone());
+        let (this, tenant_id, held) = (self.clone(), tenant.id.clone(), reservation.held.clone());
         let record = tokio::task::spawn_blocking(move || {
             let file = std::fs::File::open(&upload.path).map_err(ServerError::internal)?;
-            this.import_file(&tenant_id, &mut std::io::BufReader::with_capacity(1 << 20, file))
+            this.import_file(&tenant_id, &mut std::io::BufReader::with_capacity(1 << 20, file), &held)
         })
         .await??;
         Ok(record)
     }
 
-    /// Stores the savepoint file read from `input` as a new savepoint of `tenant`. Blocking.
-    fn import_file(&self, tenant: &str, input: &mut dyn std::io::Read) -> ServerResult<SavepointRecord> {
+    /// Stores the savepoint file read from `input` as a new savepoint of `tenant`, giving back
+    /// the reservation `held` in the store's transaction. Blocking.
+    fn import_file(
+        &self,
+        tenant: &str,
+        input: &mut dyn std::io::Read,
+        held: &AtomicU64,
+    ) -> ServerResult<SavepointRecord> {
         let id = new_id(16);
-        let info = self.store.import_savepoint(input, &id, tenant)?;
+        let reserved = held.swap(0, Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        let info = match self.store.import_savepoint_reserved(input, &id, tenant, reserved) {
+            Ok(info) => info,
+            Err(e) => {
+                // Not given back: the reservation's owner releases it.
+                held.fetch_add(reserved, Ordering::SeqCst);
+                return Err(e.into());
+            }
+        };
+        tracing::debug!(savepoint = %id, ms = started.elapsed().as_millis() as u64, "import transaction");
         let description = match Description::read(&info) {
             Ok(d) => d,
             Err(e) => {
@@ -144,6 +166,62 @@ impl std::io::Write for ChannelWriter {
         self.tx
             .blocking_send(Ok(chunk))
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+    }
+}
+
+/// Bytes an upload reserves at a time (one small store transaction per step).
+pub const RESERVE_STEP: u64 = 1 << 20;
+
+/// Room of a tenant's storage quota held for an upload in flight; what is still held is given
+/// back when dropped (also when the request is abandoned mid-upload).
+struct Reservation {
+    store: weir_store::Store,
+    tenant: String,
+    /// Bytes held; whoever takes them (the import's transaction, or the drop) swaps in 0.
+    held: Arc<AtomicU64>,
+}
+
+impl Reservation {
+    fn new(store: weir_store::Store, tenant: &str) -> Self {
+        Reservation { store, tenant: tenant.to_string(), held: Arc::default() }
+    }
+
+    /// Holds at least `bytes` (in steps of [`RESERVE_STEP`] when the room allows); fails with
+    /// the quota error when the tenant's storage plus reservations would pass its limit.
+    async fn cover(&self, bytes: u64) -> ServerResult<()> {
+        let held = self.held.load(Ordering::SeqCst);
+        if bytes <= held {
+            return Ok(());
+        }
+        let need = bytes - held;
+        let (store, tenant) = (self.store.clone(), self.tenant.clone());
+        let step = need.max(RESERVE_STEP);
+        let taken = tokio::task::spawn_blocking(move || match store.reserve(&tenant, step) {
+            Ok(()) => Ok(step),
+            Err(_) => store.reserve(&tenant, need).map(|()| need),
+        })
+        .await??;
+        self.held.fetch_add(taken, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let bytes = self.held.swap(0, Ordering::SeqCst);
+        if bytes == 0 {
+            return;
+        }
+        let (store, tenant) = (self.store.clone(), std::mem::take(&mut self.tenant));
+        let release = move || {
+            if let Err(e) = store.release(&tenant, bytes) {
+                tracing::warn!(tenant = %tenant, "giving back an upload's reservation failed: {e}");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(release)),
+            Err(_) => release(),
+        }
     }
 }
 

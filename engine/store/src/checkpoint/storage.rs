@@ -4,16 +4,19 @@ use std::collections::{BTreeMap, HashSet};
 
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
+use crate::checkpoint::summary;
 use crate::checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState,
     SubtaskWrite,
 };
 use crate::codec::{ChunkEncoder, decode_chunk, decode_manifest, encode_manifest};
 use crate::error::StoreError;
+use crate::store::decode_meta;
 use crate::store::{
     CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID,
     MANIFESTS, NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
 };
+use crate::usage::{Meter, Subject, charge};
 
 /// Live state while a chain is applied: state name → key → value.
 pub(crate) type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
@@ -79,6 +82,8 @@ struct ChunkTables<'txn> {
     chunks: Table<'txn, (&'static str, u64, u32), &'static [u8]>,
     index: Table<'txn, (&'static str, u64), (u64, u64)>,
     owners: Table<'txn, (&'static str, u64, u64), u64>,
+    /// Bytes added minus bytes removed through these tables.
+    meter: Meter,
 }
 
 impl<'txn> ChunkTables<'txn> {
@@ -87,6 +92,7 @@ impl<'txn> ChunkTables<'txn> {
             chunks: txn.open_table(CHUNKS)?,
             index: txn.open_table(CHUNK_INDEX)?,
             owners: txn.open_table(CHUNK_OWNERS)?,
+            meter: Meter::default(),
         })
     }
 
@@ -100,13 +106,19 @@ impl<'txn> ChunkTables<'txn> {
     fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
         let mut pieces = Vec::new();
         for piece in self.chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))? {
-            pieces.push(piece?.0.value().2);
+            let (key, value) = piece?;
+            pieces.push((key.value().2, value.value().len()));
         }
-        for piece in pieces {
+        for (piece, len) in pieces {
             self.chunks.remove((job, chunk, piece))?;
+            self.meter.remove(job.len() + 12, len);
         }
-        self.index.remove((job, chunk))?;
-        self.owners.remove((job, owner, chunk))?;
+        if self.index.remove((job, chunk))?.is_some() {
+            self.meter.remove(job.len() + 8, 16);
+        }
+        if self.owners.remove((job, owner, chunk))?.is_some() {
+            self.meter.remove(job.len() + 16, 8);
+        }
         Ok(())
     }
 
@@ -151,11 +163,16 @@ impl ChunkWriter<'_, '_> {
             let id = self.next_id;
             self.next_id += 1;
             let size = bytes.len() as u64;
+            let job_len = self.job.len();
             for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
-                self.tables.chunks.insert((self.job, id, piece as u32), part)?;
+                let old =
+                    self.tables.chunks.insert((self.job, id, piece as u32), part)?.map(|v| v.value().len());
+                self.tables.meter.put(job_len + 12, part.len(), old);
             }
-            self.tables.index.insert((self.job, id), (self.owner, size))?;
-            self.tables.owners.insert((self.job, self.owner, id), size)?;
+            let old = self.tables.index.insert((self.job, id), (self.owner, size))?.map(|_| 16);
+            self.tables.meter.put(job_len + 8, 16, old);
+            let old = self.tables.owners.insert((self.job, self.owner, id), size)?.map(|_| 8);
+            self.tables.meter.put(job_len + 16, 8, old);
             self.bytes_written += size;
             ids.push(id);
         }
@@ -197,12 +214,19 @@ fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreE
     Ok(())
 }
 
+/// History-row changes `(old, new)` of one transaction, for the job's summary.
+type Changes = Vec<(Option<CheckpointMeta>, CheckpointMeta)>;
+
 fn put_meta(
     table: &mut Table<'_, (&'static str, u64), &'static [u8]>,
     meta: &CheckpointMeta,
+    (meter, changes): (&mut Meter, &mut Changes),
 ) -> Result<(), StoreError> {
     let bytes = encode_meta(meta)?;
-    table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?;
+    let old = table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?;
+    let old = old.map(|v| (v.value().len(), decode_meta(&meta.job, meta.id, v.value()).ok()));
+    meter.put(meta.job.len() + 8, bytes.len(), old.as_ref().map(|(len, _)| *len));
+    changes.push((old.and_then(|(_, meta)| meta), meta.clone()));
     Ok(())
 }
 
@@ -234,8 +258,16 @@ fn kept_chunks(
 }
 
 /// Marks an in-progress checkpoint Failed (if it has a meta row) and drops it from the index.
-fn fail_in_progress(txn: &WriteTransaction, job: &str, id: u64, reason: &str) -> Result<(), StoreError> {
-    txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+fn fail_in_progress(
+    txn: &WriteTransaction,
+    job: &str,
+    id: u64,
+    reason: &str,
+    (meter, changes): (&mut Meter, &mut Changes),
+) -> Result<(), StoreError> {
+    if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
+        meter.remove(job.len() + 8, 0);
+    }
     let mut checkpoints = txn.open_table(CHECKPOINTS)?;
     if let Some(mut meta) = read_meta(&checkpoints, job, id)?
         && meta.status == CheckpointStatus::InProgress
@@ -246,7 +278,7 @@ fn fail_in_progress(txn: &WriteTransaction, job: &str, id: u64, reason: &str) ->
         let end = now_ms();
         meta.end_time_ms = Some(end);
         meta.duration_ms = Some(end.saturating_sub(meta.trigger_time_ms) as f64);
-        put_meta(&mut checkpoints, &meta)?;
+        put_meta(&mut checkpoints, &meta, (meter, changes))?;
     }
     Ok(())
 }
@@ -287,6 +319,8 @@ impl CheckpointStorage for Store {
         }
         self.check_disk(0)?;
         let txn = self.write_txn(Durability::None)?;
+        let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let last = txn.open_table(JOB_LAST_ID)?.get(job)?.map_or(0, |v| v.value());
             if meta.id < last {
@@ -308,9 +342,12 @@ impl CheckpointStorage for Store {
             }
             let mut stored = meta.clone();
             stored.retained = false;
-            put_meta(&mut checkpoints, &stored)?;
-            txn.open_table(IN_PROGRESS)?.insert((job, meta.id), ())?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
+            let old = txn.open_table(IN_PROGRESS)?.insert((job, meta.id), ())?.map(|_| 0);
+            meter.put(job.len() + 8, 0, old);
         }
+        summary::update(&txn, job, &changes)?;
+        charge(&txn, Subject::Job(job), meter.0, true)?;
         bump_last_id(&txn, job, meta.id)?;
         txn.commit()?;
         Ok(())
@@ -390,7 +427,9 @@ impl CheckpointStorage for Store {
                 }
             }
             counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
-            SubtaskState { chains, blob: write.blob, bytes_written: writer.bytes_written, compactions }
+            let bytes_written = writer.bytes_written;
+            charge(&txn, Subject::Job(job), tables.meter.0, true)?;
+            SubtaskState { chains, blob: write.blob, bytes_written, compactions }
         };
         bump_last_id(&txn, job, write.checkpoint)?;
         txn.commit()?;
@@ -414,6 +453,8 @@ impl CheckpointStorage for Store {
         }
         let mut report = GcReport::default();
         let txn = self.write_txn(Durability::Immediate)?;
+        let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
@@ -464,10 +505,14 @@ impl CheckpointStorage for Store {
                 }
                 stats.full_state_bytes = bytes;
             }
-            put_meta(&mut checkpoints, &stored)?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
             drop(checkpoints);
-            manifests.insert((job, id), encode_manifest(manifest).as_slice())?;
-            txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+            let encoded = encode_manifest(manifest);
+            let old = manifests.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
+            meter.put(job.len() + 8, encoded.len(), old);
+            if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
+                meter.remove(job.len() + 8, 0);
+            }
 
             // Older checkpoints still in progress can no longer complete.
             let older_ids = match id.checked_sub(1) {
@@ -475,7 +520,8 @@ impl CheckpointStorage for Store {
                 None => Vec::new(),
             };
             for older in older_ids {
-                fail_in_progress(&txn, job, older, &format!("subsumed by completed checkpoint {id}"))?;
+                let reason = format!("subsumed by completed checkpoint {id}");
+                fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
             }
 
             // Retention: keep the newest `retain` manifests, and pinned ones.
@@ -490,10 +536,12 @@ impl CheckpointStorage for Store {
                 if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
                     continue;
                 }
-                manifests.remove((job, old))?;
+                if let Some(removed) = manifests.remove((job, old))? {
+                    meter.remove(job.len() + 8, removed.value().len());
+                }
                 if let Some(mut old_meta) = old_meta {
                     old_meta.retained = false;
-                    put_meta(&mut checkpoints, &old_meta)?;
+                    put_meta(&mut checkpoints, &old_meta, (&mut meter, &mut changes))?;
                 }
                 report.removed_checkpoints.push(old);
             }
@@ -501,7 +549,11 @@ impl CheckpointStorage for Store {
             // GC: chunks owned by checkpoints up to this one that no kept manifest references.
             let keep = kept_chunks(&manifests, job)?;
             tables.collect(job, 0..=id, &keep, &mut report)?;
+            meter.0 += tables.meter.0;
         }
+        // Retention's deletions count against what the completion adds.
+        summary::update(&txn, job, &changes)?;
+        charge(&txn, Subject::Job(job), meter.0, true)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
         Ok(report)
@@ -511,6 +563,8 @@ impl CheckpointStorage for Store {
         let job = meta.job.as_str();
         let id = meta.id;
         let txn = self.write_txn(Durability::None)?;
+        let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
@@ -534,12 +588,18 @@ impl CheckpointStorage for Store {
                 stored.end_time_ms = Some(end);
                 stored.duration_ms = Some(end.saturating_sub(stored.trigger_time_ms) as f64);
             }
-            put_meta(&mut checkpoints, &stored)?;
-            txn.open_table(IN_PROGRESS)?.remove((job, id))?;
+            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
+            if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
+                meter.remove(job.len() + 8, 0);
+            }
             let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
             let mut tables = ChunkTables::open(&txn)?;
             tables.collect(job, id..=id, &keep, &mut GcReport::default())?;
+            meter.0 += tables.meter.0;
         }
+        // An abort is never refused: it must be able to record a quota failure.
+        summary::update(&txn, job, &changes)?;
+        charge(&txn, Subject::Job(job), meter.0, false)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
         Ok(())
@@ -599,7 +659,7 @@ impl CheckpointStorage for Store {
         let mut metas = Vec::new();
         for item in checkpoints.range((job, 0)..=(job, u64::MAX))? {
             let (key, bytes) = item?;
-            metas.push(crate::store::decode_meta(job, key.value().1, bytes.value())?);
+            metas.push(decode_meta(job, key.value().1, bytes.value())?);
         }
         Ok(metas)
     }
@@ -612,14 +672,19 @@ impl CheckpointStorage for Store {
 
     fn recover(&self, job: &str) -> Result<(), StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
+        let mut meter = Meter::default();
+        let mut changes = Changes::new();
         for id in in_progress_ids(&txn, job, 0..=u64::MAX)? {
-            fail_in_progress(&txn, job, id, "interrupted: the job restarted")?;
+            fail_in_progress(&txn, job, id, "interrupted: the job restarted", (&mut meter, &mut changes))?;
         }
         {
             let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
             let mut tables = ChunkTables::open(&txn)?;
             tables.collect(job, 0..=u64::MAX, &keep, &mut GcReport::default())?;
+            meter.0 += tables.meter.0;
         }
+        summary::update(&txn, job, &changes)?;
+        charge(&txn, Subject::Job(job), meter.0, false)?;
         txn.commit()?;
         Ok(())
     }
@@ -660,16 +725,20 @@ impl Store {
     /// Nothing happens if the checkpoint is not pinned or not recorded.
     pub fn unpin(&self, job: &str, id: u64) -> Result<(), StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
+        let mut meter = Meter::default();
+        let mut changes = Changes::new();
         {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             match read_meta(&checkpoints, job, id)? {
                 Some(mut meta) if meta.pinned => {
                     meta.pinned = false;
-                    put_meta(&mut checkpoints, &meta)?;
+                    put_meta(&mut checkpoints, &meta, (&mut meter, &mut changes))?;
                 }
                 _ => return Ok(()),
             }
         }
+        summary::update(&txn, job, &changes)?;
+        charge(&txn, Subject::Job(job), meter.0, false)?;
         txn.commit()?;
         Ok(())
     }
