@@ -31,7 +31,7 @@ async fn the_default_page_of_a_long_history_matches_the_whole_history() {
     api.wait_status(&job, "finished", Duration::from_secs(60)).await;
 
     // Thousands of rows more, of every status, written as a long-running job would leave them.
-    let store = server.server.as_ref().expect("in process").store.clone();
+    let store = server.service().store.clone();
     let seed = 0x1577_u64;
     println!("seed {seed}");
     let first = store.last_checkpoint_id(&job).expect("last id") + 1;

@@ -24,8 +24,6 @@ pub struct TestServer {
     pub url: String,
     /// The data directory.
     pub data_dir: PathBuf,
-    /// The server itself, for an in-process one (to read its store in checks).
-    pub server: Option<std::sync::Arc<Server>>,
     _temp: Option<tempfile::TempDir>,
     child: Option<Child>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -75,7 +73,6 @@ impl TestServer {
         TestServer {
             url: format!("http://{address}"),
             data_dir: data_dir.to_path_buf(),
-            server: Some(handle),
             _temp: None,
             child: None,
             task: Some(task),
