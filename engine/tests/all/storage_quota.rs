@@ -215,10 +215,12 @@ async fn usage_tracks_the_growth_of_the_data_directory() {
         .await
         .expect("export body");
     for _ in 0..2 {
+        let started = Instant::now();
         let (status, v) = api
             .send_bytes(reqwest::Method::POST, "/api/v1/savepoints", "application/octet-stream", file.clone())
             .await;
         assert_eq!(status, 201, "import: {v}");
+        println!("imported a {} byte savepoint file in {:?}", file.len(), started.elapsed());
     }
     let after = measure(&server, &api).await;
     assert_tracks("savepoints", before, after);
