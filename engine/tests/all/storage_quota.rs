@@ -215,10 +215,12 @@ async fn usage_tracks_the_growth_of_the_data_directory() {
         .await
         .expect("export body");
     for _ in 0..2 {
+        let started = Instant::now();
         let (status, v) = api
             .send_bytes(reqwest::Method::POST, "/api/v1/savepoints", "application/octet-stream", file.clone())
             .await;
         assert_eq!(status, 201, "import: {v}");
+        println!("imported a {} byte savepoint file in {:?}", file.len(), started.elapsed());
     }
     let after = measure(&server, &api).await;
     assert_tracks("savepoints", before, after);
@@ -328,4 +330,39 @@ async fn concurrent_oversized_savepoint_imports_are_refused_and_leave_nothing() 
     assert!(files(&server.data_dir.join("tmp")).is_empty(), "temporary files left");
     let (status, _) = a.get("/api/v1/streams").await;
     assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_directory_without_a_ledger_is_recounted_at_open() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (token, counted) = {
+        let server = TestServer::start_in(dir.path(), |_| {}).await;
+        let (_, api) = server.tenant("old").await;
+        let (status, v) = api.post("/api/v1/streams", &json!({ "name": "s", "partitions": 2 })).await;
+        assert_eq!(status, 201, "{v}");
+        append_kib_records(&api, "s", 2).await;
+        let counted = usage(&api).await;
+        assert!(counted > 2_000_000, "{counted}");
+        (api.token().expect("token").to_string(), counted)
+    };
+    // Make it a data directory of a version without the ledger: no marker, no ledger rows.
+    let db = loop {
+        match redb::Database::open(dir.path().join("weir.redb")) {
+            Ok(db) => break db,
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let txn = db.begin_write().expect("write");
+    {
+        let counters: redb::TableDefinition<'_, &str, u64> = redb::TableDefinition::new("weir.counters");
+        txn.open_table(counters).expect("counters").remove("usage_ledger_version").expect("remove");
+        let usage: redb::TableDefinition<'_, &str, u64> = redb::TableDefinition::new("weir.usage");
+        txn.open_table(usage).expect("usage").retain(|_, _| false).expect("clear");
+    }
+    txn.commit().expect("commit");
+    drop(db);
+
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let api = server.client(&token);
+    assert_eq!(usage(&api).await, counted, "the recount at open differs from the ledger kept before");
 }
