@@ -119,7 +119,7 @@ impl Watch {
                     return;
                 }
                 s.record("get_job", t.elapsed());
-                if round % 10 == 0 {
+                if round.is_multiple_of(10) {
                     let t = Instant::now();
                     let (status, v) = api.post("/api/v1/jobs", &small_job(round)).await;
                     if status != 201 {
