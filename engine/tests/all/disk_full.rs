@@ -104,7 +104,7 @@ fn wordcount_job() -> Value {
     // Checkpoints and sink writes fail while the disk is at its floor: the job keeps
     // restarting from its latest checkpoint instead of failing for good.
     spec["settings"]["checkpoint"]["tolerable_failures"] = json!(100_000);
-    spec["settings"]["restart"] = json!({ "attempts": 100_000, "delay_ms": 200 });
+    spec["settings"]["restart"] = json!({ "attempts": 100, "delay_ms": 200 });
     spec
 }
 
