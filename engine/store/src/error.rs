@@ -25,7 +25,8 @@ pub enum StoreError {
     /// nothing of it was stored.
     #[error(
         "storage quota exceeded: the tenant stores {used} bytes, this write adds {adding}, and the \
-         limit is {limit}; delete streams, savepoints or jobs, or ask for a larger quota"
+         limit is {limit}; delete savepoints or modules, keep fewer checkpoints (`retained`), or ask \
+         for a larger quota"
     )]
     QuotaExceeded {
         /// The owner (tenant).
