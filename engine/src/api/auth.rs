@@ -35,6 +35,7 @@ impl FromRequestParts<Arc<Server>> for Caller {
     type Rejection = ServerError;
 
     async fn from_request_parts(parts: &mut Parts, server: &Arc<Server>) -> Result<Self, Self::Rejection> {
+        let known = parts.extensions.remove::<Authenticated>().map(|a| a.0);
         let token = bearer(parts)?;
         if server.is_admin(token) {
             return Err(ServerError::Forbidden(
@@ -43,8 +44,13 @@ impl FromRequestParts<Arc<Server>> for Caller {
             ));
         }
         // Read from the store on every request (no cache): a revoked token is a 401 and a
-        // disabled tenant a 403 from the next request on.
-        match server.tenants.authenticate(token)? {
+        // disabled tenant a 403 from the next request on. `limit_requests` has read it for
+        // this request already when the token was valid.
+        let tenant = match known {
+            Some(tenant) => Some(tenant),
+            None => server.tenants.authenticate(token)?,
+        };
+        match tenant {
             Some(tenant) => tenant.check_enabled().map(|()| Caller(tenant)),
             None => {
                 Err(ServerError::Unauthorized("the token is not valid (revoked, or never issued)".into()))
@@ -72,6 +78,11 @@ impl FromRequestParts<Arc<Server>> for Admin {
     }
 }
 
+/// The tenant `limit_requests` authenticated, handed to [`Caller`] so that a request reads
+/// its token from the store once.
+#[derive(Debug, Clone)]
+struct Authenticated(Tenant);
+
 /// Requests in progress per tenant: a semaphore of `max_requests_per_tenant` permits each.
 #[derive(Debug, Default)]
 pub struct TenantRequests {
@@ -94,11 +105,14 @@ pub async fn limit_requests(
     request: Request,
     next: Next,
 ) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let tenant = match bearer(&parts) {
         Ok(token) if !server.is_admin(token) => server.tenants.authenticate(token).ok().flatten(),
         _ => None,
     };
+    if let Some(tenant) = &tenant {
+        parts.extensions.insert(Authenticated(tenant.clone()));
+    }
     let request = Request::from_parts(parts, body);
     let Some(tenant) = tenant else { return next.run(request).await };
     let max = server.config.max_requests_per_tenant.max(1);
