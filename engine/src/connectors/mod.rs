@@ -7,6 +7,7 @@ mod blackhole;
 mod file_sink;
 mod file_source;
 pub mod generator;
+pub mod kafka;
 pub mod nexmark;
 mod stream;
 

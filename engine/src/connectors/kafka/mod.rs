@@ -1,0 +1,3 @@
+//! Kafka source and sink, over a Kafka-protocol client of our own (`client`).
+
+pub mod client;
