@@ -55,6 +55,9 @@ pub enum ConnectorError {
     /// The built-in store failed or is not available.
     #[error("{0}")]
     Store(String),
+    /// A Kafka broker refused, failed or could not be reached; or a record could not be read.
+    #[error("{0}")]
+    Kafka(String),
 }
 
 /// Why a connector's config in a job spec is refused.

@@ -1,3 +1,5 @@
 //! Kafka source and sink, over a Kafka-protocol client of our own (`client`).
 
 pub mod client;
+pub mod format;
+pub mod source;

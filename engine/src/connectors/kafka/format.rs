@@ -1,0 +1,97 @@
+//! Key and value formats: how Kafka's bytes become a Weir record's bytes and back.
+//!
+//! Weir's convention is MessagePack (a record's key and value are MessagePack; an empty key is
+//! no key). `raw` passes bytes through untouched both ways; `json` converts JSON text to
+//! MessagePack on the way in and MessagePack to JSON on the way out; `msgpack` checks that the
+//! bytes are one MessagePack value and passes them through.
+
+use serde::{Deserialize, Serialize};
+
+/// A key or value format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Bytes as they are.
+    #[default]
+    Raw,
+    /// JSON text (MessagePack inside Weir).
+    Json,
+    /// MessagePack.
+    Msgpack,
+}
+
+/// Kafka bytes (`None`: null) → Weir bytes. A null becomes empty bytes in `raw` (no key, or
+/// an empty value) and MessagePack nil otherwise.
+pub fn decode(format: Format, bytes: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    match (format, bytes) {
+        (Format::Raw, b) => Ok(b.unwrap_or_default().to_vec()),
+        (_, None) => Ok(vec![0xc0]),
+        (Format::Json, Some(b)) => {
+            let value: serde_json::Value =
+                serde_json::from_slice(b).map_err(|e| format!("is not JSON ({e})"))?;
+            Ok(crate::record::to_msgpack(&value))
+        }
+        (Format::Msgpack, Some(b)) => {
+            let mut cursor = b;
+            match rmpv::decode::read_value(&mut cursor) {
+                Ok(_) if cursor.is_empty() => Ok(b.to_vec()),
+                Ok(_) => Err(format!("holds {} bytes after its MessagePack value", cursor.len())),
+                Err(e) => Err(format!("is not MessagePack ({e})")),
+            }
+        }
+    }
+}
+
+/// Weir bytes → Kafka bytes (`None`: null, for an empty key or value in `raw`).
+pub fn encode(format: Format, bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    match format {
+        Format::Raw | Format::Msgpack => Ok(Some(bytes.to_vec())),
+        Format::Json => {
+            let mut cursor = bytes;
+            match rmpv::decode::read_value(&mut cursor) {
+                Ok(_) if cursor.is_empty() => {}
+                _ => return Err("is not MessagePack, so it cannot be written as JSON".into()),
+            }
+            let json = crate::record::msgpack_to_json(bytes);
+            Ok(Some(serde_json::to_vec(&json).map_err(|e| e.to_string())?))
+        }
+    }
+}
+
+/// The integer field `field` of a MessagePack map (an event time in ms).
+pub fn field_time(msgpack: &[u8], field: &str) -> Result<i64, String> {
+    let mut cursor = msgpack;
+    let value = rmpv::decode::read_value(&mut cursor).map_err(|e| format!("is not MessagePack ({e})"))?;
+    let rmpv::Value::Map(entries) = value else {
+        return Err(format!("is not a map, so it has no field `{field}`"));
+    };
+    let found = entries.iter().find(|(k, _)| k.as_str() == Some(field)).map(|(_, v)| v);
+    match found {
+        Some(rmpv::Value::Integer(i)) => i.as_i64().ok_or_else(|| format!("field `{field}` is out of range")),
+        Some(rmpv::Value::F64(f)) if f.fract() == 0.0 => Ok(*f as i64),
+        Some(other) => Err(format!("field `{field}` is {other}, not an integer (ms)")),
+        None => Err(format!("has no field `{field}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trips_through_msgpack() {
+        let weir = decode(Format::Json, Some(br#"{"auction": 7, "price": 12.5, "t": 1000}"#)).unwrap();
+        assert_eq!(field_time(&weir, "t").unwrap(), 1000);
+        let back = encode(Format::Json, &weir).unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&back).unwrap();
+        assert_eq!(v["auction"], 7);
+        assert!(decode(Format::Json, Some(b"{nope")).unwrap_err().contains("not JSON"));
+        assert!(decode(Format::Msgpack, Some(&[0xc1])).is_err());
+        assert_eq!(decode(Format::Raw, None).unwrap(), Vec::<u8>::new());
+        assert_eq!(encode(Format::Raw, b"").unwrap(), None);
+        assert!(field_time(&weir, "missing").unwrap_err().contains("no field"));
+    }
+}

@@ -1,0 +1,568 @@
+//! The Kafka sink.
+//!
+//! Deliveries:
+//! - `exactly_once` (any Kafka-protocol broker): a checkpoint's output is staged in Weir's
+//!   store (the outbox) at the barrier and produced when the checkpoint completes. Each record
+//!   carries its origin (`weir-origin: <writer>:<checkpoint>:<seq>`). Before the first record
+//!   of a checkpoint is produced, the end offset of every partition of the topic is noted in
+//!   the store; after a crash, or after any produce error, the sink reads the partitions back
+//!   from the noted offsets, collects the origins already there, and sends only the rest. A
+//!   checkpoint's output is dropped from the outbox only when all of it is acknowledged. So a
+//!   record is in the topic once, whatever fails when (docs/design.md, "Kafka sink").
+//! - `at_least_once`: produced as it comes; the barrier waits until all is acknowledged.
+//! - `none`: produced as it comes; nothing waits.
+//! - `transactional`: see `transactional.rs`.
+//!
+//! Production runs on a thread of the sink's own (blocking I/O off the task's runtime
+//! thread). `commit` hands it the checkpoints to deliver, in order; its errors surface at the
+//! sink's next call, and fail the task (recovery then delivers again, exactly once).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+use serde::{Deserialize, Serialize};
+use weir_store::Store;
+
+use super::client::{Client, ClientConfig, KafkaError, OffsetSpec, ProduceRecord, ProducerIdentity, encode_batch};
+use super::format::{self, Format};
+use crate::connectors::{ConnectorError, Sink};
+use crate::record::Batch;
+
+/// The header that names a record's origin.
+pub const ORIGIN_HEADER: &str = "weir-origin";
+
+/// Bytes of output a sink holds in memory before it stages (or produces) them.
+const SPILL_BYTES: usize = 4 << 20;
+
+/// Bytes per produce request per partition.
+const REQUEST_BYTES: usize = 1 << 20;
+
+/// How a sink delivers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Staged per checkpoint, produced when it completes, deduplicated by origin.
+    #[default]
+    ExactlyOnce,
+    /// Kafka transactions (for `read_committed` consumers).
+    Transactional,
+    /// Flushed at every barrier.
+    AtLeastOnce,
+    /// Produced as it comes.
+    None,
+}
+
+/// How records are spread over partitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Partitioner {
+    /// By the murmur2 hash of the key, as Kafka's Java client does; unkeyed records as `default`.
+    #[default]
+    Key,
+    /// Each subtask writes unkeyed and keyed records alike to one partition of its own
+    /// (`subtask % partitions`).
+    Default,
+}
+
+/// Everything a sink subtask needs (the connector config, resolved).
+#[derive(Debug, Clone)]
+pub struct SinkSettings {
+    /// How to connect.
+    pub client: ClientConfig,
+    /// The topic (it must exist).
+    pub topic: String,
+    /// Delivery guarantee.
+    pub delivery: Delivery,
+    /// Key format.
+    pub key_format: Format,
+    /// Value format.
+    pub value_format: Format,
+    /// Partitioner.
+    pub partitioner: Partitioner,
+    /// Transactional ids start with this (`transactional`).
+    pub transactional_id_prefix: String,
+    /// Transaction timeout (`transactional`).
+    pub transaction_timeout: Duration,
+}
+
+/// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let seed: u32 = 0x9747_b28c;
+    let len = data.len();
+    let mut h: u32 = seed ^ len as u32;
+    let chunks = data.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    match rest.len() {
+        3 => {
+            h ^= (rest[2] as u32) << 16;
+            h ^= (rest[1] as u32) << 8;
+            h ^= rest[0] as u32;
+            h = h.wrapping_mul(M);
+        }
+        2 => {
+            h ^= (rest[1] as u32) << 8;
+            h ^= rest[0] as u32;
+            h = h.wrapping_mul(M);
+        }
+        1 => {
+            h ^= rest[0] as u32;
+            h = h.wrapping_mul(M);
+        }
+        _ => {}
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// A record on its way: its target partition and the record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Staged {
+    partition: i32,
+    record: ProduceRecord,
+}
+
+/// What the production thread is asked to do.
+enum Job {
+    /// Deliver every staged checkpoint up to this one (exactly_once).
+    DeliverUpTo(u64),
+    /// Produce these now (at_least_once, none).
+    Produce(Vec<Staged>),
+    /// Answer when everything before is acknowledged.
+    Flush(Sender<()>),
+}
+
+/// A Kafka sink subtask (exactly_once, at_least_once, none).
+pub struct KafkaSink {
+    settings: SinkSettings,
+    store: Option<Store>,
+    writer: String,
+    index: u32,
+    partitions: i32,
+    buffer: Vec<Staged>,
+    buffered_bytes: usize,
+    next_epoch: u64,
+    spilled: bool,
+    jobs: SyncSender<Job>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+fn kafka(e: KafkaError) -> ConnectorError {
+    ConnectorError::Kafka(e.to_string())
+}
+
+fn store_err(e: weir_store::StoreError) -> ConnectorError {
+    ConnectorError::Store(e.to_string())
+}
+
+impl KafkaSink {
+    /// Opens subtask `index`; `writer` names it uniquely (job/node/subtask). `exactly_once`
+    /// needs the store (`store`).
+    pub fn open(settings: SinkSettings, store: Option<Store>, writer: String, index: u32) -> Result<KafkaSink, ConnectorError> {
+        let mut client = Client::connect(settings.client.clone()).map_err(kafka)?;
+        let partitions = client.partitions(std::slice::from_ref(&settings.topic)).map_err(kafka)?;
+        let partitions = partitions.first().map(|t| t.partitions.len() as i32).unwrap_or(0);
+        if partitions == 0 {
+            return Err(ConnectorError::Kafka(format!("the Kafka topic `{}` has no partitions", settings.topic)));
+        }
+        if settings.delivery == Delivery::ExactlyOnce && store.is_none() {
+            return Err(ConnectorError::Store(
+                "the `kafka` sink with `exactly_once` delivery needs the embedded store (run with a data directory)".into(),
+            ));
+        }
+        let (jobs, job_rx) = sync_channel(4);
+        let failure = Arc::new(Mutex::new(None));
+        let producer = Producer {
+            client,
+            topic: settings.topic.clone(),
+            store: store.clone(),
+            writer: writer.clone(),
+            session: None,
+            partitions,
+        };
+        let fail = failure.clone();
+        std::thread::Builder::new()
+            .name(format!("weir-kafka-sink-{index}"))
+            .spawn(move || producer.run(job_rx, fail))
+            .map_err(|e| ConnectorError::Kafka(format!("cannot start the producer thread: {e}")))?;
+        Ok(KafkaSink {
+            settings,
+            store,
+            writer,
+            index,
+            partitions,
+            buffer: Vec::new(),
+            buffered_bytes: 0,
+            next_epoch: 1,
+            spilled: false,
+            jobs,
+            failure,
+        })
+    }
+
+    fn check(&self) -> Result<(), ConnectorError> {
+        match self.failure.lock().expect("not poisoned").as_ref() {
+            Some(e) => Err(ConnectorError::Kafka(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, job: Job) -> Result<(), ConnectorError> {
+        self.jobs.send(job).map_err(|_| {
+            let e = self.failure.lock().expect("not poisoned").clone();
+            ConnectorError::Kafka(e.unwrap_or_else(|| "the Kafka producer thread ended".into()))
+        })
+    }
+
+    fn partition(&self, key: Option<&[u8]>) -> i32 {
+        match (self.settings.partitioner, key) {
+            (Partitioner::Key, Some(k)) => (murmur2(k) & 0x7fff_ffff) % self.partitions,
+            _ => (self.index as i32) % self.partitions,
+        }
+    }
+
+    fn stage(&mut self, epoch: u64) -> Result<(), ConnectorError> {
+        let store = self.store.as_ref().expect("exactly_once has a store");
+        let encoded: Vec<Vec<u8>> = self.buffer.iter().map(|s| rmp_serde::to_vec(s).expect("encoding into a Vec")).collect();
+        store.outbox_stage(&self.writer, epoch, &encoded).map_err(store_err)?;
+        self.buffer.clear();
+        self.buffered_bytes = 0;
+        Ok(())
+    }
+
+    /// Waits until the producer acknowledged everything handed to it.
+    fn flush(&self) -> Result<(), ConnectorError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.send(Job::Flush(tx))?;
+        if rx.recv().is_err() {
+            self.check()?;
+            return Err(ConnectorError::Kafka("the Kafka producer thread ended".into()));
+        }
+        self.check()
+    }
+}
+
+impl Sink for KafkaSink {
+    fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
+        self.check()?;
+        for r in batch.iter() {
+            let bad = |what: &str, m: String| ConnectorError::Kafka(format!("a record's {what} cannot be written to Kafka: it {m}"));
+            let key = format::encode(self.settings.key_format, r.key).map_err(|m| bad("key", m))?;
+            let value = format::encode(self.settings.value_format, r.value).map_err(|m| bad("value", m))?;
+            let partition = self.partition(key.as_deref());
+            let record = ProduceRecord { key, value, timestamp: r.timestamp, headers: Vec::new() };
+            self.buffered_bytes += record.size();
+            self.buffer.push(Staged { partition, record });
+        }
+        if self.buffered_bytes >= SPILL_BYTES {
+            match self.settings.delivery {
+                Delivery::ExactlyOnce => {
+                    self.stage(self.next_epoch)?;
+                    self.spilled = true;
+                }
+                _ => {
+                    let records = std::mem::take(&mut self.buffer);
+                    self.buffered_bytes = 0;
+                    self.send(Job::Produce(records))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn precommit(&mut self, epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
+        self.check()?;
+        match self.settings.delivery {
+            Delivery::ExactlyOnce => {
+                let spilled = std::mem::take(&mut self.spilled);
+                self.next_epoch = self.next_epoch.max(epoch.saturating_add(1));
+                if self.buffer.is_empty() && !spilled {
+                    return Ok(None);
+                }
+                if !self.buffer.is_empty() {
+                    self.stage(epoch)?;
+                }
+                Ok(Some(serde_json::json!({ "epoch": epoch })))
+            }
+            Delivery::AtLeastOnce | Delivery::None | Delivery::Transactional => {
+                let records = std::mem::take(&mut self.buffer);
+                self.buffered_bytes = 0;
+                if !records.is_empty() {
+                    self.send(Job::Produce(records))?;
+                }
+                if self.settings.delivery == Delivery::AtLeastOnce {
+                    self.flush()?;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        self.check()?;
+        let upto = transactions.iter().filter_map(|t| t.get("epoch").and_then(|e| e.as_u64())).max();
+        if let Some(upto) = upto {
+            self.send(Job::DeliverUpTo(upto))?;
+        }
+        Ok(())
+    }
+
+    fn recover(&mut self, checkpoint: u64, _transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        if self.settings.delivery == Delivery::ExactlyOnce {
+            let store = self.store.as_ref().expect("exactly_once has a store");
+            // Output of checkpoints after the restored one never counted; every staged
+            // checkpoint up to it did (completed, or owned by it), delivered or not.
+            store.outbox_discard_after(&self.writer, checkpoint).map_err(store_err)?;
+            self.next_epoch = checkpoint.saturating_add(1);
+            self.spilled = false;
+            if checkpoint > 0 {
+                self.send(Job::DeliverUpTo(checkpoint))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        if self.settings.delivery != Delivery::ExactlyOnce {
+            let records = std::mem::take(&mut self.buffer);
+            if !records.is_empty() {
+                self.send(Job::Produce(records))?;
+            }
+        }
+        self.flush()
+    }
+}
+
+/// The production thread's state.
+struct Producer {
+    client: Client,
+    topic: String,
+    store: Option<Store>,
+    writer: String,
+    /// The idempotent producer of this session and each partition's next sequence number;
+    /// `None` after an error (the next send starts a new session).
+    session: Option<(ProducerIdentity, BTreeMap<i32, i32>)>,
+    partitions: i32,
+}
+
+/// The note taken before a checkpoint's first record is produced: each partition's end.
+#[derive(Debug, Serialize, Deserialize)]
+struct Note {
+    ends: BTreeMap<i32, i64>,
+}
+
+impl Producer {
+    fn run(mut self, jobs: Receiver<Job>, failure: Arc<Mutex<Option<String>>>) {
+        while let Ok(job) = jobs.recv() {
+            if failure.lock().expect("not poisoned").is_some() {
+                // Failed: answer flushes (the sink reports the failure), do nothing else.
+                if let Job::Flush(done) = job {
+                    let _ = done.send(());
+                }
+                continue;
+            }
+            let result = match job {
+                Job::DeliverUpTo(upto) => self.deliver_upto(upto),
+                Job::Produce(records) => self.produce_plain(records),
+                Job::Flush(done) => {
+                    let _ = done.send(());
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
+                *failure.lock().expect("not poisoned") = Some(e);
+            }
+        }
+    }
+
+    fn store(&self) -> &Store {
+        self.store.as_ref().expect("exactly_once has a store")
+    }
+
+    fn deliver_upto(&mut self, upto: u64) -> Result<(), String> {
+        let epochs = self.store().outbox_epochs(&self.writer).map_err(|e| e.to_string())?;
+        for epoch in epochs.into_iter().filter(|e| *e <= upto) {
+            self.deliver(epoch)?;
+        }
+        Ok(())
+    }
+
+    /// Produces checkpoint `epoch`'s staged output exactly once, then drops it.
+    fn deliver(&mut self, epoch: u64) -> Result<(), String> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.try_deliver(epoch) {
+                Ok(()) => break,
+                Err(e) if e.retriable() && attempts < 5 => {
+                    tracing::warn!(writer = %self.writer, epoch, error = %e, "producing a checkpoint's output failed; reading back and resuming");
+                    self.session = None;
+                    self.client.reset();
+                    std::thread::sleep(Duration::from_millis(100 * attempts));
+                }
+                Err(e) => return Err(format!("producing the output of checkpoint {epoch} to `{}` failed: {e}", self.topic)),
+            }
+        }
+        self.store().outbox_drop(&self.writer, epoch).map_err(|e| e.to_string())
+    }
+
+    fn try_deliver(&mut self, epoch: u64) -> Result<(), KafkaError> {
+        let store = self.store.clone().expect("exactly_once has a store");
+        let note = store.outbox_note(&self.writer, epoch).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+        let present = match note {
+            // Produced before (a crash, or an error): what is there already?
+            Some(bytes) => {
+                let note: Note = serde_json::from_slice(&bytes).map_err(|e| KafkaError::Protocol(format!("the outbox note is unreadable: {e}")))?;
+                self.present(epoch, &note)?
+            }
+            None => {
+                let parts: Vec<i32> = (0..self.partitions).collect();
+                let ends = self.client.list_offsets(&self.topic, &parts, OffsetSpec::Latest)?;
+                let note = serde_json::to_vec(&Note { ends }).expect("a map of numbers");
+                store.outbox_set_note(&self.writer, epoch, &note).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+                BTreeSet::new()
+            }
+        };
+        let mut from = 0;
+        loop {
+            let page = store.outbox_read(&self.writer, epoch, from, 4096).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+            let Some((last, _)) = page.last() else { break };
+            from = last + 1;
+            let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
+            for (seq, bytes) in page {
+                if present.contains(&seq) {
+                    continue;
+                }
+                let staged: Staged = rmp_serde::from_slice(&bytes).map_err(|e| KafkaError::Protocol(format!("a staged record is unreadable: {e}")))?;
+                let mut record = staged.record;
+                record.headers.push((ORIGIN_HEADER.into(), format!("{}:{epoch}:{seq}", self.writer).into_bytes()));
+                by_partition.entry(staged.partition).or_default().push(record);
+            }
+            for (partition, records) in by_partition {
+                self.send_records(partition, &records)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sequence numbers of checkpoint `epoch` already in the topic (read from the ends
+    /// noted before its first record was produced).
+    fn present(&mut self, epoch: u64, note: &Note) -> Result<BTreeSet<u64>, KafkaError> {
+        let prefix = format!("{}:{epoch}:", self.writer);
+        let mut present = BTreeSet::new();
+        let parts: Vec<i32> = note.ends.keys().copied().collect();
+        let ends = self.client.list_offsets(&self.topic, &parts, OffsetSpec::Latest)?;
+        let mut at: BTreeMap<(String, i32), i64> = note
+            .ends
+            .iter()
+            .filter(|(p, from)| ends.get(p).is_some_and(|end| end > from))
+            .map(|(p, from)| ((self.topic.clone(), *p), *from))
+            .collect();
+        while !at.is_empty() {
+            let fetched = self.client.fetch(&at, Duration::from_millis(100), 8 << 20, 1 << 20, false)?;
+            for part in fetched {
+                if let Some(e) = part.error {
+                    return Err(e);
+                }
+                for r in &part.records {
+                    if let Some(seq) = r.header(ORIGIN_HEADER).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| h.strip_prefix(&prefix)).and_then(|s| s.parse().ok()) {
+                        present.insert(seq);
+                    }
+                }
+                let key = (part.topic.clone(), part.partition);
+                if part.next_offset >= ends[&part.partition] {
+                    at.remove(&key);
+                } else {
+                    at.insert(key, part.next_offset);
+                }
+            }
+        }
+        Ok(present)
+    }
+
+    /// Produces `records` to `partition` in order, in requests of at most [`REQUEST_BYTES`],
+    /// through the session's idempotent producer.
+    fn send_records(&mut self, partition: i32, records: &[ProduceRecord]) -> Result<(), KafkaError> {
+        let mut start = 0;
+        while start < records.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < records.len() && (end == start || bytes + records[end].size() <= REQUEST_BYTES) {
+                bytes += records[end].size();
+                end += 1;
+            }
+            if self.session.is_none() {
+                // The broker may not offer idempotence; then records go without producer id
+                // (exactly-once still holds: errors are resolved by reading back).
+                let producer = self.client.init_producer_id(None, 60_000).ok();
+                self.session = producer.map(|p| (p, BTreeMap::new()));
+            }
+            let producer = self.session.as_ref().map(|(p, seqs)| (*p, seqs.get(&partition).copied().unwrap_or(0)));
+            let batch: Bytes = encode_batch(&records[start..end], producer, false, Compression::None)?;
+            if let Err(e) = self.client.produce(&self.topic, partition, batch, None) {
+                self.session = None;
+                return Err(e);
+            }
+            if let Some((_, seqs)) = &mut self.session {
+                let next = seqs.entry(partition).or_insert(0);
+                *next = next.wrapping_add((end - start) as i32);
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// at_least_once / none: produce, retrying an error a few times (duplicates possible).
+    fn produce_plain(&mut self, records: Vec<Staged>) -> Result<(), String> {
+        let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
+        for s in records {
+            by_partition.entry(s.partition).or_default().push(s.record);
+        }
+        for (partition, records) in by_partition {
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                match self.send_records(partition, &records) {
+                    Ok(()) => break,
+                    Err(e) if e.retriable() && attempts < 5 => {
+                        self.client.reset();
+                        std::thread::sleep(Duration::from_millis(100 * attempts));
+                    }
+                    Err(e) => return Err(format!("producing to `{}` failed: {e}", self.topic)),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn murmur2_matches_kafka() {
+        // Values from Kafka's UtilsTest#testMurmur2.
+        assert_eq!(murmur2(b"21"), -973932308);
+        assert_eq!(murmur2(b"foobar"), -790332482);
+        assert_eq!(murmur2(b"a-little-bit-long-string"), -985981536);
+        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1486304829);
+        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58897971);
+        assert_eq!(murmur2(&[b'a', b'b', b'c']), 479470107);
+    }
+}
