@@ -4,6 +4,8 @@
 //! - [`Store`] opens the file; it implements [`CheckpointStorage`], the seam the engine's
 //!   checkpoint coordinator uses, and the stream log ([`Store::append`], [`Store::read`],
 //!   [`Store::stage`], [`Store::commit_staged`], ...).
+//! - The outbox ([`Store::outbox_stage`], [`Store::outbox_read`], [`Store::outbox_drop`], ...)
+//!   durably stages a sink's opaque records per checkpoint until it delivered them elsewhere.
 //! - State is stored per *scope* (a key group, or a subtask's operator state at
 //!   [`OPERATOR_SCOPE_BASE`]` + subtask`) as a *chain* of chunks: a base followed by increments,
 //!   applied in order (a tombstone deletes). A chain that would grow past
@@ -47,6 +49,7 @@ mod codec;
 mod disk;
 mod error;
 mod faulty;
+mod outbox;
 mod savefile;
 mod savepoint;
 mod store;

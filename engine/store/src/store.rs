@@ -141,6 +141,7 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     txn.open_table(SAVEPOINT_PIECES)?;
     txn.open_table(SAVEPOINT_BLOBS)?;
     crate::usage::open_tables(&txn)?;
+    crate::outbox::open_tables(&txn)?;
     txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
     txn.commit()?;
     Ok(db)

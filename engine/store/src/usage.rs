@@ -3,10 +3,11 @@
 //! owner's limit (so concurrent writers cannot overshoot it).
 //!
 //! - Data belongs to an *owner* (a tenant) through its *subject*: a job (its checkpoints,
-//!   chunks, manifests and history rows), a stream (its records and staged records) or a
-//!   savepoint (named by its owner). [`Store::set_owners`] registers `job/<id>` or
-//!   `stream/<name>`; a stream name that starts with a registered namespace `stream/<prefix>.`
-//!   belongs to that namespace's owner. Data of a subject without an owner is not counted.
+//!   chunks, manifests and history rows, and its sinks' outbox), a stream (its records and
+//!   staged records) or a savepoint (named by its owner). [`Store::set_owners`] registers
+//!   `job/<id>` or `stream/<name>`; a stream name that starts with a registered namespace
+//!   `stream/<prefix>.` belongs to that namespace's owner. Data of a subject without an owner
+//!   is not counted.
 //! - An entry counts for the share of B-tree pages it takes ([`entry_bytes`]: its key and
 //!   value bytes plus [`ENTRY_OVERHEAD`], rounded to the share of a leaf page it fills, a page
 //!   or more for large entries), so the ledger tracks the pages redb really allocates.
@@ -24,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use redb::{Durability, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::StoreError;
+use crate::outbox::{self, OUTBOX, OUTBOX_EPOCHS, OUTBOX_NOTES, job_of};
 use crate::savepoint::SavepointInfo;
 use crate::store::{
     CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, LOG, LOG_ENDS, MANIFESTS,
@@ -382,6 +384,21 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
         let (k, v) = item?;
         let (name, writer, _, _) = k.value();
         add(Subject::Stream(name), name.len() + writer.len() + 16, v.value().len())?;
+    }
+    for item in txn.open_table(OUTBOX)?.iter()? {
+        let (k, v) = item?;
+        let (writer, _, _) = k.value();
+        add(Subject::Job(job_of(writer)), writer.len() + outbox::RECORD_KEY, v.value().len())?;
+    }
+    for item in txn.open_table(OUTBOX_EPOCHS)?.iter()? {
+        let (key, _) = item?;
+        let (writer, _) = key.value();
+        add(Subject::Job(job_of(writer)), writer.len() + outbox::EPOCH_KEY, 8)?;
+    }
+    for item in txn.open_table(OUTBOX_NOTES)?.iter()? {
+        let (k, v) = item?;
+        let (writer, _) = k.value();
+        add(Subject::Job(job_of(writer)), writer.len() + outbox::EPOCH_KEY, v.value().len())?;
     }
     // Savepoints: their owner is in their info row.
     let mut savepoint_owner: HashMap<String, String> = HashMap::new();
