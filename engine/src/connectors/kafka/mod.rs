@@ -2,4 +2,6 @@
 
 pub mod client;
 pub mod format;
+pub mod sink;
 pub mod source;
+pub mod transactional;

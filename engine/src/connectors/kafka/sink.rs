@@ -27,7 +27,9 @@ use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
 use weir_store::Store;
 
-use super::client::{Client, ClientConfig, KafkaError, OffsetSpec, ProduceRecord, ProducerIdentity, encode_batch};
+use super::client::{
+    Client, ClientConfig, KafkaError, OffsetSpec, ProduceRecord, ProducerIdentity, encode_batch,
+};
 use super::format::{self, Format};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
@@ -36,10 +38,10 @@ use crate::record::Batch;
 pub const ORIGIN_HEADER: &str = "weir-origin";
 
 /// Bytes of output a sink holds in memory before it stages (or produces) them.
-const SPILL_BYTES: usize = 4 << 20;
+pub(super) const SPILL_BYTES: usize = 4 << 20;
 
 /// Bytes per produce request per partition.
-const REQUEST_BYTES: usize = 1 << 20;
+pub(super) const REQUEST_BYTES: usize = 1 << 20;
 
 /// How a sink delivers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,9 +134,35 @@ pub fn murmur2(data: &[u8]) -> i32 {
 
 /// A record on its way: its target partition and the record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Staged {
-    partition: i32,
-    record: ProduceRecord,
+pub(super) struct Staged {
+    pub(super) partition: i32,
+    pub(super) record: ProduceRecord,
+}
+
+/// Converts a batch's records (formats, partition) onto `out`; returns the bytes added.
+pub(super) fn convert(
+    settings: &SinkSettings,
+    index: u32,
+    partitions: i32,
+    batch: &Batch,
+    out: &mut Vec<Staged>,
+) -> Result<usize, ConnectorError> {
+    let mut bytes = 0;
+    for r in batch.iter() {
+        let bad = |what: &str, m: String| {
+            ConnectorError::Kafka(format!("a record's {what} cannot be written to Kafka: it {m}"))
+        };
+        let key = format::encode(settings.key_format, r.key).map_err(|m| bad("key", m))?;
+        let value = format::encode(settings.value_format, r.value).map_err(|m| bad("value", m))?;
+        let partition = match (settings.partitioner, key.as_deref()) {
+            (Partitioner::Key, Some(k)) => (murmur2(k) & 0x7fff_ffff) % partitions,
+            _ => (index as i32) % partitions,
+        };
+        let record = ProduceRecord { key, value, timestamp: r.timestamp, headers: Vec::new() };
+        bytes += record.size();
+        out.push(Staged { partition, record });
+    }
+    Ok(bytes)
 }
 
 /// What the production thread is asked to do.
@@ -173,12 +201,20 @@ fn store_err(e: weir_store::StoreError) -> ConnectorError {
 impl KafkaSink {
     /// Opens subtask `index`; `writer` names it uniquely (job/node/subtask). `exactly_once`
     /// needs the store (`store`).
-    pub fn open(settings: SinkSettings, store: Option<Store>, writer: String, index: u32) -> Result<KafkaSink, ConnectorError> {
+    pub fn open(
+        settings: SinkSettings,
+        store: Option<Store>,
+        writer: String,
+        index: u32,
+    ) -> Result<KafkaSink, ConnectorError> {
         let mut client = Client::connect(settings.client.clone()).map_err(kafka)?;
         let partitions = client.partitions(std::slice::from_ref(&settings.topic)).map_err(kafka)?;
         let partitions = partitions.first().map(|t| t.partitions.len() as i32).unwrap_or(0);
         if partitions == 0 {
-            return Err(ConnectorError::Kafka(format!("the Kafka topic `{}` has no partitions", settings.topic)));
+            return Err(ConnectorError::Kafka(format!(
+                "the Kafka topic `{}` has no partitions",
+                settings.topic
+            )));
         }
         if settings.delivery == Delivery::ExactlyOnce && store.is_none() {
             return Err(ConnectorError::Store(
@@ -229,16 +265,10 @@ impl KafkaSink {
         })
     }
 
-    fn partition(&self, key: Option<&[u8]>) -> i32 {
-        match (self.settings.partitioner, key) {
-            (Partitioner::Key, Some(k)) => (murmur2(k) & 0x7fff_ffff) % self.partitions,
-            _ => (self.index as i32) % self.partitions,
-        }
-    }
-
     fn stage(&mut self, epoch: u64) -> Result<(), ConnectorError> {
         let store = self.store.as_ref().expect("exactly_once has a store");
-        let encoded: Vec<Vec<u8>> = self.buffer.iter().map(|s| rmp_serde::to_vec(s).expect("encoding into a Vec")).collect();
+        let encoded: Vec<Vec<u8>> =
+            self.buffer.iter().map(|s| rmp_serde::to_vec(s).expect("encoding into a Vec")).collect();
         store.outbox_stage(&self.writer, epoch, &encoded).map_err(store_err)?;
         self.buffer.clear();
         self.buffered_bytes = 0;
@@ -260,15 +290,7 @@ impl KafkaSink {
 impl Sink for KafkaSink {
     fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
         self.check()?;
-        for r in batch.iter() {
-            let bad = |what: &str, m: String| ConnectorError::Kafka(format!("a record's {what} cannot be written to Kafka: it {m}"));
-            let key = format::encode(self.settings.key_format, r.key).map_err(|m| bad("key", m))?;
-            let value = format::encode(self.settings.value_format, r.value).map_err(|m| bad("value", m))?;
-            let partition = self.partition(key.as_deref());
-            let record = ProduceRecord { key, value, timestamp: r.timestamp, headers: Vec::new() };
-            self.buffered_bytes += record.size();
-            self.buffer.push(Staged { partition, record });
-        }
+        self.buffered_bytes += convert(&self.settings, self.index, self.partitions, batch, &mut self.buffer)?;
         if self.buffered_bytes >= SPILL_BYTES {
             match self.settings.delivery {
                 Delivery::ExactlyOnce => {
@@ -322,7 +344,11 @@ impl Sink for KafkaSink {
         Ok(())
     }
 
-    fn recover(&mut self, checkpoint: u64, _transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+    fn recover(
+        &mut self,
+        checkpoint: u64,
+        _transactions: &[serde_json::Value],
+    ) -> Result<(), ConnectorError> {
         if self.settings.delivery == Delivery::ExactlyOnce {
             let store = self.store.as_ref().expect("exactly_once has a store");
             // Output of checkpoints after the restored one never counted; every staged
@@ -345,6 +371,25 @@ impl Sink for KafkaSink {
             }
         }
         self.flush()
+    }
+}
+
+/// Tests only: `WEIR_TEST_PAUSE_KAFKA_DELIVERY=<n>` stops the process's n-th delivery of a
+/// completed checkpoint after part of its output is produced (and says so on stderr), so that a
+/// test can kill the process exactly in the window the read-back exists for.
+fn pause_for_test(epoch: u64) {
+    static DELIVERIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    static PAUSE_AT: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let Some(n) = *PAUSE_AT
+        .get_or_init(|| std::env::var("WEIR_TEST_PAUSE_KAFKA_DELIVERY").ok().and_then(|v| v.parse().ok()))
+    else {
+        return;
+    };
+    if DELIVERIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 == n {
+        eprintln!("weir-test: paused delivering checkpoint {epoch}");
+        loop {
+            std::thread::park();
+        }
     }
 }
 
@@ -415,10 +460,15 @@ impl Producer {
                     self.client.reset();
                     std::thread::sleep(Duration::from_millis(100 * attempts));
                 }
-                Err(e) => return Err(format!("producing the output of checkpoint {epoch} to `{}` failed: {e}", self.topic)),
+                Err(e) => {
+                    return Err(format!(
+                        "producing the output of checkpoint {epoch} to `{}` failed: {e}",
+                        self.topic
+                    ));
+                }
             }
         }
-        self.store().outbox_drop(&self.writer, epoch).map_err(|e| e.to_string())
+        self.store().outbox_drop(&self.writer, epoch).map(drop).map_err(|e| e.to_string())
     }
 
     fn try_deliver(&mut self, epoch: u64) -> Result<(), KafkaError> {
@@ -427,20 +477,25 @@ impl Producer {
         let present = match note {
             // Produced before (a crash, or an error): what is there already?
             Some(bytes) => {
-                let note: Note = serde_json::from_slice(&bytes).map_err(|e| KafkaError::Protocol(format!("the outbox note is unreadable: {e}")))?;
+                let note: Note = serde_json::from_slice(&bytes)
+                    .map_err(|e| KafkaError::Protocol(format!("the outbox note is unreadable: {e}")))?;
                 self.present(epoch, &note)?
             }
             None => {
                 let parts: Vec<i32> = (0..self.partitions).collect();
                 let ends = self.client.list_offsets(&self.topic, &parts, OffsetSpec::Latest)?;
                 let note = serde_json::to_vec(&Note { ends }).expect("a map of numbers");
-                store.outbox_set_note(&self.writer, epoch, &note).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+                store
+                    .outbox_set_note(&self.writer, epoch, &note)
+                    .map_err(|e| KafkaError::Protocol(e.to_string()))?;
                 BTreeSet::new()
             }
         };
         let mut from = 0;
         loop {
-            let page = store.outbox_read(&self.writer, epoch, from, 4096).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+            let page = store
+                .outbox_read(&self.writer, epoch, from, 4096)
+                .map_err(|e| KafkaError::Protocol(e.to_string()))?;
             let Some((last, _)) = page.last() else { break };
             from = last + 1;
             let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
@@ -448,13 +503,17 @@ impl Producer {
                 if present.contains(&seq) {
                     continue;
                 }
-                let staged: Staged = rmp_serde::from_slice(&bytes).map_err(|e| KafkaError::Protocol(format!("a staged record is unreadable: {e}")))?;
+                let staged: Staged = rmp_serde::from_slice(&bytes)
+                    .map_err(|e| KafkaError::Protocol(format!("a staged record is unreadable: {e}")))?;
                 let mut record = staged.record;
-                record.headers.push((ORIGIN_HEADER.into(), format!("{}:{epoch}:{seq}", self.writer).into_bytes()));
+                record
+                    .headers
+                    .push((ORIGIN_HEADER.into(), format!("{}:{epoch}:{seq}", self.writer).into_bytes()));
                 by_partition.entry(staged.partition).or_default().push(record);
             }
             for (partition, records) in by_partition {
                 self.send_records(partition, &records)?;
+                pause_for_test(epoch);
             }
         }
         Ok(())
@@ -480,7 +539,12 @@ impl Producer {
                     return Err(e);
                 }
                 for r in &part.records {
-                    if let Some(seq) = r.header(ORIGIN_HEADER).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| h.strip_prefix(&prefix)).and_then(|s| s.parse().ok()) {
+                    if let Some(seq) = r
+                        .header(ORIGIN_HEADER)
+                        .and_then(|h| std::str::from_utf8(h).ok())
+                        .and_then(|h| h.strip_prefix(&prefix))
+                        .and_then(|s| s.parse().ok())
+                    {
                         present.insert(seq);
                     }
                 }
@@ -512,7 +576,8 @@ impl Producer {
                 let producer = self.client.init_producer_id(None, 60_000).ok();
                 self.session = producer.map(|p| (p, BTreeMap::new()));
             }
-            let producer = self.session.as_ref().map(|(p, seqs)| (*p, seqs.get(&partition).copied().unwrap_or(0)));
+            let producer =
+                self.session.as_ref().map(|(p, seqs)| (*p, seqs.get(&partition).copied().unwrap_or(0)));
             let batch: Bytes = encode_batch(&records[start..end], producer, false, Compression::None)?;
             if let Err(e) = self.client.produce(&self.topic, partition, batch, None) {
                 self.session = None;
