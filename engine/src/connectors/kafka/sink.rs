@@ -43,6 +43,11 @@ pub(super) const SPILL_BYTES: usize = 4 << 20;
 /// Bytes per produce request per partition.
 pub(super) const REQUEST_BYTES: usize = 1 << 20;
 
+/// How long a read-back waits first, so that a produce request the broker received before a
+/// crash or a failed call is appended (or dropped) before the partitions are read. The one
+/// timing assumption of `exactly_once` (docs/design.md, "Kafka").
+const READ_BACK_GRACE: Duration = Duration::from_secs(2);
+
 /// How a sink delivers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -475,8 +480,10 @@ impl Producer {
         let store = self.store.clone().expect("exactly_once has a store");
         let note = store.outbox_note(&self.writer, epoch).map_err(|e| KafkaError::Protocol(e.to_string()))?;
         let present = match note {
-            // Produced before (a crash, or an error): what is there already?
+            // Produced before (a crash, or an error): what is there already? First let a
+            // request the broker received before the crash or error land (the grace).
             Some(bytes) => {
+                std::thread::sleep(READ_BACK_GRACE);
                 let note: Note = serde_json::from_slice(&bytes)
                     .map_err(|e| KafkaError::Protocol(format!("the outbox note is unreadable: {e}")))?;
                 self.present(epoch, &note)?
