@@ -15,6 +15,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
 use super::scram::Scram;
+use super::tls::Stream;
 use super::{ClientConfig, KafkaError, SaslMechanism};
 
 /// Largest response accepted (a fetch is bounded by its `max_bytes`; this guards the allocation).
@@ -47,7 +48,7 @@ fn our_max(key: ApiKey) -> i16 {
 /// A connection to one broker.
 pub(crate) struct Connection {
     addr: String,
-    stream: TcpStream,
+    stream: Stream,
     correlation: i32,
     client_id: StrBytes,
     /// API key → the broker's (min, max) version.
@@ -85,6 +86,17 @@ impl Connection {
         let _ = stream.set_nodelay(true);
         stream.set_read_timeout(Some(config.request_timeout)).map_err(|e| unreachable(e.to_string()))?;
         stream.set_write_timeout(Some(config.request_timeout)).map_err(|e| unreachable(e.to_string()))?;
+        let stream = match &config.tls {
+            Some(tls) => {
+                let host = addr
+                    .rsplit_once(':')
+                    .map_or(addr, |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                Stream::tls(stream, host, tls.clone())?
+            }
+            None => Stream::Plain(stream),
+        };
         let mut conn = Connection {
             addr: addr.to_string(),
             stream,
@@ -155,6 +167,7 @@ impl Connection {
         let len = (buf.len() - 4) as i32;
         buf[..4].copy_from_slice(&len.to_be_bytes());
         self.stream.write_all(&buf).map_err(|e| self.io_error(e))?;
+        self.stream.flush().map_err(|e| self.io_error(e))?;
         let mut len = [0u8; 4];
         self.stream.read_exact(&mut len).map_err(|e| self.io_error(e))?;
         let len = i32::from_be_bytes(len);

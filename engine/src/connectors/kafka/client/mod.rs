@@ -13,6 +13,7 @@
 mod conn;
 mod records;
 mod scram;
+mod tls;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -34,6 +35,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 pub use records::{FetchedRecord, ProduceRecord, encode_batch};
+pub use tls::Tls;
 
 use conn::Connection;
 
@@ -80,7 +82,7 @@ impl std::fmt::Debug for Sasl {
 }
 
 /// How the client connects.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// `host:port` of one or more brokers.
     pub bootstrap: Vec<String>,
@@ -92,6 +94,19 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// SASL, if any.
     pub sasl: Option<Sasl>,
+    /// TLS, if any (the rustls config built from [`Tls`]).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+}
+
+impl PartialEq for ClientConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.bootstrap == other.bootstrap
+            && self.client_id == other.client_id
+            && self.connect_timeout == other.connect_timeout
+            && self.request_timeout == other.request_timeout
+            && self.sasl == other.sasl
+            && self.tls.is_some() == other.tls.is_some()
+    }
 }
 
 impl ClientConfig {
@@ -103,6 +118,7 @@ impl ClientConfig {
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             sasl: None,
+            tls: None,
         }
     }
 }
