@@ -490,7 +490,7 @@ impl Producer {
             }
             None => {
                 let parts: Vec<i32> = (0..self.partitions).collect();
-                let ends = self.client.list_offsets(&self.topic, &parts, OffsetSpec::Latest)?;
+                let ends = self.client.end_offsets(&self.topic, &parts)?;
                 let note = serde_json::to_vec(&Note { ends }).expect("a map of numbers");
                 store
                     .outbox_set_note(&self.writer, epoch, &note)
@@ -532,7 +532,7 @@ impl Producer {
         let prefix = format!("{}:{epoch}:", self.writer);
         let mut present = BTreeSet::new();
         let parts: Vec<i32> = note.ends.keys().copied().collect();
-        let ends = self.client.list_offsets(&self.topic, &parts, OffsetSpec::Latest)?;
+        let ends = self.client.end_offsets(&self.topic, &parts)?;
         let mut at: BTreeMap<(String, i32), i64> = note
             .ends
             .iter()

@@ -188,7 +188,7 @@ fn start_offsets(
     for (topic, ps) in by_topic {
         let offsets = match start {
             Start::Earliest => client.list_offsets(topic, &ps, OffsetSpec::Earliest)?,
-            Start::Latest => client.list_offsets(topic, &ps, OffsetSpec::Latest)?,
+            Start::Latest => client.end_offsets(topic, &ps)?,
             Start::Timestamp(t) => client.list_offsets(topic, &ps, OffsetSpec::Timestamp(t))?,
             Start::Group => {
                 let group = settings.group_id.as_deref().unwrap_or_default();
