@@ -511,7 +511,7 @@ mod tests {
     const WRITERS: [&str; 5] = ["j/n/1", "j/n/10", "j", "j1/n/1", "j./n/1"];
     const JOBS: [&str; 3] = ["j", "j1", "j."];
     const OWNERS: [(&str, &str); 3] = [("j", "t1"), ("j1", "t2"), ("j.", "t2")];
-    const SEED: u64 = 0x0b_0c5e_ed;
+    const SEED: u64 = 0x0b0c_5eed;
 
     #[derive(Debug, Clone)]
     enum Op {
@@ -634,7 +634,7 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: 24,
+            cases: 48,
             rng_seed: RngSeed::Fixed(SEED),
             failure_persistence: None,
             ..ProptestConfig::default()
