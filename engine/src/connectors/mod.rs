@@ -141,6 +141,29 @@ pub trait Source: Send {
     fn position(&self) -> serde_json::Value;
     /// Resumes from a position that [`Source::position`] returned.
     fn seek(&mut self, position: &serde_json::Value) -> Result<(), ConnectorError>;
+    /// The source's own watermark, for a source that tracks event time itself (a Kafka
+    /// source: a watermark per partition, the subtask's the minimum over its active
+    /// partitions). When `Some`, the task sends it downstream whenever it advances (never
+    /// backwards) instead of `highest event time − out_of_orderness_ms − 1`; `None` (the
+    /// default) keeps the task's own watermarks.
+    fn watermark(&self) -> Option<i64> {
+        None
+    }
+    /// True while the subtask has no active input (every partition idle beyond the source's
+    /// idleness timeout, or no partition at all): the task marks its output idle, so the
+    /// watermarks downstream do not wait for it, until it emits a batch or its watermark
+    /// advances. Default: never idle.
+    fn idle(&self) -> bool {
+        false
+    }
+    /// Checkpoint `id` completed; `position` is what [`Source::position`] returned when the
+    /// checkpoint was triggered at this subtask. A Kafka source commits these offsets to its
+    /// consumer group (for lag tools; recovery uses the checkpoint's position). An error
+    /// fails the task like any connector error. Default: nothing.
+    fn checkpoint_completed(&mut self, id: u64, position: &serde_json::Value) -> Result<(), ConnectorError> {
+        let _ = (id, position);
+        Ok(())
+    }
 }
 
 /// A parallel instance of a sink.

@@ -3,13 +3,17 @@
 //!
 //! The source is replayable: subtask `i` of `p` reads the partitions `j` with `j % p == i`,
 //! and its position is the next offset of each of them, so a checkpoint resumes every
-//! partition exactly where it was. The sink writes exactly once: records are staged in the
+//! partition exactly where it was. A following source with `idle_timeout_ms` is idle
+//! ([`Source::idle`]) while its partitions have delivered nothing for that long, so the
+//! watermarks downstream do not wait for it. The sink writes exactly once: records are staged in the
 //! store per checkpoint (pre-commit) and appended to the log when the checkpoint completes.
 //! Between checkpoints the sink holds at most [`SPILL_BYTES`] in memory: beyond that it
 //! stages what it holds early (see [`StreamSink::write`]), so a job without periodic
 //! checkpoints (committed only at its end) does not hold all its output in memory.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use weir_store::{LogRecord, Store};
@@ -32,6 +36,11 @@ pub struct StreamSourceConfig {
     /// runs until it is stopped or cancelled.
     #[serde(default)]
     pub follow: bool,
+    /// Following: a subtask whose partitions have delivered nothing for this many
+    /// milliseconds (or that has no partition) is idle until a record arrives, so event time
+    /// downstream advances without it. `None` (the default): never idle.
+    #[serde(default)]
+    pub idle_timeout_ms: Option<NonZeroU64>,
 }
 
 /// Reads the partitions of one subtask, in turn, from its saved offsets to the end.
@@ -43,6 +52,9 @@ pub struct StreamSource {
     offsets: BTreeMap<u32, u64>,
     turn: usize,
     follow: bool,
+    idle_timeout: Option<Duration>,
+    /// When a partition last delivered records (or the source opened).
+    last_record: Instant,
 }
 
 impl StreamSource {
@@ -63,6 +75,8 @@ impl StreamSource {
             offsets,
             turn: 0,
             follow: config.follow,
+            idle_timeout: config.idle_timeout_ms.map(|ms| Duration::from_millis(ms.get())),
+            last_record: Instant::now(),
         })
     }
 }
@@ -77,6 +91,7 @@ impl Source for StreamSource {
             if let Some((last, _)) = records.last() {
                 self.offsets.insert(p, last + 1);
                 self.turn = (self.turn + k + 1) % partitions.len();
+                self.last_record = Instant::now();
                 let mut batch = Batch::with_capacity(records.len(), 64 * records.len());
                 for (_, r) in &records {
                     batch.push(&r.key, &r.value, r.timestamp);
@@ -102,6 +117,13 @@ impl Source for StreamSource {
         }
         self.offsets = offsets;
         Ok(())
+    }
+
+    fn idle(&self) -> bool {
+        match self.idle_timeout {
+            Some(timeout) if self.follow => self.offsets.is_empty() || self.last_record.elapsed() >= timeout,
+            _ => false,
+        }
     }
 }
 
@@ -251,6 +273,49 @@ impl Sink for StreamSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A following subtask goes idle once its partitions delivered nothing for the timeout,
+    /// and is active again when a record arrives; one without partitions is idle at once;
+    /// without a timeout, or without `follow`, a source is never idle.
+    #[test]
+    fn a_following_source_is_idle_after_its_timeout_until_a_record_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("weir.redb")).unwrap();
+        store.create_stream("in", 2).unwrap();
+        let config = |follow, idle_timeout_ms: Option<u64>| StreamSourceConfig {
+            stream: "in".into(),
+            follow,
+            idle_timeout_ms: idle_timeout_ms.and_then(NonZeroU64::new),
+        };
+        let timeout = Duration::from_millis(300);
+        let mut source = StreamSource::open(&config(true, Some(300)), &store, 16, 0, 1).unwrap();
+        let opened = Instant::now();
+        let deadline = opened + Duration::from_secs(30);
+        while !source.idle() {
+            assert_eq!(source.next_batch().unwrap().map(|b| b.len()), Some(0));
+            assert!(Instant::now() < deadline, "never went idle");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(opened.elapsed() >= timeout, "idle before its timeout");
+        let record = LogRecord { key: vec![], value: vec![1], timestamp: 5 };
+        store.append("in", 1, &[record]).unwrap();
+        let read = Instant::now();
+        assert_eq!(source.next_batch().unwrap().map(|b| b.len()), Some(1));
+        let active = !source.idle();
+        // Unless this thread stalled for the whole timeout, the record made it active.
+        assert!(active || read.elapsed() >= timeout, "still idle right after a record");
+
+        let none = StreamSource::open(&config(true, Some(60_000)), &store, 16, 2, 3).unwrap();
+        assert!(none.idle(), "no partition: idle at once");
+        let never = StreamSource::open(&config(true, None), &store, 16, 2, 3).unwrap();
+        assert!(!never.idle(), "no timeout: never idle");
+        let bounded = StreamSource::open(&config(false, Some(1)), &store, 16, 2, 3).unwrap();
+        assert!(!bounded.idle(), "not following: never idle");
+        let parse = |v| serde_json::from_value::<StreamSourceConfig>(v);
+        assert!(parse(serde_json::json!({ "stream": "in", "idle_timeout_ms": 0 })).is_err(), "0 is refused");
+        let unset = parse(serde_json::json!({ "stream": "in", "idle_timeout_ms": null })).unwrap();
+        assert_eq!(unset.idle_timeout_ms, None);
+    }
 
     #[test]
     fn a_sink_without_checkpoints_stages_early_and_commits_exactly_once() {

@@ -11,6 +11,11 @@ pub enum Message {
     Batch(Batch),
     /// No record with an event time at or before this one will follow on this channel.
     Watermark(i64),
+    /// The sender has no input right now (Flink's `WatermarkStatus.IDLE`): the receiver's
+    /// watermark no longer waits for this channel until it delivers a batch or a watermark.
+    /// A source sends it when [`crate::connectors::Source::idle`] says so; an operator when
+    /// every one of its inputs is idle.
+    Idle,
     /// Checkpoint barrier: every message before it belongs to the checkpoint, none after.
     Barrier(Barrier),
     /// The sender has finished; nothing follows.

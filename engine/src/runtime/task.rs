@@ -5,6 +5,11 @@
 //! triggers a checkpoint and, at the end of its input, sends the final watermark and waits
 //! for the final checkpoint to complete before it sends end-of-stream (invariant C11) — so
 //! every record's output is committed by some checkpoint.
+//!
+//! Idleness (docs/design.md §2): a source whose [`Source::idle`] is true sends
+//! [`Message::Idle`] once, and is active again when it sends a batch or a watermark; an
+//! operator forwards idle when every input is idle, and the current watermark when one is
+//! active again.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -114,12 +119,19 @@ pub async fn run_source(
     let mut announced = false;
     let started = Instant::now();
     let mut emitted = 0u64;
+    // The output is marked idle (an idle notice went out, no batch or watermark since).
+    let mut idle_out = false;
+    // Checkpoint id → the position recorded at its trigger, for `checkpoint_completed`.
+    // Entries at or below a completed id are dropped, so aborted ones do not accumulate.
+    let mut positions = std::collections::BTreeMap::new();
     loop {
         // Barriers go out at batch boundaries, recording the position at exactly that point.
         if let Some(c) = &mut checkpointing {
             let mut done = false;
             while let Ok(control) = c.control.try_recv() {
-                done |= source_control(c, control, &mut *source, (max_ts, watermark), &output).await?;
+                done |=
+                    source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)
+                        .await?;
             }
             if done {
                 break;
@@ -146,7 +158,9 @@ pub async fn run_source(
                     let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task, stopped });
                 }
                 let Some(control) = c.control.recv().await else { break };
-                if source_control(c, control, &mut *source, (max_ts, watermark), &output).await? {
+                if source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)
+                    .await?
+                {
                     break;
                 }
                 continue;
@@ -159,6 +173,9 @@ pub async fn run_source(
         match source.next_batch()? {
             Some(batch) if batch.is_empty() => idle = true,
             Some(batch) => {
+                // A source that tracks event time itself replaces the task's watermarks.
+                let own = source.watermark().is_some();
+                let out_of_orderness_ms = out_of_orderness_ms.filter(|_| !own);
                 if let Some(delay) = out_of_orderness_ms {
                     for e in &batch.entries {
                         max_ts = max_ts.max(e.timestamp);
@@ -172,6 +189,8 @@ pub async fn run_source(
                 job.source_batches.fetch_add(1, Ordering::Relaxed);
                 emitted += batch.len() as u64;
                 output.emit(batch).await?;
+                // The batch made every output channel active again.
+                idle_out = false;
                 if out_of_orderness_ms.is_some() && watermark > i64::MIN {
                     output.broadcast(Message::Watermark(watermark)).await?;
                 }
@@ -179,6 +198,23 @@ pub async fn run_source(
             None => {
                 exhausted = true;
                 (max_ts, watermark) = end_of_input(&output).await?;
+            }
+        }
+        if !exhausted {
+            if let Some(w) = source.watermark()
+                && w > watermark
+            {
+                watermark = w;
+                idle_out = false;
+                output.broadcast(Message::Watermark(w)).await?;
+            }
+            let now_idle = source.idle();
+            if now_idle != idle_out {
+                idle_out = now_idle;
+                // Active again without a batch or a new watermark (say, a partition was
+                // assigned): the current watermark tells the receivers so.
+                let message = if now_idle { Message::Idle } else { Message::Watermark(watermark) };
+                output.broadcast(message).await?;
             }
         }
         match records_per_second {
@@ -206,18 +242,23 @@ async fn end_of_input(output: &Output) -> Result<(i64, i64), TaskError> {
 }
 
 /// Handles one control message at a source; true when the final checkpoint completed.
+/// `positions` holds the position recorded at each pending checkpoint's trigger, handed to
+/// [`Source::checkpoint_completed`] when it completes.
 async fn source_control(
     c: &mut Checkpointing,
     control: Control,
     source: &mut dyn Source,
     watermark: (i64, i64),
     output: &Output,
+    positions: &mut std::collections::BTreeMap<u64, serde_json::Value>,
 ) -> Result<bool, TaskError> {
     match control {
         Control::Trigger { id, triggered, is_final } => {
             let started = Instant::now();
+            let position = source.position();
+            positions.insert(id, position.clone());
             let state = TaskState {
-                position: Some(source.position()),
+                position: Some(position),
                 source_watermark: Some(watermark),
                 ..TaskState::default()
             };
@@ -231,9 +272,17 @@ async fn source_control(
         }
         Control::Completed(id) => {
             c.writer.completed(id);
+            if let Some(position) = positions.remove(&id) {
+                source.checkpoint_completed(id, &position)?;
+            }
+            // Older pending ones were aborted or subsumed: never reported.
+            positions.retain(|pending, _| *pending > id);
             Ok(c.final_id == Some(id))
         }
-        Control::Aborted(_) => Ok(false),
+        Control::Aborted(id) => {
+            positions.remove(&id);
+            Ok(false)
+        }
     }
 }
 
@@ -260,6 +309,8 @@ pub async fn run_operator(
         }
     }
     let mut aligner = Aligner::new(gate.len());
+    // Every input is idle and an idle notice went downstream.
+    let mut idle_out = false;
     while let Some(next) = gate.next().await {
         let (channel, message) = next?;
         if let Some(c) = &mut checkpointing {
@@ -273,12 +324,14 @@ pub async fn run_operator(
                 }
                 metrics.add_in(batch.len());
                 aligner.processed(batch.data.len());
+                let advanced = watermarks.activate(channel);
                 let out = instance.process(gate.port(channel), &batch).await?;
                 metrics.add_out(out.len());
                 output.emit(out).await?;
-                None
+                advanced
             }
             Message::Watermark(w) => watermarks.update(channel, w),
+            Message::Idle => watermarks.set_idle(channel),
             Message::Barrier(b) => {
                 aligned = aligner.on_barrier(channel, b, &mut gate)?;
                 None
@@ -300,6 +353,17 @@ pub async fn run_operator(
             metrics.add_out(out.len());
             output.emit(out).await?;
             output.broadcast(Message::Watermark(w)).await?;
+        }
+        // Idle when every input is; active again (with the current watermark, unless one
+        // just went out) when one of them is.
+        let all_idle = watermarks.all_idle();
+        if all_idle != idle_out {
+            idle_out = all_idle;
+            if all_idle {
+                output.broadcast(Message::Idle).await?;
+            } else if advanced.is_none() {
+                output.broadcast(Message::Watermark(watermarks.current())).await?;
+            }
         }
         if let (Some(a), Some(c)) = (aligned, &mut checkpointing) {
             // Aligned: snapshot, then forward the barrier — never before the snapshot (C2).
@@ -374,7 +438,7 @@ pub async fn run_sink(
                 }
                 None
             }
-            Message::Watermark(_) => None,
+            Message::Watermark(_) | Message::Idle => None,
             Message::Barrier(b) => aligner.on_barrier(channel, b, &mut gate)?,
             Message::EndOfStream => aligner.on_end(channel, &mut gate),
         };
@@ -459,3 +523,6 @@ pub(crate) async fn restore_instance(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,24 +1,35 @@
 //! Watermark tracking over several input channels: a task's watermark is the minimum of
-//! its channels' watermarks; a channel that ended no longer holds it back.
+//! its active channels' watermarks. A channel that ended no longer holds it back; neither
+//! does an idle one (its upstream has no input right now, Flink's `WatermarkStatus.IDLE`)
+//! until it delivers a batch or a watermark again.
+//!
+//! Invariants: the combined watermark never decreases (a channel that comes back active
+//! below it does not lower it — its records may then be late); when every channel is idle
+//! it stays where it was.
 
-/// Per-channel watermarks and their minimum.
+/// Per-channel watermarks, idle flags and their combined watermark.
 #[derive(Debug, Clone)]
 pub struct WatermarkTracker {
     channels: Vec<i64>,
+    idle: Vec<bool>,
     current: i64,
 }
 
 impl WatermarkTracker {
-    /// A tracker over `channels` inputs, all at `i64::MIN`.
+    /// A tracker over `channels` inputs, all active at `i64::MIN`.
     pub fn new(channels: usize) -> Self {
-        WatermarkTracker { channels: vec![i64::MIN; channels], current: i64::MIN }
+        WatermarkTracker {
+            channels: vec![i64::MIN; channels],
+            idle: vec![false; channels],
+            current: i64::MIN,
+        }
     }
 
-    /// A tracker restored from its channels' watermarks (as [`Self::channels`] gave them);
-    /// `None` when there are none.
+    /// A tracker restored from its channels' watermarks (as [`Self::channels`] gave them),
+    /// every channel active; `None` when there are none.
     pub fn restore(channels: &[i64]) -> Option<Self> {
         let current = channels.iter().copied().min()?;
-        Some(WatermarkTracker { channels: channels.to_vec(), current })
+        Some(WatermarkTracker { channels: channels.to_vec(), idle: vec![false; channels.len()], current })
     }
 
     /// The watermark of every channel.
@@ -31,24 +42,60 @@ impl WatermarkTracker {
         self.current
     }
 
-    /// Channel `channel` reached `watermark`; returns the new combined watermark if it
-    /// advanced. A watermark lower than the channel's previous one is ignored.
+    /// Whether channel `channel` is idle.
+    pub fn is_idle(&self, channel: usize) -> bool {
+        self.idle[channel]
+    }
+
+    /// True when at least one channel is idle and every other one is idle or at the end of
+    /// event time (`i64::MAX`, ended): nothing can advance the combined watermark, and the
+    /// task is idle itself.
+    pub fn all_idle(&self) -> bool {
+        self.idle.iter().any(|i| *i)
+            && self.idle.iter().zip(&self.channels).all(|(i, w)| *i || *w == i64::MAX)
+    }
+
+    /// Channel `channel` reached `watermark` (and is active); returns the new combined
+    /// watermark if it advanced. A watermark lower than the channel's previous one is
+    /// ignored, but still makes the channel active.
     pub fn update(&mut self, channel: usize, watermark: i64) -> Option<i64> {
+        let was_idle = std::mem::replace(&mut self.idle[channel], false);
         let w = &mut self.channels[channel];
-        if watermark <= *w {
+        if watermark <= *w && !was_idle {
             return None;
         }
-        *w = watermark;
+        *w = (*w).max(watermark);
         self.recompute()
     }
 
-    /// Channel `channel` ended: it is at `i64::MAX` from now on.
+    /// Channel `channel` delivered records: it is active again.
+    pub fn activate(&mut self, channel: usize) -> Option<i64> {
+        if !self.idle[channel] {
+            return None;
+        }
+        self.idle[channel] = false;
+        self.recompute()
+    }
+
+    /// Channel `channel` went idle: it no longer holds the combined watermark back. Returns
+    /// the new combined watermark if it advanced.
+    pub fn set_idle(&mut self, channel: usize) -> Option<i64> {
+        if self.idle[channel] {
+            return None;
+        }
+        self.idle[channel] = true;
+        self.recompute()
+    }
+
+    /// Channel `channel` ended: it is active at `i64::MAX` from now on.
     pub fn end(&mut self, channel: usize) -> Option<i64> {
         self.update(channel, i64::MAX)
     }
 
     fn recompute(&mut self) -> Option<i64> {
-        let min = self.channels.iter().copied().min().unwrap_or(i64::MAX);
+        // Every channel idle: the combined watermark stays where it is.
+        let active = self.channels.iter().zip(&self.idle).filter(|(_, idle)| !**idle);
+        let min = active.map(|(w, _)| *w).min()?;
         if min > self.current {
             self.current = min;
             Some(min)
@@ -62,6 +109,8 @@ impl WatermarkTracker {
 mod tests {
     use super::*;
 
+    use proptest::prelude::*;
+
     #[test]
     fn minimum_over_channels() {
         let mut t = WatermarkTracker::new(2);
@@ -72,5 +121,109 @@ mod tests {
         assert_eq!(t.end(0), Some(20));
         assert_eq!(t.end(1), Some(i64::MAX));
         assert_eq!(t.current(), i64::MAX);
+    }
+
+    #[test]
+    fn an_idle_channel_does_not_hold_the_watermark_back() {
+        let mut t = WatermarkTracker::new(3);
+        assert_eq!(t.update(0, 100), None);
+        assert_eq!(t.update(1, 50), None);
+        // Channel 2 never sent anything; once idle, the others decide.
+        assert_eq!(t.set_idle(2), Some(50));
+        assert!(!t.all_idle());
+        assert_eq!(t.update(1, 200), Some(100));
+        // Back active below the combined watermark: it does not lower it, and holds the
+        // next advance back until it catches up.
+        assert_eq!(t.update(2, 10), None);
+        assert_eq!(t.current(), 100);
+        assert_eq!(t.update(0, 300), None);
+        assert_eq!(t.update(2, 250), Some(200));
+    }
+
+    #[test]
+    fn all_idle_leaves_the_watermark_unchanged() {
+        let mut t = WatermarkTracker::new(2);
+        assert_eq!(t.update(0, 7), None);
+        assert_eq!(t.set_idle(0), None);
+        assert!(!t.all_idle());
+        assert_eq!(t.set_idle(1), None, "every channel idle: nothing advances");
+        assert!(t.all_idle());
+        assert_eq!(t.current(), i64::MIN);
+        // A batch makes a channel active again: only it counts (channel 0 is still idle).
+        assert_eq!(t.activate(1), None);
+        assert!(!t.all_idle());
+        assert_eq!(t.update(1, 9), Some(9));
+        // Channel 0 back at 7 does not lower it.
+        assert_eq!(t.update(0, 7), None);
+        assert_eq!(t.current(), 9);
+    }
+
+    #[test]
+    fn an_ended_channel_and_idle_ones_make_the_task_idle() {
+        let mut t = WatermarkTracker::new(2);
+        assert_eq!(t.end(0), None);
+        assert_eq!(t.set_idle(1), Some(i64::MAX));
+        assert!(t.all_idle());
+        let restored = WatermarkTracker::restore(&[5, 9]).unwrap();
+        assert!(!restored.is_idle(0) && !restored.is_idle(1), "a restored tracker starts active");
+        assert_eq!(restored.current(), 5);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Watermark(usize, i64),
+        Batch(usize),
+        Idle(usize),
+        End(usize),
+    }
+
+    fn op(channels: usize) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..channels, -50i64..200).prop_map(|(c, w)| Op::Watermark(c, w)),
+            2 => (0..channels).prop_map(Op::Batch),
+            2 => (0..channels).prop_map(Op::Idle),
+            1 => (0..channels).prop_map(Op::End),
+        ]
+    }
+
+    proptest! {
+        /// Against a model: the combined watermark never decreases, idle channels never hold
+        /// it back (it is at least the minimum over active channels), and while every channel
+        /// is idle it does not move.
+        #[test]
+        fn combined_watermark_is_monotone_and_ignores_idle_channels(
+            ops in (1usize..5).prop_flat_map(|n| (Just(n), proptest::collection::vec(op(n), 0..60)))
+        ) {
+            let (n, ops) = ops;
+            let mut t = WatermarkTracker::new(n);
+            let mut model = vec![i64::MIN; n];
+            let mut idle = vec![false; n];
+            for o in ops {
+                let before = t.current();
+                let reported = match o {
+                    Op::Watermark(c, w) => { model[c] = model[c].max(w); idle[c] = false; t.update(c, w) }
+                    Op::Batch(c) => { idle[c] = false; t.activate(c) }
+                    Op::Idle(c) => { idle[c] = true; t.set_idle(c) }
+                    Op::End(c) => { model[c] = i64::MAX; idle[c] = false; t.end(c) }
+                };
+                let after = t.current();
+                prop_assert!(after >= before, "the combined watermark went back: {before} -> {after}");
+                prop_assert_eq!(reported.is_some(), after > before);
+                if let Some(w) = reported {
+                    prop_assert_eq!(w, after);
+                }
+                prop_assert_eq!(t.channels(), &model[..]);
+                let active_min = model.iter().zip(&idle).filter(|(_, i)| !**i).map(|(w, _)| *w).min();
+                match active_min {
+                    // Never held back by an idle channel: at least the active minimum.
+                    Some(m) => prop_assert!(after >= m, "held back: {after} < active minimum {m}"),
+                    // Every channel idle: unchanged.
+                    None => prop_assert_eq!(after, before),
+                }
+                for (c, i) in idle.iter().enumerate() {
+                    prop_assert_eq!(t.is_idle(c), *i);
+                }
+            }
+        }
     }
 }

@@ -30,6 +30,7 @@ mod plan_limits;
 mod recovery;
 mod savepoint_restore;
 mod snapshot;
+mod source_idleness;
 mod state_versions;
 mod storage_quota;
 mod two_inputs;
