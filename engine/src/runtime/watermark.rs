@@ -5,7 +5,8 @@
 //!
 //! Invariants: the combined watermark never decreases (a channel that comes back active
 //! below it does not lower it — its records may then be late); when every channel is idle
-//! it stays where it was.
+//! it moves up to the highest of their watermarks (Flink's `StatusWatermarkValve`), so the
+//! result does not depend on the order in which the inputs went idle.
 
 /// Per-channel watermarks, idle flags and their combined watermark.
 #[derive(Debug, Clone)]
@@ -93,9 +94,12 @@ impl WatermarkTracker {
     }
 
     fn recompute(&mut self) -> Option<i64> {
-        // Every channel idle: the combined watermark stays where it is.
         let active = self.channels.iter().zip(&self.idle).filter(|(_, idle)| !**idle);
-        let min = active.map(|(w, _)| *w).min()?;
+        let min = match active.map(|(w, _)| *w).min() {
+            Some(min) => min,
+            // Every channel idle: up to the highest of them.
+            None => self.channels.iter().copied().max()?,
+        };
         if min > self.current {
             self.current = min;
             Some(min)
@@ -141,14 +145,20 @@ mod tests {
     }
 
     #[test]
-    fn all_idle_leaves_the_watermark_unchanged() {
+    fn all_idle_moves_to_the_highest_idle_watermark() {
         let mut t = WatermarkTracker::new(2);
         assert_eq!(t.update(0, 7), None);
         assert_eq!(t.set_idle(0), None);
         assert!(!t.all_idle());
-        assert_eq!(t.set_idle(1), None, "every channel idle: nothing advances");
+        assert_eq!(t.set_idle(1), Some(7), "every channel idle: the highest of them");
         assert!(t.all_idle());
-        assert_eq!(t.current(), i64::MIN);
+        assert_eq!(t.current(), 7);
+        // Either order of going idle gives the same.
+        let mut u = WatermarkTracker::new(2);
+        assert_eq!(u.update(0, 7), None);
+        assert_eq!(u.set_idle(1), Some(7));
+        assert_eq!(u.set_idle(0), None);
+        assert_eq!(u.current(), 7);
         // A batch makes a channel active again: only it counts (channel 0 is still idle).
         assert_eq!(t.activate(1), None);
         assert!(!t.all_idle());
@@ -217,8 +227,8 @@ mod tests {
                 match active_min {
                     // Never held back by an idle channel: at least the active minimum.
                     Some(m) => prop_assert!(after >= m, "held back: {after} < active minimum {m}"),
-                    // Every channel idle: unchanged.
-                    None => prop_assert_eq!(after, before),
+                    // Every channel idle: the highest of them (never backwards).
+                    None => prop_assert_eq!(after, before.max(*model.iter().max().unwrap())),
                 }
                 for (c, i) in idle.iter().enumerate() {
                     prop_assert_eq!(t.is_idle(c), *i);
