@@ -13,6 +13,8 @@
 mod conn;
 mod records;
 mod scram;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
