@@ -19,7 +19,7 @@ use weir::connectors::kafka::transactional::{PreCommitted, TransactionalSink};
 use weir::record::Batch;
 use weir_store::Store;
 
-use crate::common::fake_kafka::{EndTxnMode, FakeKafka, INVALID_TXN_STATE};
+use crate::common::fake_kafka::{EndTxnMode, FakeKafka, INVALID_TXN_STATE, PRODUCER_FENCED};
 
 const TOPIC: &str = "out";
 const PARTITIONS: i32 = 3;
@@ -57,7 +57,12 @@ impl Disk {
 }
 
 /// Opens subtask 0 and recovers it from `checkpoint` with `transactions`, as a (re)start does.
-fn start(fake: &FakeKafka, disk: &Disk, checkpoint: u64, transactions: &[serde_json::Value]) -> TransactionalSink {
+fn start(
+    fake: &FakeKafka,
+    disk: &Disk,
+    checkpoint: u64,
+    transactions: &[serde_json::Value],
+) -> TransactionalSink {
     let mut sink = TransactionalSink::open(settings(fake), Some(disk.store()), WRITER.into(), 0).unwrap();
     sink.recover(checkpoint, transactions).unwrap();
     sink
@@ -202,11 +207,17 @@ fn a_crash_between_completion_and_commit_is_committed_by_recovery() {
         .requests()
         .into_iter()
         .skip(before)
-        .filter(|s| s.api_key == ApiKey::EndTxn && s.transactional_id.as_deref() == Some(&t2.transactional_id))
+        .filter(|s| {
+            s.api_key == ApiKey::EndTxn && s.transactional_id.as_deref() == Some(&t2.transactional_id)
+        })
         .collect();
     assert_eq!(ends.len(), 1, "one EndTxn for the stored transaction: {ends:?}");
     assert_eq!(ends[0].commit, Some(true));
-    assert_eq!(ends[0].producer, Some((t2.producer.id, t2.producer.epoch)), "the stored producer id and epoch");
+    assert_eq!(
+        ends[0].producer,
+        Some((t2.producer.id, t2.producer.epoch)),
+        "the stored producer id and epoch"
+    );
     // Nothing of it was fenced before the commit.
     let inits_before_commit = fake
         .requests()
@@ -334,7 +345,9 @@ fn refused(mode: EndTxnMode) {
     assert!(elapsed < Duration::from_secs(30), "refusing took {elapsed:?}");
     let end_txns = fake.requests_of(ApiKey::EndTxn).len();
     match mode {
-        EndTxnMode::NotAdvertised => assert_eq!(end_txns, 0, "EndTxn sent to a broker that does not offer it"),
+        EndTxnMode::NotAdvertised => {
+            assert_eq!(end_txns, 0, "EndTxn sent to a broker that does not offer it")
+        }
         _ => assert!(end_txns >= 1),
     }
 }
@@ -347,4 +360,68 @@ fn a_broker_that_drops_end_txn_is_refused() {
 #[test]
 fn a_broker_without_end_txn_is_refused() {
     refused(EndTxnMode::NotAdvertised);
+}
+
+#[test]
+fn a_declined_checkpoints_transaction_is_committed_with_the_next() {
+    let fake = FakeKafka::start(TOPIC, PARTITIONS, EndTxnMode::Serve);
+    let disk = Disk::new();
+    let mut sink = start(&fake, &disk, 0, &[]);
+    // Checkpoint 1 is declined: its transaction stays pending in the task and goes into
+    // checkpoint 2's state with checkpoint 2's own (as the sink task keeps them).
+    let (batch, first) = records("declined", 15);
+    sink.write(&batch).unwrap();
+    let json1 = sink.precommit(1).unwrap().unwrap();
+    let (batch, second) = records("next", 15);
+    sink.write(&batch).unwrap();
+    let json2 = sink.precommit(2).unwrap().unwrap();
+    assert_ne!(pre_committed(&json1).transactional_id, pre_committed(&json2).transactional_id);
+    // Checkpoint 2 completes; the process dies before committing either.
+    drop(sink);
+    assert!(committed(&fake).is_empty());
+
+    let owned = [json1.clone(), json2.clone()];
+    drop(start(&fake, &disk, 2, &owned));
+    for json in &owned {
+        let t = pre_committed(json);
+        let ends: Vec<_> = fake
+            .requests_of(ApiKey::EndTxn)
+            .into_iter()
+            .filter(|s| s.transactional_id.as_deref() == Some(&t.transactional_id))
+            .collect();
+        assert_eq!(ends.len(), 1, "{ends:?}");
+        assert_eq!((ends[0].commit, ends[0].code), (Some(true), Some(0)));
+        assert_eq!(ends[0].producer, Some((t.producer.id, t.producer.epoch)));
+    }
+    let all = sorted(first.into_iter().chain(second).collect());
+    assert_eq!(committed(&fake), all);
+    assert_eq!(read_committed(&fake), all);
+}
+
+#[test]
+fn a_crash_before_any_checkpoint_completes_leaves_nothing_visible() {
+    let fake = FakeKafka::start(TOPIC, PARTITIONS, EndTxnMode::Serve);
+    let disk = Disk::new();
+    let mut sink = start(&fake, &disk, 0, &[]);
+    let (batch, values) = records("lost", 20);
+    sink.write(&batch).unwrap();
+    let t = pre_committed(&sink.precommit(1).unwrap().unwrap());
+    drop(sink);
+
+    // No checkpoint completed: the restart recovers from none.
+    let mut sink = start(&fake, &disk, 0, &[]);
+    assert!(!fake.is_ongoing(&t.transactional_id));
+    let fenced_epoch = fake.producer_of(&t.transactional_id).unwrap().1;
+    assert!(fenced_epoch > t.producer.epoch, "the id's epoch was not bumped");
+    assert!(committed(&fake).is_empty());
+    assert!(read_committed(&fake).is_empty());
+    assert_eq!(aborted(&fake), sorted(values));
+
+    // A late commit of the fenced transaction (the old process's) is refused by the broker
+    // (PRODUCER_FENCED, which the sink takes as "decided before") and changes nothing.
+    sink.commit(&[serde_json::to_value(&t).unwrap()]).unwrap();
+    let last = fake.requests_of(ApiKey::EndTxn).pop().unwrap();
+    assert_eq!(last.transactional_id.as_deref(), Some(t.transactional_id.as_str()));
+    assert_eq!(last.code, Some(PRODUCER_FENCED));
+    assert!(committed(&fake).is_empty());
 }

@@ -24,7 +24,9 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -77,7 +79,15 @@ pub struct Seen {
 
 impl Seen {
     fn new(api_key: ApiKey, version: i16) -> Seen {
-        Seen { api_key, version, transactional_id: None, producer: None, commit: None, batch: None, code: None }
+        Seen {
+            api_key,
+            version,
+            transactional_id: None,
+            producer: None,
+            commit: None,
+            batch: None,
+            code: None,
+        }
     }
 }
 
@@ -370,7 +380,10 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                 .filter(|k| !(**k == ApiKey::EndTxn && state.mode == EndTxnMode::NotAdvertised))
                 .map(|k| {
                     let v = k.valid_versions();
-                    ApiVersion::default().with_api_key(*k as i16).with_min_version(v.min).with_max_version(v.max)
+                    ApiVersion::default()
+                        .with_api_key(*k as i16)
+                        .with_min_version(v.min)
+                        .with_max_version(v.max)
                 })
                 .collect();
             encoded(ApiVersionsResponse::default().with_api_keys(api_keys), version)
@@ -467,7 +480,9 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
             seen.producer = Some((producer_id, epoch));
             seen.code = Some(0);
             encoded(
-                InitProducerIdResponse::default().with_producer_id(ProducerId(producer_id)).with_producer_epoch(epoch),
+                InitProducerIdResponse::default()
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_producer_epoch(epoch),
                 version,
             )
         }
@@ -489,7 +504,11 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                 let known = topic.name.0.as_str() == state.topic;
                 let mut partitions = Vec::new();
                 for &p in &topic.partitions {
-                    let code = if !known || p < 0 || p >= state.partitions { UNKNOWN_TOPIC_OR_PARTITION } else { code };
+                    let code = if !known || p < 0 || p >= state.partitions {
+                        UNKNOWN_TOPIC_OR_PARTITION
+                    } else {
+                        code
+                    };
                     if code == 0 {
                         let t = state.txns.get_mut(&id).expect("checked above");
                         if t.ongoing.is_none() {
@@ -511,7 +530,10 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                         .with_results_by_partition(partitions),
                 );
             }
-            encoded(AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results), version)
+            encoded(
+                AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results),
+                version,
+            )
         }
         ApiKey::Produce => {
             let request: ProduceRequest = decoded(body, version);
@@ -520,7 +542,8 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
             for topic in &request.topic_data {
                 let mut partitions = Vec::new();
                 for data in &topic.partition_data {
-                    let (code, base) = produce(state, &mut seen, topic.name.0.as_str(), data.index, data.records.clone());
+                    let (code, base) =
+                        produce(state, &mut seen, topic.name.0.as_str(), data.index, data.records.clone());
                     seen.code = Some(code);
                     partitions.push(
                         PartitionProduceResponse::default()
@@ -531,7 +554,9 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                     );
                 }
                 responses.push(
-                    TopicProduceResponse::default().with_name(topic.name.clone()).with_partition_responses(partitions),
+                    TopicProduceResponse::default()
+                        .with_name(topic.name.clone())
+                        .with_partition_responses(partitions),
                 );
             }
             encoded(ProduceResponse::default().with_responses(responses), version)
@@ -570,7 +595,8 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                     .partitions
                     .iter()
                     .map(|p| {
-                        let r = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                        let r =
+                            ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
                         if !known || p.partition_index < 0 || p.partition_index >= state.partitions {
                             return r.with_error_code(UNKNOWN_TOPIC_OR_PARTITION);
                         }
@@ -588,7 +614,9 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                         r.with_offset(offset).with_timestamp(-1)
                     })
                     .collect();
-                topics.push(ListOffsetsTopicResponse::default().with_name(t.name.clone()).with_partitions(partitions));
+                topics.push(
+                    ListOffsetsTopicResponse::default().with_name(t.name.clone()).with_partitions(partitions),
+                );
             }
             encoded(ListOffsetsResponse::default().with_topics(topics), version)
         }
@@ -603,7 +631,9 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                     .iter()
                     .map(|p| fetch(state, known, p.partition, p.fetch_offset, read_committed))
                     .collect();
-                responses.push(FetchableTopicResponse::default().with_topic(t.topic.clone()).with_partitions(partitions));
+                responses.push(
+                    FetchableTopicResponse::default().with_topic(t.topic.clone()).with_partitions(partitions),
+                );
             }
             encoded(FetchResponse::default().with_responses(responses), version)
         }
@@ -614,7 +644,13 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
 }
 
 /// Appends one produced batch; returns (error code, base offset).
-fn produce(state: &mut State, seen: &mut Seen, topic: &str, partition: i32, records: Option<Bytes>) -> (i16, i64) {
+fn produce(
+    state: &mut State,
+    seen: &mut Seen,
+    topic: &str,
+    partition: i32,
+    records: Option<Bytes>,
+) -> (i16, i64) {
     if topic != state.topic || partition < 0 || partition >= state.partitions {
         return (UNKNOWN_TOPIC_OR_PARTITION, -1);
     }
@@ -647,7 +683,9 @@ fn produce(state: &mut State, seen: &mut Seen, topic: &str, partition: i32, reco
         if sequence != expected {
             return (OUT_OF_ORDER_SEQUENCE_NUMBER, -1);
         }
-        state.sequences.insert((producer_id, epoch, partition), sequence.wrapping_add(set.records.len() as i32));
+        state
+            .sequences
+            .insert((producer_id, epoch, partition), sequence.wrapping_add(set.records.len() as i32));
     }
     let base = state.end_of(partition as usize);
     let mut records = set.records;
@@ -680,7 +718,9 @@ fn fetch(state: &State, known: bool, partition: i32, offset: i64, read_committed
     let aborted_transactions = read_committed.then(|| {
         aborted
             .values()
-            .map(|(pid, first)| AbortedTransaction::default().with_producer_id(ProducerId(*pid)).with_first_offset(*first))
+            .map(|(pid, first)| {
+                AbortedTransaction::default().with_producer_id(ProducerId(*pid)).with_first_offset(*first)
+            })
             .collect()
     });
     data.with_high_watermark(end)

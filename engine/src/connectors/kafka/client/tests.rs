@@ -105,7 +105,10 @@ fn respond(key: ApiKey, version: i16, mut body: Bytes, port: u16, out: &mut Byte
                 USED.iter()
                     .map(|k| {
                         let v = k.valid_versions();
-                        ApiVersion::default().with_api_key(*k as i16).with_min_version(v.min).with_max_version(v.max)
+                        ApiVersion::default()
+                            .with_api_key(*k as i16)
+                            .with_min_version(v.min)
+                            .with_max_version(v.max)
                     })
                     .collect(),
             )
@@ -150,7 +153,9 @@ fn respond(key: ApiKey, version: i16, mut body: Bytes, port: u16, out: &mut Byte
                     TopicProduceResponse::default().with_name(t.name.clone()).with_partition_responses(
                         t.partition_data
                             .iter()
-                            .map(|p| PartitionProduceResponse::default().with_index(p.index).with_base_offset(42))
+                            .map(|p| {
+                                PartitionProduceResponse::default().with_index(p.index).with_base_offset(42)
+                            })
                             .collect(),
                     )
                 })
@@ -267,9 +272,14 @@ fn the_transactional_producer_requests_decode_as_sent() {
     // FindCoordinator (a transaction's: key type 1), then InitProducerId with the id.
     let producer = client.init_producer_id(Some("tx-1"), 60_000).unwrap();
     assert_eq!(producer, PRODUCER);
-    let request: FindCoordinatorRequest = decode(&broker.of(ApiKey::FindCoordinator)[0], ApiKey::FindCoordinator);
-    assert_eq!(request, FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("tx-1")).with_key_type(1));
-    let request: InitProducerIdRequest = decode(&broker.of(ApiKey::InitProducerId)[0], ApiKey::InitProducerId);
+    let request: FindCoordinatorRequest =
+        decode(&broker.of(ApiKey::FindCoordinator)[0], ApiKey::FindCoordinator);
+    assert_eq!(
+        request,
+        FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("tx-1")).with_key_type(1)
+    );
+    let request: InitProducerIdRequest =
+        decode(&broker.of(ApiKey::InitProducerId)[0], ApiKey::InitProducerId);
     assert_eq!(
         request,
         InitProducerIdRequest::default()
