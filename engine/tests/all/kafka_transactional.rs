@@ -125,6 +125,19 @@ fn read_committed(fake: &FakeKafka) -> Vec<Vec<u8>> {
     panic!("the read_committed read never settled");
 }
 
+/// Five records of 1 MiB each: more than a sink buffers before it produces.
+fn over_the_spill_threshold(tag: &[u8; 5]) -> (Batch, Vec<Vec<u8>>) {
+    let mut batch = Batch::empty();
+    let mut values = Vec::new();
+    for i in 0..5u8 {
+        let mut value = vec![i; 1 << 20];
+        value[..5].copy_from_slice(tag);
+        batch.push(&[b'k', i], &value, 5_000);
+        values.push(value);
+    }
+    (batch, values)
+}
+
 fn pre_committed(json: &serde_json::Value) -> PreCommitted {
     serde_json::from_value(json.clone()).unwrap()
 }
@@ -252,14 +265,7 @@ fn recovery_from_an_earlier_checkpoint_fences_open_transactions() {
     let t2 = pre_committed(&sink.precommit(2).unwrap().unwrap());
     // And past it, more than the spill threshold is written: produced into a third,
     // not-yet-pre-committed transaction.
-    let mut big = Batch::empty();
-    let mut third = Vec::new();
-    for i in 0..5u8 {
-        let mut value = vec![i; 1 << 20];
-        value[..5].copy_from_slice(b"third");
-        big.push(&[b'k', i], &value, 5_000);
-        third.push(value);
-    }
+    let (big, third) = over_the_spill_threshold(b"third");
     sink.write(&big).unwrap();
     let open_ids = produced_ids(&fake, from);
     assert_eq!(open_ids.len(), 2, "checkpoint 2's transaction and the open one: {open_ids:?}");
@@ -424,4 +430,40 @@ fn a_crash_before_any_checkpoint_completes_leaves_nothing_visible() {
     assert_eq!(last.transactional_id.as_deref(), Some(t.transactional_id.as_str()));
     assert_eq!(last.code, Some(PRODUCER_FENCED));
     assert!(committed(&fake).is_empty());
+}
+
+#[test]
+fn a_zombie_producer_is_fenced_by_the_recovery() {
+    let fake = FakeKafka::start(TOPIC, PARTITIONS, EndTxnMode::Serve);
+    let disk = Disk::new();
+    // Both sinks in one process: they share the store file through clones.
+    let store = disk.store();
+    let open = || TransactionalSink::open(settings(&fake), Some(store.clone()), WRITER.into(), 0).unwrap();
+    let mut zombie = open();
+    zombie.recover(0, &[]).unwrap();
+    let (big, values) = over_the_spill_threshold(b"zomb1");
+    zombie.write(&big).unwrap();
+    let ids = produced_ids(&fake, 0);
+    assert_eq!(ids.len(), 1);
+    assert!(fake.is_ongoing(&ids[0]));
+
+    // A new attempt recovers while the old one still runs.
+    let mut sink = open();
+    sink.recover(0, &[]).unwrap();
+    assert!(!fake.is_ongoing(&ids[0]), "the zombie's transaction was not fenced");
+
+    // The zombie's next produce into its transaction is refused: an error, not silence.
+    let (big, _) = over_the_spill_threshold(b"zomb2");
+    let error = zombie.write(&big).expect_err("a fenced producer wrote").to_string();
+    assert!(error.contains("code 90"), "{error}");
+    assert!(committed(&fake).is_empty());
+    assert_eq!(aborted(&fake), sorted(values));
+
+    // The new attempt is unaffected.
+    let (batch, fresh) = records("fresh", 10);
+    sink.write(&batch).unwrap();
+    let json = sink.precommit(1).unwrap().unwrap();
+    assert!(!ids.contains(&pre_committed(&json).transactional_id));
+    sink.commit(&[json]).unwrap();
+    assert_eq!(read_committed(&fake), sorted(fresh));
 }
