@@ -43,6 +43,7 @@ pub const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub const INVALID_TXN_STATE: i16 = 48;
 pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 pub const PRODUCER_FENCED: i16 = 90;
+pub const CONCURRENT_TRANSACTIONS: i16 = 51;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const CORRUPT_MESSAGE: i16 = 2;
 
@@ -461,8 +462,21 @@ fn handle(state: &mut State, key: ApiKey, version: i16, body: &mut Bytes) -> Opt
                 Some(t) => {
                     let id = txn_id(t);
                     seen.transactional_id = Some(id.clone());
-                    // Fencing: whatever the id left open is aborted.
-                    state.end(&id, false);
+                    // Fencing, as Kafka's coordinator does it: an ongoing transaction is
+                    // aborted under a bumped epoch and the caller is told to retry.
+                    if state.txns.get(&id).is_some_and(|t| t.ongoing.is_some()) {
+                        state.txns.get_mut(&id).expect("checked").epoch += 1;
+                        state.end(&id, false);
+                        seen.code = Some(CONCURRENT_TRANSACTIONS);
+                        state.seen.push(seen);
+                        return encoded(
+                            InitProducerIdResponse::default()
+                                .with_error_code(CONCURRENT_TRANSACTIONS)
+                                .with_producer_id(ProducerId(-1))
+                                .with_producer_epoch(-1),
+                            version,
+                        );
+                    }
                     let fresh = state.next_producer_id + 1;
                     let entry = state.txns.entry(id).or_insert(TxnState {
                         producer_id: fresh,
