@@ -181,7 +181,16 @@ impl KafkaError {
             | ResponseError::TransactionalIdAuthorizationFailed => {
                 KafkaError::NotAuthorized { what: context, code: format!("{e:?}") }
             }
-            _ => KafkaError::Broker { code, name: format!("{e:?}"), context, retriable: e.is_retriable() },
+            // Kafka's transaction coordinator answers CONCURRENT_TRANSACTIONS while it finishes
+            // ending a transaction (InitProducerId fencing an open one, a request right after
+            // EndTxn) and expects a retry, as Java's TransactionManager does; the crate marks
+            // it final.
+            _ => KafkaError::Broker {
+                code,
+                name: format!("{e:?}"),
+                context,
+                retriable: e.is_retriable() || matches!(e, ResponseError::ConcurrentTransactions),
+            },
         }
     }
 

@@ -406,3 +406,10 @@ fn the_responses_the_client_reads_round_trip() {
         response_round_trip(EndTxnResponse::default().with_error_code(code), ApiKey::EndTxn);
     }
 }
+
+#[test]
+fn concurrent_transactions_is_retried() {
+    // Kafka answers it while a fencing abort completes; the caller must try again.
+    assert!(KafkaError::from_code(51, "InitProducerId").retriable());
+    assert!(!KafkaError::from_code(90, "EndTxn").retriable());
+}
