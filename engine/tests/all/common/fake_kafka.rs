@@ -5,10 +5,10 @@
 //! decoded with `kafka_protocol` (header, then the body at the version asked) and answered at
 //! that version. It keeps an in-memory log per partition where, as in Kafka, a transactional
 //! batch gets its offsets when it is appended and stays pending until EndTxn (or a fencing
-//! InitProducerId) writes a commit or abort marker after it. Fencing an
-//! ongoing transaction answers CONCURRENT_TRANSACTIONS first, as Kafka does, and the epoch goes
-//! up by one at each InitProducerId. Fetch with `read_committed` stops
-//! at the last stable offset and lists the aborted transactions, so the client's own
+//! InitProducerId) writes a commit or abort marker after it. The epoch of a transactional id
+//! goes up by one at each InitProducerId; fencing an ongoing transaction answers
+//! CONCURRENT_TRANSACTIONS first, as Kafka's coordinator does. Fetch with `read_committed`
+//! stops at the last stable offset and lists the aborted transactions, so the client's own
 //! read_committed filter is exercised too. Every request is recorded ([`Seen`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
