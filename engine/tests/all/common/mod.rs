@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fake_kafka;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 

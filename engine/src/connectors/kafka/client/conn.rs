@@ -23,7 +23,7 @@ const MAX_FRAME: usize = 256 << 20;
 
 /// The highest version of each API this client speaks (later versions of some name topics by
 /// id only).
-fn our_max(key: ApiKey) -> i16 {
+pub(super) fn our_max(key: ApiKey) -> i16 {
     match key {
         ApiKey::Produce => 9,
         ApiKey::Fetch => 12,
