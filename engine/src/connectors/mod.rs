@@ -21,6 +21,7 @@ pub use blackhole::{BlackholeConfig, BlackholeSink};
 pub use file_sink::{FileSink, FileSinkConfig};
 pub use file_source::{FilePosition, FileSource, FileSourceConfig};
 pub use generator::{GeneratorConfig, GeneratorSource};
+pub use kafka::{KafkaSinkConfig, KafkaSourceConfig};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
 pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig};
 
@@ -55,6 +56,9 @@ pub enum ConnectorError {
     /// The built-in store failed or is not available.
     #[error("{0}")]
     Store(String),
+    /// The connector's settings do not let it open (the message says what to change).
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Why a connector's config in a job spec is refused.
@@ -181,6 +185,8 @@ pub enum SourceKind {
     File(FileSourceConfig),
     /// The built-in stream log.
     Stream(StreamSourceConfig),
+    /// Kafka topics.
+    Kafka(KafkaSourceConfig),
 }
 
 /// A parsed source config.
@@ -206,6 +212,8 @@ pub enum SinkConfig {
     Blackhole(BlackholeConfig),
     /// The built-in stream log.
     Stream(StreamSinkConfig),
+    /// A Kafka topic.
+    Kafka(KafkaSinkConfig),
 }
 
 fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, ConfigError> {
@@ -259,19 +267,23 @@ impl SourceConfig {
             },
         };
         let rest = serde_json::Value::Object(map);
-        let kind = match connector {
+        let mut kind = match connector {
             "generator" => SourceKind::Generator(parse(connector, rest)?),
             "nexmark" => SourceKind::Nexmark(parse(connector, rest)?),
             "file" => SourceKind::File(parse(connector, rest)?),
             "stream" => SourceKind::Stream(parse(connector, rest)?),
+            "kafka" => SourceKind::Kafka(parse(connector, rest)?),
             other => {
                 return Err(ConfigError::UnknownConnector {
                     kind: "source",
                     name: other.to_string(),
-                    known: "generator, nexmark, file, stream",
+                    known: "generator, nexmark, file, stream, kafka",
                 });
             }
         };
+        if let SourceKind::Kafka(c) = &mut kind {
+            c.validate().map_err(|e| range(format!("kafka: {e}")))?;
+        }
         if let SourceKind::Nexmark(c) = &kind {
             c.validate().map_err(range)?;
         }
@@ -297,6 +309,7 @@ impl SourceConfig {
             }
             SourceKind::Nexmark(c) => Box::new(NexmarkSource::new(c, self.batch_size, index, parallelism)),
             SourceKind::File(c) => Box::new(FileSource::open(c, self.batch_size, index, parallelism)?),
+            SourceKind::Kafka(c) => kafka::open_source(c, self.batch_size, index, parallelism, env)?,
         })
     }
 
@@ -304,7 +317,9 @@ impl SourceConfig {
     /// subtasks recorded (`None`: a subtask recorded none), when a job restores a savepoint
     /// at another parallelism. The stream log merges every partition's offset and hands each
     /// new subtask its partitions; the file source hands every subtask every file's position
-    /// (each reads only its own files). Generated sources refuse: their position is a count
+    /// (each reads only its own files), and so does Kafka: every new subtask gets every
+    /// partition's offset (see [`kafka::config::merge_offsets`]) and reads only the partitions it is
+    /// assigned. Generated sources refuse: their position is a count
     /// within one subtask of one parallelism.
     pub fn rescale_positions(
         &self,
@@ -351,6 +366,11 @@ impl SourceConfig {
                 }
                 Ok((0..parallelism).map(|_| Some(serde_json::Value::Array(all.clone()))).collect())
             }
+            SourceKind::Kafka(_) => {
+                let merged = kafka::config::merge_offsets(recorded())?;
+                let position = serde_json::json!({ "offsets": merged });
+                Ok((0..parallelism).map(|_| Some(position.clone())).collect())
+            }
             SourceKind::Generator(_) | SourceKind::Nexmark(_) => {
                 let name =
                     if matches!(self.kind, SourceKind::Generator(_)) { "generator" } else { "nexmark" };
@@ -372,10 +392,15 @@ impl SinkConfig {
             "file" => Ok(SinkConfig::File(parse(connector, rest)?)),
             "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
             "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
+            "kafka" => {
+                let mut c: KafkaSinkConfig = parse(connector, rest)?;
+                c.validate().map_err(|e| ConfigError::OutOfRange(format!("kafka: {e}")))?;
+                Ok(SinkConfig::Kafka(c))
+            }
             other => Err(ConfigError::UnknownConnector {
                 kind: "sink",
                 name: other.to_string(),
-                known: "file, blackhole, stream",
+                known: "file, blackhole, stream, kafka",
             }),
         }
     }
@@ -384,7 +409,7 @@ impl SinkConfig {
     pub fn open(
         &self,
         index: u32,
-        _parallelism: u32,
+        parallelism: u32,
         env: ConnectorEnv<'_>,
     ) -> Result<Box<dyn Sink>, ConnectorError> {
         Ok(match self {
@@ -394,6 +419,8 @@ impl SinkConfig {
                 let writer = format!("{}/{}/{index}", env.job, env.node);
                 Box::new(StreamSink::open(c, env.store("stream")?.clone(), writer, index, env.transactional)?)
             }
+            SinkConfig::Kafka(c) => kafka::open_sink(c, index, parallelism, env)?,
         })
     }
 }
+

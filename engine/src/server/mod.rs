@@ -90,7 +90,14 @@ impl Server {
         let tenants = Tenants::open(&store)?;
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
             .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
-        let jobs = JobManager::open(&store, modules.clone(), telemetry.clone(), config.plan_limits.clone())?;
+        config.validate()?;
+        let jobs = JobManager::open(
+            &store,
+            modules.clone(),
+            telemetry.clone(),
+            config.plan_limits.clone(),
+            config.kafka_connections.clone(),
+        )?;
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;

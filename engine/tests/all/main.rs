@@ -24,6 +24,7 @@ mod disk_full;
 mod exactly_once;
 mod hostile;
 mod hostile_tenants;
+mod kafka_access;
 mod layout;
 mod nexmark;
 mod plan_limits;
