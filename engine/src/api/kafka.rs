@@ -7,7 +7,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 
-use super::model::{Data, ErrorBody, KafkaGrant, Tenant};
+use super::model::{Data, ErrorBody, KafkaGrant, KafkaGrants, Tenant};
 use super::{Admin, Caller, parse_json};
 use crate::server::ids::check_hex_id;
 use crate::server::tenants::check_kafka_grants;
@@ -16,7 +16,7 @@ use crate::server::{Server, ServerError};
 /// Replaces a tenant's Kafka grants: which of the server's `kafka_connections` its jobs may
 /// use, and the topic and group prefixes they are held to there. An empty list takes Kafka
 /// away (running jobs keep running until they are next planned: restarted or resumed).
-#[utoipa::path(put, path = "/api/v1/tenants/{tenant_id}/kafka", tag = "tenants", request_body = Vec<KafkaGrant>,
+#[utoipa::path(put, path = "/api/v1/tenants/{tenant_id}/kafka", tag = "tenants", request_body = KafkaGrants,
     params(("tenant_id" = String, Path, description = "Tenant id")),
     responses(
         (status = 200, description = "The tenant", body = Tenant),
@@ -31,7 +31,7 @@ pub async fn set_kafka_grants(
     body: Bytes,
 ) -> Result<Json<Tenant>, ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
-    let grants: Vec<KafkaGrant> = parse_json(&body)?;
+    let KafkaGrants { grants } = parse_json(&body)?;
     let grants: Vec<_> = grants.into_iter().map(Into::into).collect();
     let known: Vec<&str> = server.config.kafka_connections.keys().map(String::as_str).collect();
     check_kafka_grants(&grants, &known)?;

@@ -36,7 +36,8 @@ async fn setup(listener: &TcpListener) -> (TestServer, Api, String, String) {
         { "connection": "main", "topic_prefixes": ["acme."], "group_prefixes": ["acme-"] },
         { "connection": "secure", "topic_prefixes": ["acme."] }
     ]);
-    let (status, body) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
+    let (status, body) =
+        server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &json!({ "grants": grants })).await;
     assert_eq!(status, 200, "set grants: {body}");
     assert_eq!(body["kafka"], grants.as_array().map(|g| with_defaults(g)).unwrap());
     (server, api, tenant, address)
@@ -239,14 +240,14 @@ async fn tenants_see_names_and_prefixes_only() {
     // Admin input is checked.
     let admin = server.client(ADMIN);
     let path = format!("/api/v1/tenants/{tenant}/kafka");
-    let (status, body) = admin.put(&path, &json!([{ "connection": "elsewhere" }])).await;
+    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "elsewhere" }] })).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"].as_str().unwrap().contains("no Kafka connection `elsewhere`"), "{body}");
-    let (status, body) = admin.put(&path, &json!([{ "connection": "main" }, { "connection": "main" }])).await;
+    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main" }, { "connection": "main" }] })).await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = admin.put(&path, &json!([{ "connection": "main", "servers": ["x:1"] }])).await;
+    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main", "servers": ["x:1"] }] })).await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = api.put(&path, &json!([{ "connection": "main" }])).await;
+    let (status, body) = api.put(&path, &json!({ "grants": [{ "connection": "main" }] })).await;
     assert_eq!(status, 403, "a tenant sets its own grants: {body}");
 
     // An accepted job keeps the connection's name only; a revoked grant refuses its restart
@@ -258,7 +259,7 @@ async fn tenants_see_names_and_prefixes_only() {
     let text = job.to_string();
     assert!(text.contains("\"connection\":\"secure\""), "{text}");
     assert!(!text.contains(&address) && !text.contains(PASSWORD), "the job shows its connection: {text}");
-    let (status, body) = admin.put(&path, &json!([{ "connection": "main", "topic_prefixes": ["acme."] }])).await;
+    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main", "topic_prefixes": ["acme."] }] })).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = api.post_empty(&format!("/api/v1/jobs/{id}/restart")).await;
     assert_eq!(status, 403, "{body}");

@@ -27,7 +27,7 @@ pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
 pub use tenants::{
-    KafkaGrant, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView, TenantWithToken, TokenBody,
+    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView, TenantWithToken, TokenBody,
     TokenInfo, Usage,
 };
 

@@ -79,6 +79,14 @@ pub struct Tenant {
     pub kafka: Vec<KafkaGrant>,
 }
 
+/// A tenant's Kafka grants, as the admin sets them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaGrants {
+    /// The grants, at most one per connection (`[]`: no Kafka).
+    pub grants: Vec<KafkaGrant>,
+}
+
 /// What a tenant may do through one of the server's Kafka connections (names and prefixes
 /// only: a connection's addresses and credentials never leave the server).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -188,9 +188,9 @@ fn sink_rules() {
 #[test]
 fn pattern_prefixes_bound_what_a_pattern_matches() {
     assert_eq!(pattern_prefixes(r"tenant-a\..*"), Some(vec!["tenant-a.".to_string()]));
-    let mut two = pattern_prefixes(r"(orders|payments)-[0-9]+").unwrap();
-    two.sort();
-    assert_eq!(two, ["orders-", "payments-"]);
+    let two = pattern_prefixes(r"(orders|payments)-[0-9]+").unwrap();
+    assert!(two.iter().any(|l| l.starts_with("orders-")) && two.iter().any(|l| l.starts_with("payments-")), "{two:?}");
+    assert!(two.iter().all(|l| l.starts_with("orders-") || l.starts_with("payments-")), "{two:?}");
     assert_eq!(pattern_prefixes(".*"), None);
     assert_eq!(pattern_prefixes("a.*|.*"), None);
     // A quantified last character is not part of the prefix.
