@@ -51,6 +51,7 @@ pub async fn list_kafka_connections(
     State(server): State<Arc<Server>>,
 ) -> Result<Json<Data<KafkaGrant>>, ServerError> {
     // A grant whose connection the admin has since removed from the config is not usable.
-    let granted = tenant.kafka.into_iter().filter(|g| server.config.kafka_connections.contains_key(&g.connection));
+    let granted =
+        tenant.kafka.into_iter().filter(|g| server.config.kafka_connections.contains_key(&g.connection));
     Ok(Json(Data::of(granted.collect::<Vec<_>>())))
 }

@@ -186,7 +186,7 @@ pub enum SourceKind {
     /// The built-in stream log.
     Stream(StreamSourceConfig),
     /// Kafka topics.
-    Kafka(KafkaSourceConfig),
+    Kafka(Box<KafkaSourceConfig>),
 }
 
 /// A parsed source config.
@@ -213,7 +213,7 @@ pub enum SinkConfig {
     /// The built-in stream log.
     Stream(StreamSinkConfig),
     /// A Kafka topic.
-    Kafka(KafkaSinkConfig),
+    Kafka(Box<KafkaSinkConfig>),
 }
 
 fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, ConfigError> {
@@ -393,7 +393,7 @@ impl SinkConfig {
             "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
             "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
             "kafka" => {
-                let mut c: KafkaSinkConfig = parse(connector, rest)?;
+                let mut c: Box<KafkaSinkConfig> = parse(connector, rest)?;
                 c.validate().map_err(|e| ConfigError::OutOfRange(format!("kafka: {e}")))?;
                 Ok(SinkConfig::Kafka(c))
             }
@@ -423,4 +423,3 @@ impl SinkConfig {
         })
     }
 }
-

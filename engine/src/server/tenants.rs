@@ -108,11 +108,19 @@ pub fn check_kafka_grants(grants: &[KafkaGrant], known: &[&str]) -> ServerResult
             ));
         }
         if !seen.insert(g.connection.as_str()) {
-            return bad(format!("connection `{}` is granted twice: give one grant per connection", g.connection));
+            return bad(format!(
+                "connection `{}` is granted twice: give one grant per connection",
+                g.connection
+            ));
         }
-        for (what, prefixes) in [("topic_prefixes", &g.topic_prefixes), ("group_prefixes", &g.group_prefixes)] {
+        for (what, prefixes) in [("topic_prefixes", &g.topic_prefixes), ("group_prefixes", &g.group_prefixes)]
+        {
             if prefixes.len() > MAX_KAFKA_GRANTS {
-                return bad(format!("{what} of `{}`: at most {MAX_KAFKA_GRANTS}, got {}", g.connection, prefixes.len()));
+                return bad(format!(
+                    "{what} of `{}`: at most {MAX_KAFKA_GRANTS}, got {}",
+                    g.connection,
+                    prefixes.len()
+                ));
             }
             if let Some(p) = prefixes.iter().find(|p| p.len() > 255 || p.chars().any(char::is_control)) {
                 return bad(format!(

@@ -36,8 +36,10 @@ async fn setup(listener: &TcpListener) -> (TestServer, Api, String, String) {
         { "connection": "main", "topic_prefixes": ["acme."], "group_prefixes": ["acme-"] },
         { "connection": "secure", "topic_prefixes": ["acme."] }
     ]);
-    let (status, body) =
-        server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &json!({ "grants": grants })).await;
+    let (status, body) = server
+        .client(ADMIN)
+        .put(&format!("/api/v1/tenants/{tenant}/kafka"), &json!({ "grants": grants }))
+        .await;
     assert_eq!(status, 200, "set grants: {body}");
     assert_eq!(body["kafka"], grants.as_array().map(|g| with_defaults(g)).unwrap());
     (server, api, tenant, address)
@@ -107,7 +109,9 @@ async fn refused_specs_never_start_or_connect() {
         ),
         (
             "inline bootstrap_servers",
-            kafka_source(json!({ "connection": "main", "bootstrap_servers": ["10.0.0.1:9092"], "topics": ["acme.a"] })),
+            kafka_source(
+                json!({ "connection": "main", "bootstrap_servers": ["10.0.0.1:9092"], "topics": ["acme.a"] }),
+            ),
             400,
             vec![inline],
         ),
@@ -205,8 +209,9 @@ async fn refused_specs_never_start_or_connect() {
     }
     // A tenant without grants has no Kafka at all.
     let (_, stranger) = server.tenant("globex").await;
-    let (status, body) =
-        stranger.post("/api/v1/jobs", &kafka_source(json!({ "connection": "main", "topics": ["acme.a"] }))).await;
+    let (status, body) = stranger
+        .post("/api/v1/jobs", &kafka_source(json!({ "connection": "main", "topics": ["acme.a"] })))
+        .await;
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap().contains("the tenant may use: none"), "{body}");
     // Nothing was created, nothing started, nothing connected.
@@ -243,9 +248,11 @@ async fn tenants_see_names_and_prefixes_only() {
     let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "elsewhere" }] })).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"].as_str().unwrap().contains("no Kafka connection `elsewhere`"), "{body}");
-    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main" }, { "connection": "main" }] })).await;
+    let (status, body) =
+        admin.put(&path, &json!({ "grants": [{ "connection": "main" }, { "connection": "main" }] })).await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main", "servers": ["x:1"] }] })).await;
+    let (status, body) =
+        admin.put(&path, &json!({ "grants": [{ "connection": "main", "servers": ["x:1"] }] })).await;
     assert_eq!(status, 400, "{body}");
     let (status, body) = api.put(&path, &json!({ "grants": [{ "connection": "main" }] })).await;
     assert_eq!(status, 403, "a tenant sets its own grants: {body}");
@@ -259,9 +266,45 @@ async fn tenants_see_names_and_prefixes_only() {
     let text = job.to_string();
     assert!(text.contains("\"connection\":\"secure\""), "{text}");
     assert!(!text.contains(&address) && !text.contains(PASSWORD), "the job shows its connection: {text}");
-    let (status, body) = admin.put(&path, &json!({ "grants": [{ "connection": "main", "topic_prefixes": ["acme."] }] })).await;
+    let (status, body) =
+        admin.put(&path, &json!({ "grants": [{ "connection": "main", "topic_prefixes": ["acme."] }] })).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = api.post_empty(&format!("/api/v1/jobs/{id}/restart")).await;
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap().contains("may not use Kafka connection `secure`"), "{body}");
+}
+
+/// `weir run` has no named connections: a job file naming one is refused before it runs,
+/// and an inline connection is checked as the server checks its own.
+#[test]
+fn weir_run_takes_inline_connections_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = |config: Value| {
+        let file = dir.path().join("job.json");
+        let spec = json!({
+            "name": "kafka-run",
+            "nodes": [
+                { "id": "in", "kind": "source", "connector": "kafka", "config": config },
+                { "id": "out", "kind": "sink", "connector": "blackhole" }
+            ],
+            "edges": [ { "from": "in", "to": "out" } ]
+        });
+        std::fs::write(&file, spec.to_string()).expect("write the job file");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["run", "--no-checkpoints"])
+            .arg(&file)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("weir run");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, stderr) = run(json!({ "connection": "main", "topics": ["t"] }));
+    assert!(!ok, "a named connection ran: {stderr}");
+    assert!(stderr.contains("`weir run` has no named Kafka connections"), "{stderr}");
+    assert!(stderr.contains("inline under `brokers`"), "{stderr}");
+    let (ok, stderr) = run(json!({ "brokers": { "bootstrap_servers": ["nope"] }, "topics": ["t"] }));
+    assert!(!ok);
+    assert!(stderr.contains("brokers: bootstrap server `nope` must be host:port"), "{stderr}");
 }

@@ -27,8 +27,8 @@ pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
 pub use tenants::{
-    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView, TenantWithToken, TokenBody,
-    TokenInfo, Usage,
+    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView,
+    TenantWithToken, TokenBody, TokenInfo, Usage,
 };
 
 /// A collection.

@@ -255,7 +255,9 @@ impl ConnectionConfig {
     pub fn validate(&self) -> Result<(), String> {
         let n = self.bootstrap_servers.len();
         if n == 0 || n > MAX_BOOTSTRAP_SERVERS {
-            return Err(format!("bootstrap_servers must list 1 to {MAX_BOOTSTRAP_SERVERS} host:port, got {n}"));
+            return Err(format!(
+                "bootstrap_servers must list 1 to {MAX_BOOTSTRAP_SERVERS} host:port, got {n}"
+            ));
         }
         for address in &self.bootstrap_servers {
             check_address(address)?;
@@ -299,7 +301,9 @@ impl ConnectionConfig {
             }
         }
         if self.ssl_certificate_location.is_some() != self.ssl_key_location.is_some() {
-            return Err("ssl_certificate_location and ssl_key_location go together: give both or neither".into());
+            return Err(
+                "ssl_certificate_location and ssl_key_location go together: give both or neither".into()
+            );
         }
         if let Some(id) = &self.client_id {
             check_text("client_id", id, 255)?;
@@ -614,7 +618,10 @@ impl KafkaSourceConfig {
             (true, None) => return Err("give `topics` (a list of topic names) or `topic_pattern`".into()),
             (false, None) => {
                 if self.topics.len() > MAX_TOPICS {
-                    return Err(format!("topics must list 1 to {MAX_TOPICS} topics, got {}", self.topics.len()));
+                    return Err(format!(
+                        "topics must list 1 to {MAX_TOPICS} topics, got {}",
+                        self.topics.len()
+                    ));
                 }
                 let mut seen = std::collections::BTreeSet::new();
                 for t in &self.topics {

@@ -4,14 +4,17 @@ pub mod client;
 pub mod config;
 
 pub use config::{
-    ConnectionConfig, Delivery, EventTime, Format, KafkaAccess, KafkaSinkConfig, KafkaSourceConfig, Partitioner,
-    SaslMechanism, SecurityProtocol, Secret, StartFrom,
+    ConnectionConfig, Delivery, EventTime, Format, KafkaAccess, KafkaSinkConfig, KafkaSourceConfig,
+    Partitioner, SaslMechanism, Secret, SecurityProtocol, StartFrom,
 };
 
 use super::{ConnectorEnv, ConnectorError, Sink, Source};
 
 /// The connection a node opens with: resolved by the server's plan, or written inline.
-fn access(connection: Option<&str>, access: Option<&std::sync::Arc<KafkaAccess>>) -> Result<(), ConnectorError> {
+fn access(
+    connection: Option<&str>,
+    access: Option<&std::sync::Arc<KafkaAccess>>,
+) -> Result<(), ConnectorError> {
     match access {
         Some(_) => Ok(()),
         None => Err(ConnectorError::Config(format!(

@@ -29,7 +29,10 @@ fn source_defaults() {
     assert_eq!(c.event_time, EventTime::Kafka);
     assert_eq!(c.discovery_interval_ms, Some(10_000));
     assert_eq!(c.idle_timeout_ms, None);
-    assert_eq!((c.fetch_max_wait_ms, c.fetch_max_bytes, c.max_partition_fetch_bytes), (500, 8 << 20, 1 << 20));
+    assert_eq!(
+        (c.fetch_max_wait_ms, c.fetch_max_bytes, c.max_partition_fetch_bytes),
+        (500, 8 << 20, 1 << 20)
+    );
     assert!(!c.commit_offsets);
     // A named connection is resolved by the server, not by parsing.
     assert!(c.access.is_none());
@@ -43,7 +46,8 @@ fn source_defaults() {
 
 #[test]
 fn source_xor_rules() {
-    let both = source(json!({ "connection": "m", "brokers": { "bootstrap_servers": ["h:1"] }, "topics": ["a"] }));
+    let both =
+        source(json!({ "connection": "m", "brokers": { "bootstrap_servers": ["h:1"] }, "topics": ["a"] }));
     assert!(both.unwrap_err().contains("not both"));
     assert!(source(json!({ "topics": ["a"] })).unwrap_err().contains("name a `connection`"));
     let e = source(json!({ "connection": "m", "topics": ["a"], "topic_pattern": "a.*" })).unwrap_err();
@@ -57,7 +61,8 @@ fn source_xor_rules() {
     source(json!({ "connection": "m", "topics": ["a"], "commit_offsets": true, "group_id": "g",
         "start": "group" }))
     .unwrap();
-    let e = source(json!({ "connection": "m", "topics": ["a"], "event_time": { "field": "t" } })).unwrap_err();
+    let e =
+        source(json!({ "connection": "m", "topics": ["a"], "event_time": { "field": "t" } })).unwrap_err();
     assert!(e.contains("needs value_format json or msgpack"), "{e}");
     let e = source(json!({ "connection": "m", "topics": ["a", "a"] })).unwrap_err();
     assert!(e.contains("listed twice"), "{e}");
@@ -78,7 +83,11 @@ fn source_ranges_are_named() {
     let cases = [
         ("fetch_max_wait_ms", json!(30_001), "fetch_max_wait_ms must be from 0 to 30000"),
         ("fetch_max_bytes", json!(10), "fetch_max_bytes must be from 1024 to 67108864"),
-        ("max_partition_fetch_bytes", json!(1 << 30), "max_partition_fetch_bytes must be from 1024 to 16777216"),
+        (
+            "max_partition_fetch_bytes",
+            json!(1 << 30),
+            "max_partition_fetch_bytes must be from 1024 to 16777216",
+        ),
         ("idle_timeout_ms", json!(0), "idle_timeout_ms must be from 1 to 86400000"),
         ("discovery_interval_ms", json!(1), "discovery_interval_ms must be from 100 to 86400000"),
     ];
@@ -98,8 +107,9 @@ fn source_ranges_are_named() {
 
 #[test]
 fn inline_brokers_become_an_unrestricted_access() {
-    let c = source(json!({ "brokers": { "bootstrap_servers": ["127.0.0.1:9092"] }, "topic_pattern": "t-.*" }))
-        .unwrap();
+    let c =
+        source(json!({ "brokers": { "bootstrap_servers": ["127.0.0.1:9092"] }, "topic_pattern": "t-.*" }))
+            .unwrap();
     let access = c.access.as_ref().unwrap();
     assert_eq!(access.connection.bootstrap_servers, ["127.0.0.1:9092"]);
     assert!(access.topic_allowed("anything") && access.group_allowed("anything"));
@@ -119,7 +129,10 @@ fn connection_validation() {
     let many: Vec<String> = (0..65).map(|i| format!("h{i}:1")).collect();
     assert!(connection(json!({ "bootstrap_servers": many })).unwrap_err().contains("1 to 64"));
     let e = connection(json!({ "bootstrap_servers": ["a:1"], "sasl_username": "u" })).unwrap_err();
-    assert!(e.contains("sasl_username needs security_protocol sasl_plaintext or sasl_ssl (it is plaintext)"), "{e}");
+    assert!(
+        e.contains("sasl_username needs security_protocol sasl_plaintext or sasl_ssl (it is plaintext)"),
+        "{e}"
+    );
     let e = connection(json!({ "bootstrap_servers": ["a:1"], "security_protocol": "sasl_ssl",
         "sasl_mechanism": "PLAIN", "sasl_username": "u" }))
     .unwrap_err();
@@ -166,7 +179,10 @@ fn sink_rules() {
     let c = sink(json!({ "connection": "m", "topic": "out" })).unwrap();
     assert_eq!(c.delivery, Delivery::ExactlyOnce);
     assert_eq!(c.partitioner, Partitioner::Key);
-    assert_eq!((c.transaction_timeout_ms, c.max_request_bytes, c.batch_max_bytes, c.linger_ms), (60_000, 1 << 20, 256 << 10, 5));
+    assert_eq!(
+        (c.transaction_timeout_ms, c.max_request_bytes, c.batch_max_bytes, c.linger_ms),
+        (60_000, 1 << 20, 256 << 10, 5)
+    );
     let e = sink(json!({ "connection": "m", "topic": "out", "delivery": "at_least_once",
         "transactional_id_prefix": "t" }))
     .unwrap_err();
@@ -175,9 +191,14 @@ fn sink_rules() {
         .unwrap();
     let e = sink(json!({ "connection": "m", "topic": "out", "transaction_timeout_ms": 10 })).unwrap_err();
     assert!(e.contains("transaction_timeout_ms must be from 1000 to 900000"), "{e}");
-    let e = sink(json!({ "connection": "m", "topic": "out", "max_request_bytes": 4096, "batch_max_bytes": 8192 }))
-        .unwrap_err();
-    assert!(e.contains("batch_max_bytes must be from 1024 to 4096") && e.contains("at most max_request_bytes"), "{e}");
+    let e = sink(
+        json!({ "connection": "m", "topic": "out", "max_request_bytes": 4096, "batch_max_bytes": 8192 }),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("batch_max_bytes must be from 1024 to 4096") && e.contains("at most max_request_bytes"),
+        "{e}"
+    );
     let e = sink(json!({ "connection": "m", "topic": "out", "linger_ms": 60_001 })).unwrap_err();
     assert!(e.contains("linger_ms must be from 0 to 60000"), "{e}");
     assert!(sink(json!({ "connection": "m" })).unwrap_err().contains("missing field `topic`"));
@@ -189,7 +210,10 @@ fn sink_rules() {
 fn pattern_prefixes_bound_what_a_pattern_matches() {
     assert_eq!(pattern_prefixes(r"tenant-a\..*"), Some(vec!["tenant-a.".to_string()]));
     let two = pattern_prefixes(r"(orders|payments)-[0-9]+").unwrap();
-    assert!(two.iter().any(|l| l.starts_with("orders-")) && two.iter().any(|l| l.starts_with("payments-")), "{two:?}");
+    assert!(
+        two.iter().any(|l| l.starts_with("orders-")) && two.iter().any(|l| l.starts_with("payments-")),
+        "{two:?}"
+    );
     assert!(two.iter().all(|l| l.starts_with("orders-") || l.starts_with("payments-")), "{two:?}");
     assert_eq!(pattern_prefixes(".*"), None);
     assert_eq!(pattern_prefixes("a.*|.*"), None);
@@ -205,7 +229,10 @@ fn merged_offsets_keep_the_largest() {
     let a = json!({ "offsets": { "t": { "0": 5, "1": 7 }, "u": { "0": 1 } } });
     let b = json!({ "offsets": { "t": { "0": 9, "2": 3 } } });
     let merged = merge_offsets([&a, &b]).unwrap();
-    assert_eq!(serde_json::to_value(&merged).unwrap(), json!({ "t": { "0": 9, "1": 7, "2": 3 }, "u": { "0": 1 } }));
+    assert_eq!(
+        serde_json::to_value(&merged).unwrap(),
+        json!({ "t": { "0": 9, "1": 7, "2": 3 }, "u": { "0": 1 } })
+    );
     let e = merge_offsets([&json!({ "offsets": { "t": { "x": 1 } } })]).unwrap_err();
     assert!(e.contains("not readable"), "{e}");
 }
