@@ -308,3 +308,34 @@ fn weir_run_takes_inline_connections_only() {
     assert!(!ok);
     assert!(stderr.contains("brokers: bootstrap server `nope` must be host:port"), "{stderr}");
 }
+
+/// Connections come from the environment too (`weir serve` as a process): a grant can name
+/// one, and a bad one stops the server from starting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_from_the_environment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = [("WEIR_KAFKA_CONNECTIONS__MAIN__BOOTSTRAP_SERVERS", r#"["127.0.0.1:9"]"#)];
+    let server = TestServer::spawn_process_with(dir.path(), &env);
+    let (tenant, api) = server.tenant("acme").await;
+    let grants = json!({ "grants": [ { "connection": "main", "topic_prefixes": ["acme."] } ] });
+    let (status, body) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = api.get("/api/v1/kafka/connections").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"][0]["connection"], "main", "{body}");
+    drop(server);
+
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("--data-dir")
+        .arg(dir.path().join("other"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("WEIR_KAFKA_CONNECTIONS__MAIN__BOOTSTRAP_SERVERS", r#"["no-port"]"#)
+        .output()
+        .expect("weir serve");
+    assert!(!bad.status.success(), "weir serve started with a bad connection");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("kafka_connections.main: bootstrap server `no-port` must be host:port"),
+        "{stderr}"
+    );
+}
