@@ -318,9 +318,9 @@ impl SourceConfig {
     /// at another parallelism. The stream log merges every partition's offset and hands each
     /// new subtask its partitions; the file source hands every subtask every file's position
     /// (each reads only its own files), and so does Kafka: every new subtask gets every
-    /// partition's offset (see [`kafka::config::merge_offsets`]) and reads only the partitions it is
-    /// assigned. Generated sources refuse: their position is a count
-    /// within one subtask of one parallelism.
+    /// partition's offset (see [`kafka::config::merge_offsets`]) and reads only the
+    /// partitions it is assigned. Generated sources refuse: their position is a count within
+    /// one subtask of one parallelism.
     pub fn rescale_positions(
         &self,
         old: &[Option<serde_json::Value>],

@@ -73,6 +73,7 @@ impl Server {
     /// running when the server last stopped.
     pub async fn open(config: ServerConfig) -> anyhow::Result<Arc<Server>> {
         use anyhow::Context as _;
+        config.validate()?;
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         // Uploads a server that went down was still receiving.
@@ -90,7 +91,6 @@ impl Server {
         let tenants = Tenants::open(&store)?;
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
             .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
-        config.validate()?;
         let jobs = JobManager::open(
             &store,
             modules.clone(),
