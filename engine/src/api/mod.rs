@@ -12,6 +12,7 @@ mod auth;
 mod checkpoints;
 pub mod error;
 mod jobs;
+mod kafka;
 pub mod model;
 mod modules;
 mod savepoints;
@@ -81,6 +82,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         (name = "checkpoints", description = "Checkpoints of a job"),
         (name = "savepoints", description = "Savepoints: the user's own, portable snapshots of a job's state"),
         (name = "streams", description = "The built-in partitioned log"),
+        (name = "kafka", description = "The server's Kafka connections a tenant may use"),
         (name = "service", description = "Health, metrics and this document")
     )
 )]
@@ -105,6 +107,8 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(tenants::create_tenant, tenants::list_tenants))
         .routes(routes!(tenants::get_tenant))
         .routes(routes!(tenants::set_quotas))
+        .routes(routes!(kafka::set_kafka_grants))
+        .routes(routes!(kafka::list_kafka_connections))
         .routes(routes!(tenants::issue_token, tenants::list_tokens))
         .routes(routes!(tenants::revoke_token))
         .routes(routes!(tenants::rotate_tokens))

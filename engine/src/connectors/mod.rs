@@ -21,6 +21,7 @@ pub use blackhole::{BlackholeConfig, BlackholeSink};
 pub use file_sink::{FileSink, FileSinkConfig};
 pub use file_source::{FilePosition, FileSource, FileSourceConfig};
 pub use generator::{GeneratorConfig, GeneratorSource};
+pub use kafka::{KafkaSinkConfig, KafkaSourceConfig};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
 pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig};
 
@@ -58,6 +59,9 @@ pub enum ConnectorError {
     /// A Kafka broker refused, failed or could not be reached; or a record could not be read.
     #[error("{0}")]
     Kafka(String),
+    /// The connector's settings do not let it open (the message says what to change).
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Why a connector's config in a job spec is refused.
@@ -207,6 +211,8 @@ pub enum SourceKind {
     File(FileSourceConfig),
     /// The built-in stream log.
     Stream(StreamSourceConfig),
+    /// Kafka topics.
+    Kafka(Box<KafkaSourceConfig>),
 }
 
 /// A parsed source config.
@@ -232,6 +238,8 @@ pub enum SinkConfig {
     Blackhole(BlackholeConfig),
     /// The built-in stream log.
     Stream(StreamSinkConfig),
+    /// A Kafka topic.
+    Kafka(Box<KafkaSinkConfig>),
 }
 
 fn parse<T: DeserializeOwned>(connector: &str, value: serde_json::Value) -> Result<T, ConfigError> {
@@ -285,19 +293,23 @@ impl SourceConfig {
             },
         };
         let rest = serde_json::Value::Object(map);
-        let kind = match connector {
+        let mut kind = match connector {
             "generator" => SourceKind::Generator(parse(connector, rest)?),
             "nexmark" => SourceKind::Nexmark(parse(connector, rest)?),
             "file" => SourceKind::File(parse(connector, rest)?),
             "stream" => SourceKind::Stream(parse(connector, rest)?),
+            "kafka" => SourceKind::Kafka(parse(connector, rest)?),
             other => {
                 return Err(ConfigError::UnknownConnector {
                     kind: "source",
                     name: other.to_string(),
-                    known: "generator, nexmark, file, stream",
+                    known: "generator, nexmark, file, stream, kafka",
                 });
             }
         };
+        if let SourceKind::Kafka(c) = &mut kind {
+            c.validate().map_err(|e| range(format!("kafka: {e}")))?;
+        }
         if let SourceKind::Nexmark(c) = &kind {
             c.validate().map_err(range)?;
         }
@@ -323,6 +335,9 @@ impl SourceConfig {
             }
             SourceKind::Nexmark(c) => Box::new(NexmarkSource::new(c, self.batch_size, index, parallelism)),
             SourceKind::File(c) => Box::new(FileSource::open(c, self.batch_size, index, parallelism)?),
+            SourceKind::Kafka(c) => {
+                kafka::open_source(c, self.batch_size, self.out_of_orderness_ms, index, parallelism)?
+            }
         })
     }
 
@@ -330,8 +345,10 @@ impl SourceConfig {
     /// subtasks recorded (`None`: a subtask recorded none), when a job restores a savepoint
     /// at another parallelism. The stream log merges every partition's offset and hands each
     /// new subtask its partitions; the file source hands every subtask every file's position
-    /// (each reads only its own files). Generated sources refuse: their position is a count
-    /// within one subtask of one parallelism.
+    /// (each reads only its own files), and so does Kafka: every new subtask gets every
+    /// partition's offset (see [`kafka::config::merge_offsets`]) and reads only the
+    /// partitions it is assigned. Generated sources refuse: their position is a count within
+    /// one subtask of one parallelism.
     pub fn rescale_positions(
         &self,
         old: &[Option<serde_json::Value>],
@@ -377,6 +394,11 @@ impl SourceConfig {
                 }
                 Ok((0..parallelism).map(|_| Some(serde_json::Value::Array(all.clone()))).collect())
             }
+            SourceKind::Kafka(_) => {
+                let merged = kafka::config::merge_offsets(recorded())?;
+                let position = serde_json::json!({ "offsets": merged });
+                Ok((0..parallelism).map(|_| Some(position.clone())).collect())
+            }
             SourceKind::Generator(_) | SourceKind::Nexmark(_) => {
                 let name =
                     if matches!(self.kind, SourceKind::Generator(_)) { "generator" } else { "nexmark" };
@@ -398,10 +420,15 @@ impl SinkConfig {
             "file" => Ok(SinkConfig::File(parse(connector, rest)?)),
             "blackhole" => Ok(SinkConfig::Blackhole(parse(connector, rest)?)),
             "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
+            "kafka" => {
+                let mut c: Box<KafkaSinkConfig> = parse(connector, rest)?;
+                c.validate().map_err(|e| ConfigError::OutOfRange(format!("kafka: {e}")))?;
+                Ok(SinkConfig::Kafka(c))
+            }
             other => Err(ConfigError::UnknownConnector {
                 kind: "sink",
                 name: other.to_string(),
-                known: "file, blackhole, stream",
+                known: "file, blackhole, stream, kafka",
             }),
         }
     }
@@ -420,6 +447,7 @@ impl SinkConfig {
                 let writer = format!("{}/{}/{index}", env.job, env.node);
                 Box::new(StreamSink::open(c, env.store("stream")?.clone(), writer, index, env.transactional)?)
             }
+            SinkConfig::Kafka(c) => kafka::open_sink(c, index, env)?,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Server configuration: defaults, then a TOML file, then `WEIR_*` environment variables
 //! (figment). Nested keys use `__`: `WEIR_DEFAULT_QUOTAS__MAX_JOBS=4`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
@@ -8,11 +9,12 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use super::tenants::Quotas;
+use crate::connectors::kafka::ConnectionConfig;
 use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -30,6 +32,7 @@ const KEYS: [&str; 17] = [
     "max_compiles_per_tenant",
     "max_compiles",
     "max_page_bytes",
+    "kafka_connections",
 ];
 
 /// Why the configuration could not be loaded.
@@ -42,6 +45,9 @@ pub enum ConfigError {
     /// A value is missing, of the wrong type, or a key is unknown.
     #[error("invalid configuration: {0}")]
     Invalid(Box<figment::Error>),
+    /// A value has the right type but not a valid value.
+    #[error("invalid configuration: {0}")]
+    Value(String),
 }
 
 /// How `weir serve` runs.
@@ -97,6 +103,12 @@ pub struct ServerConfig {
     /// Largest page of stream records or of state, in bytes of JSON (a page holds at least
     /// one record, however large).
     pub max_page_bytes: usize,
+    /// The Kafka clusters jobs may reach, by name: a tenant's job names one of those the
+    /// admin granted it (a tenant's `kafka` grants) and can never give an address of its
+    /// own. The names and grants are what tenants see; addresses and secrets never leave
+    /// the server. In the environment: `WEIR_KAFKA_CONNECTIONS__<NAME>__BOOTSTRAP_SERVERS`
+    /// (names are lower-cased there).
+    pub kafka_connections: BTreeMap<String, ConnectionConfig>,
 }
 
 impl Default for ServerConfig {
@@ -119,6 +131,7 @@ impl Default for ServerConfig {
             max_compiles_per_tenant: 2,
             max_compiles: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
             max_page_bytes: 4 << 20,
+            kafka_connections: BTreeMap::new(),
         }
     }
 }
@@ -150,6 +163,49 @@ impl ServerConfig {
             KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
         });
         figment = figment.merge(env);
-        figment.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))
+        let config: ServerConfig = figment.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what types alone do not: the Kafka connections' names and settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        use crate::connectors::kafka::config::check_connection_name;
+        for (name, connection) in &self.kafka_connections {
+            check_connection_name(name).map_err(|e| ConfigError::Value(format!("kafka_connections: {e}")))?;
+            connection
+                .validate()
+                .map_err(|e| ConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_connections_from_a_file_are_checked() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("weir.toml");
+        std::fs::write(
+            &file,
+            "[kafka_connections.main]\nbootstrap_servers = [\"127.0.0.1:9092\"]\n\
+             security_protocol = \"sasl_plaintext\"\nsasl_mechanism = \"PLAIN\"\n\
+             sasl_username = \"u\"\nsasl_password = \"s3cret\"\n",
+        )
+        .expect("write");
+        let config = ServerConfig::load(Some(&file)).expect("loads");
+        let main = &config.kafka_connections["main"];
+        assert_eq!(main.bootstrap_servers, ["127.0.0.1:9092"]);
+        assert!(!format!("{config:?}").contains("s3cret"), "the password shows in Debug");
+        std::fs::write(&file, "[kafka_connections.main]\nbootstrap_servers = [\"nope\"]\n").expect("write");
+        let e = ServerConfig::load(Some(&file)).expect_err("refused").to_string();
+        assert!(e.contains("kafka_connections.main: bootstrap server `nope` must be host:port"), "{e}");
+        std::fs::write(&file, "[kafka_connections.main]\nbootstrap_servers = [\"h:1\"]\nextra = 1\n")
+            .expect("write");
+        let e = ServerConfig::load(Some(&file)).expect_err("refused").to_string();
+        assert!(e.contains("extra"), "{e}");
     }
 }

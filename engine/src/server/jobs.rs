@@ -15,6 +15,7 @@ use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 use crate::clock::unix_ms;
 mod admission;
 mod hold;
+mod kafka_access;
 mod resume;
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
@@ -26,6 +27,7 @@ use super::ledger::charge_row;
 use super::registry::ModuleRegistry;
 use super::telemetry::Telemetry;
 use super::tenants::Tenant;
+use crate::connectors::kafka::ConnectionConfig;
 use crate::plan::{JobSpec, Plan, PlanLimits};
 use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
 use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
@@ -166,6 +168,8 @@ struct Inner {
     telemetry: Arc<Telemetry>,
     /// What a spec may ask for on this server (applied whenever a job is planned).
     limits: PlanLimits,
+    /// The server's Kafka connections (a tenant's job names one it was granted).
+    kafka: Arc<BTreeMap<String, ConnectionConfig>>,
     /// The running attempts. Its critical sections only insert, look up and remove; a panic
     /// elsewhere cannot leave it half-changed, so a poisoned lock is taken as it is (one
     /// panicking request must not turn every later request into a panic).
@@ -200,6 +204,7 @@ impl JobManager {
         registry: ModuleRegistry,
         telemetry: Arc<Telemetry>,
         limits: PlanLimits,
+        kafka: BTreeMap<String, ConnectionConfig>,
     ) -> ServerResult<Self> {
         let txn = store.database()?.begin_write().map_err(db_err)?;
         txn.open_table(JOBS).map_err(db_err)?;
@@ -210,6 +215,7 @@ impl JobManager {
                 registry,
                 telemetry,
                 limits,
+                kafka: Arc::new(kafka),
                 running: Mutex::new(HashMap::new()),
                 generations: std::sync::atomic::AtomicU64::new(0),
                 admission: Mutex::new(HashMap::new()),
@@ -363,22 +369,27 @@ impl JobManager {
     }
 
     /// Holds the spec to the server's plan limits, resolves the modules (pinning references
-    /// to module ids in the returned spec), scopes the connectors to the tenant and plans the
-    /// job. Compiles, so it runs on the blocking pool.
+    /// to module ids in the returned spec), scopes the connectors to the tenant (Kafka: to its
+    /// grants, see `jobs/kafka_access.rs`) and plans the job. Every path that runs a job
+    /// plans it here. Compiles, so it runs on the blocking pool.
     async fn plan(&self, tenant: &str, mut spec: JobSpec) -> ServerResult<(JobSpec, Arc<Plan>)> {
         let registry = self.inner.registry.clone();
         let store = self.inner.store.clone();
         let limits = self.inner.limits.clone();
+        let kafka = self.inner.kafka.clone();
         let tenant = tenant.to_string();
         tokio::task::spawn_blocking(move || {
             // Before anything compiles: a refused spec costs no Cranelift time.
             limits.apply(&mut spec).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let grants = super::tenants::Tenants::over(&store).get(&tenant)?;
+            let kafka = kafka_access::resolve_kafka(&grants, &spec, &kafka)?;
             let mut scoped = spec.clone();
             scope_spec(&tenant, &mut scoped, &store)?;
             let loader =
                 TenantModules { registry: &registry, tenant: &tenant, resolved: Mutex::new(BTreeMap::new()) };
-            let plan =
+            let mut plan =
                 crate::plan::plan(&scoped, &loader).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            kafka.apply(&mut plan);
             let resolved = loader.resolved.into_inner().expect("resolved lock");
             for node in &mut spec.nodes {
                 if let Some(m) = &mut node.module

@@ -73,6 +73,7 @@ impl Server {
     /// running when the server last stopped.
     pub async fn open(config: ServerConfig) -> anyhow::Result<Arc<Server>> {
         use anyhow::Context as _;
+        config.validate()?;
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         // Uploads a server that went down was still receiving.
@@ -90,7 +91,13 @@ impl Server {
         let tenants = Tenants::open(&store)?;
         let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
             .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
-        let jobs = JobManager::open(&store, modules.clone(), telemetry.clone(), config.plan_limits.clone())?;
+        let jobs = JobManager::open(
+            &store,
+            modules.clone(),
+            telemetry.clone(),
+            config.plan_limits.clone(),
+            config.kafka_connections.clone(),
+        )?;
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;

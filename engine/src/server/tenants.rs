@@ -69,6 +69,69 @@ pub struct Tenant {
     /// Jobs that were running when it was disabled (stopped then); enabling resumes them.
     #[serde(default)]
     pub suspended_jobs: Vec<String>,
+    /// The Kafka connections its jobs may use, and what through them (none: no Kafka).
+    #[serde(default)]
+    pub kafka: Vec<KafkaGrant>,
+}
+
+/// Most Kafka grants of one tenant, and most prefixes of one grant.
+pub const MAX_KAFKA_GRANTS: usize = 64;
+
+/// What a tenant may do through one of the server's Kafka connections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaGrant {
+    /// The connection's name (a key of the server's `kafka_connections`).
+    pub connection: String,
+    /// Topics its jobs may read and write: those starting with one of these (`""`: all).
+    #[serde(default)]
+    pub topic_prefixes: Vec<String>,
+    /// Consumer group ids and transactional ids its jobs may use: those starting with one
+    /// of these (`""`: all).
+    #[serde(default)]
+    pub group_prefixes: Vec<String>,
+}
+
+/// Checks grants the admin sets: known connections, each once, bounded prefixes.
+pub fn check_kafka_grants(grants: &[KafkaGrant], known: &[&str]) -> ServerResult<()> {
+    let bad = |m: String| Err(ServerError::BadRequest(m));
+    if grants.len() > MAX_KAFKA_GRANTS {
+        return bad(format!("at most {MAX_KAFKA_GRANTS} Kafka grants per tenant, got {}", grants.len()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for g in grants {
+        if !known.contains(&g.connection.as_str()) {
+            return bad(format!(
+                "the server has no Kafka connection `{}` (its kafka_connections: {})",
+                printable(&g.connection),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ));
+        }
+        if !seen.insert(g.connection.as_str()) {
+            return bad(format!(
+                "connection `{}` is granted twice: give one grant per connection",
+                g.connection
+            ));
+        }
+        for (what, prefixes) in [("topic_prefixes", &g.topic_prefixes), ("group_prefixes", &g.group_prefixes)]
+        {
+            if prefixes.len() > MAX_KAFKA_GRANTS {
+                return bad(format!(
+                    "{what} of `{}`: at most {MAX_KAFKA_GRANTS}, got {}",
+                    g.connection,
+                    prefixes.len()
+                ));
+            }
+            if let Some(p) = prefixes.iter().find(|p| p.len() > 255 || p.chars().any(char::is_control)) {
+                return bad(format!(
+                    "{what} of `{}`: `{}` must be at most 255 bytes without control characters",
+                    g.connection,
+                    printable(p)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Tenant {
@@ -121,6 +184,7 @@ impl Tenants {
             quotas,
             disabled_ms: None,
             suspended_jobs: Vec::new(),
+            kafka: Vec::new(),
         };
         let db = self.store.database()?;
         let txn = db.begin_write().map_err(ServerError::internal)?;
@@ -156,6 +220,12 @@ impl Tenants {
 
     fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
         self.change(id, |t| t.quotas = quotas)
+    }
+
+    /// Replaces the Kafka grants of tenant `id` (checked by [`check_kafka_grants`]).
+    pub async fn set_kafka(&self, id: &str, grants: Vec<KafkaGrant>) -> ServerResult<Tenant> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.change(&id, |t| t.kafka = grants)).await?
     }
 
     /// Records tenant `id` as disabled since `since_ms` with its `suspended` jobs, or (with

@@ -549,8 +549,8 @@ async fn bad_job_specs() {
         ),
         (
             "unknown source connector",
-            linear(json!({ "connector": "kafka" }), tok, blackhole.clone()),
-            &["unknown source connector `kafka`"],
+            linear(json!({ "connector": "pulsar" }), tok, blackhole.clone()),
+            &["unknown source connector `pulsar`"],
         ),
         (
             "unknown sink connector",

@@ -245,6 +245,7 @@ impl World {
             ("PUT", "/api/v1/tenants/{tenant_id}/quotas") => {
                 Body::Json(json!({ "max_jobs": 1000, "max_subtasks": 1000 }))
             }
+            ("PUT", "/api/v1/tenants/{tenant_id}/kafka") => Body::Json(json!({ "grants": [] })),
             ("POST", "/api/v1/tenants/{tenant_id}/tokens") => Body::Json(json!({ "label": "intruder" })),
             ("POST", "/api/v1/tenants/{tenant_id}/tokens/rotate") => Body::Json(json!({})),
             ("POST", "/api/v1/modules") => {
@@ -435,7 +436,14 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                 assert_eq!(v["name"], "tenant-b", "{v}");
                 assert_eq!(v["usage"], json!({ "jobs": 0, "subtasks": 0, "storage_bytes": 0 }), "{v}");
             }
-            ("GET", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams" | "/api/v1/savepoints") => {
+            (
+                "GET",
+                "/api/v1/modules"
+                | "/api/v1/jobs"
+                | "/api/v1/streams"
+                | "/api/v1/savepoints"
+                | "/api/v1/kafka/connections",
+            ) => {
                 let (status, v) = w.b.get(&path).await;
                 assert_eq!(status, 200, "{key} by tenant B: {v}");
                 let text = v.to_string();

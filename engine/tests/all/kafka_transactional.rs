@@ -35,6 +35,8 @@ fn settings(fake: &FakeKafka) -> SinkSettings {
         partitioner: Partitioner::Key,
         transactional_id_prefix: "weir-test".into(),
         transaction_timeout: Duration::from_secs(60),
+        max_request_bytes: 1 << 20,
+        linger: Duration::from_millis(5),
     }
 }
 

@@ -24,6 +24,7 @@ mod disk_full;
 mod exactly_once;
 mod hostile;
 mod hostile_tenants;
+mod kafka_access;
 mod kafka_transactional;
 mod layout;
 mod nexmark;

@@ -173,6 +173,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/kafka/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Kafka connections the caller's jobs may use: names and prefixes, never addresses or
+         *     credentials. A job's Kafka node names one in `connection`.
+         */
+        get: operations["list_kafka_connections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/modules": {
         parameters: {
             query?: never;
@@ -443,6 +463,27 @@ export interface paths {
          *     resume from their latest checkpoints.
          */
         post: operations["enable_tenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/kafka": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replaces a tenant's Kafka grants: which of the server's `kafka_connections` its jobs may
+         *     use, and the topic and group prefixes they are held to there. An empty list takes Kafka
+         *     away (running jobs keep running until they are next planned: restarted or resumed).
+         */
+        put: operations["set_kafka_grants"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -761,6 +802,24 @@ export interface components {
             })[];
         };
         /** @description A collection. */
+        Data_KafkaGrant: {
+            /** @description The items. */
+            data: {
+                /** @description The connection's name (a key of the server's `kafka_connections`). */
+                connection: string;
+                /**
+                 * @description Consumer group ids and transactional ids its jobs may use: those starting with one
+                 *     of these (`""`: any).
+                 */
+                group_prefixes?: string[];
+                /**
+                 * @description Topics the tenant's jobs may read and write: those starting with one of these
+                 *     (`""`: every topic; none: no topic).
+                 */
+                topic_prefixes?: string[];
+            }[];
+        };
+        /** @description A collection. */
         Data_Module: {
             /** @description The items. */
             data: {
@@ -862,6 +921,11 @@ export interface components {
                 disabled_ms?: number | null;
                 /** @description Its id (16 hex digits). */
                 id: string;
+                /**
+                 * @description The server's Kafka connections its jobs may use, and what through each (none: no
+                 *     Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
+                 */
+                kafka: components["schemas"]["KafkaGrant"][];
                 /** @description Its name. */
                 name: string;
                 /** @description Its quotas. */
@@ -1047,6 +1111,29 @@ export interface components {
              * @description Records its sources emitted per second, last second (0 when not running).
              */
             source_records_per_second: number;
+        };
+        /**
+         * @description What a tenant may do through one of the server's Kafka connections (names and prefixes
+         *     only: a connection's addresses and credentials never leave the server).
+         */
+        KafkaGrant: {
+            /** @description The connection's name (a key of the server's `kafka_connections`). */
+            connection: string;
+            /**
+             * @description Consumer group ids and transactional ids its jobs may use: those starting with one
+             *     of these (`""`: any).
+             */
+            group_prefixes?: string[];
+            /**
+             * @description Topics the tenant's jobs may read and write: those starting with one of these
+             *     (`""`: every topic; none: no topic).
+             */
+            topic_prefixes?: string[];
+        };
+        /** @description A tenant's Kafka grants, as the admin sets them. */
+        KafkaGrants: {
+            /** @description The grants, at most one per connection (`[]`: no Kafka). */
+            grants: components["schemas"]["KafkaGrant"][];
         };
         /** @description The latest checkpoints. */
         Latest: {
@@ -1621,6 +1708,11 @@ export interface components {
             disabled_ms?: number | null;
             /** @description Its id (16 hex digits). */
             id: string;
+            /**
+             * @description The server's Kafka connections its jobs may use, and what through each (none: no
+             *     Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
+             */
+            kafka: components["schemas"]["KafkaGrant"][];
             /** @description Its name. */
             name: string;
             /** @description Its quotas. */
@@ -2430,6 +2522,35 @@ export interface operations {
             };
             /** @description The job is not running */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_kafka_connections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connections granted to the caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_KafkaGrant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3478,6 +3599,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_kafka_grants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KafkaGrants"];
+            };
+        };
+        responses: {
+            /** @description The tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Bad body, or a connection the server does not have */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description No or bad token */

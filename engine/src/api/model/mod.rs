@@ -27,8 +27,8 @@ pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
 pub use tenants::{
-    NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView, TenantWithToken, TokenBody,
-    TokenInfo, Usage,
+    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView,
+    TenantWithToken, TokenBody, TokenInfo, Usage,
 };
 
 /// A collection.
@@ -119,6 +119,11 @@ mod tests {
             quotas,
             disabled_ms: Some(2),
             suspended_jobs: vec!["ab".repeat(16)],
+            kafka: vec![server::tenants::KafkaGrant {
+                connection: "main".into(),
+                topic_prefixes: vec!["acme.".into()],
+                group_prefixes: vec![],
+            }],
         });
         let spec: crate::plan::JobSpec = serde_json::from_value(json!({
             "name": "j",

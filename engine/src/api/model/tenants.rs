@@ -74,6 +74,48 @@ pub struct Tenant {
     pub disabled_ms: Option<u64>,
     /// Jobs that were running when it was disabled; enabling resumes them.
     pub suspended_jobs: Vec<String>,
+    /// The server's Kafka connections its jobs may use, and what through each (none: no
+    /// Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
+    pub kafka: Vec<KafkaGrant>,
+}
+
+/// A tenant's Kafka grants, as the admin sets them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaGrants {
+    /// The grants, at most one per connection (`[]`: no Kafka).
+    pub grants: Vec<KafkaGrant>,
+}
+
+/// What a tenant may do through one of the server's Kafka connections (names and prefixes
+/// only: a connection's addresses and credentials never leave the server).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaGrant {
+    /// The connection's name (a key of the server's `kafka_connections`).
+    pub connection: String,
+    /// Topics the tenant's jobs may read and write: those starting with one of these
+    /// (`""`: every topic; none: no topic).
+    #[serde(default)]
+    pub topic_prefixes: Vec<String>,
+    /// Consumer group ids and transactional ids its jobs may use: those starting with one
+    /// of these (`""`: any).
+    #[serde(default)]
+    pub group_prefixes: Vec<String>,
+}
+
+impl From<server::tenants::KafkaGrant> for KafkaGrant {
+    fn from(g: server::tenants::KafkaGrant) -> Self {
+        let server::tenants::KafkaGrant { connection, topic_prefixes, group_prefixes } = g;
+        KafkaGrant { connection, topic_prefixes, group_prefixes }
+    }
+}
+
+impl From<KafkaGrant> for server::tenants::KafkaGrant {
+    fn from(g: KafkaGrant) -> Self {
+        let KafkaGrant { connection, topic_prefixes, group_prefixes } = g;
+        server::tenants::KafkaGrant { connection, topic_prefixes, group_prefixes }
+    }
 }
 
 impl From<server::tenants::Tenant> for Tenant {
@@ -85,6 +127,7 @@ impl From<server::tenants::Tenant> for Tenant {
             quotas: t.quotas.into(),
             disabled_ms: t.disabled_ms,
             suspended_jobs: t.suspended_jobs,
+            kafka: t.kafka.into_iter().map(Into::into).collect(),
         }
     }
 }

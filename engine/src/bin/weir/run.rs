@@ -22,6 +22,31 @@ pub struct RunArgs {
     no_checkpoints: bool,
 }
 
+/// `weir run` has no named Kafka connections (a server's admin configures those): a Kafka
+/// node writes its connection inline under `brokers`.
+fn refuse_named_kafka(plan: &weir::plan::Plan) -> anyhow::Result<()> {
+    use weir::connectors::{SinkConfig, SourceKind};
+    use weir::plan::NodeBody;
+    for node in &plan.nodes {
+        let named = match &node.body {
+            NodeBody::Source(c) => match &c.kind {
+                SourceKind::Kafka(k) if k.access.is_none() => k.connection.as_deref(),
+                _ => None,
+            },
+            NodeBody::Sink(SinkConfig::Kafka(k)) if k.access.is_none() => k.connection.as_deref(),
+            _ => None,
+        };
+        if let Some(name) = named {
+            anyhow::bail!(
+                "node `{}`: `weir run` has no named Kafka connections (`{name}` names one of a server's); \
+                 write the connection inline under `brokers`",
+                node.id
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `weir run`.
 pub async fn run(data_dir: &Path, args: RunArgs) -> anyhow::Result<()> {
     let RunArgs { job, job_id, no_checkpoints } = args;
@@ -32,6 +57,7 @@ pub async fn run(data_dir: &Path, args: RunArgs) -> anyhow::Result<()> {
     // Modules named by path are relative to the job file.
     let base = job.parent().unwrap_or(Path::new("."));
     let plan = weir::plan::plan(&spec, &weir::modules::LocalModules::new(host, base))?;
+    refuse_named_kafka(&plan)?;
     if no_checkpoints {
         let report = weir::runtime::run_job(&plan).await?;
         print_report(&job.display().to_string(), &report);

@@ -5,20 +5,7 @@
 //! MessagePack on the way in and MessagePack to JSON on the way out; `msgpack` checks that the
 //! bytes are one MessagePack value and passes them through.
 
-use serde::{Deserialize, Serialize};
-
-/// A key or value format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Format {
-    /// Bytes as they are.
-    #[default]
-    Raw,
-    /// JSON text (MessagePack inside Weir).
-    Json,
-    /// MessagePack.
-    Msgpack,
-}
+pub use super::config::Format;
 
 /// Kafka bytes (`None`: null) → Weir bytes. A null becomes empty bytes in `raw` (no key, or
 /// an empty value) and MessagePack nil otherwise.

@@ -27,9 +27,7 @@ use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
 use weir_store::Store;
 
-use super::client::{
-    Client, ClientConfig, KafkaError, OffsetSpec, ProduceRecord, ProducerIdentity, encode_batch,
-};
+use super::client::{Client, ClientConfig, KafkaError, ProduceRecord, ProducerIdentity, encode_batch};
 use super::format::{self, Format};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
@@ -40,40 +38,12 @@ pub const ORIGIN_HEADER: &str = "weir-origin";
 /// Bytes of output a sink holds in memory before it stages (or produces) them.
 pub(super) const SPILL_BYTES: usize = 4 << 20;
 
-/// Bytes per produce request per partition.
-pub(super) const REQUEST_BYTES: usize = 1 << 20;
-
 /// How long a read-back waits first, so that a produce request the broker received before a
 /// crash or a failed call is appended (or dropped) before the partitions are read. The one
 /// timing assumption of `exactly_once` (docs/design.md, "Kafka").
 const READ_BACK_GRACE: Duration = Duration::from_secs(2);
 
-/// How a sink delivers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    /// Staged per checkpoint, produced when it completes, deduplicated by origin.
-    #[default]
-    ExactlyOnce,
-    /// Kafka transactions (for `read_committed` consumers).
-    Transactional,
-    /// Flushed at every barrier.
-    AtLeastOnce,
-    /// Produced as it comes.
-    None,
-}
-
-/// How records are spread over partitions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Partitioner {
-    /// By the murmur2 hash of the key, as Kafka's Java client does; unkeyed records as `default`.
-    #[default]
-    Key,
-    /// Each subtask writes unkeyed and keyed records alike to one partition of its own
-    /// (`subtask % partitions`).
-    Default,
-}
+pub use super::config::{Delivery, Partitioner};
 
 /// Everything a sink subtask needs (the connector config, resolved).
 #[derive(Debug, Clone)]
@@ -94,6 +64,11 @@ pub struct SinkSettings {
     pub transactional_id_prefix: String,
     /// Transaction timeout (`transactional`).
     pub transaction_timeout: Duration,
+    /// Largest produce request (one partition's records).
+    pub max_request_bytes: usize,
+    /// `at_least_once`/`none`: records are handed to the producer at the first write this
+    /// long after the last hand-off (and at every barrier).
+    pub linger: Duration,
 }
 
 /// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`).
@@ -191,6 +166,8 @@ pub struct KafkaSink {
     buffered_bytes: usize,
     next_epoch: u64,
     spilled: bool,
+    /// When the buffer was last handed to the producer (`at_least_once`, `none`).
+    handed_off: std::time::Instant,
     jobs: SyncSender<Job>,
     failure: Arc<Mutex<Option<String>>>,
 }
@@ -235,6 +212,7 @@ impl KafkaSink {
             writer: writer.clone(),
             session: None,
             partitions,
+            request_bytes: settings.max_request_bytes,
         };
         let fail = failure.clone();
         std::thread::Builder::new()
@@ -251,6 +229,7 @@ impl KafkaSink {
             buffered_bytes: 0,
             next_epoch: 1,
             spilled: false,
+            handed_off: std::time::Instant::now(),
             jobs,
             failure,
         })
@@ -296,7 +275,11 @@ impl Sink for KafkaSink {
     fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
         self.check()?;
         self.buffered_bytes += convert(&self.settings, self.index, self.partitions, batch, &mut self.buffer)?;
-        if self.buffered_bytes >= SPILL_BYTES {
+        let lingered = self.settings.delivery != Delivery::ExactlyOnce
+            && self.settings.delivery != Delivery::Transactional
+            && self.handed_off.elapsed() >= self.settings.linger;
+        if self.buffered_bytes >= SPILL_BYTES || lingered {
+            self.handed_off = std::time::Instant::now();
             match self.settings.delivery {
                 Delivery::ExactlyOnce => {
                     self.stage(self.next_epoch)?;
@@ -408,6 +391,7 @@ struct Producer {
     /// `None` after an error (the next send starts a new session).
     session: Option<(ProducerIdentity, BTreeMap<i32, i32>)>,
     partitions: i32,
+    request_bytes: usize,
 }
 
 /// The note taken before a checkpoint's first record is produced: each partition's end.
@@ -566,14 +550,14 @@ impl Producer {
         Ok(present)
     }
 
-    /// Produces `records` to `partition` in order, in requests of at most [`REQUEST_BYTES`],
+    /// Produces `records` to `partition` in order, in requests of at most `max_request_bytes`,
     /// through the session's idempotent producer.
     fn send_records(&mut self, partition: i32, records: &[ProduceRecord]) -> Result<(), KafkaError> {
         let mut start = 0;
         while start < records.len() {
             let mut end = start;
             let mut bytes = 0;
-            while end < records.len() && (end == start || bytes + records[end].size() <= REQUEST_BYTES) {
+            while end < records.len() && (end == start || bytes + records[end].size() <= self.request_bytes) {
                 bytes += records[end].size();
                 end += 1;
             }

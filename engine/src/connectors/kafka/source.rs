@@ -49,14 +49,7 @@ pub enum Start {
     Group,
 }
 
-/// Where a record's event time comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventTime {
-    /// The Kafka record's timestamp.
-    Kafka,
-    /// An integer field (ms) of the value (json or msgpack).
-    Field(String),
-}
+pub use super::config::EventTime;
 
 /// Everything a source subtask needs (the connector config, resolved).
 #[derive(Debug, Clone)]
@@ -148,7 +141,7 @@ pub struct KafkaSource {
     events: Receiver<Event>,
     commands: std::sync::mpsc::Sender<Command>,
     /// The highest watermark handed out (never goes back).
-    watermark: i64,
+    watermark: std::cell::Cell<i64>,
 }
 
 fn kafka(e: KafkaError) -> ConnectorError {
@@ -248,11 +241,19 @@ impl KafkaSource {
             .name(format!("weir-kafka-source-{index}"))
             .spawn(move || fetcher.run())
             .map_err(|e| ConnectorError::Kafka(format!("cannot start the fetcher thread: {e}")))?;
-        Ok(KafkaSource { settings, partitions, stop, generation: 0, events, commands, watermark: i64::MIN })
+        Ok(KafkaSource {
+            settings,
+            partitions,
+            stop,
+            generation: 0,
+            events,
+            commands,
+            watermark: std::cell::Cell::new(i64::MIN),
+        })
     }
 
     /// The next batch; an empty one when nothing is ready yet; `None` at the end of a bounded read.
-    pub fn next(&mut self) -> Result<Option<Batch>, ConnectorError> {
+    pub fn poll_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
         loop {
             match self.events.try_recv() {
                 Ok(Event::Assigned { tp, offset }) => {
@@ -332,7 +333,7 @@ impl KafkaSource {
 
     /// The subtask's watermark: the lowest of its active partitions' (highest event time
     /// minus the out-of-orderness); idle partitions do not count. Never goes back.
-    pub fn current_watermark(&mut self) -> Option<i64> {
+    pub fn current_watermark(&self) -> Option<i64> {
         let delay = self.settings.out_of_orderness_ms?;
         let now = Instant::now();
         let active = self.partitions.values().filter(|s| !self.is_idle(s, now));
@@ -346,11 +347,11 @@ impl KafkaSource {
             })
             .min();
         if let Some(w) = w
-            && w > self.watermark
+            && w > self.watermark.get()
         {
-            self.watermark = w;
+            self.watermark.set(w);
         }
-        (self.watermark > i64::MIN).then_some(self.watermark)
+        (self.watermark.get() > i64::MIN).then_some(self.watermark.get())
     }
 
     fn is_idle(&self, s: &PartitionState, now: Instant) -> bool {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use weir_store::Store;
 
 use super::client::{Client, KafkaError, ProducerIdentity, encode_batch};
-use super::sink::{REQUEST_BYTES, SPILL_BYTES, SinkSettings, Staged, convert};
+use super::sink::{SPILL_BYTES, SinkSettings, Staged, convert};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
 
@@ -185,7 +185,9 @@ impl TransactionalSink {
             while start < records.len() {
                 let mut end = start;
                 let mut bytes = 0;
-                while end < records.len() && (end == start || bytes + records[end].size() <= REQUEST_BYTES) {
+                while end < records.len()
+                    && (end == start || bytes + records[end].size() <= self.settings.max_request_bytes)
+                {
                     bytes += records[end].size();
                     end += 1;
                 }

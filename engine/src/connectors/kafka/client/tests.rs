@@ -20,6 +20,7 @@ use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::conn::our_max;
 use super::*;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 
 /// The APIs the transactional producer uses.
 const USED: [ApiKey; 7] = [

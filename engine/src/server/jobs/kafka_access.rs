@@ -1,0 +1,174 @@
+//! Kafka in a tenant's job: a node names one of the server's connections (never an address
+//! of its own), the tenant must have been granted it, and its topics, consumer group and
+//! transactional ids must start with the prefixes of that grant. Checked on the spec before
+//! anything compiles or connects, every time a job is planned (creation, restart, resume at
+//! server start, restore from a savepoint: all go through `JobManager::plan`); the
+//! connection each node resolved to is then set into the plan, the one place it is kept.
+//! The stored spec keeps the connection's name only, and no error names more than the
+//! tenant's own grants.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::connectors::kafka::config::pattern_prefixes;
+use crate::connectors::kafka::{ConnectionConfig, KafkaAccess};
+use crate::connectors::{SinkConfig, SourceConfig, SourceKind};
+use crate::plan::{JobSpec, NodeBody, NodeKind, Plan};
+use crate::server::error::{ServerError, ServerResult};
+use crate::server::ids::printable;
+use crate::server::tenants::{KafkaGrant, Tenant};
+
+/// Keys of a node's config that carry an address or credentials of the spec's own.
+const INLINE_KEYS: [&str; 4] = ["brokers", "bootstrap_servers", "bootstrap.servers", "security_protocol"];
+
+/// What each Kafka node of a spec resolved to, by node id.
+#[derive(Default)]
+pub(super) struct KafkaResolved(BTreeMap<String, Arc<KafkaAccess>>);
+
+impl KafkaResolved {
+    /// Sets each Kafka node's access into `plan` (made from the spec these were checked on).
+    pub(super) fn apply(self, plan: &mut Plan) {
+        for node in &mut plan.nodes {
+            let access = self.0.get(&node.id).cloned();
+            match &mut node.body {
+                NodeBody::Source(SourceConfig { kind: SourceKind::Kafka(c), .. }) => c.access = access,
+                NodeBody::Sink(SinkConfig::Kafka(c)) => c.access = access,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Checks every Kafka node of `spec` against `tenant`'s grants and the server's
+/// `connections`, and resolves each to its connection. A node whose config does not parse
+/// is left to the planner, which refuses it with the same message it gives everywhere.
+pub(super) fn resolve_kafka(
+    tenant: &Tenant,
+    spec: &JobSpec,
+    connections: &BTreeMap<String, ConnectionConfig>,
+) -> ServerResult<KafkaResolved> {
+    let mut resolved = KafkaResolved::default();
+    for node in &spec.nodes {
+        if node.connector.as_deref() != Some("kafka") {
+            continue;
+        }
+        let refuse = |m: String| ServerError::BadRequest(format!("node `{}`: {m}", node.id));
+        let forbid = |m: String| ServerError::Forbidden(format!("node `{}`: {m}", node.id));
+        if let Some(map) = node.config.as_object()
+            && let Some(key) = map.keys().find(|k| {
+                INLINE_KEYS.contains(&k.as_str()) || k.starts_with("sasl_") || k.starts_with("ssl_")
+            })
+        {
+            return Err(refuse(format!(
+                "`{}` is not accepted: name a connection; the server connects only to the connections \
+                 its admin configured (GET /api/v1/kafka/connections lists those the tenant may use)",
+                printable(key)
+            )));
+        }
+        // (topics, pattern, group ids) the node asks for.
+        let (name, topics, pattern, groups) = match node.kind {
+            NodeKind::Source => match SourceConfig::parse("kafka", &node.config) {
+                Ok(SourceConfig { kind: SourceKind::Kafka(c), .. }) => {
+                    (c.connection, c.topics, c.topic_pattern, c.group_id.into_iter().collect::<Vec<_>>())
+                }
+                _ => continue,
+            },
+            NodeKind::Sink => match SinkConfig::parse("kafka", &node.config) {
+                Ok(SinkConfig::Kafka(c)) => {
+                    if c.delivery == crate::connectors::kafka::Delivery::Transactional
+                        && c.transactional_id_prefix.is_none()
+                    {
+                        return Err(refuse(
+                            "delivery transactional needs a `transactional_id_prefix` that starts with one of \
+                             the tenant's group prefixes (GET /api/v1/kafka/connections)"
+                                .into(),
+                        ));
+                    }
+                    (c.connection, vec![c.topic], None, c.transactional_id_prefix.into_iter().collect())
+                }
+                _ => continue,
+            },
+            NodeKind::Operator => continue,
+        };
+        let Some(name) = name else { continue };
+        let grant = tenant.kafka.iter().find(|g| g.connection == name);
+        let connection = match (connections.get(&name), grant) {
+            (Some(c), Some(_)) => c,
+            (Some(_), None) => {
+                return Err(forbid(format!(
+                    "the tenant may not use Kafka connection `{}`; ask the server's admin for a grant \
+                     (the tenant may use: {})",
+                    printable(&name),
+                    granted(tenant, connections)
+                )));
+            }
+            (None, _) => {
+                return Err(refuse(format!(
+                    "there is no Kafka connection `{}`; the tenant may use: {}",
+                    printable(&name),
+                    granted(tenant, connections)
+                )));
+            }
+        };
+        let grant = grant.expect("matched above");
+        let access = KafkaAccess {
+            name: Some(name.clone()),
+            connection: connection.clone(),
+            topic_prefixes: Some(grant.topic_prefixes.clone()),
+            group_prefixes: Some(grant.group_prefixes.clone()),
+        };
+        let outside = |what: &str, value: &str, prefixes: &[String]| {
+            forbid(format!(
+                "{what} `{}` is outside what the tenant may use on connection `{name}` (it must start with \
+                 one of: {})",
+                printable(value),
+                list(prefixes)
+            ))
+        };
+        for topic in &topics {
+            if !access.topic_allowed(topic) {
+                return Err(outside("topic", topic, &grant.topic_prefixes));
+            }
+        }
+        if let Some(pattern) = &pattern {
+            let bounded = pattern_prefixes(pattern)
+                .filter(|literals| literals.iter().all(|l| access.topic_allowed(l)))
+                .is_some();
+            if !bounded {
+                return Err(forbid(format!(
+                    "topic_pattern `{}` may match topics outside what the tenant may use on connection \
+                     `{name}`: start it with one of: {}",
+                    printable(pattern),
+                    list(&grant.topic_prefixes)
+                )));
+            }
+        }
+        for id in &groups {
+            if !access.group_allowed(id) {
+                let what = if node.kind == NodeKind::Source { "group_id" } else { "transactional_id_prefix" };
+                return Err(outside(what, id, &grant.group_prefixes));
+            }
+        }
+        resolved.0.insert(node.id.clone(), Arc::new(access));
+    }
+    Ok(resolved)
+}
+
+/// The connections `tenant` was granted that the server has, for a message.
+fn granted(tenant: &Tenant, connections: &BTreeMap<String, ConnectionConfig>) -> String {
+    let names: Vec<&str> = tenant
+        .kafka
+        .iter()
+        .map(|g: &KafkaGrant| g.connection.as_str())
+        .filter(|n| connections.contains_key(*n))
+        .collect();
+    if names.is_empty() { "none (ask the server's admin for a grant)".into() } else { names.join(", ") }
+}
+
+fn list(prefixes: &[String]) -> String {
+    if prefixes.is_empty() {
+        "none (the grant allows nothing here)".into()
+    } else {
+        prefixes.iter().map(|p| format!("`{}`", printable(p))).collect::<Vec<_>>().join(", ")
+    }
+}
