@@ -32,6 +32,7 @@ mod savepoint_restore;
 mod snapshot;
 mod state_versions;
 mod storage_quota;
+mod tansu_broker;
 mod two_inputs;
 mod window;
 mod wordcount;
