@@ -35,6 +35,7 @@ mod snapshot;
 mod source_idleness;
 mod state_versions;
 mod storage_quota;
+mod tansu_broker;
 mod two_inputs;
 mod window;
 mod wordcount;

@@ -10,6 +10,9 @@ use weir::guest::{GuestHost, OperatorModule};
 use weir::plan::{JobSpec, LoadError, ModuleLoader, Plan, PlanError};
 use weir::runtime::{JobError, JobReport};
 
+/// A Tansu Kafka-protocol broker for the Kafka tests.
+pub mod tansu;
+
 /// One engine per test binary (compiled modules are cached in it).
 pub fn host() -> Arc<GuestHost> {
     static HOST: OnceLock<Arc<GuestHost>> = OnceLock::new();
