@@ -52,7 +52,9 @@ fn msgpack<T: serde::Serialize>(v: &T) -> Vec<u8> {
 fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
     let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
     for (auction, price, time) in bids {
-        let value = msgpack(&serde_json::json!({ "auction": auction, "bidder": 1, "price": price, "date_time": time }));
+        let value = msgpack(
+            &serde_json::json!({ "auction": auction, "bidder": 1, "price": price, "date_time": time }),
+        );
         by_partition.entry((*auction % 4) as i32).or_default().push(ProduceRecord {
             key: Some(msgpack(auction)),
             value: Some(value),
@@ -69,10 +71,14 @@ fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
 }
 
 /// Reads every record of every partition of `topic` (a plain read_uncommitted consumer).
-pub(crate) fn read_all(client: &mut Client, topic: &str) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
+pub(crate) fn read_all(
+    client: &mut Client,
+    topic: &str,
+) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
     let partitions = client.partitions(&[topic.to_string()]).unwrap()[0].partitions.clone();
     let ends = client.list_offsets(topic, &partitions, OffsetSpec::Latest).unwrap();
-    let mut at: BTreeMap<(String, i32), i64> = partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
+    let mut at: BTreeMap<(String, i32), i64> =
+        partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
     at.retain(|(_, p), o| ends[p] > *o);
     let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -103,7 +109,10 @@ struct Stats {
 
 /// The output against the reference: per auction, running counts 1..n each exactly once, and
 /// the statistics after the last bid.
-fn check(records: &[weir::connectors::kafka::client::FetchedRecord], bids: &[(u64, u64, i64)]) -> Result<(), String> {
+fn check(
+    records: &[weir::connectors::kafka::client::FetchedRecord],
+    bids: &[(u64, u64, i64)],
+) -> Result<(), String> {
     let mut expected: BTreeMap<u64, (u64, u64, u64, u64)> = BTreeMap::new();
     for (a, p, _) in bids {
         let e = expected.entry(*a).or_insert((0, u64::MAX, 0, 0));
@@ -137,7 +146,9 @@ fn check(records: &[weir::connectors::kafka::client::FetchedRecord], bids: &[(u6
         }
         let s = &last[auction];
         if (s.min_price, s.max_price, s.sum_price) != (*min, *max, *sum) {
-            return Err(format!("auction {auction}: final stats {s:?}, expected min {min} max {max} sum {sum}"));
+            return Err(format!(
+                "auction {auction}: final stats {s:?}, expected min {min} max {max} sum {sum}"
+            ));
         }
     }
     if !seen.is_empty() {
@@ -195,14 +206,22 @@ fn spawn(job_file: &Path, data: &Path, pause: Option<u32>) -> Child {
 }
 
 /// Runs until `kill` happens (then SIGKILLs the process) or the job ends; true if killed.
-fn run_until(job_file: &Path, data: &Path, kill: Kill, broker: Option<&mut TansuBroker>) -> Result<bool, String> {
+fn run_until(
+    job_file: &Path,
+    data: &Path,
+    kill: Kill,
+    broker: Option<&mut TansuBroker>,
+) -> Result<bool, String> {
     let pause = match kill {
         Kill::InDelivery(n) => Some(n),
         Kill::AfterCheckpoints(_) => None,
     };
     let mut child = spawn(job_file, data, pause);
     let (tx, rx) = std::sync::mpsc::channel::<String>();
-    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
         let tx = tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -261,11 +280,13 @@ fn trial(seed: u64, shared: Option<&TansuBroker>) -> Result<String, String> {
     let dir = tempfile::tempdir().unwrap();
     // The trial that restarts the broker has one of its own.
     let restart_broker = seed % 20 == 7;
-    let mut own = (restart_broker || shared.is_none()).then(|| TansuBroker::start(&dir.path().join("broker")));
+    let mut own =
+        (restart_broker || shared.is_none()).then(|| TansuBroker::start(&dir.path().join("broker")));
     let broker_addr = own.as_ref().or(shared).unwrap().bootstrap();
     let input = format!("bids-{seed}");
     let output = format!("stats-{seed}");
-    let mut client = Client::connect(ClientConfig::new(vec![broker_addr.clone()])).map_err(|e| e.to_string())?;
+    let mut client =
+        Client::connect(ClientConfig::new(vec![broker_addr.clone()])).map_err(|e| e.to_string())?;
     client.create_topic(&input, 4).map_err(|e| e.to_string())?;
     client.create_topic(&output, 3).map_err(|e| e.to_string())?;
     let bids = bids(seed);
@@ -294,7 +315,11 @@ fn trial(seed: u64, shared: Option<&TansuBroker>) -> Result<String, String> {
     while run_until(&job_file, &data, Kill::AfterCheckpoints(u32::MAX), None)? {}
     let records = read_all(&mut client, &output);
     check(&records, &bids)?;
-    Ok(format!("{} records; kills {kills:?}{}", records.len(), if restart_broker { "; broker restarted" } else { "" }))
+    Ok(format!(
+        "{} records; kills {kills:?}{}",
+        records.len(),
+        if restart_broker { "; broker restarted" } else { "" }
+    ))
 }
 
 fn trials(first: u64) {
@@ -312,7 +337,9 @@ fn trials(first: u64) {
         let seed = base + first * count + t;
         match trial(seed, Some(&shared)) {
             Ok(what) => eprintln!("kafka trial seed {seed}: ok ({what})"),
-            Err(e) => panic!("kafka exactly-once trial with seed {seed} failed — replay with WEIR_KAFKA_REPLAY={seed}: {e}"),
+            Err(e) => panic!(
+                "kafka exactly-once trial with seed {seed} failed — replay with WEIR_KAFKA_REPLAY={seed}: {e}"
+            ),
         }
     }
 }

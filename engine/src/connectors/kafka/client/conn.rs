@@ -26,7 +26,8 @@ const MAX_FRAME: usize = 256 << 20;
 pub(super) fn our_max(key: ApiKey) -> i16 {
     match key {
         ApiKey::Produce => 9,
-        ApiKey::Fetch => 12,
+        // 11: the last version without tagged fields (Tansu 0.6 sends v16 tags in v12 answers).
+        ApiKey::Fetch => 11,
         ApiKey::ListOffsets => 7,
         ApiKey::Metadata => 12,
         ApiKey::OffsetCommit => 8,

@@ -545,15 +545,25 @@ impl Client {
         let mut wanted: BTreeMap<(String, i32), i64> =
             starts.iter().map(|(p, o)| ((topic.to_string(), *p), *o)).collect();
         while !wanted.is_empty() {
-            for part in self.fetch(&wanted, Duration::ZERO, 1, 1, false)? {
+            // A short wait, not none: some brokers answer a zero wait with no partitions.
+            for part in self.fetch(&wanted, Duration::from_millis(10), 1, 1, false)? {
                 match part.error {
                     None if part.high_watermark >= 0 => {
                         wanted.remove(&(part.topic.clone(), part.partition));
                         out.insert(part.partition, part.high_watermark);
                     }
-                    Some(e) if !e.retriable() || Instant::now() > deadline => return Err(e),
-                    _ => std::thread::sleep(Duration::from_millis(20)),
+                    Some(e) if !e.retriable() => return Err(e),
+                    _ => {}
                 }
+            }
+            if !wanted.is_empty() {
+                if Instant::now() > deadline {
+                    let missing: Vec<i32> = wanted.keys().map(|(_, p)| *p).collect();
+                    return Err(KafkaError::Protocol(format!(
+                        "the broker did not tell the end of {topic} partitions {missing:?} within the request timeout"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
         Ok(out)
@@ -682,6 +692,11 @@ impl Client {
         let p = response.responses.first().and_then(|t| t.partition_responses.first()).ok_or_else(|| {
             KafkaError::Protocol(format!("the produce response for {topic}/{partition} is empty"))
         })?;
+        // DUPLICATE_SEQUENCE_NUMBER: a retried batch the broker already has (Kafka itself
+        // answers success; Tansu answers this).
+        if p.error_code == ResponseError::DuplicateSequenceNumber.code() {
+            return Ok(p.base_offset);
+        }
         if p.error_code != 0 {
             self.leaders.remove(&(topic.to_string(), partition));
             if p.error_code == ResponseError::UnknownTopicOrPartition.code() {
