@@ -310,38 +310,47 @@ impl Subtask<'_> {
                 stop: env.stop.clone(),
             });
         }
-        let cenv = match env {
-            Some(env) => ConnectorEnv {
-                store: Some(&env.store),
-                job: &env.job_id,
-                node: &node.id,
-                transactional: true,
-            },
-            None => ConnectorEnv::plain(),
-        };
+        // Connectors open on a blocking thread: opening one may wait on the network (a Kafka
+        // broker: bounded by its request timeout), which must not hold a runtime thread that
+        // other jobs' tasks (and the server) run on.
+        let store = env.map(|e| e.store.clone());
+        let job_id = env.map(|e| e.job_id.clone()).unwrap_or_default();
+        let (node_id, parallelism) = (node.id.clone(), node.parallelism);
         let name = node.id.clone();
         match &node.body {
             NodeBody::Source(config) => {
-                let mut source = config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?;
-                if let Some(position) = checkpointing.as_ref().and_then(|c| c.restored.position.clone()) {
-                    source.seek(&position).map_err(|e| task_err(e.into()))?;
-                }
+                let config = config.clone();
+                let position = checkpointing.as_ref().and_then(|c| c.restored.position.clone());
                 let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
-                tasks.spawn(
-                    name,
-                    s,
-                    run_source(source, delay, rate, output, metrics, job_metrics, checkpointing),
-                );
+                tasks.spawn(name, s, async move {
+                    let source = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
+                        let cenv = connector_env(store.as_ref(), &job_id, &node_id);
+                        let mut source = config.open(s, parallelism, cenv)?;
+                        if let Some(position) = position {
+                            source.seek(&position)?;
+                        }
+                        Ok(source)
+                    })
+                    .await??;
+                    run_source(source, delay, rate, output, metrics, job_metrics, checkpointing).await
+                });
             }
             NodeBody::Sink(config) => {
-                let sink = match &checkpointing {
-                    Some(c) => {
-                        open_recovered_sink(config, s, node.parallelism, cenv, restored_id, &c.restored)
-                            .map_err(task_err)?
-                    }
-                    None => config.open(s, node.parallelism, cenv).map_err(|e| task_err(e.into()))?,
-                };
-                tasks.spawn(name, s, run_sink(sink, gate, metrics, job_metrics, checkpointing));
+                let config = config.clone();
+                let restored = checkpointing.as_ref().map(|c| c.restored.clone());
+                tasks.spawn(name, s, async move {
+                    let sink = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
+                        let cenv = connector_env(store.as_ref(), &job_id, &node_id);
+                        match restored {
+                            Some(state) => {
+                                open_recovered_sink(&config, s, parallelism, cenv, restored_id, &state)
+                            }
+                            None => Ok(config.open(s, parallelism, cenv)?),
+                        }
+                    })
+                    .await??;
+                    run_sink(sink, gate, metrics, job_metrics, checkpointing).await
+                });
             }
             NodeBody::Operator { module, config } => {
                 let range = key_group_range(s, node.parallelism, settings.max_parallelism);
@@ -377,6 +386,15 @@ impl Subtask<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// What a connector of a job may use: the store (checkpointed jobs; then sinks write through
+/// two-phase commit) or nothing.
+fn connector_env<'a>(store: Option<&'a weir_store::Store>, job: &'a str, node: &'a str) -> ConnectorEnv<'a> {
+    match store {
+        Some(store) => ConnectorEnv { store: Some(store), job, node, transactional: true },
+        None => ConnectorEnv::plain(),
     }
 }
 
