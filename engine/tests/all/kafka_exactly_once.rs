@@ -177,7 +177,7 @@ fn job(broker: &str, input: &str, output: &str) -> serde_json::Value {
             { "id": "bids", "kind": "source", "connector": "kafka", "parallelism": 2,
               "config": { "brokers": { "bootstrap_servers": [broker] }, "topics": [input],
                           "start": "earliest", "bounded": true, "value_format": "msgpack",
-                          "batch_size": 50, "records_per_second": 1000 } },
+                          "batch_size": 50, "records_per_second": 600 } },
             { "id": "q17", "kind": "operator", "module": q17, "parallelism": 2 },
             { "id": "stats", "kind": "sink", "connector": "kafka", "parallelism": 2,
               "config": { "brokers": { "bootstrap_servers": [broker] }, "topic": output,
