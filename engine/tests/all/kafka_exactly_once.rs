@@ -72,10 +72,14 @@ fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
 
 /// Reads every record of every partition of `topic` (a plain read_uncommitted consumer),
 /// retrying what a loaded broker answers with a retriable error.
-pub(crate) fn read_all(client: &mut Client, topic: &str) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
+pub(crate) fn read_all(
+    client: &mut Client,
+    topic: &str,
+) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
     let partitions = client.partitions(&[topic.to_string()]).unwrap()[0].partitions.clone();
     let ends = client.end_offsets(topic, &partitions).unwrap();
-    let mut at: BTreeMap<(String, i32), i64> = partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
+    let mut at: BTreeMap<(String, i32), i64> =
+        partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
     at.retain(|(_, p), o| ends[p] > *o);
     let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);

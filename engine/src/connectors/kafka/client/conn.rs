@@ -54,6 +54,9 @@ pub(crate) struct Connection {
     client_id: StrBytes,
     /// API key → the broker's (min, max) version.
     pub(super) versions: BTreeMap<i16, (i16, i16)>,
+    /// A call failed mid-way (timeout, I/O, a frame out of step): the stream may hold a late
+    /// answer, so the connection is never used again.
+    broken: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -104,6 +107,7 @@ impl Connection {
             correlation: 0,
             client_id: StrBytes::from_string(config.client_id.clone()),
             versions: BTreeMap::new(),
+            broken: false,
         };
         conn.negotiate()?;
         if let Some(sasl) = &config.sasl {
@@ -152,8 +156,25 @@ impl Connection {
         self.call_version(request, version)
     }
 
+    /// Whether a call failed mid-way (the client then opens a new connection).
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
     /// Sends `request` in `version`.
     pub fn call_version<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response, KafkaError> {
+        if self.broken {
+            return Err(KafkaError::Unreachable {
+                addr: self.addr.clone(),
+                reason: "the connection failed earlier".into(),
+            });
+        }
+        // Until the answer is read whole, a failure leaves the stream out of step.
+        self.broken = true;
+        self.exchange(request, version)
+    }
+
+    fn exchange<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response, KafkaError> {
         self.correlation = self.correlation.wrapping_add(1);
         let correlation = self.correlation;
         let header = RequestHeader::default()
@@ -177,10 +198,13 @@ impl Connection {
         }
         let mut body = vec![0u8; len as usize];
         self.stream.read_exact(&mut body).map_err(|e| self.io_error(e))?;
+        // The frame is read whole: the stream is in step again (whatever the frame holds).
+        self.broken = false;
         let mut body = Bytes::from(body);
         let header =
             ResponseHeader::decode(&mut body, R::Response::header_version(version)).map_err(protocol)?;
         if header.correlation_id != correlation {
+            self.broken = true;
             return Err(KafkaError::Protocol(format!(
                 "{} answered request {correlation} with correlation id {}",
                 self.addr, header.correlation_id

@@ -317,6 +317,9 @@ impl Client {
     }
 
     fn bootstrap(&mut self) -> Result<&mut Connection, KafkaError> {
+        if self.any.as_ref().is_some_and(Connection::is_broken) {
+            self.any = None;
+        }
         if self.any.is_none() {
             let mut last = None;
             for addr in self.config.bootstrap.clone() {
@@ -372,6 +375,9 @@ impl Client {
     }
 
     fn broker(&mut self, id: i32) -> Result<&mut Connection, KafkaError> {
+        if self.conns.get(&id).is_some_and(Connection::is_broken) {
+            self.conns.remove(&id);
+        }
         if !self.conns.contains_key(&id) {
             let addr = self.brokers.get(&id).cloned().ok_or_else(|| KafkaError::Broker {
                 code: 8,
