@@ -204,11 +204,13 @@ impl Connection {
         let header =
             ResponseHeader::decode(&mut body, R::Response::header_version(version)).map_err(protocol)?;
         if header.correlation_id != correlation {
+            // Out of step (a broker that answered one request twice, or late): this connection
+            // is done; the call may be tried again on a new one.
             self.broken = true;
-            return Err(KafkaError::Protocol(format!(
-                "{} answered request {correlation} with correlation id {}",
-                self.addr, header.correlation_id
-            )));
+            return Err(KafkaError::Unreachable {
+                addr: self.addr.clone(),
+                reason: format!("answered request {correlation} with correlation id {}", header.correlation_id),
+            });
         }
         let response = R::Response::decode(&mut body, version).map_err(protocol)?;
         Ok(response)
