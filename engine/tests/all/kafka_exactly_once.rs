@@ -285,9 +285,8 @@ fn run_until(
         }
     }
     let status = child.wait().unwrap();
-    if std::env::var_os("WEIR_KAFKA_VERBOSE").is_some() {
-        eprintln!("run ended ({completed} checkpoints):\n{}", log.join("\n"));
-    }
+    // Shown with a failing test's output (nextest captures it otherwise).
+    eprintln!("run ended by itself ({completed} checkpoints, waiting for {kill:?}):\n{}", log.join("\n"));
     if !status.success() {
         return Err(format!("weir run failed ({status}):\n{}", log.join("\n")));
     }
