@@ -88,6 +88,7 @@ pub(crate) fn read_all(
         let fetched = match client.fetch(&at, Duration::from_millis(100), 8 << 20, 4 << 20, false) {
             Ok(f) => f,
             Err(e) if e.retriable() => {
+                eprintln!("reading `{topic}` back: {e}; again");
                 client.reset();
                 continue;
             }
@@ -101,6 +102,17 @@ pub(crate) fn read_all(
                     continue;
                 }
                 Some(e) => panic!("reading `{topic}` back: {e}"),
+            }
+            if std::env::var_os("WEIR_KAFKA_VERBOSE").is_some() {
+                eprintln!(
+                    "read {}/{}: {} records, next {}, hw {}, end {}",
+                    part.topic,
+                    part.partition,
+                    part.records.len(),
+                    part.next_offset,
+                    part.high_watermark,
+                    ends[&part.partition]
+                );
             }
             out.extend(part.records);
             let key = (part.topic, part.partition);
