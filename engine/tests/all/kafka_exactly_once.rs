@@ -13,17 +13,18 @@
 //! run; a failure names its seed; `WEIR_KAFKA_REPLAY=<seed>` replays one trial.
 
 use crate::common;
+use crate::common::kafka::{self, msgpack, read_all};
 use crate::common::tansu::TansuBroker;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use weir::connectors::kafka::client::{Client, ClientConfig, OffsetSpec, ProduceRecord, encode_batch};
+use weir::connectors::kafka::client::{Client, ClientConfig, ProduceRecord};
 
 const BIDS: u64 = 6_000;
 const AUCTIONS: u64 = 40;
@@ -44,10 +45,6 @@ fn bids(seed: u64) -> Vec<(u64, u64, i64)> {
         .collect()
 }
 
-fn msgpack<T: serde::Serialize>(v: &T) -> Vec<u8> {
-    rmp_serde::to_vec_named(v).unwrap()
-}
-
 /// Writes the bids to `topic` (partition = auction % 4), keyed by auction (MessagePack).
 fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
     let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
@@ -63,39 +60,8 @@ fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
         });
     }
     for (partition, records) in by_partition {
-        for chunk in records.chunks(500) {
-            let batch = encode_batch(chunk, None, false, kafka_protocol::records::Compression::None).unwrap();
-            client.produce(topic, partition, batch, None).unwrap();
-        }
+        kafka::produce(client, topic, partition, &records);
     }
-}
-
-/// Reads every record of every partition of `topic` (a plain read_uncommitted consumer).
-pub(crate) fn read_all(
-    client: &mut Client,
-    topic: &str,
-) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
-    let partitions = client.partitions(&[topic.to_string()]).unwrap()[0].partitions.clone();
-    let ends = client.list_offsets(topic, &partitions, OffsetSpec::Latest).unwrap();
-    let mut at: BTreeMap<(String, i32), i64> =
-        partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
-    at.retain(|(_, p), o| ends[p] > *o);
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !at.is_empty() {
-        assert!(Instant::now() < deadline, "reading `{topic}` back took over 60 s");
-        for part in client.fetch(&at, Duration::from_millis(100), 8 << 20, 4 << 20, false).unwrap() {
-            assert!(part.error.is_none(), "{:?}", part.error);
-            out.extend(part.records);
-            let key = (part.topic, part.partition);
-            if part.next_offset >= ends[&key.1] {
-                at.remove(&key);
-            } else {
-                at.insert(key, part.next_offset);
-            }
-        }
-    }
-    out
 }
 
 #[derive(Debug, serde::Deserialize)]
