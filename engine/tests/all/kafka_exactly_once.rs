@@ -207,6 +207,7 @@ fn run_until(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             Err(_) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 return Err(format!("no progress for 120 s; output:\n{}", log.join("\n")));
             }
         };
