@@ -333,9 +333,6 @@ impl KafkaSource {
 
     /// The subtask's watermark: the lowest of its active partitions' (highest event time
     /// minus the out-of-orderness); idle partitions do not count. Never goes back.
-    /// `Some(i64::MIN)` while an active partition has no record yet: the source tracks event
-    /// time itself from the start (`None` would let the task derive a watermark from the
-    /// records alone, which ignores empty partitions).
     pub fn current_watermark(&self) -> Option<i64> {
         let delay = self.settings.out_of_orderness_ms?;
         let now = Instant::now();
@@ -354,7 +351,7 @@ impl KafkaSource {
         {
             self.watermark.set(w);
         }
-        Some(self.watermark.get())
+        (self.watermark.get() > i64::MIN).then_some(self.watermark.get())
     }
 
     fn is_idle(&self, s: &PartitionState, now: Instant) -> bool {
