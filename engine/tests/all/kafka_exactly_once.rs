@@ -13,17 +13,18 @@
 //! run; a failure names its seed; `WEIR_KAFKA_REPLAY=<seed>` replays one trial.
 
 use crate::common;
+use crate::common::kafka::{self, msgpack, read_all};
 use crate::common::tansu::TansuBroker;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use weir::connectors::kafka::client::{Client, ClientConfig, OffsetSpec, ProduceRecord, encode_batch};
+use weir::connectors::kafka::client::{Client, ClientConfig, ProduceRecord};
 
 const BIDS: u64 = 8_000;
 const AUCTIONS: u64 = 40;
@@ -44,10 +45,6 @@ fn bids(seed: u64) -> Vec<(u64, u64, i64)> {
         .collect()
 }
 
-fn msgpack<T: serde::Serialize>(v: &T) -> Vec<u8> {
-    rmp_serde::to_vec_named(v).unwrap()
-}
-
 /// Writes the bids to `topic` (partition = auction % 4), keyed by auction (MessagePack).
 fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
     let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
@@ -63,67 +60,8 @@ fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
         });
     }
     for (partition, records) in by_partition {
-        for chunk in records.chunks(500) {
-            let batch = encode_batch(chunk, None, false, kafka_protocol::records::Compression::None).unwrap();
-            client.produce(topic, partition, batch, None).unwrap();
-        }
+        kafka::produce(client, topic, partition, &records);
     }
-}
-
-/// Reads every record of every partition of `topic` (a plain read_uncommitted consumer),
-/// retrying what a loaded broker answers with a retriable error.
-pub(crate) fn read_all(
-    client: &mut Client,
-    topic: &str,
-) -> Vec<weir::connectors::kafka::client::FetchedRecord> {
-    let partitions = client.partitions(&[topic.to_string()]).unwrap()[0].partitions.clone();
-    let ends = client.end_offsets(topic, &partitions).unwrap();
-    let mut at: BTreeMap<(String, i32), i64> =
-        partitions.iter().map(|p| ((topic.to_string(), *p), 0)).collect();
-    at.retain(|(_, p), o| ends[p] > *o);
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !at.is_empty() {
-        assert!(Instant::now() < deadline, "reading `{topic}` back took over 120 s");
-        let fetched = match client.fetch(&at, Duration::from_millis(100), 8 << 20, 4 << 20, false) {
-            Ok(f) => f,
-            Err(e) if e.retriable() => {
-                eprintln!("reading `{topic}` back: {e}; again");
-                client.reset();
-                continue;
-            }
-            Err(e) => panic!("reading `{topic}` back: {e}"),
-        };
-        for part in fetched {
-            match part.error {
-                None => {}
-                Some(e) if e.retriable() => {
-                    client.reset();
-                    continue;
-                }
-                Some(e) => panic!("reading `{topic}` back: {e}"),
-            }
-            if std::env::var_os("WEIR_KAFKA_VERBOSE").is_some() {
-                eprintln!(
-                    "read {}/{}: {} records, next {}, hw {}, end {}",
-                    part.topic,
-                    part.partition,
-                    part.records.len(),
-                    part.next_offset,
-                    part.high_watermark,
-                    ends[&part.partition]
-                );
-            }
-            out.extend(part.records);
-            let key = (part.topic, part.partition);
-            if part.next_offset >= ends[&key.1] {
-                at.remove(&key);
-            } else {
-                at.insert(key, part.next_offset);
-            }
-        }
-    }
-    out
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -269,6 +207,7 @@ fn run_until(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             Err(_) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 return Err(format!("no progress for 120 s; output:\n{}", log.join("\n")));
             }
         };
@@ -327,10 +266,13 @@ fn trial(seed: u64, shared: Option<&TansuBroker>) -> Result<String, String> {
     let delivery_trial = seed % 4 == 1;
     let mut kills = Vec::new();
     for k in 0..2 {
+        // The second kill comes early in its run (its run may be short: what the first left).
         let kill = if delivery_trial && k == 0 {
             Kill::InDelivery(rng.gen_range(2..=4))
-        } else {
+        } else if k == 0 {
             Kill::AfterCheckpoints(rng.gen_range(1..=3))
+        } else {
+            Kill::AfterCheckpoints(rng.gen_range(1..=2))
         };
         let broker = if k == 0 { own.as_mut().filter(|_| restart_broker) } else { None };
         if !run_until(&job_file, &data, kill, broker)? {

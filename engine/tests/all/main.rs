@@ -25,6 +25,7 @@ mod exactly_once;
 mod hostile;
 mod hostile_tenants;
 mod kafka_access;
+mod kafka_connectors;
 mod kafka_exactly_once;
 mod kafka_transactional;
 mod layout;

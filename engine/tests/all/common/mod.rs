@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fake_kafka;
+pub mod kafka;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
