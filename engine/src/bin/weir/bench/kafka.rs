@@ -167,7 +167,8 @@ fn start_broker(dir: &Path) -> anyhow::Result<Broker> {
 fn cpu_seconds(pid: &str) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
     // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.
-    let rest: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let rest: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
     let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // USER_HZ is 100 on the Linux targets Weir builds for.
     (field(14) + field(15)) as f64 / 100.0
@@ -267,7 +268,10 @@ async fn run_once(
     if variant != Variant::Stream {
         client.create_topic(&output, PARTITIONS)?;
     }
-    let plan = weir::plan::plan(&job(variant, &broker.addr, "bids", &output)?, &LocalModules::new(host.clone(), "."))?;
+    let plan = weir::plan::plan(
+        &job(variant, &broker.addr, "bids", &output)?,
+        &LocalModules::new(host.clone(), "."),
+    )?;
     let env = RunEnv::new(tag.to_string(), store.clone());
     let broker_pid = broker.child.id().to_string();
     let (cpu0, broker0, start) = (cpu_seconds("self"), cpu_seconds(&broker_pid), Instant::now());
@@ -277,7 +281,11 @@ async fn run_once(
     loop {
         let n = output_len(variant, &mut client, store, &output)?;
         if n >= records as u64 {
-            anyhow::ensure!(n == records as u64, "{}: {n} records written for {records} read", variant.name());
+            anyhow::ensure!(
+                n == records as u64,
+                "{}: {n} records written for {records} read",
+                variant.name()
+            );
             break;
         }
         anyhow::ensure!(
@@ -349,7 +357,9 @@ pub async fn run(host: &Arc<GuestHost>, o: &KafkaBenchOptions) -> anyhow::Result
                 variant: *variant,
                 rate: median(runs.iter().map(|r| n / r.seconds).collect()),
                 per_cpu: median(runs.iter().map(|r| n / r.cpu.max(0.01)).collect()),
-                per_cpu_with_broker: median(runs.iter().map(|r| n / (r.cpu + r.broker_cpu).max(0.01)).collect()),
+                per_cpu_with_broker: median(
+                    runs.iter().map(|r| n / (r.cpu + r.broker_cpu).max(0.01)).collect(),
+                ),
                 checkpoint_median_ms: median(all_checkpoints.clone()),
                 checkpoint_max_ms: all_checkpoints.iter().copied().fold(0.0, f64::max),
                 checkpoints: median(runs.iter().map(|r| r.checkpoint_ms.len() as f64).collect()) as usize,

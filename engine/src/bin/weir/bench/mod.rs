@@ -138,8 +138,11 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             savepoints::run_and_print(&host, &options).await
         }
         Suite::Kafka { records, runs } => {
-            let options =
-                kafka::KafkaBenchOptions { records: records.max(1), runs: runs.max(1), dir: data_dir.join("bench-kafka") };
+            let options = kafka::KafkaBenchOptions {
+                records: records.max(1),
+                runs: runs.max(1),
+                dir: data_dir.join("bench-kafka"),
+            };
             kafka_table(&host, &options).await?;
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
@@ -182,7 +185,10 @@ async fn nexmark_table(host: &GuestHost, records: usize, seconds: f64) -> anyhow
     Ok(())
 }
 
-async fn kafka_table(host: &std::sync::Arc<GuestHost>, options: &kafka::KafkaBenchOptions) -> anyhow::Result<()> {
+async fn kafka_table(
+    host: &std::sync::Arc<GuestHost>,
+    options: &kafka::KafkaBenchOptions,
+) -> anyhow::Result<()> {
     let results = kafka::run(host, options).await?;
     let rate = |v: kafka::Variant| results.iter().find(|r| r.variant == v).map_or(f64::NAN, |r| r.rate);
     let mut table = Table::new();
