@@ -3,6 +3,7 @@
 //! and the results are in docs/benchmarks.md. Build with `--release`.
 
 mod checkpoints;
+mod kafka;
 mod languages;
 mod nexmark;
 mod savepoints;
@@ -76,6 +77,16 @@ pub enum Suite {
         #[arg(long, default_value_t = 20_000)]
         quiet_rate: u64,
     },
+    /// Nexmark q1 from Kafka to Kafka (`exactly_once`, `at_least_once`) beside the stream
+    /// log, through a Tansu broker the bench starts (`WEIR_TANSU` or the tests' cache path).
+    Kafka {
+        /// Bids in the input topic.
+        #[arg(long, default_value_t = 200_000)]
+        records: usize,
+        /// Runs of each variant (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Word count and Nexmark q17 per core in Python, JavaScript and C beside Rust.
     Languages {
         /// `NAME=DIR`, a language's build directory holding `wordcount.wasm` and
@@ -126,6 +137,16 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             };
             savepoints::run_and_print(&host, &options).await
         }
+        Suite::Kafka { records, runs } => {
+            let options = kafka::KafkaBenchOptions {
+                records: records.max(1),
+                runs: runs.max(1),
+                dir: data_dir.join("bench-kafka"),
+            };
+            kafka_table(&host, &options).await?;
+            let _ = std::fs::remove_dir_all(&options.dir);
+            Ok(())
+        }
         Suite::Server { instances, history, requests, window, quiet_rate } => {
             let options = server::ServerBenchOptions {
                 dir: data_dir.join("bench-server"),
@@ -161,6 +182,47 @@ async fn nexmark_table(host: &GuestHost, records: usize, seconds: f64) -> anyhow
     }
     println!("Nexmark bids, one core (one operator instance, current-thread runtime):");
     println!("{table}");
+    Ok(())
+}
+
+async fn kafka_table(
+    host: &std::sync::Arc<GuestHost>,
+    options: &kafka::KafkaBenchOptions,
+) -> anyhow::Result<()> {
+    let results = kafka::run(host, options).await?;
+    let rate = |v: kafka::Variant| results.iter().find(|r| r.variant == v).map_or(f64::NAN, |r| r.rate);
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "q1 job",
+        "records/s",
+        "per CPU-s (weir)",
+        "per CPU-s (weir + broker)",
+        "checkpoints/run",
+        "checkpoint ms median / max",
+        "each run, k records/s",
+    ]);
+    for r in &results {
+        table.add_row([
+            r.variant.name().to_string(),
+            format!("{:.0} k", r.rate / 1e3),
+            format!("{:.0} k", r.per_cpu / 1e3),
+            format!("{:.0} k", r.per_cpu_with_broker / 1e3),
+            r.checkpoints.to_string(),
+            format!("{:.1} / {:.1}", r.checkpoint_median_ms, r.checkpoint_max_ms),
+            r.runs.iter().map(|x| format!("{:.0}", x / 1e3)).collect::<Vec<_>>().join(", "),
+        ]);
+    }
+    println!(
+        "Nexmark q1, {} bids, parallelism 1, checkpoints every 1 s, median of {} runs (records/s: start to output readable):",
+        options.records, options.runs
+    );
+    println!("{table}");
+    let eo = rate(kafka::Variant::ExactlyOnce);
+    println!(
+        "exactly_once / at_least_once: {:.2}; exactly_once / stream log: {:.2}",
+        eo / rate(kafka::Variant::AtLeastOnce),
+        eo / rate(kafka::Variant::Stream)
+    );
     Ok(())
 }
 
