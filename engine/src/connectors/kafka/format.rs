@@ -76,7 +76,11 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&back).unwrap();
         assert_eq!(v["auction"], 7);
         assert!(decode(Format::Json, Some(b"{nope")).unwrap_err().contains("not JSON"));
-        assert!(decode(Format::Msgpack, Some(&[0xc1])).is_err());
+        // A string header promising 5 bytes with 1 after it.
+        assert!(decode(Format::Msgpack, Some(&[0xa5, b'a'])).is_err());
+        assert!(
+            decode(Format::Msgpack, Some(&[0x01, 0x02])).unwrap_err().contains("after its MessagePack value")
+        );
         assert_eq!(decode(Format::Raw, None).unwrap(), Vec::<u8>::new());
         assert_eq!(encode(Format::Raw, b"").unwrap(), None);
         assert!(field_time(&weir, "missing").unwrap_err().contains("no field"));

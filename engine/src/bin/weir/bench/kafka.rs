@@ -375,8 +375,8 @@ mod tests {
 
     #[test]
     fn cpu_seconds_of_this_process_grows_with_busy_work() {
+        // A fresh test process may not have used a tick yet: only growth is asserted.
         let before = cpu_seconds("self");
-        assert!(before > 0.0, "no CPU time read from /proc/self/stat");
         // Busy until the clock-tick counter moves (10 ms of CPU), at most 10 s of wall time.
         let start = Instant::now();
         let mut x = 0u64;

@@ -209,7 +209,10 @@ impl Connection {
             self.broken = true;
             return Err(KafkaError::Unreachable {
                 addr: self.addr.clone(),
-                reason: format!("answered request {correlation} with correlation id {}", header.correlation_id),
+                reason: format!(
+                    "answered request {correlation} with correlation id {}",
+                    header.correlation_id
+                ),
             });
         }
         let response = R::Response::decode(&mut body, version).map_err(protocol)?;
