@@ -303,11 +303,11 @@ fn trials(first: u64) {
     }
     let count: u64 = std::env::var("WEIR_KAFKA_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     let base: u64 = std::env::var("WEIR_KAFKA_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let dir = tempfile::tempdir().unwrap();
-    let shared = TansuBroker::start(&dir.path().join("broker"));
     for t in 0..count {
         let seed = base + first * count + t;
-        match trial(seed, Some(&shared)) {
+        // A broker per trial (it starts in ~150 ms): a Tansu broker that served a few trials
+        // was seen to stop answering fetches of a later trial's topic.
+        match trial(seed, None) {
             Ok(what) => eprintln!("kafka trial seed {seed}: ok ({what})"),
             Err(e) => panic!(
                 "kafka exactly-once trial with seed {seed} failed — replay with WEIR_KAFKA_REPLAY={seed}: {e}"
