@@ -94,7 +94,11 @@ async fn recommit_final(
                 node: &node.id,
                 transactional: true,
             };
-            open_recovered_sink(config, s, node.parallelism, cenv, meta.id, &state).map_err(task_err)?;
+            let mut sink =
+                open_recovered_sink(config, s, node.parallelism, cenv, meta.id, &state).map_err(task_err)?;
+            // A sink that delivers after the commit (Kafka `exactly_once`: the final
+            // checkpoint's output may be staged but not yet produced) finishes here.
+            sink.close().map_err(|e| task_err(e.into()))?;
         }
     }
     Ok(())
