@@ -351,7 +351,9 @@ impl KafkaSource {
         {
             self.watermark.set(w);
         }
-        (self.watermark.get() > i64::MIN).then_some(self.watermark.get())
+        // Some even before any record: the task then takes this source's watermarks only
+        // (an empty partition holds event time back until it idles), not the records'.
+        Some(self.watermark.get())
     }
 
     fn is_idle(&self, s: &PartitionState, now: Instant) -> bool {
