@@ -4,9 +4,9 @@
 //! subtask of the empty partition goes idle and the windows fire while the job runs;
 //! without it they wait until a record arrives on the other partition.
 //!
-//! The feeder keeps partition 0 active: were it to stop, its subtask would go idle as well,
-//! and when every input of the window is idle its watermark stays where it was — whether the
-//! windows fired would then depend on which subtask went idle first (docs/design.md §2).
+//! The feeder keeps partition 0 active, so that the window sees one active and one idle input
+//! (when every input is idle the window moves to the highest of their watermarks instead,
+//! docs/design.md §2).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -499,7 +499,7 @@ pub enum Delivery {
     Transactional,
     /// Flushed at every checkpoint; a failure may write records again.
     AtLeastOnce,
-    /// Sent without waiting for acknowledgements; a failure may lose records.
+    /// Produced as records come; nothing waits for acknowledgements; a failure may lose records.
     None,
 }
 
@@ -517,7 +517,7 @@ pub enum Partitioner {
     /// Kafka's murmur2 of the key bytes, as the Java client (unkeyed records: as `default`).
     #[default]
     Key,
-    /// One partition per subtask at a time (sticky), for unkeyed records.
+    /// Every record of subtask `i` to partition `i` mod the partition count.
     Default,
 }
 

@@ -167,6 +167,10 @@ pub fn open_sink(
             Box::new(transactional::TransactionalSink::open(settings, store, writer, index)?)
         }
         Delivery::ExactlyOnce | Delivery::Transactional if !env.transactional => {
+            tracing::warn!(
+                node = env.node,
+                "the job is not checkpointed (no data directory): the Kafka sink delivers at least once"
+            );
             let settings = sink::SinkSettings { delivery: Delivery::AtLeastOnce, ..settings };
             Box::new(sink::KafkaSink::open(settings, None, writer, index)?)
         }

@@ -85,6 +85,15 @@ fn store_err(e: weir_store::StoreError) -> ConnectorError {
     ConnectorError::Store(e.to_string())
 }
 
+/// The transactions a checkpoint recorded.
+fn pre_committed(transactions: &[serde_json::Value]) -> Result<Vec<PreCommitted>, ConnectorError> {
+    transactions
+        .iter()
+        .map(|t| serde_json::from_value(t.clone()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| ConnectorError::Kafka(format!("a pre-committed transaction is unreadable: {e}")))
+}
+
 /// The outbox epoch the id note lives under (no checkpoint has id 0).
 const IDS_NOTE: u64 = 0;
 
@@ -238,10 +247,7 @@ impl Sink for TransactionalSink {
     }
 
     fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
-        for t in transactions {
-            let t: PreCommitted = serde_json::from_value(t.clone()).map_err(|e| {
-                ConnectorError::Kafka(format!("a pre-committed transaction is unreadable: {e}"))
-            })?;
+        for t in pre_committed(transactions)? {
             self.commit_one(&t)?;
         }
         Ok(())
@@ -252,11 +258,7 @@ impl Sink for TransactionalSink {
         _checkpoint: u64,
         transactions: &[serde_json::Value],
     ) -> Result<(), ConnectorError> {
-        let owned: Vec<PreCommitted> = transactions
-            .iter()
-            .map(|t| serde_json::from_value(t.clone()))
-            .collect::<Result<_, _>>()
-            .map_err(|e| ConnectorError::Kafka(format!("a pre-committed transaction is unreadable: {e}")))?;
+        let owned = pre_committed(transactions)?;
         // The probe: a broker that cannot end a transaction is refused here, not at the first
         // checkpoint's commit.
         let mut ids = self.ids()?;
