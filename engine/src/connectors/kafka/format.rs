@@ -5,23 +5,26 @@
 //! MessagePack on the way in and MessagePack to JSON on the way out; `msgpack` checks that the
 //! bytes are one MessagePack value and passes them through.
 
+use std::borrow::Cow;
+
 pub use super::config::Format;
 
 /// Kafka bytes (`None`: null) → Weir bytes. A null becomes empty bytes in `raw` (no key, or
 /// an empty value) and MessagePack nil otherwise.
-pub fn decode(format: Format, bytes: Option<&[u8]>) -> Result<Vec<u8>, String> {
+/// Borrows the bytes where no conversion is needed (`raw`, `msgpack`): no copy per record.
+pub fn decode(format: Format, bytes: Option<&[u8]>) -> Result<Cow<'_, [u8]>, String> {
     match (format, bytes) {
-        (Format::Raw, b) => Ok(b.unwrap_or_default().to_vec()),
-        (_, None) => Ok(vec![0xc0]),
+        (Format::Raw, b) => Ok(Cow::Borrowed(b.unwrap_or_default())),
+        (_, None) => Ok(Cow::Borrowed(&[0xc0])),
         (Format::Json, Some(b)) => {
             let value: serde_json::Value =
                 serde_json::from_slice(b).map_err(|e| format!("is not JSON ({e})"))?;
-            Ok(crate::record::to_msgpack(&value))
+            Ok(Cow::Owned(crate::record::to_msgpack(&value)))
         }
         (Format::Msgpack, Some(b)) => {
             let mut cursor = b;
             match rmpv::decode::read_value(&mut cursor) {
-                Ok(_) if cursor.is_empty() => Ok(b.to_vec()),
+                Ok(_) if cursor.is_empty() => Ok(Cow::Borrowed(b)),
                 Ok(_) => Err(format!("holds {} bytes after its MessagePack value", cursor.len())),
                 Err(e) => Err(format!("is not MessagePack ({e})")),
             }
@@ -81,7 +84,7 @@ mod tests {
         assert!(
             decode(Format::Msgpack, Some(&[0x01, 0x02])).unwrap_err().contains("after its MessagePack value")
         );
-        assert_eq!(decode(Format::Raw, None).unwrap(), Vec::<u8>::new());
+        assert!(decode(Format::Raw, None).unwrap().is_empty());
         assert_eq!(encode(Format::Raw, b"").unwrap(), None);
         assert!(field_time(&weir, "missing").unwrap_err().contains("no field"));
     }
