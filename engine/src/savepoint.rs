@@ -576,6 +576,7 @@ async fn write_checkpoint(
                 previous: BTreeMap::new(),
                 blob: blob.encode(),
                 max_chain_length: plan.spec.settings.checkpoint.max_chain_length,
+                channel_state: Vec::new(),
             };
             let st = store.clone();
             let state: SubtaskState = blocking(move || st.write_subtask(write)).await?;

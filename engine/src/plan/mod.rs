@@ -10,5 +10,6 @@ pub use error::PlanError;
 pub use limits::{PlanLimits, channel_count};
 pub use planner::{LoadError, ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
 pub use spec::{
-    CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings, Settings,
+    CheckpointMode, CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings,
+    Settings,
 };

@@ -141,6 +141,39 @@ pub struct CheckpointSettings {
     pub retained: usize,
     /// Longest chain of incremental chunks per key group before it is compacted.
     pub max_chain_length: usize,
+    /// `aligned`: a task snapshots when the barrier has arrived on every input, reading
+    /// none of the inputs it already arrived on meanwhile. `unaligned`: a task snapshots at
+    /// the first barrier, which overtakes the records queued before it; they are persisted
+    /// with the checkpoint as channel state (docs/design.md §6). Savepoints and final
+    /// checkpoints are always aligned.
+    pub mode: CheckpointMode,
+    /// A checkpoint starts aligned and switches to unaligned once it has waited this long
+    /// since its trigger (Flink's `aligned-checkpoint-timeout`); `null`: never switch.
+    /// With `mode: unaligned` a missing value means 0 (unaligned from the start).
+    pub aligned_timeout_ms: Option<u64>,
+}
+
+/// How checkpoint barriers pass the records in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointMode {
+    /// Barriers travel with the records; a task aligns them.
+    #[default]
+    Aligned,
+    /// Barriers overtake the records; what they overtake is persisted as channel state.
+    Unaligned,
+}
+
+impl CheckpointSettings {
+    /// How long a checkpoint waits aligned before it switches to unaligned; `None`: it
+    /// never switches.
+    pub fn effective_aligned_timeout(&self) -> Option<std::time::Duration> {
+        let ms = match self.mode {
+            CheckpointMode::Aligned => self.aligned_timeout_ms?,
+            CheckpointMode::Unaligned => self.aligned_timeout_ms.unwrap_or(0),
+        };
+        Some(std::time::Duration::from_millis(ms))
+    }
 }
 
 impl Default for CheckpointSettings {
@@ -153,6 +186,8 @@ impl Default for CheckpointSettings {
             tolerable_failures: 3,
             retained: 2,
             max_chain_length: 8,
+            mode: CheckpointMode::Aligned,
+            aligned_timeout_ms: None,
         }
     }
 }

@@ -166,6 +166,7 @@ pub fn snapshot_writer(
                     previous,
                     blob,
                     max_chain_length: shared2.max_chain_length,
+                    channel_state: Vec::new(),
                 });
                 Ok::<_, TaskError>((keep, written))
             })

@@ -98,6 +98,7 @@ impl Checkpointing {
             },
             state_bytes: 0,
             full_state_bytes: 0,
+            ..SubtaskStats::default()
         }
     }
 }

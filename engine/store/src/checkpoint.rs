@@ -61,6 +61,12 @@ pub struct SubtaskWrite {
     /// Opaque per-subtask state (source position, timers, watermarks, sink transactions):
     /// stored as-is in the manifest.
     pub blob: Vec<u8>,
+    /// Channel state of an unaligned checkpoint: the in-flight messages the subtask must
+    /// replay before anything new on restore, as entries with unique `(state, key)` (the
+    /// engine encodes the channel and the sequence number in the key). Written as chunks
+    /// owned by this checkpoint, listed in [`SubtaskState::channel`]; never part of a chain
+    /// and never carried to a later checkpoint. Empty for an aligned checkpoint.
+    pub channel_state: Vec<StateEntry>,
     /// Compact a scope's chain into one new base when it would exceed this many chunks
     /// (values below 1 count as 1).
     pub max_chain_length: usize,
@@ -74,6 +80,11 @@ pub struct SubtaskState {
     pub chains: BTreeMap<u32, Vec<u64>>,
     /// The opaque blob of the write.
     pub blob: Vec<u8>,
+    /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`]), in
+    /// order; read back with [`CheckpointStorage::read_chain`]. Empty for an aligned
+    /// checkpoint.
+    #[serde(default)]
+    pub channel: Vec<u64>,
     /// Chunk bytes written by this write (deltas plus compactions).
     pub bytes_written: u64,
     /// Scopes compacted by this write.
@@ -130,6 +141,18 @@ pub struct SubtaskStats {
     /// Total size of the chunks of the subtask's chains ([`CheckpointStorage::complete`]
     /// fills it in).
     pub full_state_bytes: u64,
+    /// The subtask took this checkpoint unaligned: its barrier overtook in-flight records,
+    /// which were persisted with the checkpoint as channel state.
+    #[serde(default)]
+    pub unaligned: bool,
+    /// Bytes of in-flight records (and watermarks) persisted as channel state.
+    #[serde(default)]
+    pub persisted_in_flight_bytes: u64,
+    /// When the subtask switched this checkpoint from aligned to unaligned (its alignment
+    /// waited longer than `aligned_timeout_ms`), unix ms; `None` when it did not switch (an
+    /// aligned checkpoint, or one unaligned from its start).
+    #[serde(default)]
+    pub switched_to_unaligned_ms: Option<u64>,
 }
 
 /// The history row of a checkpoint (kept forever, also after retention removed its manifest).

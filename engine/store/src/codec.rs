@@ -334,7 +334,10 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
             let blob = reader.bytes()?.to_vec();
             let bytes_written = reader.varint()?;
             let compactions = reader.u32()?;
-            subtasks.insert(subtask, SubtaskState { chains, blob, bytes_written, compactions });
+            subtasks.insert(
+                subtask,
+                SubtaskState { chains, blob, bytes_written, compactions, channel: Vec::new() },
+            );
         }
         manifest.insert(operator, subtasks);
     }
@@ -450,6 +453,7 @@ mod tests {
                 blob: vec![0, 255, 128],
                 bytes_written: 1234,
                 compactions: 2,
+                channel: Vec::new(),
             },
         );
         subtasks.insert(0, SubtaskState::default());

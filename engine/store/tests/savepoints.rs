@@ -94,6 +94,7 @@ fn take_checkpoint(store: &Store, id: u64, previous: &Manifest, retain: usize, p
                 previous: previous.unwrap_or_default(),
                 blob: format!("{operator}/{subtask}@{id}").into_bytes(),
                 max_chain_length: 3,
+                channel_state: Vec::new(),
             })
             .unwrap();
         manifest.entry(operator.to_owned()).or_default().insert(subtask, state);

@@ -615,8 +615,21 @@ export interface components {
             /** @description Per subtask. */
             subtasks: components["schemas"]["SubtaskView"][];
         };
+        /**
+         * @description How checkpoint barriers pass the records in flight.
+         * @enum {string}
+         */
+        CheckpointMode: "aligned" | "unaligned";
         /** @description Checkpointing settings (Flink's names where they exist). */
         CheckpointSettings: {
+            /**
+             * Format: int64
+             * @description A checkpoint starts aligned and switches to unaligned once it has waited this long
+             *     since its trigger (Flink's `aligned-checkpoint-timeout`); `null`: never switch.
+             *     With `mode: unaligned` a missing value means 0 (unaligned from the start).
+             * @default null
+             */
+            aligned_timeout_ms?: number | null;
             /**
              * Format: int64
              * @description Trigger a checkpoint this often; `null` for none but the final one and those
@@ -640,6 +653,8 @@ export interface components {
              * @default 0
              */
             min_pause_ms?: number;
+            /** @default aligned */
+            mode?: components["schemas"]["CheckpointMode"];
             /**
              * @description Completed checkpoints kept for recovery (older ones are removed with their state).
              * @default 2
@@ -1485,10 +1500,12 @@ export interface components {
             channel_capacity?: number;
             /**
              * @default {
+             *       "aligned_timeout_ms": null,
              *       "interval_ms": 1000,
              *       "max_chain_length": 8,
              *       "max_concurrent": 1,
              *       "min_pause_ms": 0,
+             *       "mode": "aligned",
              *       "retained": 2,
              *       "timeout_ms": 60000,
              *       "tolerable_failures": 3

@@ -429,7 +429,7 @@ impl CheckpointStorage for Store {
             counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
             let bytes_written = writer.bytes_written;
             charge(&txn, Subject::Job(job), tables.meter.0, true)?;
-            SubtaskState { chains, blob: write.blob, bytes_written, compactions }
+            SubtaskState { chains, blob: write.blob, bytes_written, compactions, channel: Vec::new() }
         };
         bump_last_id(&txn, job, write.checkpoint)?;
         txn.commit()?;

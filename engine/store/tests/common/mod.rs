@@ -48,6 +48,7 @@ pub fn subtask_write(
         previous: previous.clone(),
         blob: format!("blob {checkpoint}").into_bytes(),
         max_chain_length,
+        channel_state: Vec::new(),
     }
 }
 

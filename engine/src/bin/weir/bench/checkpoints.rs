@@ -366,6 +366,7 @@ fn write(
         previous,
         blob: Vec::new(),
         max_chain_length: 8,
+        channel_state: Vec::new(),
     })?;
     let mut meta = CheckpointMeta::new("bench", id, unix_ms());
     meta.status = CheckpointStatus::Completed;
