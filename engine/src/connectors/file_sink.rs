@@ -25,6 +25,9 @@ pub struct FileSinkConfig {
     /// Output directory; subtask `i` writes `part-<i>.jsonl` in it (checkpointed jobs:
     /// `part-<i>-<checkpoint>.jsonl`, one per checkpoint that saw output).
     pub path: PathBuf,
+    /// Pause this long after each batch: a deliberately slow sink (tests).
+    #[serde(default)]
+    pub pause_ms_per_batch: u64,
 }
 
 /// Writes each record as `{"key": …, "value": …, "timestamp": …}` with key and value
@@ -35,6 +38,7 @@ pub struct FileSink {
     transactional: bool,
     /// The file being written and its path.
     current: Option<(PathBuf, BufWriter<File>)>,
+    pause: Option<std::time::Duration>,
 }
 
 fn io(path: &Path, source: std::io::Error) -> ConnectorError {
@@ -46,7 +50,9 @@ impl FileSink {
     /// replaces an older `part-<index>.jsonl`.
     pub fn open(config: &FileSinkConfig, index: u32, transactional: bool) -> Result<Self, ConnectorError> {
         std::fs::create_dir_all(&config.path).map_err(|e| io(&config.path, e))?;
-        let mut sink = FileSink { dir: config.path.clone(), index, transactional, current: None };
+        let pause = (config.pause_ms_per_batch > 0)
+            .then(|| std::time::Duration::from_millis(config.pause_ms_per_batch));
+        let mut sink = FileSink { dir: config.path.clone(), index, transactional, current: None, pause };
         if transactional {
             let pending = sink.pending_dir();
             std::fs::create_dir_all(&pending).map_err(|e| io(&pending, e))?;
@@ -95,6 +101,10 @@ fn file_of(transaction: &serde_json::Value) -> Result<&str, ConnectorError> {
 }
 
 impl Sink for FileSink {
+    fn pause(&self) -> Option<std::time::Duration> {
+        self.pause
+    }
+
     fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
         let out = self.writer()?;
         let mut failed = None;
@@ -201,7 +211,7 @@ mod tests {
     #[test]
     fn two_phase_commit_hides_output_until_commit_and_recovery_discards_the_rest() {
         let dir = tempfile::tempdir().unwrap();
-        let config = FileSinkConfig { path: dir.path().to_path_buf() };
+        let config = FileSinkConfig { path: dir.path().to_path_buf(), pause_ms_per_batch: 0 };
         let mut sink = FileSink::open(&config, 1, true).unwrap();
         sink.write(&batch(&[1, 2])).unwrap();
         let t1 = sink.precommit(1).unwrap().unwrap();

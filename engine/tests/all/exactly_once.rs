@@ -4,14 +4,22 @@
 //! random points — while processing, in the guest snapshot, in the asynchronous write, during
 //! recovery — or the whole process is killed with SIGKILL and started again.
 //!
+//! Every trial also runs in a checkpoint mode drawn from its seed — `aligned`, `unaligned`,
+//! `aligned` with `aligned_timeout_ms: 0`, or `aligned` with a timeout of 1–20 ms — with small
+//! channels (2–8 batches) and, in half the trials, a sink that pauses 1 ms per batch, so that
+//! barriers find records in flight (which unaligned checkpoints persist as channel state).
+//!
 //! Every trial checks: at least one checkpoint completed and at least one recovery happened;
 //! the committed output holds every id exactly once; per key, the running counts are exactly
 //! 1..n (a lost or replayed record, or a state restored wrong, would repeat or skip one);
-//! the final keyed state of both operators equals the reference.
+//! the final keyed state of both operators equals the reference; in `aligned` mode without a
+//! timeout no checkpoint reports an unaligned subtask or persisted in-flight bytes, and in
+//! every mode the final checkpoint is aligned.
 //!
 //! `WEIR_CHAOS_TRIALS` (per test, default 10) and `WEIR_CHAOS_SEED` (the base seed) make a
 //! long run; a failure names its seed, and `WEIR_CHAOS_REPLAY=<seed>` (with
-//! `WEIR_CHAOS_KILL=1` for a kill trial) replays exactly that trial.
+//! `WEIR_CHAOS_KILL=1` for a kill trial) replays exactly that trial. `WEIR_CHAOS_MODE=aligned`,
+//! `unaligned`, `aligned-timeout-0` or `aligned-timeout-<ms>` forces every trial's mode.
 
 use crate::common;
 
@@ -33,6 +41,101 @@ const RESET1: u64 = 40;
 const KEYS2: u64 = 5;
 const RESET2: u64 = 30;
 const JOB: &str = "chaos";
+
+/// The checkpoint mode of a trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Aligned,
+    Unaligned,
+    /// `aligned` with `aligned_timeout_ms` (0: unaligned as soon as a barrier waits).
+    AlignedTimeout(u64),
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Aligned => f.write_str("aligned"),
+            Mode::Unaligned => f.write_str("unaligned"),
+            Mode::AlignedTimeout(ms) => write!(f, "aligned-timeout-{ms}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "aligned" => Ok(Mode::Aligned),
+            "unaligned" => Ok(Mode::Unaligned),
+            _ => s
+                .strip_prefix("aligned-timeout-")
+                .and_then(|ms| ms.parse().ok())
+                .map(Mode::AlignedTimeout)
+                .ok_or(format!("WEIR_CHAOS_MODE={s}: expected aligned, unaligned or aligned-timeout-<ms>")),
+        }
+    }
+}
+
+/// How a trial's job runs: its checkpoint mode, the capacity of its channels and its sink's
+/// pause per batch.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    mode: Mode,
+    channel_capacity: usize,
+    sink_pause_ms: u64,
+    /// Records per source batch: larger with a paused sink, whose batches each cost at least
+    /// a millisecond (at 20 a trial took five times as long).
+    batch_size: u64,
+}
+
+impl std::fmt::Display for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "mode {}, channel capacity {}, sink pause {} ms, batches of {}",
+            self.mode, self.channel_capacity, self.sink_pause_ms, self.batch_size
+        )
+    }
+}
+
+impl Setup {
+    /// The setup of trial `seed`. The mode cycles with the seed (consecutive seeds, and the
+    /// kill trials of the five tests, cover every mode); the rest comes from a generator of
+    /// its own, so the fault plan drawn from the seed is what it was before modes existed.
+    /// `WEIR_CHAOS_MODE` overrides the mode.
+    fn of(seed: u64) -> Setup {
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0x6d6f_6465_0000_0000);
+        let timeout = rng.gen_range(1..=20);
+        let mode = match (seed + seed / 1000) % 4 {
+            0 => Mode::Aligned,
+            1 => Mode::Unaligned,
+            2 => Mode::AlignedTimeout(0),
+            _ => Mode::AlignedTimeout(timeout),
+        };
+        let mode = match std::env::var("WEIR_CHAOS_MODE") {
+            Ok(forced) => forced.parse().unwrap_or_else(|e| panic!("{e}")),
+            Err(_) => mode,
+        };
+        let channel_capacity = rng.gen_range(2..=8);
+        let sink_pause_ms = rng.gen_range(0..=1);
+        Setup { mode, channel_capacity, sink_pause_ms, batch_size: if sink_pause_ms > 0 { 80 } else { 20 } }
+    }
+
+    fn apply(&self, spec: &mut serde_json::Value) {
+        spec["settings"]["channel_capacity"] = self.channel_capacity.into();
+        spec["nodes"][3]["config"]["pause_ms_per_batch"] = self.sink_pause_ms.into();
+        spec["nodes"][0]["config"]["batch_size"] = self.batch_size.into();
+        let checkpoint = &mut spec["settings"]["checkpoint"];
+        match self.mode {
+            Mode::Aligned => checkpoint["mode"] = "aligned".into(),
+            Mode::Unaligned => checkpoint["mode"] = "unaligned".into(),
+            Mode::AlignedTimeout(ms) => {
+                checkpoint["mode"] = "aligned".into();
+                checkpoint["aligned_timeout_ms"] = ms.into();
+            }
+        }
+    }
+}
 
 fn spec(out: &Path, module: &str) -> serde_json::Value {
     serde_json::json!({
@@ -123,6 +226,31 @@ fn check(out: &Path, store: &Store) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks what the checkpoint history says about alignment: `aligned` without a timeout never
+/// goes unaligned, and a final checkpoint is always aligned. Returns how many subtask acks of
+/// completed checkpoints were unaligned and the in-flight bytes they persisted.
+fn check_modes(store: &Store, mode: Mode) -> Result<(usize, u64), String> {
+    let history = store.history(JOB).map_err(|e| e.to_string())?;
+    let completed = history.iter().filter(|c| c.status == CheckpointStatus::Completed);
+    let (mut unaligned, mut bytes) = (0, 0);
+    for c in completed {
+        for s in &c.subtasks {
+            let went_unaligned =
+                s.unaligned || s.persisted_in_flight_bytes > 0 || s.switched_to_unaligned_ms.is_some();
+            if went_unaligned && (c.is_final || mode == Mode::Aligned) {
+                return Err(format!(
+                    "checkpoint {} ({}) has an unaligned ack in mode {mode}: {s:?}",
+                    c.id,
+                    if c.is_final { "final" } else { "periodic" }
+                ));
+            }
+            unaligned += usize::from(s.unaligned);
+            bytes += s.persisted_in_flight_bytes;
+        }
+    }
+    Ok((unaligned, bytes))
+}
+
 fn completed_checkpoints(store: &Store) -> usize {
     store
         .history(JOB)
@@ -158,16 +286,17 @@ fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
         .collect()
 }
 
-fn in_process_trial(seed: u64) -> Result<String, String> {
+fn in_process_trial(seed: u64, setup: Setup) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let faults = random_faults(&mut rng);
     let injector = Arc::new(FaultInjector::new(faults.clone()));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let (result, store) =
-        common::run_checkpointed(spec(&out, "test:counter"), &dir.path().join("data"), JOB, |env| {
-            env.with_faults(injector.clone())
-        });
+    let mut spec = spec(&out, "test:counter");
+    setup.apply(&mut spec);
+    let (result, store) = common::run_checkpointed(spec, &dir.path().join("data"), JOB, |env| {
+        env.with_faults(injector.clone())
+    });
     let report = result.map_err(|e| format!("job failed: {e}"))?;
     if injector.fired() == 0 || report.restored_from.is_empty() {
         return Err(format!(
@@ -180,8 +309,9 @@ fn in_process_trial(seed: u64) -> Result<String, String> {
         return Err("no checkpoint completed".into());
     }
     check(&out, &store)?;
+    let (unaligned, bytes) = check_modes(&store, setup.mode)?;
     Ok(format!(
-        "faults {faults:?}: {} fired, restarts {}, restored from {:?}",
+        "faults {faults:?}: {} fired, restarts {}, restored from {:?}; {unaligned} unaligned acks, {bytes} in-flight bytes persisted",
         injector.fired(),
         report.restarts,
         report.restored_from
@@ -190,7 +320,7 @@ fn in_process_trial(seed: u64) -> Result<String, String> {
 
 /// Runs `weir run` as a child process, kills it with SIGKILL after its `kill_after`-th
 /// completed checkpoint, runs it again to the end and checks.
-fn kill_trial(seed: u64) -> Result<String, String> {
+fn kill_trial(seed: u64, setup: Setup) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let kill_after = rng.gen_range(1..=5);
     let dir = tempfile::tempdir().unwrap();
@@ -202,6 +332,7 @@ fn kill_trial(seed: u64) -> Result<String, String> {
     // Slower than in-process trials: the process must still be running after a few
     // checkpoints even on a loaded machine.
     spec["nodes"][0]["config"]["records_per_second"] = 10_000.into();
+    setup.apply(&mut spec);
     std::fs::write(&job_file, spec.to_string()).unwrap();
     let weir = env!("CARGO_BIN_EXE_weir");
     let run = || {
@@ -250,6 +381,7 @@ fn kill_trial(seed: u64) -> Result<String, String> {
     }
     let store = Store::open(&data.join("weir.redb")).map_err(|e| e.to_string())?;
     check(&out, &store)?;
+    let (unaligned, bytes) = check_modes(&store, setup.mode)?;
     drop(store);
     // The history survived the crash and the CLI prints it.
     let history = Command::new(weir)
@@ -260,7 +392,9 @@ fn kill_trial(seed: u64) -> Result<String, String> {
     if !history.status.success() || !text.contains("completed") || !text.contains("final") {
         return Err(format!("`weir checkpoint list --local` printed:\n{text}"));
     }
-    Ok(format!("killed after checkpoint #{kill_after}"))
+    Ok(format!(
+        "killed after checkpoint #{kill_after}; {unaligned} unaligned acks, {bytes} in-flight bytes persisted"
+    ))
 }
 
 fn trials(first: u64) {
@@ -268,8 +402,9 @@ fn trials(first: u64) {
     if let Some(seed) = std::env::var("WEIR_CHAOS_REPLAY").ok().and_then(|v| v.parse::<u64>().ok()) {
         if first == 1 {
             let kill = std::env::var("WEIR_CHAOS_KILL").is_ok_and(|v| v == "1");
-            let result = if kill { kill_trial(seed) } else { in_process_trial(seed) };
-            result.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let setup = Setup::of(seed);
+            let result = if kill { kill_trial(seed, setup) } else { in_process_trial(seed, setup) };
+            result.unwrap_or_else(|e| panic!("seed {seed} ({setup}): {e}"));
         }
         return;
     }
@@ -279,12 +414,18 @@ fn trials(first: u64) {
         let seed = base + first * 1000 + t;
         // One trial in five kills the whole process.
         let kill = t % 5 == 4;
-        let result = if kill { kill_trial(seed) } else { in_process_trial(seed) };
+        let setup = Setup::of(seed);
+        let started = std::time::Instant::now();
+        let result = if kill { kill_trial(seed, setup) } else { in_process_trial(seed, setup) };
         match result {
-            Ok(what) => eprintln!("trial seed {seed}{}: ok ({what})", if kill { " (kill -9)" } else { "" }),
+            Ok(what) => eprintln!(
+                "trial seed {seed}{} ({setup}): ok in {:.1} s ({what})",
+                if kill { " (kill -9)" } else { "" },
+                started.elapsed().as_secs_f64()
+            ),
             Err(e) => panic!(
-                "chaos trial with seed {seed} failed — replay with WEIR_CHAOS_REPLAY={seed}{} \
-                 cargo nextest run -p weir --test exactly_once chaos_trials_a: {e}",
+                "chaos trial with seed {seed} ({setup}) failed — replay with WEIR_CHAOS_REPLAY={seed}{} \
+                 cargo nextest run --workspace -E 'test(=exactly_once::chaos_trials_a)': {e}",
                 if kill { " WEIR_CHAOS_KILL=1" } else { "" }
             ),
         }
