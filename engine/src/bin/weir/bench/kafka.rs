@@ -164,7 +164,7 @@ fn start_broker(dir: &Path) -> anyhow::Result<Broker> {
 }
 
 /// User plus system CPU seconds of process `pid` (`self` for this one), from `/proc`.
-fn cpu_seconds(pid: &str) -> f64 {
+pub(super) fn cpu_seconds(pid: &str) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
     // Fields after the parenthesised command name: state is field 3; utime 14, stime 15.
     let rest: Vec<&str> =

@@ -2,6 +2,7 @@
 //! its variants side by side in one run and prints ratios and per-core figures; the method
 //! and the results are in docs/benchmarks.md. Build with `--release`.
 
+mod backpressure;
 mod checkpoints;
 mod kafka;
 mod languages;
@@ -47,6 +48,52 @@ pub enum Suite {
         /// Bytes per state value.
         #[arg(long, default_value_t = 1000)]
         value_bytes: usize,
+    },
+    /// Checkpoints under full backpressure (a sink slower than the source): duration
+    /// p50/p99, timeouts and persisted in-flight bytes, aligned vs unaligned vs aligned with
+    /// an aligned timeout; and records per CPU-second unaligned vs aligned without
+    /// backpressure.
+    Backpressure {
+        /// A short run to see that everything works (small buffers, few checkpoints and
+        /// records); the explicit flags below still apply where given.
+        #[arg(long)]
+        quick: bool,
+        /// Seconds each mode may run under backpressure.
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Completed checkpoints after which a mode stops early.
+        #[arg(long)]
+        checkpoints: Option<usize>,
+        /// `settings.channel_capacity` (batches).
+        #[arg(long)]
+        channel_capacity: Option<usize>,
+        /// Records per source batch.
+        #[arg(long, default_value_t = 200)]
+        batch_size: usize,
+        /// The sink's pause per batch, ms.
+        #[arg(long)]
+        pause_ms: Option<u64>,
+        /// Distinct keys.
+        #[arg(long, default_value_t = 10_000)]
+        keys: u64,
+        /// Wait between the end of a checkpoint and the next trigger, ms.
+        #[arg(long, default_value_t = 200)]
+        interval_ms: u64,
+        /// The checkpoint timeout (`timeout_ms`), ms.
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: u64,
+        /// `aligned_timeout_ms` of the third mode.
+        #[arg(long, default_value_t = 100)]
+        aligned_timeout_ms: u64,
+        /// Records of each run without backpressure.
+        #[arg(long)]
+        records: Option<u64>,
+        /// Runs of each mode without backpressure (the median is reported).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Checkpoint interval of the runs without backpressure, ms.
+        #[arg(long, default_value_t = 200)]
+        throughput_interval_ms: u64,
     },
     /// Savepoint copy, export, import and restore (rescaled or not) against reading the
     /// checkpoint.
@@ -127,6 +174,42 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             };
             checkpoints::run_and_print(&host, &options).await?;
             let _ = std::fs::remove_dir_all(&dir);
+            Ok(())
+        }
+        Suite::Backpressure {
+            quick,
+            seconds,
+            checkpoints,
+            channel_capacity,
+            batch_size,
+            pause_ms,
+            keys,
+            interval_ms,
+            timeout_ms,
+            aligned_timeout_ms,
+            records,
+            runs,
+            throughput_interval_ms,
+        } => {
+            let pick = |v: Option<f64>, full: f64, short: f64| v.unwrap_or(if quick { short } else { full });
+            let options = backpressure::BackpressureBenchOptions {
+                cap: std::time::Duration::from_secs_f64(pick(seconds, 150.0, 20.0).max(1.0)),
+                checkpoints: pick(checkpoints.map(|v| v as f64), 25.0, 5.0).max(1.0) as usize,
+                warmup: std::time::Duration::from_secs(if quick { 1 } else { 3 }),
+                channel_capacity: pick(channel_capacity.map(|v| v as f64), 128.0, 16.0).max(1.0) as usize,
+                batch_size: batch_size.max(2),
+                pause_ms: pick(pause_ms.map(|v| v as f64), 50.0, 20.0) as u64,
+                keys: keys.max(1),
+                interval: std::time::Duration::from_millis(interval_ms),
+                timeout_ms,
+                aligned_timeout_ms,
+                records: pick(records.map(|v| v as f64), 4_000_000.0, 200_000.0).max(1.0) as u64,
+                runs: pick(runs.map(|v| v as f64), 5.0, 2.0).max(1.0) as usize,
+                throughput_interval_ms: throughput_interval_ms.max(1),
+                dir: data_dir.join("bench-backpressure"),
+            };
+            backpressure::run_and_print(&host, &options).await?;
+            let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
         }
         Suite::Savepoints { keys, value_bytes } => {
