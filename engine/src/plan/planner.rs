@@ -157,6 +157,13 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
             c.max_concurrent
         )));
     }
+    if c.max_concurrent > 1 && c.effective_aligned_timeout().is_some() {
+        return Err(PlanError::Settings(format!(
+            "unaligned checkpoints (checkpoint.mode `unaligned`, or checkpoint.aligned_timeout_ms) need \
+             checkpoint.max_concurrent 1, got {}: a task takes one checkpoint at a time",
+            c.max_concurrent
+        )));
+    }
     if c.retained == 0 || c.retained > 1000 {
         return Err(PlanError::Settings(format!(
             "checkpoint.retained must be between 1 and 1000, got {}",

@@ -25,7 +25,10 @@ use super::output::{EdgeOutput, Output};
 use super::report::{ChannelReport, JobReport, NodeReport};
 use super::snapshot_writer::{WriterConfig, snapshot_writer};
 use super::stop::StopMode;
-use super::task::{Checkpointing, open_recovered_sink, restore_instance, run_operator, run_sink, run_source};
+use super::task::{
+    Checkpointing, open_recovered_sink, restore_channel_state, restore_instance, run_operator, run_sink,
+    run_source,
+};
 use super::task_state::{TaskState, restored_state, subtask_state};
 use crate::connectors::ConnectorEnv;
 use crate::guest::bindings::Context;
@@ -274,6 +277,8 @@ impl Subtask<'_> {
         let mut checkpointing = None;
         let mut restored_id = 0;
         let mut chains = BTreeMap::new();
+        // The channel state of an unaligned checkpoint: its chunks, and how many messages.
+        let mut in_flight: Option<(Vec<u64>, u64)> = None;
         if let Some(env) = env {
             let mut restored = TaskState::default();
             if let Some((meta, manifest)) = restore {
@@ -281,6 +286,7 @@ impl Subtask<'_> {
                 restored = restored_state(manifest, &node.id, s).map_err(|e| task_err(e.into()))?;
                 if let Some(st) = subtask_state(manifest, &node.id, s) {
                     chains = st.chains.clone();
+                    in_flight = Some((st.channel.clone(), restored.in_flight_messages));
                 }
             }
             let (writer, writer_task) = snapshot_writer(WriterConfig {
@@ -315,6 +321,11 @@ impl Subtask<'_> {
         // other jobs' tasks (and the server) run on.
         let store = env.map(|e| e.store.clone());
         let job_id = env.map(|e| e.job_id.clone()).unwrap_or_default();
+        let channel_state = match (env, in_flight) {
+            (Some(env), Some((chunks, expected))) => Some((env.storage.clone(), chunks, expected)),
+            _ => None,
+        };
+        let mut gate = gate;
         let (node_id, parallelism) = (node.id.clone(), node.parallelism);
         let name = node.id.clone();
         match &node.body {
@@ -337,6 +348,7 @@ impl Subtask<'_> {
             }
             NodeBody::Sink(config) => {
                 let config = config.clone();
+                let job_id_replay = job_id.clone();
                 let restored = checkpointing.as_ref().map(|c| c.restored.clone());
                 tasks.spawn(name, s, async move {
                     let sink = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
@@ -349,6 +361,9 @@ impl Subtask<'_> {
                         }
                     })
                     .await??;
+                    if let Some((storage, chunks, expected)) = channel_state {
+                        restore_channel_state(&mut gate, storage, job_id_replay, chunks, expected).await?;
+                    }
                     run_sink(sink, gate, metrics, job_metrics, checkpointing).await
                 });
             }
@@ -366,6 +381,7 @@ impl Subtask<'_> {
                     restored: false,
                 };
                 let (module, id) = (module.clone(), node.id.clone());
+                let job_replay = job_id.clone();
                 let storage = env.map(|e| (e.storage.clone(), e.job_id.clone()));
                 let faults = env.and_then(|e| e.faults.clone());
                 let restoring = restore.is_some();
@@ -380,6 +396,9 @@ impl Subtask<'_> {
                         };
                         restore_instance(&mut instance, version, storage, job, chains, faults).await?;
                         context.restored = true;
+                    }
+                    if let Some((storage, chunks, expected)) = channel_state {
+                        restore_channel_state(&mut gate, storage, job_replay, chunks, expected).await?;
                     }
                     run_operator(instance, state_version, context, gate, output, metrics, checkpointing).await
                 });

@@ -1,316 +1,404 @@
-//! Barrier alignment for a task with several input channels (invariant C10, docs/design.md
-//! §6).
+//! Checkpoint barriers at a task with input channels: aligned and unaligned checkpoints
+//! (invariant C10, docs/design.md §6).
 //!
-//! When barrier `n` arrives on a channel the task stops reading that channel (its later
-//! messages stay queued, in order) and keeps reading the others; when barrier `n` has
-//! arrived on every channel that is still open, the task is aligned: it snapshots, forwards
-//! one barrier per output and resumes every channel. Records processed between the first and
-//! the last barrier are counted as the alignment's bytes.
+//! **Aligned.** When barrier `n` arrives on a channel the task stops reading that channel
+//! (its later messages stay queued, in order) and keeps reading the others; when barrier `n`
+//! has arrived on every channel still open, the task snapshots, forwards one barrier per
+//! output and resumes every channel. Records processed between the first barrier and the
+//! snapshot are the alignment's bytes (Flink's "processed in-flight data").
+//!
+//! **Unaligned.** The task snapshots at once — at the first barrier of `n` that arrived
+//! unaligned (it overtook data), or when `n` has waited `unaligned_after` since its trigger
+//! (then it *switches*) — and forwards `n` ahead of its queued output. Its channel state
+//! for `n` is every message it has not processed that sits before `n` on an input: the
+//! messages an unaligned barrier overtook (copied when it arrives), the messages before an
+//! aligned barrier still queued at the switch (copied, the barrier taken out), and on every
+//! input whose barrier has not arrived yet, each message it takes until it arrives. When
+//! `n` has arrived on every open input the checkpoint is finished here and its snapshot
+//! goes to the writer with that channel state.
+//!
+//! A task works on one checkpoint at a time (unaligned checkpoints need
+//! `max_concurrent: 1`, as in Flink): a barrier of a later checkpoint, or the coordinator's
+//! abort, abandons the pending one — declined, so the writer keeps its changes for the
+//! next (C4).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::input_gate::InputGate;
-use super::message::Barrier;
-
-/// An alignment in progress.
-#[derive(Debug, Clone)]
-struct Pending {
-    barrier: Barrier,
-    arrived: Vec<bool>,
-    count: usize,
-    started: Instant,
-    bytes: u64,
-}
-
-/// A completed alignment: the task must snapshot now, then forward `barrier`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Aligned {
-    /// The barrier (of the first channel it arrived on).
-    pub barrier: Barrier,
-    /// Time from the first barrier to the last.
-    pub duration: Duration,
-    /// Bytes of records processed from the other channels meanwhile.
-    pub bytes: u64,
-    /// Time from the trigger to the first barrier's arrival.
-    pub start_delay: Duration,
-}
+use super::message::{Barrier, Message};
+use crate::clock::unix_ms;
 
 /// A barrier arrived out of protocol (a bug upstream, never user input).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("barrier protocol violated: {0}")]
 pub struct ProtocolError(pub String);
 
-/// Aligns barriers across the channels of one input gate.
-#[derive(Debug)]
-pub struct Aligner {
-    channels: usize,
-    ended: Vec<bool>,
-    pending: Option<Pending>,
-    first_arrival: Option<Instant>,
-    last_aligned: u64,
+/// The task must snapshot now and forward `barrier` (unaligned: ahead of its queued output).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Snapshot {
+    /// The barrier to forward.
+    pub barrier: Barrier,
+    /// Taken unaligned.
+    pub unaligned: bool,
+    /// Time from the first barrier to the snapshot (zero when none had arrived).
+    pub alignment: Duration,
+    /// Bytes of records processed between the first barrier and the snapshot.
+    pub alignment_bytes: u64,
+    /// Time from the trigger to the first barrier's arrival (or to the switch).
+    pub start_delay: Duration,
+    /// When it switched from aligned to unaligned (unix ms), if it did.
+    pub switched_at_ms: Option<u64>,
 }
 
-impl Aligner {
-    /// An aligner for `channels` input channels.
+/// The checkpoint whose snapshot the task took is finished here: its channel state is
+/// complete (or it was abandoned: `decline`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The checkpoint.
+    pub id: u64,
+    /// Per input channel (gate index), the in-flight messages, oldest first; empty for an
+    /// aligned checkpoint.
+    pub channels: Vec<(usize, Vec<Message>)>,
+    /// Why the checkpoint is given up here (the writer keeps the snapshot's changes).
+    pub decline: Option<String>,
+}
+
+/// What the task must do after an event, in this order.
+#[derive(Debug, Default, PartialEq)]
+pub struct Steps {
+    /// A pending checkpoint whose snapshot was taken is given up.
+    pub abandoned: Option<Finished>,
+    /// Snapshot now.
+    pub snapshot: Option<Snapshot>,
+    /// The snapshot's checkpoint is finished here.
+    pub finished: Option<Finished>,
+}
+
+impl Steps {
+    /// Nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.abandoned.is_none() && self.snapshot.is_none() && self.finished.is_none()
+    }
+}
+
+/// Channel state in the making (after an unaligned snapshot).
+#[derive(Debug)]
+struct Capture {
+    channels: Vec<Vec<Message>>,
+    /// Channels whose barrier has not arrived: every message taken is in-flight.
+    logging: Vec<bool>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    barrier: Barrier,
+    arrived: Vec<bool>,
+    /// When the first barrier arrived (`None` if the switch came first).
+    first: Option<Instant>,
+    bytes: u64,
+    capture: Option<Capture>,
+}
+
+/// The barrier protocol of one task over one input gate.
+#[derive(Debug)]
+pub struct BarrierHandler {
+    channels: usize,
+    ended: Vec<bool>,
+    /// Every checkpoint up to this id is finished or given up here.
+    done: u64,
+    /// The coordinator aborted every checkpoint up to this id it told of.
+    aborted: u64,
+    pending: Option<Pending>,
+    /// Checkpoints announced by the coordinator that may switch to unaligned: id → (barrier
+    /// to forward, the moment to switch).
+    started: BTreeMap<u64, (Barrier, Instant)>,
+    /// The latest checkpoints given up here (their late barriers are ignored).
+    given_up: std::collections::VecDeque<u64>,
+}
+
+impl BarrierHandler {
+    /// A handler for `channels` input channels.
     pub fn new(channels: usize) -> Self {
-        Aligner {
+        BarrierHandler {
             channels,
             ended: vec![false; channels],
+            done: 0,
+            aborted: 0,
             pending: None,
-            first_arrival: None,
-            last_aligned: 0,
+            started: BTreeMap::new(),
+            given_up: std::collections::VecDeque::new(),
         }
     }
 
-    /// True while an alignment is in progress.
-    pub fn is_aligning(&self) -> bool {
+    /// True while a checkpoint is in progress here (aligning, or capturing channel state).
+    pub fn is_pending(&self) -> bool {
         self.pending.is_some()
     }
 
-    /// The id of the last completed alignment (0 before the first).
-    pub fn last_aligned(&self) -> u64 {
-        self.last_aligned
-    }
-
-    /// Counts `bytes` of records processed while aligning.
-    pub fn processed(&mut self, bytes: usize) {
-        if let Some(p) = &mut self.pending {
-            p.bytes += bytes as u64;
+    /// The checkpoint the coordinator triggered may switch to unaligned `after` its
+    /// trigger: the task switches then even if no barrier of it has arrived.
+    pub fn on_started(&mut self, id: u64, triggered: Instant, after: Duration, is_final: bool) {
+        if id > self.done && id > self.aborted {
+            let barrier = Barrier::new(id, triggered, is_final, Some(after));
+            self.started.insert(id, (barrier, triggered + after));
         }
     }
 
-    /// Barrier `barrier` arrived on `channel`. Blocks the channel and returns `Some` when
-    /// the task is aligned (every channel then unblocked).
+    /// When the task must call [`BarrierHandler::on_timeout`] next, if ever.
+    pub fn deadline(&self) -> Option<Instant> {
+        match &self.pending {
+            Some(p) if p.capture.is_none() => p.barrier.unaligned_after.map(|t| p.barrier.triggered + t),
+            Some(_) => None,
+            None => self.started.values().next().map(|(_, at)| *at),
+        }
+    }
+
+    /// The task takes `message` (not a barrier) from `channel`: logged as in-flight if the
+    /// channel's barrier is still to come after an unaligned snapshot; counted if aligning.
+    pub fn taken(&mut self, channel: usize, message: &Message) {
+        let Some(p) = &mut self.pending else { return };
+        match &mut p.capture {
+            Some(c) if c.logging[channel] => c.channels[channel].push(message.clone()),
+            Some(_) => {}
+            None => {
+                if let Message::Batch(b) = message {
+                    p.bytes += b.data.len() as u64;
+                }
+            }
+        }
+    }
+
+    /// Barrier `barrier` arrived on `channel`, with the messages it overtook there (an
+    /// unaligned barrier).
     pub fn on_barrier(
         &mut self,
         channel: usize,
         barrier: Barrier,
+        overtaken: Vec<Message>,
         gate: &mut InputGate,
-    ) -> Result<Option<Aligned>, ProtocolError> {
-        if barrier.id <= self.last_aligned {
+    ) -> Result<Steps, ProtocolError> {
+        let mut steps = Steps::default();
+        if barrier.id <= self.done {
+            if barrier.id <= self.aborted || self.given_up.contains(&barrier.id) {
+                // A barrier of a checkpoint given up here: nothing to do.
+                return Ok(steps);
+            }
             return Err(ProtocolError(format!(
-                "barrier {} on channel {channel} after barrier {} was aligned",
-                barrier.id, self.last_aligned
+                "barrier {} on channel {channel} after checkpoint {} was finished",
+                barrier.id, self.done
             )));
         }
+        if let Some(p) = &self.pending
+            && p.barrier.id < barrier.id
+        {
+            // The pending checkpoint cannot complete (with one checkpoint at a time, a
+            // later barrier means it was aborted): give it up.
+            let reason = format!("subsumed by checkpoint {} before every barrier arrived", barrier.id);
+            steps.abandoned = self.abandon(reason, gate);
+        }
+        self.started.retain(|id, _| *id > barrier.id);
         let now = Instant::now();
-        let pending = self.pending.get_or_insert_with(|| Pending {
+        let p = self.pending.get_or_insert_with(|| Pending {
             barrier,
             arrived: vec![false; self.channels],
-            count: 0,
-            started: now,
+            first: None,
             bytes: 0,
+            capture: None,
         });
-        if pending.barrier.id != barrier.id {
+        if p.barrier.id != barrier.id {
             return Err(ProtocolError(format!(
-                "barrier {} on channel {channel} while aligning barrier {}",
-                barrier.id, pending.barrier.id
+                "barrier {} on channel {channel} while checkpoint {} is in progress",
+                barrier.id, p.barrier.id
             )));
         }
-        if pending.arrived[channel] {
+        if p.arrived[channel] {
             return Err(ProtocolError(format!("barrier {} twice on channel {channel}", barrier.id)));
         }
-        pending.arrived[channel] = true;
-        pending.count += 1;
-        self.first_arrival.get_or_insert(now);
-        gate.set_blocked(channel, true);
-        Ok(self.try_complete(gate))
-    }
-
-    /// Channel `channel` ended (end of stream): it no longer holds an alignment back.
-    pub fn on_end(&mut self, channel: usize, gate: &mut InputGate) -> Option<Aligned> {
-        self.ended[channel] = true;
-        self.try_complete(gate)
-    }
-
-    fn try_complete(&mut self, gate: &mut InputGate) -> Option<Aligned> {
-        let p = self.pending.as_ref()?;
-        let open_missing = (0..self.channels).any(|c| !p.arrived[c] && !self.ended[c]);
-        if open_missing {
-            return None;
+        p.arrived[channel] = true;
+        p.first.get_or_insert(now);
+        if let Some(c) = &mut p.capture {
+            c.logging[channel] = false;
+            c.channels[channel].extend(overtaken);
+        } else {
+            let due = barrier.unaligned_after.is_some_and(|t| now >= barrier.triggered + t);
+            if barrier.unaligned || due {
+                steps.snapshot = Some(self.switch(channel, overtaken, gate, !barrier.unaligned));
+            } else {
+                gate.set_blocked(channel, true);
+                if self.open_missing() {
+                    return Ok(steps);
+                }
+                steps.snapshot = Some(self.aligned(gate));
+            }
         }
-        let p = self.pending.take().expect("pending alignment");
+        steps.finished = self.try_finish();
+        Ok(steps)
+    }
+
+    /// Channel `channel` ended (end of stream): it no longer holds a checkpoint back.
+    pub fn on_end(&mut self, channel: usize, gate: &mut InputGate) -> Steps {
+        self.ended[channel] = true;
+        let mut steps = Steps::default();
+        let Some(p) = &mut self.pending else { return steps };
+        match &mut p.capture {
+            Some(c) => c.logging[channel] = false,
+            None => {
+                if !self.open_missing() {
+                    steps.snapshot = Some(self.aligned(gate));
+                }
+            }
+        }
+        steps.finished = self.try_finish();
+        steps
+    }
+
+    /// The deadline passed: the pending (or announced) checkpoint switches to unaligned.
+    pub fn on_timeout(&mut self, gate: &mut InputGate) -> Steps {
+        let mut steps = Steps::default();
+        let now = Instant::now();
+        if self.pending.is_none() {
+            // No barrier of it here yet: start it now.
+            let Some((&id, &(barrier, at))) = self.started.iter().next() else { return steps };
+            if now < at {
+                return steps;
+            }
+            self.started.remove(&id);
+            self.pending = Some(Pending {
+                barrier,
+                arrived: vec![false; self.channels],
+                first: None,
+                bytes: 0,
+                capture: None,
+            });
+        }
+        let p = self.pending.as_ref().expect("pending");
+        let due = p.barrier.unaligned_after.is_some_and(|t| now >= p.barrier.triggered + t);
+        if p.capture.is_some() || !due {
+            return steps;
+        }
+        steps.snapshot = Some(self.switch(usize::MAX, Vec::new(), gate, true));
+        steps.finished = self.try_finish();
+        steps
+    }
+
+    /// The coordinator aborted checkpoint `id` (and every one before): a pending one is
+    /// given up.
+    pub fn on_aborted(&mut self, id: u64, gate: &mut InputGate) -> Steps {
+        self.aborted = self.aborted.max(id);
+        self.started.retain(|k, _| *k > id);
+        let mut steps = Steps::default();
+        if self.pending.as_ref().is_some_and(|p| p.barrier.id <= id) {
+            steps.abandoned = self.abandon(format!("checkpoint {id} was aborted"), gate);
+        }
+        steps
+    }
+
+    fn open_missing(&self) -> bool {
+        let p = self.pending.as_ref().expect("pending");
+        (0..self.channels).any(|c| !p.arrived[c] && !self.ended[c])
+    }
+
+    /// Every open channel delivered the aligned barrier: snapshot, and read them all again.
+    fn aligned(&mut self, gate: &mut InputGate) -> Snapshot {
+        let p = self.pending.as_mut().expect("pending");
         for c in 0..self.channels {
             if p.arrived[c] {
                 gate.set_blocked(c, false);
             }
         }
-        self.last_aligned = p.barrier.id;
-        let first = self.first_arrival.take().unwrap_or(p.started);
-        Some(Aligned {
-            barrier: p.barrier,
-            duration: p.started.elapsed(),
-            bytes: p.bytes,
-            start_delay: first.saturating_duration_since(p.barrier.triggered),
-        })
+        // Nothing to capture: the checkpoint finishes with its snapshot.
+        p.capture =
+            Some(Capture { channels: vec![Vec::new(); self.channels], logging: vec![false; self.channels] });
+        snapshot_of(p, false, None)
+    }
+
+    /// Snapshot unaligned now. `channel` (if a real one) just delivered the barrier with
+    /// the messages it overtook; every other channel whose barrier is still to come gives
+    /// up the messages before its barrier if it is queued, or logs what it delivers until
+    /// it arrives. `switched`: an aligned checkpoint switching (its timeout).
+    fn switch(
+        &mut self,
+        channel: usize,
+        overtaken: Vec<Message>,
+        gate: &mut InputGate,
+        switched: bool,
+    ) -> Snapshot {
+        let p = self.pending.as_mut().expect("pending");
+        let mut capture =
+            Capture { channels: vec![Vec::new(); self.channels], logging: vec![false; self.channels] };
+        let mut overtaken = Some(overtaken);
+        for c in 0..self.channels {
+            if c == channel {
+                capture.channels[c] = overtaken.take().unwrap_or_default();
+            } else if p.arrived[c] {
+                // An aligned barrier arrived here before the switch: nothing in flight.
+                gate.set_blocked(c, false);
+            } else if !self.ended[c] {
+                match gate.extract_barrier(c, p.barrier.id) {
+                    Some((_, before)) => {
+                        p.arrived[c] = true;
+                        capture.channels[c] = before;
+                    }
+                    None => capture.logging[c] = true,
+                }
+            }
+        }
+        p.capture = Some(capture);
+        let switched_at = switched.then(unix_ms);
+        snapshot_of(p, true, switched_at)
+    }
+
+    fn try_finish(&mut self) -> Option<Finished> {
+        let p = self.pending.as_ref()?;
+        if p.capture.is_none() || self.open_missing() {
+            return None;
+        }
+        let p = self.pending.take().expect("pending");
+        self.done = p.barrier.id;
+        self.started.retain(|id, _| *id > self.done);
+        let channels = p
+            .capture
+            .expect("captured")
+            .channels
+            .into_iter()
+            .enumerate()
+            .filter(|(_, m)| !m.is_empty())
+            .collect();
+        Some(Finished { id: p.barrier.id, channels, decline: None })
+    }
+
+    /// Gives up the pending checkpoint; `Some` when its snapshot was taken (the task must
+    /// tell its writer).
+    fn abandon(&mut self, reason: String, gate: &mut InputGate) -> Option<Finished> {
+        let p = self.pending.take()?;
+        self.done = self.done.max(p.barrier.id);
+        self.started.retain(|id, _| *id > self.done);
+        if self.given_up.len() == 16 {
+            self.given_up.pop_front();
+        }
+        self.given_up.push_back(p.barrier.id);
+        for c in 0..self.channels {
+            if p.arrived[c] {
+                gate.set_blocked(c, false);
+            }
+        }
+        p.capture.map(|_| Finished { id: p.barrier.id, channels: Vec::new(), decline: Some(reason) })
+    }
+}
+
+fn snapshot_of(p: &Pending, unaligned: bool, switched_at_ms: Option<u64>) -> Snapshot {
+    let now = Instant::now();
+    let first = p.first.unwrap_or(now);
+    Snapshot {
+        barrier: p.barrier,
+        unaligned,
+        alignment: now.saturating_duration_since(first),
+        alignment_bytes: p.bytes,
+        start_delay: first.saturating_duration_since(p.barrier.triggered),
+        switched_at_ms,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    use futures::FutureExt as _;
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::record::Batch;
-    use crate::runtime::channel::{Sender, channel};
-    use crate::runtime::message::Message;
-
-    fn batch_of(ids: &[u64]) -> Batch {
-        let mut b = Batch::empty();
-        for id in ids {
-            b.push(&[], &id.to_le_bytes(), 0);
-        }
-        b
-    }
-
-    fn ids_of(b: &Batch) -> Vec<u64> {
-        b.iter().map(|r| u64::from_le_bytes(r.value.try_into().unwrap())).collect()
-    }
-
-    /// One input: `barriers + 1` segments of batches (each a list of records; the values do
-    /// not matter, every record gets a unique id), a barrier between consecutive segments.
-    fn input_strategy(barriers: usize) -> impl Strategy<Value = Vec<Vec<Vec<u8>>>> {
-        let segment = prop::collection::vec(prop::collection::vec(any::<u8>(), 0..4), 0..5);
-        prop::collection::vec(segment, barriers + 1)
-    }
-
-    fn inputs_strategy() -> impl Strategy<Value = (usize, Vec<Vec<Vec<Vec<u8>>>>)> {
-        (1usize..4)
-            .prop_flat_map(|barriers| (Just(barriers), prop::collection::vec(input_strategy(barriers), 1..5)))
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-
-        /// Random interleavings of batches, idle notices and 1–3 consecutive barriers on 1–4 inputs
-        /// (random channel capacities, random order of sends and reads): the state at the
-        /// moment of snapshot `k` holds every record sent before barrier `k` on any input
-        /// and none sent after it; each barrier is aligned exactly once, in order; nothing is
-        /// lost afterwards.
-        #[test]
-        fn alignment_snapshots_exactly_the_pre_barrier_records(
-            (barriers, inputs) in inputs_strategy(),
-            capacity in 1usize..4,
-            schedule in prop::collection::vec(0usize..6, 0..400),
-        ) {
-            let n = inputs.len();
-            let mut queues: Vec<Vec<Message>> = Vec::new();
-            // before[k]: the records sent before barrier k+1 on any input.
-            let mut before: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); barriers];
-            let mut all: BTreeSet<u64> = BTreeSet::new();
-            let now = Instant::now();
-            let mut next_id = 0u64;
-            for segments in &inputs {
-                let mut q = Vec::new();
-                for (k, batches) in segments.iter().enumerate() {
-                    for b in batches {
-                        let ids: Vec<u64> = b.iter().map(|_| { next_id += 1; next_id }).collect();
-                        all.extend(&ids);
-                        for set in &mut before[k.min(barriers)..] {
-                            set.extend(&ids);
-                        }
-                        // An empty batch never reaches a channel (the output drops it);
-                        // an idle notice goes in its place: alignment ignores idleness.
-                        q.push(if ids.is_empty() { Message::Idle } else { Message::Batch(batch_of(&ids)) });
-                    }
-                    if k < barriers {
-                        q.push(Message::Barrier(Barrier { id: k as u64 + 1, triggered: now, is_final: false }));
-                    }
-                }
-                q.push(Message::EndOfStream);
-                q.reverse(); // pop from the end
-                queues.push(q);
-            }
-            let mut senders: Vec<Sender> = Vec::new();
-            let mut receivers = Vec::new();
-            for i in 0..n {
-                let (tx, rx) = channel(capacity, ("up".into(), i as u32), ("down".into(), 0));
-                senders.push(tx);
-                receivers.push((0u32, rx));
-            }
-            let mut gate = InputGate::new(receivers);
-            let mut aligner = Aligner::new(n);
-            let mut processed: BTreeSet<u64> = BTreeSet::new();
-            let mut snapshots: Vec<(u64, BTreeSet<u64>)> = Vec::new();
-            let mut ended = 0;
-            let consume = |gate: &mut InputGate, aligner: &mut Aligner, processed: &mut BTreeSet<u64>,
-                           snapshots: &mut Vec<(u64, BTreeSet<u64>)>, ended: &mut usize| -> bool {
-                let Some(Some(next)) = gate.next().now_or_never() else { return false };
-                let (ch, msg) = next.expect("no upstream failure");
-                let aligned = match msg {
-                    Message::Batch(b) => {
-                        aligner.processed(b.data.len());
-                        for id in ids_of(&b) {
-                            assert!(processed.insert(id), "record {id} processed twice");
-                        }
-                        None
-                    }
-                    Message::Barrier(b) => aligner.on_barrier(ch, b, gate).expect("protocol"),
-                    Message::EndOfStream => { *ended += 1; aligner.on_end(ch, gate) }
-                    Message::Watermark(_) | Message::Idle => None,
-                };
-                if let Some(a) = aligned {
-                    snapshots.push((a.barrier.id, processed.clone()));
-                }
-                true
-            };
-            // The random schedule: 0..n sends on that input, anything else reads.
-            for step in schedule {
-                if step < n {
-                    if let Some(m) = queues[step].last().cloned()
-                        && senders[step].send(m).now_or_never().is_some()
-                    {
-                        queues[step].pop();
-                    }
-                } else {
-                    consume(&mut gate, &mut aligner, &mut processed, &mut snapshots, &mut ended);
-                }
-            }
-            // Drain: send what is left, reading whenever a channel is full.
-            loop {
-                let mut progress = false;
-                for i in 0..n {
-                    while let Some(m) = queues[i].last().cloned() {
-                        if senders[i].send(m).now_or_never().is_some() {
-                            queues[i].pop();
-                            progress = true;
-                        } else {
-                            break;
-                        }
-                    }
-                }
-                progress |= consume(&mut gate, &mut aligner, &mut processed, &mut snapshots, &mut ended);
-                if !progress {
-                    break;
-                }
-            }
-            prop_assert_eq!(ended, n, "every input ended");
-            let ids: Vec<u64> = snapshots.iter().map(|(id, _)| *id).collect();
-            prop_assert_eq!(ids, (1..=barriers as u64).collect::<Vec<_>>(), "each barrier aligned once, in order");
-            for (k, (_, state)) in snapshots.iter().enumerate() {
-                prop_assert_eq!(state, &before[k], "snapshot {} holds exactly the records before its barrier", k + 1);
-            }
-            prop_assert_eq!(processed, all);
-            prop_assert!(!aligner.is_aligning());
-        }
-    }
-
-    #[test]
-    fn a_second_barrier_during_alignment_is_a_protocol_error() {
-        let (tx0, rx0) = channel(4, ("a".into(), 0), ("b".into(), 0));
-        let (_tx1, rx1) = channel(4, ("a".into(), 1), ("b".into(), 0));
-        drop(tx0);
-        let mut gate = InputGate::new(vec![(0, rx0), (0, rx1)]);
-        let mut aligner = Aligner::new(2);
-        let b = |id| Barrier { id, triggered: Instant::now(), is_final: false };
-        assert_eq!(aligner.on_barrier(0, b(1), &mut gate).unwrap(), None);
-        assert!(aligner.on_barrier(0, b(1), &mut gate).is_err(), "twice on one channel");
-        assert!(aligner.on_barrier(1, b(2), &mut gate).is_err(), "another id while aligning");
-        let done = aligner.on_barrier(1, b(1), &mut gate).unwrap().expect("aligned");
-        assert_eq!(done.barrier.id, 1);
-        assert!(aligner.on_barrier(0, b(1), &mut gate).is_err(), "an old barrier");
-    }
-}
+mod tests;

@@ -1,12 +1,29 @@
 //! Bounded channels between subtasks. A full channel makes the sender wait: that is
 //! backpressure, and it is the only buffering between tasks.
+//!
+//! A channel is a queue behind a mutex rather than a plain FIFO because unaligned
+//! checkpoints (docs/design.md §6) need three things a FIFO cannot do:
+//! - a barrier that **overtakes** the data queued before it ([`Sender::push_overtaking`]):
+//!   it is placed after the last barrier still queued (barriers never pass each other) and
+//!   records how many messages it passed; the receiver takes a copy of those messages, the
+//!   channel's in-flight data, in the same step as the barrier;
+//! - a receiver that, when an aligned checkpoint switches to unaligned, takes an aligned
+//!   barrier out of the middle of its queue with a copy of what is before it
+//!   ([`Receiver::extract_barrier`]);
+//! - barriers and end-of-stream that never wait for room: capacity counts batches only,
+//!   and a task pushes a whole call's output and then waits for room
+//!   ([`Sender::ready`]) before it takes its next input — so a task that waits for room
+//!   can still take a barrier (Flink's output buffer overdraft, for the same reason).
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
-use super::message::Message;
+use super::message::{Barrier, Message};
 
 /// Statistics of one channel, readable while the job runs.
 #[derive(Debug)]
@@ -15,9 +32,9 @@ pub struct ChannelStats {
     pub from: (String, u32),
     /// Downstream node id and subtask.
     pub to: (String, u32),
-    /// Capacity in messages.
+    /// Capacity in batches.
     pub capacity: usize,
-    /// Most messages ever queued at once.
+    /// Most batches ever queued at once.
     pub max_depth: AtomicUsize,
     /// Batches sent.
     pub batches: AtomicU64,
@@ -25,18 +42,55 @@ pub struct ChannelStats {
     pub blocked_ns: AtomicU64,
 }
 
-/// The sending half.
-#[derive(Debug, Clone)]
-pub struct Sender {
-    tx: mpsc::Sender<Message>,
+#[derive(Debug, Default)]
+struct Queue {
+    items: VecDeque<Message>,
+    /// Batches queued: what the capacity bounds. (Watermarks and idle notices follow
+    /// batches or a task's own progress, which waits for room, so they stay few.)
+    data: usize,
+    /// Index just past the last barrier in `items` (0 when none): where an overtaking
+    /// barrier goes.
+    barrier_end: usize,
+    rx_waker: Option<Waker>,
+    senders: usize,
+    receiver_gone: bool,
+}
+
+impl Queue {
+    fn wake(&mut self) {
+        if let Some(w) = self.rx_waker.take() {
+            w.wake();
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Notified when a data message leaves a full queue (or the receiver goes).
+    room: Notify,
+    capacity: usize,
     stats: Arc<ChannelStats>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // A panic while holding the lock cannot leave the queue inconsistent (every
+        // update is a single step), so a poisoned lock is still usable.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The sending half.
+#[derive(Debug)]
+pub struct Sender {
+    shared: Arc<Shared>,
 }
 
 /// The receiving half.
 #[derive(Debug)]
 pub struct Receiver {
-    pub(crate) rx: mpsc::Receiver<Message>,
-    pub(crate) stats: Arc<ChannelStats>,
+    shared: Arc<Shared>,
 }
 
 /// The receiver's task is gone (the job is failing or was cancelled).
@@ -44,9 +98,8 @@ pub struct Receiver {
 #[error("the downstream task is gone")]
 pub struct Closed;
 
-/// A channel of `capacity` messages.
+/// A channel of `capacity` batches.
 pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Sender, Receiver) {
-    let (tx, rx) = mpsc::channel(capacity);
     let stats = Arc::new(ChannelStats {
         from,
         to,
@@ -55,41 +108,297 @@ pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Send
         batches: AtomicU64::new(0),
         blocked_ns: AtomicU64::new(0),
     });
-    (Sender { tx, stats: stats.clone() }, Receiver { rx, stats })
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Queue { senders: 1, ..Queue::default() }),
+        room: Notify::new(),
+        capacity: capacity.max(1),
+        stats,
+    });
+    (Sender { shared: shared.clone() }, Receiver { shared })
+}
+
+impl Clone for Sender {
+    fn clone(&self) -> Self {
+        self.shared.lock().senders += 1;
+        Sender { shared: self.shared.clone() }
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let mut q = self.shared.lock();
+        q.senders -= 1;
+        if q.senders == 0 {
+            q.wake();
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let mut q = self.shared.lock();
+        q.receiver_gone = true;
+        q.items.clear();
+        q.data = 0;
+        q.barrier_end = 0;
+        drop(q);
+        self.shared.room.notify_waiters();
+    }
 }
 
 impl Sender {
-    /// Sends, waiting while the channel is full.
-    pub async fn send(&self, message: Message) -> Result<(), Closed> {
+    /// Queues `message` at the end without waiting for room (an aligned barrier, a
+    /// watermark, or data a task already produced); the task waits with [`Sender::ready`]
+    /// before it produces more.
+    pub fn push(&self, message: Message) -> Result<(), Closed> {
         let is_batch = matches!(message, Message::Batch(_));
-        match self.tx.try_reserve() {
-            Ok(permit) => permit.send(message),
-            Err(mpsc::error::TrySendError::Closed(())) => return Err(Closed),
-            Err(mpsc::error::TrySendError::Full(())) => {
-                let waiting = std::time::Instant::now();
-                let sent = self.tx.send(message).await;
-                let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                self.stats.blocked_ns.fetch_add(waited, Ordering::Relaxed);
-                sent.map_err(|_| Closed)?;
-            }
+        let mut q = self.shared.lock();
+        if q.receiver_gone {
+            return Err(Closed);
         }
-        let depth = self.tx.max_capacity() - self.tx.capacity();
-        self.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
+        let barrier = matches!(message, Message::Barrier(_));
+        q.items.push_back(message);
+        if barrier {
+            q.barrier_end = q.items.len();
+        }
         if is_batch {
-            self.stats.batches.fetch_add(1, Ordering::Relaxed);
+            q.data += 1;
+        }
+        let depth = q.data;
+        q.wake();
+        drop(q);
+        self.shared.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
+        if is_batch {
+            self.shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
 
+    /// Queues an unaligned barrier ahead of the data queued after the last barrier (which
+    /// it overtakes; barriers never pass each other). Returns how many messages it
+    /// overtook.
+    pub fn push_overtaking(&self, mut barrier: Barrier) -> Result<usize, Closed> {
+        let mut q = self.shared.lock();
+        if q.receiver_gone {
+            return Err(Closed);
+        }
+        let at = q.barrier_end;
+        barrier.unaligned = true;
+        barrier.overtaken = q.items.len() - at;
+        q.items.insert(at, Message::Barrier(barrier));
+        q.barrier_end = at + 1;
+        q.wake();
+        Ok(barrier.overtaken)
+    }
+
+    /// True when the channel has room for more data (or its receiver is gone: the next
+    /// push reports that).
+    pub fn has_room(&self) -> bool {
+        let q = self.shared.lock();
+        q.data < self.shared.capacity || q.receiver_gone
+    }
+
+    /// Waits until the channel has room for more data. Cancel-safe.
+    pub async fn ready(&self) {
+        let mut waited = None;
+        loop {
+            let mut notified = pin!(self.shared.room.notified());
+            notified.as_mut().enable();
+            if self.has_room() {
+                break;
+            }
+            waited.get_or_insert_with(std::time::Instant::now);
+            notified.await;
+        }
+        if let Some(t) = waited {
+            let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.shared.stats.blocked_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits for room, then queues `message`.
+    pub async fn send(&self, message: Message) -> Result<(), Closed> {
+        self.ready().await;
+        self.push(message)
+    }
+
     /// The channel's statistics.
     pub fn stats(&self) -> &Arc<ChannelStats> {
-        &self.stats
+        &self.shared.stats
+    }
+}
+
+/// What [`Receiver::poll_recv`] may take from the head of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// Any message.
+    Any,
+    /// Barriers only (a task waiting for room on its outputs takes no data).
+    Barriers,
+    /// Unaligned barriers only (restored messages are still to be delivered before
+    /// anything else the channel holds, except a barrier that overtakes them).
+    UnalignedBarriers,
+}
+
+/// What [`Receiver::poll_recv`] delivers.
+#[derive(Debug)]
+pub enum Received {
+    /// The next message. For an unaligned barrier: with a copy of the messages it
+    /// overtook (they stay queued, and are delivered next, barriers aside).
+    Message(Message, Vec<Message>),
+    /// Every sender is gone.
+    Closed,
+}
+
+impl Received {
+    fn into_message(self) -> Option<Message> {
+        match self {
+            Received::Message(m, _) => Some(m),
+            Received::Closed => None,
+        }
     }
 }
 
 impl Receiver {
     /// The channel's statistics.
     pub fn stats(&self) -> &Arc<ChannelStats> {
-        &self.stats
+        &self.shared.stats
+    }
+
+    /// Takes the message at the head of the queue if it is `wanted`.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>, wanted: Wanted) -> Poll<Received> {
+        let mut q = self.shared.lock();
+        let take = match q.items.front() {
+            Some(Message::Barrier(b)) => b.unaligned || wanted != Wanted::UnalignedBarriers,
+            Some(_) => wanted == Wanted::Any,
+            None => false,
+        };
+        if !take {
+            if q.items.is_empty() && q.senders == 0 {
+                return Poll::Ready(Received::Closed);
+            }
+            if q.rx_waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+                q.rx_waker = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        let message = q.items.pop_front().expect("a message at the head");
+        if let Message::Barrier(b) = &message {
+            q.barrier_end -= 1;
+            let overtaken = if b.unaligned {
+                q.items
+                    .iter()
+                    .filter(|m| !matches!(m, Message::Barrier(_)))
+                    .take(b.overtaken)
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            return Poll::Ready(Received::Message(message, overtaken));
+        }
+        q.barrier_end = q.barrier_end.saturating_sub(1);
+        let was_full = q.data >= self.shared.capacity;
+        if matches!(message, Message::Batch(_)) {
+            q.data -= 1;
+        }
+        drop(q);
+        if was_full {
+            self.shared.room.notify_waiters();
+        }
+        Poll::Ready(Received::Message(message, Vec::new()))
+    }
+
+    /// The next message (`None` once every sender is gone and the queue is empty).
+    pub async fn recv(&mut self) -> Option<Message> {
+        std::future::poll_fn(|cx| self.poll_recv(cx, Wanted::Any)).await.into_message()
+    }
+
+    /// Takes barrier `id` out of the queue if it is there, with a copy of the messages
+    /// before it (and, an unaligned barrier, of those it overtook): they stay queued, and
+    /// are the channel's in-flight data when a checkpoint switches to unaligned. `None`
+    /// when the barrier has not arrived yet.
+    pub fn extract_barrier(&mut self, id: u64) -> Option<(Barrier, Vec<Message>)> {
+        let mut q = self.shared.lock();
+        let at = q.items.iter().position(|m| matches!(m, Message::Barrier(b) if b.id == id))?;
+        let Some(Message::Barrier(barrier)) = q.items.remove(at) else { unreachable!("found above") };
+        // What is before it, and what it overtook if it is unaligned (it was placed ahead of
+        // those messages, which belong before it too).
+        let overtaken = if barrier.unaligned { barrier.overtaken } else { 0 };
+        let before: Vec<Message> = q
+            .items
+            .iter()
+            .take(at)
+            .chain(q.items.iter().skip(at).filter(|m| !matches!(m, Message::Barrier(_))).take(overtaken))
+            .cloned()
+            .collect();
+        q.barrier_end = q.items.iter().rposition(|m| matches!(m, Message::Barrier(_))).map_or(0, |i| i + 1);
+        Some((barrier, before))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use futures::FutureExt as _;
+
+    use super::*;
+    use crate::record::Batch;
+
+    fn data(v: u8) -> Message {
+        let mut b = Batch::empty();
+        b.push(&[], &[v], 0);
+        Message::Batch(b)
+    }
+
+    fn recv(rx: &mut Receiver, barriers_only: bool) -> Option<Received> {
+        let waker = futures::task::noop_waker();
+        let wanted = if barriers_only { Wanted::Barriers } else { Wanted::Any };
+        match rx.poll_recv(&mut Context::from_waker(&waker), wanted) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn an_overtaking_barrier_passes_data_but_not_barriers() {
+        let (tx, mut rx) = channel(8, ("a".into(), 0), ("b".into(), 0));
+        tx.push(data(1)).unwrap();
+        tx.push(Message::Barrier(Barrier::new(1, Instant::now(), false, None))).unwrap();
+        tx.push(data(2)).unwrap();
+        tx.push(data(3)).unwrap();
+        let n = tx.push_overtaking(Barrier::new(2, Instant::now(), false, Some(Default::default()))).unwrap();
+        assert_eq!(n, 2, "it overtook the data after barrier 1");
+        tx.push(data(4)).unwrap();
+        let order: Vec<String> = std::iter::from_fn(|| match recv(&mut rx, false)? {
+            Received::Message(Message::Barrier(b), over) => Some(format!("b{}:{}", b.id, over.len())),
+            Received::Message(Message::Batch(b), _) => {
+                Some(format!("d{}", b.iter().next().unwrap().value[0]))
+            }
+            _ => None,
+        })
+        .collect();
+        assert_eq!(order, ["d1", "b1:0", "b2:2", "d2", "d3", "d4"]);
+    }
+
+    #[test]
+    fn capacity_counts_data_and_barriers_never_wait() {
+        let (tx, mut rx) = channel(2, ("a".into(), 0), ("b".into(), 0));
+        tx.push(data(1)).unwrap();
+        assert!(tx.has_room());
+        tx.push(data(2)).unwrap();
+        assert!(!tx.has_room());
+        assert!(tx.ready().now_or_never().is_none(), "full");
+        tx.push(Message::Barrier(Barrier::new(1, Instant::now(), false, None))).unwrap();
+        assert!(recv(&mut rx, true).is_none(), "only a barrier at the head is taken while backpressured");
+        assert!(matches!(recv(&mut rx, false), Some(Received::Message(Message::Batch(_), _))));
+        assert!(tx.ready().now_or_never().is_some(), "room again");
+        let (b, before) = rx.extract_barrier(1).expect("queued");
+        assert_eq!((b.id, before.len()), (1, 1));
+        assert!(rx.extract_barrier(1).is_none());
+        drop(tx);
+        assert!(matches!(recv(&mut rx, false), Some(Received::Message(Message::Batch(_), _))));
+        assert!(matches!(recv(&mut rx, false), Some(Received::Closed)));
     }
 }

@@ -5,7 +5,7 @@
 //! These are plain messages: the coordinator and the tasks never reach into each other
 //! (docs/design.md §6, invariant C1).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use weir_store::{SubtaskState, SubtaskStats};
@@ -21,6 +21,19 @@ pub enum Control {
         triggered: Instant,
         /// The final checkpoint (every source has ended).
         is_final: bool,
+        /// When it may switch to unaligned (zero: unaligned from the start, the barrier
+        /// overtakes the source's queued output); `None`: aligned only.
+        unaligned_after: Option<Duration>,
+    },
+    /// Operators and sinks: checkpoint `id` was triggered and switches to unaligned
+    /// `unaligned_after` its trigger, whether or not a barrier of it has arrived by then.
+    Started {
+        /// Checkpoint id.
+        id: u64,
+        /// When it was triggered.
+        triggered: Instant,
+        /// When it switches to unaligned, after its trigger.
+        unaligned_after: Duration,
     },
     /// Checkpoint `id` completed (it is durable): sinks commit what it covers.
     Completed(u64),

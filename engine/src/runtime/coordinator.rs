@@ -253,9 +253,15 @@ impl Coordinator {
         }
         let triggered = Instant::now();
         p.pending.insert(id, Pending { meta, started: triggered, acks: HashMap::new() });
+        // Savepoints and the final checkpoint are aligned: a savepoint must be portable and
+        // rescalable, and the final checkpoint must hold no data still in flight.
+        let unaligned_after =
+            if is_final || pinned { None } else { self.settings.effective_aligned_timeout() };
         for (c, t) in self.controls.iter().zip(&self.tasks) {
             if t.is_source {
-                let _ = c.send(Control::Trigger { id, triggered, is_final });
+                let _ = c.send(Control::Trigger { id, triggered, is_final, unaligned_after });
+            } else if let Some(after) = unaligned_after.filter(|t| !t.is_zero()) {
+                let _ = c.send(Control::Started { id, triggered, unaligned_after: after });
             }
         }
         tracing::debug!(job = %self.job, checkpoint = id, final = is_final, "checkpoint triggered");

@@ -21,10 +21,18 @@ pub enum FaultPoint {
     AsyncWrite,
     /// While a task is restored from a checkpoint.
     Restore,
+    /// In the asynchronous part, before the channel state (in-flight data) of an unaligned
+    /// checkpoint is written with the subtask's state.
+    ChannelState,
 }
 
-const POINTS: [FaultPoint; 4] =
-    [FaultPoint::Process, FaultPoint::Snapshot, FaultPoint::AsyncWrite, FaultPoint::Restore];
+const POINTS: [FaultPoint; 5] = [
+    FaultPoint::Process,
+    FaultPoint::Snapshot,
+    FaultPoint::AsyncWrite,
+    FaultPoint::Restore,
+    FaultPoint::ChannelState,
+];
 
 /// What an injected fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,7 +62,7 @@ pub struct PlannedFault {
 #[derive(Debug)]
 pub struct FaultInjector {
     planned: Mutex<Vec<(PlannedFault, bool)>>,
-    counters: [AtomicU64; 4],
+    counters: [AtomicU64; 5],
     armed: AtomicBool,
     fired: AtomicUsize,
 }

@@ -1,6 +1,6 @@
 //! What flows through a channel.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::record::Batch;
 
@@ -31,4 +31,21 @@ pub struct Barrier {
     pub triggered: Instant,
     /// The final checkpoint, taken when every source has ended.
     pub is_final: bool,
+    /// How long after its trigger the checkpoint may switch from aligned to unaligned
+    /// (zero: it is unaligned from the start); `None`: it must be aligned (savepoints, the
+    /// final checkpoint, jobs in aligned mode without a timeout).
+    pub unaligned_after: Option<Duration>,
+    /// Sent unaligned: the barrier overtook `overtaken` messages queued in the channel
+    /// before it (set by [`crate::runtime::Sender::push_overtaking`]). Those messages
+    /// belong before the barrier: they are the channel's in-flight data for the checkpoint.
+    pub unaligned: bool,
+    /// How many messages this barrier overtook in its channel (0 for an aligned barrier).
+    pub overtaken: usize,
+}
+
+impl Barrier {
+    /// An aligned barrier of checkpoint `id` (tests, and the source's starting point).
+    pub fn new(id: u64, triggered: Instant, is_final: bool, unaligned_after: Option<Duration>) -> Self {
+        Barrier { id, triggered, is_final, unaligned_after, unaligned: false, overtaken: 0 }
+    }
 }

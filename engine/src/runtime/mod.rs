@@ -4,7 +4,8 @@
 //! Where things are (docs/design.md §6 has the protocol and its numbered invariants):
 //! - data plane: `channel` ([`Sender`], [`Receiver`]), [`InputGate`], [`Output`], [`Message`],
 //!   watermarks;
-//! - subtasks: `task` (the source, operator and sink loops), `barrier` (alignment);
+//! - subtasks: `task` (the source, operator and sink loops), `barrier` (aligned and
+//!   unaligned checkpoints at a task), `channel_state` (in-flight data, encoded);
 //! - checkpoints: `control` (messages), `coordinator`, `snapshot_writer` (the async part),
 //!   `scopes` (key-group split and restore chunks), `task_state` (a subtask's blob);
 //! - running a job: `job` (attempts, restarts, recommits), `attempt` (wiring, spawning,
@@ -15,6 +16,7 @@
 mod attempt;
 pub mod barrier;
 mod channel;
+pub mod channel_state;
 mod control;
 mod coordinator;
 mod env;
@@ -35,7 +37,7 @@ mod task_state;
 mod watermark;
 
 pub use attempt::instance_limits;
-pub use channel::{ChannelStats, Closed, Receiver, Sender, channel};
+pub use channel::{ChannelStats, Closed, Received, Receiver, Sender, Wanted, channel};
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};
 pub use env::{CheckpointTrigger, RunEnv};

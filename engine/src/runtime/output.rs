@@ -1,8 +1,11 @@
 //! The output side of a task: routes batches to the downstream subtasks of every outgoing
 //! edge by the edge's partitioning.
+//!
+//! Routing never waits: a task queues a whole call's output, then waits for room
+//! ([`Output::ready`]) before it takes its next input, taking barriers meanwhile.
 
 use super::channel::{Closed, Sender};
-use super::message::Message;
+use super::message::{Barrier, Message};
 use crate::key_groups::{key_group, subtask_for_key_group};
 use crate::plan::Partitioning;
 use crate::record::Batch;
@@ -30,25 +33,25 @@ impl EdgeOutput {
         }
     }
 
-    async fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
+    fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
         match self.partitioning {
-            Partitioning::Forward => self.targets[0].send(Message::Batch(batch)).await,
+            Partitioning::Forward => self.targets[0].push(Message::Batch(batch)),
             Partitioning::Rebalance => {
                 let i = self.round_robin;
                 self.round_robin = (i + 1) % self.targets.len();
-                self.targets[i].send(Message::Batch(batch)).await
+                self.targets[i].push(Message::Batch(batch))
             }
             Partitioning::Broadcast => {
                 let (last, rest) = self.targets.split_last().expect("an edge has a target");
                 for t in rest {
-                    t.send(Message::Batch(batch.clone())).await?;
+                    t.push(Message::Batch(batch.clone()))?;
                 }
-                last.send(Message::Batch(batch)).await
+                last.push(Message::Batch(batch))
             }
             Partitioning::Hash => {
                 let p = self.targets.len() as u32;
                 if p == 1 {
-                    return self.targets[0].send(Message::Batch(batch)).await;
+                    return self.targets[0].push(Message::Batch(batch));
                 }
                 for r in batch.iter() {
                     let target = subtask_for_key_group(
@@ -61,7 +64,7 @@ impl EdgeOutput {
                 for (i, t) in self.targets.iter().enumerate() {
                     if !self.scratch[i].is_empty() {
                         let part = std::mem::replace(&mut self.scratch[i], Batch::empty());
-                        t.send(Message::Batch(part)).await?;
+                        t.push(Message::Batch(part))?;
                     }
                 }
                 Ok(())
@@ -69,9 +72,9 @@ impl EdgeOutput {
         }
     }
 
-    async fn broadcast(&self, message: &Message) -> Result<(), Closed> {
+    fn broadcast(&self, message: &Message) -> Result<(), Closed> {
         for t in &self.targets {
-            t.send(message.clone()).await?;
+            t.push(message.clone())?;
         }
         Ok(())
     }
@@ -89,25 +92,57 @@ impl Output {
         Output { edges }
     }
 
-    /// Routes a batch (an empty batch is dropped).
-    pub async fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
+    /// Routes a batch (an empty batch is dropped), without waiting for room.
+    pub fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
         if batch.is_empty() {
             return Ok(());
         }
         if let Some((last, rest)) = self.edges.split_last_mut() {
             for e in rest {
-                e.emit(batch.clone()).await?;
+                e.emit(batch.clone())?;
             }
-            last.emit(batch).await?;
+            last.emit(batch)?;
         }
         Ok(())
     }
 
-    /// Sends a control message (watermark, end of stream) on every channel.
-    pub async fn broadcast(&self, message: Message) -> Result<(), Closed> {
+    /// Sends a control message (watermark, idle, aligned barrier, end of stream) on every
+    /// channel, behind what is queued.
+    pub fn broadcast(&self, message: Message) -> Result<(), Closed> {
         for e in &self.edges {
-            e.broadcast(&message).await?;
+            e.broadcast(&message)?;
         }
         Ok(())
+    }
+
+    /// Sends `barrier` on every channel: aligned (behind what is queued) or unaligned
+    /// (ahead of the data queued after the last barrier). Returns how many messages it
+    /// overtook in all.
+    pub fn barrier(&self, barrier: Barrier, unaligned: bool) -> Result<usize, Closed> {
+        if !unaligned {
+            self.broadcast(Message::Barrier(barrier))?;
+            return Ok(0);
+        }
+        let mut overtaken = 0;
+        for e in &self.edges {
+            for t in &e.targets {
+                overtaken += t.push_overtaking(barrier)?;
+            }
+        }
+        Ok(overtaken)
+    }
+
+    /// True when every channel has room for more data.
+    pub fn has_room(&self) -> bool {
+        self.edges.iter().all(|e| e.targets.iter().all(|t| t.has_room()))
+    }
+
+    /// Waits until every channel has room for more data (backpressure). Cancel-safe.
+    pub async fn ready(&self) {
+        for e in &self.edges {
+            for t in &e.targets {
+                t.ready().await;
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use weir_store::{CheckpointStorage, ScopeDelta, StateEntry, SubtaskStats, SubtaskWrite};
 
+use super::channel_state::{ChannelMessages, encode};
 use super::control::ToCoordinator;
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
@@ -28,6 +29,11 @@ pub struct WriteRequest {
     pub state: TaskState,
     /// Statistics of the sync part (the writer adds the async duration and sizes).
     pub stats: SubtaskStats,
+    /// Channel state (unaligned checkpoints): per input channel, the in-flight messages.
+    pub channels: Vec<ChannelMessages>,
+    /// The checkpoint was given up at the task after its snapshot: keep the changes for the
+    /// next checkpoint (C4), write nothing, decline with this reason.
+    pub decline: Option<String>,
 }
 
 #[derive(Debug)]
@@ -132,14 +138,20 @@ pub fn snapshot_writer(
                 WriterMessage::Write(r) => *r,
             };
             let id = request.id;
-            if let Some(f) = &config.faults {
+            if let Some(f) = &config.faults
+                && request.decline.is_none()
+            {
                 f.hit(FaultPoint::AsyncWrite)?;
+                if !request.channels.is_empty() {
+                    f.hit(FaultPoint::ChannelState)?;
+                }
             }
             let started = Instant::now();
             let shared2 = shared.clone();
             let previous = base.clone();
             let earlier: Vec<Arc<Vec<ScopeDelta>>> = deltas.iter().map(|(_, d)| d.clone()).collect();
-            let WriteRequest { delta, state, mut stats, .. } = request;
+            let WriteRequest { delta, state, mut stats, channels, decline: given_up, .. } = request;
+            let decline_reason = given_up.clone();
             let (max_parallelism, subtask) = (config.max_parallelism, config.subtask);
             // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
             // blocking pool, off the threads that process records.
@@ -155,6 +167,11 @@ pub fn snapshot_writer(
                 // Several pending deltas are kept as their merge from now on (bounded by the
                 // keys changed, however many checkpoints fail in a row).
                 let keep = if all.len() > 1 { Some(scopes.clone()) } else { split };
+                if given_up.is_some() {
+                    return Ok((keep, None));
+                }
+                let (channel_state, in_flight_bytes) = encode(&channels);
+                drop(channels);
                 let blob = state.encode();
                 let written = shared2.storage.write_subtask(SubtaskWrite {
                     job: shared2.job.clone(),
@@ -166,9 +183,9 @@ pub fn snapshot_writer(
                     previous,
                     blob,
                     max_chain_length: shared2.max_chain_length,
-                    channel_state: Vec::new(),
+                    channel_state,
                 });
-                Ok::<_, TaskError>((keep, written))
+                Ok::<_, TaskError>((keep, Some((written, in_flight_bytes))))
             })
             .await
             .map_err(TaskError::from)
@@ -189,11 +206,17 @@ pub fn snapshot_writer(
                     return Err(error);
                 }
             };
+            let Some((written_state, in_flight_bytes)) = written_state else {
+                // Given up at the task: its changes go out with the next checkpoint.
+                decline(id, &decline_reason.unwrap_or_default());
+                continue;
+            };
             match written_state {
                 Ok(state) => {
                     written.insert(id, state.chains.clone());
                     stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
                     stats.state_bytes = state.bytes_written;
+                    stats.persisted_in_flight_bytes = in_flight_bytes;
                     stats.ack_time_ms = unix_ms();
                     let _ =
                         config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });

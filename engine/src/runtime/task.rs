@@ -10,6 +10,10 @@
 //! [`Message::Idle`] once, and is active again when it sends a batch or a watermark; an
 //! operator forwards idle when every input is idle, and the current watermark when one is
 //! active again.
+//!
+//! Backpressure: a task queues a whole call's output, then waits for room on its outputs
+//! before it takes its next input; while it waits it still takes barriers (and a source its
+//! triggers), so an unaligned checkpoint never waits for the backlog (docs/design.md §6).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,7 +22,8 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use weir_store::{CheckpointStorage, SubtaskStats};
 
-use super::barrier::{Aligned, Aligner};
+use super::barrier::{BarrierHandler, Finished, Snapshot, Steps};
+use super::channel_state::ChannelMessages;
 use super::control::{Control, ToCoordinator};
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
@@ -66,16 +71,6 @@ pub struct Checkpointing {
 }
 
 impl Checkpointing {
-    /// Handles pending control messages of an operator: completions go to the writer, in
-    /// order with the snapshots.
-    fn drain_control(&mut self) {
-        while let Ok(control) = self.control.try_recv() {
-            if let Control::Completed(id) = control {
-                self.writer.completed(id);
-            }
-        }
-    }
-
     fn hit(&self, point: FaultPoint) -> Result<(), TaskError> {
         match &self.faults {
             Some(f) => f.hit(point),
@@ -83,22 +78,96 @@ impl Checkpointing {
         }
     }
 
-    fn stats(&self, aligned: Option<&Aligned>, triggered: Instant, sync_started: Instant) -> SubtaskStats {
+    fn stats(&self, snapshot: Option<&Snapshot>, triggered: Instant, sync_started: Instant) -> SubtaskStats {
         SubtaskStats {
             operator: self.node.clone(),
             subtask: self.subtask,
-            ack_time_ms: 0,
             sync_ms: sync_started.elapsed().as_secs_f64() * 1e3,
-            async_ms: 0.0,
-            alignment_ms: aligned.map(|a| a.duration.as_secs_f64() * 1e3).unwrap_or_default(),
-            alignment_bytes: aligned.map(|a| a.bytes).unwrap_or_default(),
-            start_delay_ms: match aligned {
-                Some(a) => a.start_delay.as_secs_f64() * 1e3,
+            alignment_ms: snapshot.map(|s| s.alignment.as_secs_f64() * 1e3).unwrap_or_default(),
+            alignment_bytes: snapshot.map(|s| s.alignment_bytes).unwrap_or_default(),
+            start_delay_ms: match snapshot {
+                Some(s) => s.start_delay.as_secs_f64() * 1e3,
                 None => sync_started.saturating_duration_since(triggered).as_secs_f64() * 1e3,
             },
-            state_bytes: 0,
-            full_state_bytes: 0,
+            unaligned: snapshot.is_some_and(|s| s.unaligned),
+            switched_to_unaligned_ms: snapshot.and_then(|s| s.switched_at_ms),
             ..SubtaskStats::default()
+        }
+    }
+
+    /// The snapshot taken for `finished.id` goes to the writer with its channel state (or
+    /// declined, when the checkpoint was given up here).
+    fn finish(
+        &self,
+        taken: &mut Option<WriteRequest>,
+        finished: Finished,
+        gate: &InputGate,
+    ) -> Result<(), TaskError> {
+        let Some(mut request) = taken.take() else { return Ok(()) };
+        debug_assert_eq!(request.id, finished.id, "the snapshot of the finished checkpoint");
+        request.channels = finished
+            .channels
+            .into_iter()
+            .map(|(c, messages)| ChannelMessages {
+                port: gate.port(c),
+                upstream: gate.upstream_subtask(c),
+                messages,
+            })
+            .collect();
+        request.state.in_flight_messages = request.channels.iter().map(|c| c.messages.len() as u64).sum();
+        request.decline = finished.decline;
+        self.writer.send(request)
+    }
+}
+
+/// The next control message of a checkpointed task; never ready without one (the
+/// coordinator's channel closed, or no checkpointing).
+async fn next_control(checkpointing: &mut Option<Checkpointing>) -> Control {
+    if let Some(c) = checkpointing
+        && !c.control_closed
+    {
+        match c.control.recv().await {
+            Some(control) => return control,
+            None => c.control_closed = true,
+        }
+    }
+    std::future::pending().await
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What woke an operator or a sink.
+enum Event {
+    Control(Control),
+    Timeout,
+    Input(usize, Message),
+}
+
+/// Waits for the next event of a task with inputs: a control message, the barrier
+/// handler's deadline, or an input — only barriers while its outputs are full. `None`
+/// when every input ended.
+async fn next_event(
+    checkpointing: &mut Option<Checkpointing>,
+    handler: &BarrierHandler,
+    gate: &mut InputGate,
+    output: Option<&Output>,
+) -> Option<Result<Event, TaskError>> {
+    let deadline = handler.deadline();
+    loop {
+        let room = output.is_none_or(Output::has_room);
+        tokio::select! {
+            biased;
+            control = next_control(checkpointing) => return Some(Ok(Event::Control(control))),
+            () = sleep_until(deadline) => return Some(Ok(Event::Timeout)),
+            () = async { if let Some(o) = output { o.ready().await } }, if !room => continue,
+            next = gate.next(!room) => {
+                return next.map(|n| n.map(|(c, m)| Event::Input(c, m)).map_err(TaskError::from));
+            }
         }
     }
 }
@@ -131,8 +200,7 @@ pub async fn run_source(
             let mut done = false;
             while let Ok(control) = c.control.try_recv() {
                 done |=
-                    source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)
-                        .await?;
+                    source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)?;
             }
             if done {
                 break;
@@ -150,7 +218,7 @@ pub async fn run_source(
                 // timer downstream fires before the final checkpoint.
                 Some(StopMode::Drain) => {
                     exhausted = true;
-                    (max_ts, watermark) = end_of_input(&output).await?;
+                    (max_ts, watermark) = end_of_input(&output)?;
                 }
             }
             if exhausted {
@@ -159,16 +227,40 @@ pub async fn run_source(
                     let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task, stopped });
                 }
                 let Some(control) = c.control.recv().await else { break };
-                if source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)
-                    .await?
-                {
+                if source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)? {
                     break;
                 }
                 continue;
             }
+            // Backpressure: wait for room, taking triggers meanwhile (an unaligned barrier
+            // overtakes the backlog at once).
+            if !output.has_room() {
+                if c.control_closed {
+                    output.ready().await;
+                } else {
+                    tokio::select! {
+                        biased;
+                        control = c.control.recv() => {
+                            match control {
+                                Some(control) => {
+                                    let position = (max_ts, watermark);
+                                    if source_control(c, control, &mut *source, position, &output, &mut positions)? {
+                                        break;
+                                    }
+                                }
+                                None => c.control_closed = true,
+                            }
+                            continue;
+                        }
+                        () = output.ready() => {}
+                    }
+                }
+            }
             c.hit(FaultPoint::Process)?;
         } else if exhausted {
             break;
+        } else {
+            output.ready().await;
         }
         let mut idle = false;
         match source.next_batch()? {
@@ -189,16 +281,16 @@ pub async fn run_source(
                 metrics.add_out(batch.len());
                 job.source_batches.fetch_add(1, Ordering::Relaxed);
                 emitted += batch.len() as u64;
-                output.emit(batch).await?;
+                output.emit(batch)?;
                 // The batch made every output channel active again.
                 idle_out = false;
                 if out_of_orderness_ms.is_some() && watermark > i64::MIN {
-                    output.broadcast(Message::Watermark(watermark)).await?;
+                    output.broadcast(Message::Watermark(watermark))?;
                 }
             }
             None => {
                 exhausted = true;
-                (max_ts, watermark) = end_of_input(&output).await?;
+                (max_ts, watermark) = end_of_input(&output)?;
             }
         }
         if !exhausted {
@@ -207,7 +299,7 @@ pub async fn run_source(
             {
                 watermark = w;
                 idle_out = false;
-                output.broadcast(Message::Watermark(w)).await?;
+                output.broadcast(Message::Watermark(w))?;
             }
             let now_idle = source.idle();
             if now_idle != idle_out {
@@ -215,7 +307,7 @@ pub async fn run_source(
                 // Active again without a batch or a new watermark (say, a partition was
                 // assigned): the current watermark tells the receivers so.
                 let message = if now_idle { Message::Idle } else { Message::Watermark(watermark) };
-                output.broadcast(message).await?;
+                output.broadcast(message)?;
             }
         }
         match records_per_second {
@@ -230,22 +322,22 @@ pub async fn run_source(
             _ => tokio::task::yield_now().await,
         }
     }
-    output.broadcast(Message::EndOfStream).await?;
+    output.broadcast(Message::EndOfStream)?;
     Ok(())
 }
 
 /// The end of a source's input (it ran out, or the job is drained): event time jumps to the
 /// end, so every event-time timer downstream fires before the final checkpoint and its output
 /// is committed with it. Returns the source's (highest event time, watermark).
-async fn end_of_input(output: &Output) -> Result<(i64, i64), TaskError> {
-    output.broadcast(Message::Watermark(i64::MAX)).await?;
+fn end_of_input(output: &Output) -> Result<(i64, i64), TaskError> {
+    output.broadcast(Message::Watermark(i64::MAX))?;
     Ok((i64::MAX, i64::MAX))
 }
 
 /// Handles one control message at a source; true when the final checkpoint completed.
 /// `positions` holds the position recorded at each pending checkpoint's trigger, handed to
 /// [`Source::checkpoint_completed`] when it completes.
-async fn source_control(
+fn source_control(
     c: &mut Checkpointing,
     control: Control,
     source: &mut dyn Source,
@@ -254,7 +346,7 @@ async fn source_control(
     positions: &mut std::collections::BTreeMap<u64, serde_json::Value>,
 ) -> Result<bool, TaskError> {
     match control {
-        Control::Trigger { id, triggered, is_final } => {
+        Control::Trigger { id, triggered, is_final, unaligned_after } => {
             let started = Instant::now();
             let position = source.position();
             positions.insert(id, position.clone());
@@ -263,9 +355,20 @@ async fn source_control(
                 source_watermark: Some(watermark),
                 ..TaskState::default()
             };
-            let stats = c.stats(None, triggered, started);
-            output.broadcast(Message::Barrier(Barrier { id, triggered, is_final })).await?;
-            c.writer.send(WriteRequest { id, delta: None, state, stats })?;
+            let mut stats = c.stats(None, triggered, started);
+            // Unaligned from the start: the barrier overtakes the queued output, which the
+            // receivers persist as their channel state.
+            let unaligned = unaligned_after == Some(std::time::Duration::ZERO);
+            stats.unaligned = unaligned;
+            output.barrier(Barrier::new(id, triggered, is_final, unaligned_after), unaligned)?;
+            c.writer.send(WriteRequest {
+                id,
+                delta: None,
+                state,
+                stats,
+                channels: Vec::new(),
+                decline: None,
+            })?;
             if is_final {
                 c.final_id = Some(id);
             }
@@ -284,6 +387,7 @@ async fn source_control(
             positions.remove(&id);
             Ok(false)
         }
+        Control::Started { .. } => Ok(false),
     }
 }
 
@@ -309,51 +413,59 @@ pub async fn run_operator(
             instance.timers().register(key.clone(), *ts);
         }
     }
-    let mut aligner = Aligner::new(gate.len());
+    let mut handler = BarrierHandler::new(gate.len());
+    // A snapshot taken unaligned, waiting for the rest of its channel state.
+    let mut taken: Option<WriteRequest> = None;
     // Every input is idle and an idle notice went downstream.
     let mut idle_out = false;
-    while let Some(next) = gate.next().await {
-        let (channel, message) = next?;
-        if let Some(c) = &mut checkpointing {
-            c.drain_control();
+    while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, Some(&output)).await {
+        let mut steps = Steps::default();
+        let mut advanced = None;
+        match event? {
+            Event::Control(control) => {
+                steps = operator_control(&mut checkpointing, control, &mut handler, &mut gate);
+            }
+            Event::Timeout => steps = handler.on_timeout(&mut gate),
+            Event::Input(channel, Message::Barrier(b)) => {
+                let overtaken = gate.take_overtaken();
+                steps = handler.on_barrier(channel, b, overtaken, &mut gate)?;
+            }
+            Event::Input(channel, Message::EndOfStream) => {
+                steps = handler.on_end(channel, &mut gate);
+                advanced = watermarks.end(channel);
+            }
+            Event::Input(channel, message) => {
+                handler.taken(channel, &message);
+                advanced = match message {
+                    Message::Batch(batch) => {
+                        if let Some(c) = &checkpointing {
+                            c.hit(FaultPoint::Process)?;
+                        }
+                        metrics.add_in(batch.len());
+                        let advanced = watermarks.activate(channel);
+                        let out = instance.process(gate.port(channel), &batch).await?;
+                        metrics.add_out(out.len());
+                        output.emit(out)?;
+                        advanced
+                    }
+                    Message::Watermark(w) => watermarks.update(channel, w),
+                    Message::Idle => watermarks.set_idle(channel),
+                    Message::Barrier(_) | Message::EndOfStream => unreachable!("handled above"),
+                };
+            }
         }
-        let mut aligned = None;
-        let advanced = match message {
-            Message::Batch(batch) => {
-                if let Some(c) = &checkpointing {
-                    c.hit(FaultPoint::Process)?;
-                }
-                metrics.add_in(batch.len());
-                aligner.processed(batch.data.len());
-                let advanced = watermarks.activate(channel);
-                let out = instance.process(gate.port(channel), &batch).await?;
-                metrics.add_out(out.len());
-                output.emit(out).await?;
-                advanced
-            }
-            Message::Watermark(w) => watermarks.update(channel, w),
-            Message::Idle => watermarks.set_idle(channel),
-            Message::Barrier(b) => {
-                aligned = aligner.on_barrier(channel, b, &mut gate)?;
-                None
-            }
-            Message::EndOfStream => {
-                aligned = aligner.on_end(channel, &mut gate);
-                watermarks.end(channel)
-            }
-        };
         if let Some(w) = advanced {
             // Timers due at the new watermark fire first, in time order, then the operator
             // sees the watermark, then it goes downstream.
             while let Some((ts, key)) = instance.timers().pop_due(w) {
                 let out = instance.on_timer(&key, ts).await?;
                 metrics.add_out(out.len());
-                output.emit(out).await?;
+                output.emit(out)?;
             }
             let out = instance.on_watermark(w).await?;
             metrics.add_out(out.len());
-            output.emit(out).await?;
-            output.broadcast(Message::Watermark(w)).await?;
+            output.emit(out)?;
+            output.broadcast(Message::Watermark(w))?;
         }
         // Idle when every input is; active again (with the current watermark, unless one
         // just went out) when one of them is.
@@ -361,17 +473,20 @@ pub async fn run_operator(
         if all_idle != idle_out {
             idle_out = all_idle;
             if all_idle {
-                output.broadcast(Message::Idle).await?;
+                output.broadcast(Message::Idle)?;
             } else if advanced.is_none() {
-                output.broadcast(Message::Watermark(watermarks.current())).await?;
+                output.broadcast(Message::Watermark(watermarks.current()))?;
             }
         }
-        if let (Some(a), Some(c)) = (aligned, &mut checkpointing) {
-            // Aligned: snapshot, then forward the barrier — never before the snapshot (C2).
-            c.drain_control();
+        let Some(c) = &mut checkpointing else { continue };
+        if let Some(f) = steps.abandoned {
+            c.finish(&mut taken, f, &gate)?;
+        }
+        if let Some(s) = steps.snapshot {
+            // Snapshot, then forward the barrier — never before the snapshot (C2).
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
-            let delta = instance.snapshot(a.barrier.id, false).await?;
+            let delta = instance.snapshot(s.barrier.id, false).await?;
             // Also after the guest handed its changes over (and forgot them): recovery must
             // not depend on this instance's memory.
             c.hit(FaultPoint::Snapshot)?;
@@ -381,13 +496,48 @@ pub async fn run_operator(
                 state_version: Some(state_version),
                 ..TaskState::default()
             };
-            let stats = c.stats(Some(&a), a.barrier.triggered, started);
-            output.broadcast(Message::Barrier(a.barrier)).await?;
-            c.writer.send(WriteRequest { id: a.barrier.id, delta: Some(delta), state, stats })?;
+            let stats = c.stats(Some(&s), s.barrier.triggered, started);
+            output.barrier(s.barrier, s.unaligned)?;
+            taken = Some(WriteRequest {
+                id: s.barrier.id,
+                delta: Some(delta),
+                state,
+                stats,
+                channels: Vec::new(),
+                decline: None,
+            });
+        }
+        if let Some(f) = steps.finished {
+            c.finish(&mut taken, f, &gate)?;
         }
     }
-    output.broadcast(Message::EndOfStream).await?;
+    output.broadcast(Message::EndOfStream)?;
     Ok(())
+}
+
+/// Handles a control message at an operator: completions go to the writer (in order with
+/// the snapshots: a completion never overtakes the snapshot of its own checkpoint, which
+/// this task sent before it could complete), starts and aborts to the barrier handler.
+fn operator_control(
+    checkpointing: &mut Option<Checkpointing>,
+    control: Control,
+    handler: &mut BarrierHandler,
+    gate: &mut InputGate,
+) -> Steps {
+    match control {
+        Control::Completed(id) => {
+            if let Some(c) = checkpointing {
+                c.writer.completed(id);
+            }
+            Steps::default()
+        }
+        Control::Started { id, triggered, unaligned_after } => {
+            handler.on_started(id, triggered, unaligned_after, false);
+            Steps::default()
+        }
+        Control::Aborted(id) => handler.on_aborted(id, gate),
+        Control::Trigger { .. } => Steps::default(),
+    }
 }
 
 /// Runs a sink subtask until every input ended. With checkpointing, output is pre-committed
@@ -399,59 +549,65 @@ pub async fn run_sink(
     job: Arc<JobMetrics>,
     mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    let mut aligner = Aligner::new(gate.len());
+    let mut handler = BarrierHandler::new(gate.len());
+    let mut taken: Option<WriteRequest> = None;
     let mut pending: Vec<(u64, serde_json::Value)> =
         checkpointing.as_ref().map(|c| c.restored.sink_pending.clone()).unwrap_or_default();
-    loop {
-        let next = match &mut checkpointing {
-            Some(c) if !c.control_closed => {
-                tokio::select! {
-                    biased;
-                    control = c.control.recv() => {
-                        match control {
-                            Some(Control::Completed(id)) => {
-                                c.writer.completed(id);
-                                commit_upto(&mut *sink, &mut pending, id)?
-                            }
-                            Some(_) => {}
-                            None => c.control_closed = true,
-                        }
-                        continue;
-                    }
-                    next = gate.next() => next,
-                }
-            }
-            _ => gate.next().await,
-        };
-        let Some(next) = next else { break };
-        let (channel, message) = next?;
-        let aligned = match message {
-            Message::Batch(batch) => {
+    while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, None).await {
+        let steps = match event? {
+            Event::Control(Control::Completed(id)) => {
                 if let Some(c) = &checkpointing {
-                    c.hit(FaultPoint::Process)?;
+                    c.writer.completed(id);
                 }
-                metrics.add_in(batch.len());
-                job.sink_received();
-                aligner.processed(batch.data.len());
-                sink.write(&batch)?;
-                if let Some(pause) = sink.pause() {
-                    tokio::time::sleep(pause).await;
-                }
-                None
+                commit_upto(&mut *sink, &mut pending, id)?;
+                continue;
             }
-            Message::Watermark(_) | Message::Idle => None,
-            Message::Barrier(b) => aligner.on_barrier(channel, b, &mut gate)?,
-            Message::EndOfStream => aligner.on_end(channel, &mut gate),
+            Event::Control(control) => operator_control(&mut checkpointing, control, &mut handler, &mut gate),
+            Event::Timeout => handler.on_timeout(&mut gate),
+            Event::Input(channel, Message::Barrier(b)) => {
+                let overtaken = gate.take_overtaken();
+                handler.on_barrier(channel, b, overtaken, &mut gate)?
+            }
+            Event::Input(channel, Message::EndOfStream) => handler.on_end(channel, &mut gate),
+            Event::Input(channel, message) => {
+                handler.taken(channel, &message);
+                if let Message::Batch(batch) = message {
+                    if let Some(c) = &checkpointing {
+                        c.hit(FaultPoint::Process)?;
+                    }
+                    metrics.add_in(batch.len());
+                    job.sink_received();
+                    sink.write(&batch)?;
+                    if let Some(pause) = sink.pause() {
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+                Steps::default()
+            }
         };
-        if let (Some(a), Some(c)) = (aligned, &checkpointing) {
+        let Some(c) = &checkpointing else { continue };
+        if let Some(f) = steps.abandoned {
+            c.finish(&mut taken, f, &gate)?;
+        }
+        if let Some(s) = steps.snapshot {
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
-            if let Some(txn) = sink.precommit(a.barrier.id)? {
-                pending.push((a.barrier.id, txn));
+            if let Some(txn) = sink.precommit(s.barrier.id)? {
+                pending.push((s.barrier.id, txn));
             }
             let state = TaskState { sink_pending: pending.clone(), ..TaskState::default() };
-            let stats = c.stats(Some(&a), a.barrier.triggered, started);
-            c.writer.send(WriteRequest { id: a.barrier.id, delta: None, state, stats })?;
+            let stats = c.stats(Some(&s), s.barrier.triggered, started);
+            taken = Some(WriteRequest {
+                id: s.barrier.id,
+                delta: None,
+                state,
+                stats,
+                channels: Vec::new(),
+                decline: None,
+            });
+        }
+        if let Some(f) = steps.finished {
+            c.finish(&mut taken, f, &gate)?;
         }
     }
     if let Some(c) = &mut checkpointing {
@@ -499,6 +655,42 @@ pub(crate) fn open_recovered_sink(
     let txns: Vec<serde_json::Value> = state.sink_pending.iter().map(|(_, t)| t.clone()).collect();
     sink.recover(checkpoint, &txns)?;
     Ok(sink)
+}
+
+/// Puts the channel state of the restored checkpoint (the in-flight data an unaligned
+/// checkpoint persisted, in `chunks`; `expected` messages) into the gate, to be delivered
+/// per channel in its original order before anything new. Lost or damaged channel state
+/// fails the restore: resuming without it would drop records.
+pub(crate) async fn restore_channel_state(
+    gate: &mut InputGate,
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+    chunks: Vec<u64>,
+    expected: u64,
+) -> Result<(), TaskError> {
+    if chunks.is_empty() && expected == 0 {
+        return Ok(());
+    }
+    let entries = tokio::task::spawn_blocking(move || storage.read_chain(&job, &chunks))
+        .await?
+        .map_err(|e| RestoreError::ChannelState(e.to_string()))?;
+    let channels = super::channel_state::decode(&entries).map_err(|e| RestoreError::ChannelState(e.0))?;
+    let found: u64 = channels.values().map(|m| m.len() as u64).sum();
+    if found != expected {
+        return Err(RestoreError::ChannelState(format!(
+            "{found} of the {expected} in-flight messages it recorded are stored"
+        ))
+        .into());
+    }
+    for ((port, upstream), messages) in channels {
+        let channel = gate.channel_of(port, upstream).ok_or_else(|| {
+            RestoreError::ChannelState(format!(
+                "the job has no input channel from subtask {upstream} on port {port}"
+            ))
+        })?;
+        gate.replay(channel, messages);
+    }
+    Ok(())
 }
 
 /// Restores an operator instance from its chains: every scope's live entries, in chunks,

@@ -21,6 +21,10 @@ pub struct TaskState {
     /// `describe().state-version`); `None` in checkpoints written before it was recorded.
     #[serde(default)]
     pub state_version: Option<u32>,
+    /// Operators and sinks: the in-flight messages an unaligned checkpoint persisted as
+    /// channel state (checked on restore: lost channel state fails the restore).
+    #[serde(default)]
+    pub in_flight_messages: u64,
 }
 
 /// Why saved state cannot be restored into a job's subtask.
@@ -59,6 +63,13 @@ pub enum RestoreError {
         /// Subtasks in the job.
         job: u32,
     },
+    /// The channel state (in-flight data) of an unaligned checkpoint is lost or damaged:
+    /// restoring without it would drop records.
+    #[error(
+        "the checkpoint's channel state (the in-flight data of an unaligned checkpoint) cannot be \
+         restored: {0}; resuming without it would lose records"
+    )]
+    ChannelState(String),
     /// An operator's saved state has no channel watermarks.
     #[error("the checkpoint has no channel watermarks for this operator")]
     NoWatermarks,

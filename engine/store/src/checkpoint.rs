@@ -63,9 +63,12 @@ pub struct SubtaskWrite {
     pub blob: Vec<u8>,
     /// Channel state of an unaligned checkpoint: the in-flight messages the subtask must
     /// replay before anything new on restore, as entries with unique `(state, key)` (the
-    /// engine encodes the channel and the sequence number in the key). Written as chunks
-    /// owned by this checkpoint, listed in [`SubtaskState::channel`]; never part of a chain
-    /// and never carried to a later checkpoint. Empty for an aligned checkpoint.
+    /// engine encodes the channel and the sequence number in the key; a duplicate fails the
+    /// write with [`StoreError::InvalidMeta`], a tombstone is skipped). Written in the given
+    /// order as chunks owned by this checkpoint, listed in [`SubtaskState::channel`]; never
+    /// part of a chain, never compacted and never carried to a later checkpoint. Read back
+    /// sorted by `(state, key)`: see [`SubtaskState::channel`]. Empty for an aligned
+    /// checkpoint.
     pub channel_state: Vec<StateEntry>,
     /// Compact a scope's chain into one new base when it would exceed this many chunks
     /// (values below 1 count as 1).
@@ -81,11 +84,20 @@ pub struct SubtaskState {
     /// The opaque blob of the write.
     pub blob: Vec<u8>,
     /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`]), in
-    /// order; read back with [`CheckpointStorage::read_chain`]. Empty for an aligned
-    /// checkpoint.
+    /// order; read back with [`CheckpointStorage::read_chain`]`(job, &channel)`. Empty for an
+    /// aligned checkpoint.
+    ///
+    /// Contract: `read_chain` returns the entries sorted by `(state, key)`, not in the order
+    /// they were written, so the engine encodes keys whose byte order is the replay order
+    /// (big-endian channel index `u32`, then big-endian sequence number `u64`).
+    ///
+    /// These chunks belong to this checkpoint alone: the engine must not pass them back as
+    /// [`SubtaskWrite::previous`]; retention keeps them as long as the checkpoint's manifest
+    /// and collects them with it. A savepoint cannot be copied from a manifest that has any
+    /// ([`StoreError::UnalignedCheckpoint`]).
     #[serde(default)]
     pub channel: Vec<u64>,
-    /// Chunk bytes written by this write (deltas plus compactions).
+    /// Chunk bytes written by this write (deltas plus compactions plus channel state).
     pub bytes_written: u64,
     /// Scopes compacted by this write.
     pub compactions: u32,
@@ -138,8 +150,9 @@ pub struct SubtaskStats {
     pub start_delay_ms: f64,
     /// Bytes written by this subtask for this checkpoint.
     pub state_bytes: u64,
-    /// Total size of the chunks of the subtask's chains ([`CheckpointStorage::complete`]
-    /// fills it in).
+    /// Total size of the chunks of the subtask's chains and of its channel state
+    /// ([`CheckpointStorage::complete`] fills it in), so that the subtasks' figures add up to
+    /// [`CheckpointMeta::full_size`].
     pub full_state_bytes: u64,
     /// The subtask took this checkpoint unaligned: its barrier overtook in-flight records,
     /// which were persisted with the checkpoint as channel state.
@@ -184,10 +197,11 @@ pub struct CheckpointMeta {
     pub end_time_ms: Option<u64>,
     /// End minus trigger time.
     pub duration_ms: Option<f64>,
-    /// Bytes written by this checkpoint (its incremental size).
+    /// Bytes written by this checkpoint (its incremental size; the engine sums
+    /// [`SubtaskState::bytes_written`], which includes channel state).
     pub state_size: u64,
-    /// Total bytes of every chunk the manifest references ([`CheckpointStorage::complete`]
-    /// fills it in).
+    /// Total bytes of every chunk the manifest references, channel state included: it
+    /// belongs to the checkpoint ([`CheckpointStorage::complete`] fills it in).
     pub full_size: u64,
     /// Why it failed.
     pub failure: Option<String>,
@@ -228,15 +242,16 @@ pub trait CheckpointStorage: Send + Sync + 'static {
     /// already recorded.
     fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError>;
 
-    /// Writes one subtask's chunks (and compactions) for checkpoint `write.checkpoint`; returns
-    /// the subtask's new chains. Not durable on its own and never visible for recovery until
-    /// `complete`. Fails if the checkpoint was already completed or failed, or if a chunk of
-    /// `previous` is gone.
+    /// Writes one subtask's chunks (and compactions, and its channel state) for checkpoint
+    /// `write.checkpoint`, charged to the job in the same transaction; returns the subtask's
+    /// new chains and channel chunks. Not durable on its own and never visible for recovery
+    /// until `complete`. Fails if the checkpoint was already completed or failed, if a chunk
+    /// of `previous` is gone, or if the channel state repeats a (state, key).
     fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError>;
 
     /// In one durable transaction: stores `manifest`, marks `meta` Completed (`meta.status`
     /// must be `Completed`; `full_size` and each subtask's `full_state_bytes` are computed
-    /// here from the manifest; `retained` is set), then applies retention: only the newest
+    /// here from the manifest, channel state included; `retained` is set), then applies retention: only the newest
     /// `retain` (at least 1) completed checkpoints of the job keep their manifests, plus every
     /// checkpoint whose stored meta is [`pinned`](CheckpointMeta::pinned), and every chunk of
     /// the job owned by a checkpoint `<= meta.id` that no kept manifest references is deleted.
@@ -264,7 +279,9 @@ pub trait CheckpointStorage: Send + Sync + 'static {
     ) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError>;
 
     /// Applies a chain (oldest first; tombstones delete) and returns the live entries sorted by
-    /// (state, key).
+    /// (state, key). Also reads channel state ([`SubtaskState::channel`]). Fails with
+    /// [`StoreError::MissingChunk`] if a chunk is gone and [`StoreError::Corrupt`] if one is
+    /// damaged.
     fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError>;
 
     /// Every checkpoint meta of `job` ever recorded, id ascending.

@@ -7,6 +7,13 @@
 //! utf-8 bytes`, `entry count: varint`, per entry `state index: varint, key len: varint, key,
 //! tag: u8 (0 put, 1 delete)`, for a put `value len: varint, value`; then the checksum
 //! (8 bytes, little endian).
+//!
+//! Manifest layout (version 2): `version: u8`, `operator count: varint`, per operator `len:
+//! varint, utf-8 bytes`, `subtask count: varint`, per subtask `subtask: varint`, `scope count:
+//! varint`, per scope `scope: varint, chunk count: varint, chunk ids: varint...`, then `blob
+//! len: varint, blob`, `bytes_written: varint`, `compactions: varint`, `channel chunk count:
+//! varint, chunk ids: varint...`; then the checksum. Version 1 is the same without the
+//! channel chunks (it decodes with none).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,7 +25,9 @@ use crate::checkpoint::{Manifest, SubtaskState};
 use crate::stream::LogRecord;
 
 const CHUNK_VERSION: u8 = 1;
-const MANIFEST_VERSION: u8 = 1;
+const MANIFEST_VERSION: u8 = 2;
+/// Manifests written before channel state existed: no channel chunks per subtask.
+const MANIFEST_VERSION_1: u8 = 1;
 const TAG_PUT: u8 = 0;
 const TAG_DELETE: u8 = 1;
 const CHECKSUM_LEN: usize = 8;
@@ -302,17 +311,21 @@ pub(crate) fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
             put_bytes(&mut out, &state.blob);
             put_varint(&mut out, state.bytes_written);
             put_varint(&mut out, u64::from(state.compactions));
+            put_varint(&mut out, state.channel.len() as u64);
+            for chunk in &state.channel {
+                put_varint(&mut out, *chunk);
+            }
         }
     }
     seal(out)
 }
 
-/// Decodes a manifest written by [`encode_manifest`].
+/// Decodes a manifest written by [`encode_manifest`] (or by the version before it).
 pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
     let body = unseal(bytes)?;
     let mut reader = Reader::new(body);
     let version = reader.u8()?;
-    if version != MANIFEST_VERSION {
+    if version != MANIFEST_VERSION && version != MANIFEST_VERSION_1 {
         return Err(format!("unknown manifest version {version}"));
     }
     let mut manifest = Manifest::new();
@@ -334,10 +347,15 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
             let blob = reader.bytes()?.to_vec();
             let bytes_written = reader.varint()?;
             let compactions = reader.u32()?;
-            subtasks.insert(
-                subtask,
-                SubtaskState { chains, blob, bytes_written, compactions, channel: Vec::new() },
-            );
+            let mut channel = Vec::new();
+            if version >= MANIFEST_VERSION {
+                let len = reader.count()?;
+                channel.reserve(len);
+                for _ in 0..len {
+                    channel.push(reader.varint()?);
+                }
+            }
+            subtasks.insert(subtask, SubtaskState { chains, blob, bytes_written, compactions, channel });
         }
         manifest.insert(operator, subtasks);
     }
@@ -464,6 +482,63 @@ mod tests {
         let mut damaged = bytes.clone();
         damaged[3] ^= 1;
         assert!(decode_manifest(&damaged).is_err());
+    }
+
+    /// One operator `op` with subtask 0: chains {0: [1, 2]}, blob "b", 5 bytes written, no
+    /// compactions; `channel` is what version 2 adds.
+    fn small_manifest(channel: Vec<u64>) -> Manifest {
+        let state = SubtaskState {
+            chains: BTreeMap::from([(0, vec![1, 2])]),
+            blob: b"b".to_vec(),
+            bytes_written: 5,
+            compactions: 0,
+            channel,
+        };
+        BTreeMap::from([("op".to_owned(), BTreeMap::from([(0, state)]))])
+    }
+
+    #[test]
+    fn manifest_round_trip_with_channel_state() {
+        let mut manifest = small_manifest(vec![7, 300, u64::MAX]);
+        manifest
+            .get_mut("op")
+            .unwrap()
+            .insert(1, SubtaskState { channel: vec![9], ..SubtaskState::default() });
+        let bytes = encode_manifest(&manifest);
+        assert_eq!(bytes[0], 2, "version 2");
+        assert_eq!(decode_manifest(&bytes).unwrap(), manifest);
+
+        // The layout, byte for byte (so a change of it is deliberate).
+        let body = [
+            2, // version
+            1, 2, b'o', b'p', // one operator
+            1, 0, // one subtask: 0
+            1, 0, 2, 1, 2, // chains {0: [1, 2]}
+            1, b'b', 5, 0, // blob, bytes_written, compactions
+            3, 7, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, // channel
+        ];
+        assert_eq!(encode_manifest(&small_manifest(vec![7, 300, u64::MAX])), seal(body.to_vec()));
+
+        // A channel count larger than the bytes left is rejected, not allocated.
+        let mut bad = body.to_vec();
+        bad[16] = 100;
+        assert!(decode_manifest(&seal(bad)).unwrap_err().contains("exceeds"));
+    }
+
+    #[test]
+    fn manifests_of_version_1_still_decode_without_channel_state() {
+        // As version 1 wrote it: no channel chunk list after `compactions`.
+        let v1 = seal(vec![1, 1, 2, b'o', b'p', 1, 0, 1, 0, 2, 1, 2, 1, b'b', 5, 0]);
+        assert_eq!(decode_manifest(&v1).unwrap(), small_manifest(Vec::new()));
+        // Re-encoding writes version 2, which reads back the same.
+        let v2 = encode_manifest(&small_manifest(Vec::new()));
+        assert_eq!(v2[0], 2);
+        assert_eq!(decode_manifest(&v2).unwrap(), small_manifest(Vec::new()));
+        // A version-1 body read as version 2 is short of the channel count.
+        let mut as_v2 = vec![1, 1, 2, b'o', b'p', 1, 0, 1, 0, 2, 1, 2, 1, b'b', 5, 0];
+        as_v2[0] = 2;
+        assert!(decode_manifest(&seal(as_v2)).is_err());
+        assert!(decode_manifest(&seal(vec![3, 0])).unwrap_err().contains("unknown manifest version 3"));
     }
 
     #[test]

@@ -163,6 +163,19 @@ pub enum StoreError {
         /// The id asked for.
         id: String,
     },
+    /// A savepoint was asked of an unaligned checkpoint: its manifest holds channel state
+    /// ([`SubtaskState::channel`](crate::SubtaskState::channel)), which a savepoint cannot
+    /// carry; nothing was stored.
+    #[error(
+        "checkpoint {id} of job `{job}` is unaligned: it holds in-flight data, and a savepoint \
+         must be taken from an aligned checkpoint; trigger a savepoint (it is always aligned)"
+    )]
+    UnalignedCheckpoint {
+        /// The job.
+        job: String,
+        /// The checkpoint id.
+        id: u64,
+    },
     /// A file given to [`Store::import_savepoint`](crate::Store::import_savepoint) is not a
     /// valid savepoint file (see `docs/savepoint-format.md`); nothing was stored.
     #[error("invalid savepoint file: {0}")]

@@ -113,6 +113,16 @@ fn check_scopes_unique(info: &SavepointInfo, manifest: &Manifest) -> Result<(), 
     Ok(())
 }
 
+/// Fails if a subtask of `manifest` holds channel state: only an aligned checkpoint can be
+/// copied into a savepoint, which keeps no in-flight data.
+fn check_aligned(info: &SavepointInfo, manifest: &Manifest) -> Result<(), StoreError> {
+    let unaligned = manifest.values().flat_map(|subtasks| subtasks.values()).any(|s| !s.channel.is_empty());
+    if unaligned {
+        return Err(StoreError::UnalignedCheckpoint { job: info.job.clone(), id: info.checkpoint });
+    }
+    Ok(())
+}
+
 /// The scope a [`SavepointWriter`] is filling.
 struct OpenScope {
     operator: String,
@@ -364,13 +374,15 @@ impl Store {
     ///
     /// Fails with [`StoreError::SavepointExists`] if the id is taken,
     /// [`StoreError::MissingChunk`] if a chunk of the manifest is gone (nothing is stored
-    /// then), and [`StoreError::InvalidMeta`] if two subtasks of an operator hold the same
-    /// scope.
+    /// then), [`StoreError::InvalidMeta`] if two subtasks of an operator hold the same
+    /// scope, and [`StoreError::UnalignedCheckpoint`] if a subtask holds channel state (a
+    /// savepoint is aligned: it has no in-flight data to replay).
     pub fn create_savepoint(
         &self,
         info: SavepointInfo,
         manifest: &Manifest,
     ) -> Result<SavepointInfo, StoreError> {
+        check_aligned(&info, manifest)?;
         check_scopes_unique(&info, manifest)?;
         self.check_disk(0)?;
         let txn = self.write_txn(Durability::Immediate)?;

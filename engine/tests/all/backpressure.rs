@@ -25,6 +25,8 @@ fn slow_sink_holds_queues_within_channel_bounds() {
 
     assert_eq!(report.node("slow").unwrap().records_in, batches * 16);
     assert_eq!(report.channels.len(), 2);
+    // A task waits for room before it takes its next input, then queues that input's
+    // output (here one batch per channel): a channel never holds more than its capacity.
     for c in &report.channels {
         assert_eq!(c.capacity, capacity);
         assert!(c.max_depth <= capacity, "{c:?} exceeded its capacity");

@@ -278,7 +278,7 @@ fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
                 FaultPoint::Process => rng.gen_range(0..400),
                 FaultPoint::Snapshot => rng.gen_range(0..24),
                 FaultPoint::AsyncWrite => rng.gen_range(0..16),
-                FaultPoint::Restore => rng.gen_range(0..4),
+                FaultPoint::Restore | FaultPoint::ChannelState => rng.gen_range(0..4),
             };
             let kind = if rng.gen_bool(0.5) { FaultKind::Error } else { FaultKind::Panic };
             PlannedFault { point, after, kind }

@@ -39,5 +39,6 @@ mod state_versions;
 mod storage_quota;
 mod tansu_broker;
 mod two_inputs;
+mod unaligned_checkpoints;
 mod window;
 mod wordcount;

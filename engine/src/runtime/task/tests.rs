@@ -90,7 +90,7 @@ fn output() -> (Output, Receiver) {
 }
 
 async fn recv(rx: &mut Receiver) -> Message {
-    tokio::time::timeout(WAIT, rx.rx.recv()).await.expect("a message in time").expect("the source is running")
+    tokio::time::timeout(WAIT, rx.recv()).await.expect("a message in time").expect("the source is running")
 }
 
 /// The next message that is not a batch (batches counted into `batches`).
@@ -156,7 +156,7 @@ fn start_checkpointed(
 }
 
 fn trigger(id: u64, is_final: bool) -> Control {
-    Control::Trigger { id, triggered: Instant::now(), is_final }
+    Control::Trigger { id, triggered: Instant::now(), is_final, unaligned_after: None }
 }
 
 async fn emit(script: &Script, rx: &mut Receiver, records: u64) {

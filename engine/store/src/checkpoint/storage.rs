@@ -235,12 +235,15 @@ fn decode_stored_manifest(job: &str, id: u64, bytes: &[u8]) -> Result<Manifest, 
         .map_err(|detail| StoreError::corrupt(format!("manifest of checkpoint {id} of job `{job}`"), detail))
 }
 
+/// Every chunk `manifest` references: the chains of every subtask and its channel state (a
+/// checkpoint's channel chunks are retained and collected with it like its chains).
 fn manifest_chunks(manifest: &Manifest) -> impl Iterator<Item = u64> + '_ {
-    manifest
-        .values()
-        .flat_map(|subtasks| subtasks.values())
-        .flat_map(|state| state.chains.values())
-        .flat_map(|chain| chain.iter().copied())
+    manifest.values().flat_map(|subtasks| subtasks.values()).flat_map(state_chunks)
+}
+
+/// The chunks of one subtask's state: its chains, then its channel state.
+fn state_chunks(state: &SubtaskState) -> impl Iterator<Item = u64> + '_ {
+    state.chains.values().flatten().chain(&state.channel).copied()
 }
 
 /// Every chunk referenced by a kept manifest of `job`.
@@ -296,15 +299,55 @@ fn in_progress_ids(
     Ok(ids)
 }
 
-/// About the bytes `write` stores (keys, values and the blob), for the free-space floor.
+/// About the bytes `write` stores (keys, values, channel state and the blob), for the
+/// free-space floor.
 fn write_size(write: &SubtaskWrite) -> u64 {
     let entries: usize = write
         .scopes
         .iter()
         .flat_map(|s| &s.entries)
+        .chain(&write.channel_state)
         .map(|e| e.state.len() + e.key.len() + e.value.as_ref().map_or(0, Vec::len))
         .sum();
     (entries + write.blob.len()) as u64
+}
+
+/// Fails if two entries of `channel_state` share a (state, key): stored as chunks that are read
+/// back through a map, the second would silently replace the first (a lost in-flight message).
+fn check_channel_state(write: &SubtaskWrite) -> Result<(), StoreError> {
+    let mut seen = HashSet::with_capacity(write.channel_state.len());
+    for entry in &write.channel_state {
+        if !seen.insert((entry.state.as_str(), entry.key.as_slice())) {
+            return Err(StoreError::InvalidMeta {
+                job: write.job.clone(),
+                id: write.checkpoint,
+                reason: format!(
+                    "the channel state of subtask {} of operator `{}` holds state `{}` key {:02x?} \
+                     twice; each in-flight message needs its own key",
+                    write.subtask, write.operator, entry.state, entry.key
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the live entries of `channel_state` in order as chunks of the writer's checkpoint,
+/// encoding one chunk at a time (channel state may be many MiB); returns their ids in order.
+fn write_channel_state(
+    writer: &mut ChunkWriter<'_, '_>,
+    channel_state: &[StateEntry],
+    max_bytes: usize,
+) -> Result<Vec<u64>, StoreError> {
+    let mut encoder = ChunkEncoder::new(max_bytes);
+    let mut ids = Vec::new();
+    for entry in channel_state {
+        let Some(value) = &entry.value else { continue };
+        encoder.push(&entry.state, &entry.key, Some(value));
+        ids.extend(writer.write(encoder.take_done())?);
+    }
+    ids.extend(writer.write(encoder.finish())?);
+    Ok(ids)
 }
 
 impl CheckpointStorage for Store {
@@ -356,6 +399,7 @@ impl CheckpointStorage for Store {
     fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
         let job = write.job.as_str();
         let max_chain = write.max_chain_length.max(1);
+        check_channel_state(&write)?;
         self.check_disk(write_size(&write))?;
         let txn = self.write_txn(Durability::None)?;
         let state = {
@@ -426,10 +470,13 @@ impl CheckpointStorage for Store {
                     chains.remove(&scope);
                 }
             }
+            // Channel state: chunks of this checkpoint only, never in a chain (nothing compacts
+            // them and no later write receives them as `previous`).
+            let channel = write_channel_state(&mut writer, &write.channel_state, self.max_chunk_bytes)?;
             counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
             let bytes_written = writer.bytes_written;
             charge(&txn, Subject::Job(job), tables.meter.0, true)?;
-            SubtaskState { chains, blob: write.blob, bytes_written, compactions, channel: Vec::new() }
+            SubtaskState { chains, blob: write.blob, bytes_written, compactions, channel }
         };
         bump_last_id(&txn, job, write.checkpoint)?;
         txn.commit()?;
@@ -499,7 +546,7 @@ impl CheckpointStorage for Store {
                 if let Some(state) =
                     manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask))
                 {
-                    for &chunk in state.chains.values().flatten() {
+                    for chunk in state_chunks(state) {
                         bytes += tables.size(job, chunk)?;
                     }
                 }
