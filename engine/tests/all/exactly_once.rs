@@ -1,8 +1,9 @@
 //! Exactly-once under failures, in the manner of Flink's UnalignedCheckpointITCase: unique
 //! increasing ids flow through two keyed, stateful Wasm operators (parallelism 2, a hash
 //! shuffle before each) into the two-phase-commit file sink, while failures are injected at
-//! random points — while processing, in the guest snapshot, in the asynchronous write, during
-//! recovery — or the whole process is killed with SIGKILL and started again.
+//! random points — while processing, in the guest snapshot, in the asynchronous write, while
+//! writing the channel state of an unaligned checkpoint, during recovery — or the whole
+//! process is killed with SIGKILL and started again.
 //!
 //! Every trial also runs in a checkpoint mode drawn from its seed — `aligned`, `unaligned`,
 //! `aligned` with `aligned_timeout_ms: 0`, or `aligned` with a timeout of 1–20 ms — with small
@@ -260,16 +261,21 @@ fn completed_checkpoints(store: &Store) -> usize {
         .count()
 }
 
-fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
+fn random_faults(rng: &mut SmallRng, mode: Mode) -> Vec<PlannedFault> {
     let n = rng.gen_range(1..=3);
+    // Channel state is written only by a checkpoint that went unaligned and found records in
+    // flight: a possible fault where the mode can go unaligned, never the first (which must
+    // fire for the trial to test a recovery).
+    let later = if mode == Mode::Aligned { 0..4 } else { 0..5 };
     (0..n)
         .map(|i| {
             // The first fault must not be a restore fault: something has to fail first.
-            let point = match rng.gen_range(if i == 0 { 0..3 } else { 0..4 }) {
+            let point = match rng.gen_range(if i == 0 { 0..3 } else { later.clone() }) {
                 0 => FaultPoint::Process,
                 1 => FaultPoint::Snapshot,
                 2 => FaultPoint::AsyncWrite,
-                _ => FaultPoint::Restore,
+                3 => FaultPoint::Restore,
+                _ => FaultPoint::ChannelState,
             };
             // Within what even a slow run reaches: a loaded machine (the API tests run beside
             // these) completes fewer checkpoints of the 10 ms interval, and a fault that never
@@ -288,7 +294,7 @@ fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
 
 fn in_process_trial(seed: u64, setup: Setup) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let faults = random_faults(&mut rng);
+    let faults = random_faults(&mut rng, setup.mode);
     let injector = Arc::new(FaultInjector::new(faults.clone()));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

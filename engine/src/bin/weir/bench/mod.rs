@@ -191,20 +191,21 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             runs,
             throughput_interval_ms,
         } => {
-            let pick = |v: Option<f64>, full: f64, short: f64| v.unwrap_or(if quick { short } else { full });
+            // `--quick`: small buffers (1 s of data), few checkpoints and records.
+            let q = |full: u64, short: u64| if quick { short } else { full };
             let options = backpressure::BackpressureBenchOptions {
-                cap: std::time::Duration::from_secs_f64(pick(seconds, 150.0, 20.0).max(1.0)),
-                checkpoints: pick(checkpoints.map(|v| v as f64), 25.0, 5.0).max(1.0) as usize,
-                warmup: std::time::Duration::from_secs(if quick { 1 } else { 3 }),
-                channel_capacity: pick(channel_capacity.map(|v| v as f64), 128.0, 16.0).max(1.0) as usize,
+                cap: std::time::Duration::from_secs_f64(seconds.unwrap_or(q(150, 20) as f64).max(1.0)),
+                checkpoints: checkpoints.unwrap_or(q(25, 5) as usize).max(1),
+                warmup: std::time::Duration::from_secs(q(3, 1)),
+                channel_capacity: channel_capacity.unwrap_or(q(128, 16) as usize).max(1),
                 batch_size: batch_size.max(2),
-                pause_ms: pick(pause_ms.map(|v| v as f64), 50.0, 20.0) as u64,
+                pause_ms: pause_ms.unwrap_or(q(50, 20)),
                 keys: keys.max(1),
                 interval: std::time::Duration::from_millis(interval_ms),
                 timeout_ms,
                 aligned_timeout_ms,
-                records: pick(records.map(|v| v as f64), 4_000_000.0, 200_000.0).max(1.0) as u64,
-                runs: pick(runs.map(|v| v as f64), 5.0, 2.0).max(1.0) as usize,
+                records: records.unwrap_or(q(4_000_000, 200_000)).max(1),
+                runs: runs.unwrap_or(q(5, 2) as usize).max(1),
                 throughput_interval_ms: throughput_interval_ms.max(1),
                 dir: data_dir.join("bench-backpressure"),
             };
