@@ -72,6 +72,8 @@ test('a job shows its graph and checkpoints appear live in the table and the cha
   await byTestId('checkpoint-summary').waitFor();
   await byTestId('chart-duration').locator('canvas').first().waitFor();
   await byTestId('chart-size').locator('canvas').first().waitFor();
+  // The wordcount job checkpoints aligned (the default mode): its type is shown per row.
+  assert.equal(await completed.first().getByTestId('checkpoint-type').getAttribute('data-type'), 'aligned');
   const seen = await completed.count();
   const plotted = Number(await byTestId('chart-duration').getAttribute('data-last'));
   // No reload: the table and the charts grow by themselves.
@@ -95,6 +97,8 @@ test("a checkpoint's detail shows every subtask on a timeline", async () => {
   await byTestId('checkpoint-timeline').waitFor();
   // 1 source + 2 + 2 + 2 subtasks.
   await waitFor('7 subtask rows', async () => (await byTestId('subtask-row').count()) === 7);
+  assert.equal(await byTestId('checkpoint-type').innerText(), 'aligned');
+  assert.equal(await byTestId('subtask-type').count(), 7, 'each acknowledged subtask shows its type');
   await screenshot(page, '04-checkpoint-detail');
   await page.goBack();
 });

@@ -11,11 +11,11 @@ use axum::http::StatusCode;
 use weir_store::Stat;
 
 use super::Caller;
-use super::model::view;
 use super::model::{
     CheckpointDetail, Counts, ErrorBody, History, HistoryQuery, Latest, MinAvgMax, OperatorView, StatePage,
     StateQuery, SubtaskView, Summary, Triggered,
 };
+use super::model::{took_unaligned, view};
 use crate::server::ids::printable;
 use crate::server::{Server, ServerError};
 
@@ -37,8 +37,14 @@ pub async fn list_checkpoints(
     let limit = query.limit.unwrap_or(100).min(100_000);
     let page = server.checkpoints.page(&job, limit).await?;
     let s = &page.summary;
-    let counts =
-        Counts { total: s.total, in_progress: s.in_progress, completed: s.completed, failed: s.failed };
+    let counts = Counts {
+        total: s.total,
+        in_progress: s.in_progress,
+        completed: s.completed,
+        failed: s.failed,
+        unaligned: s.unaligned,
+        switched_to_unaligned: s.switched_to_unaligned,
+    };
     let stat = |st: &Stat| {
         if st.count == 0 {
             MinAvgMax::default()
@@ -52,6 +58,7 @@ pub async fn list_checkpoints(
         full_size: stat(&s.full_size),
         max_alignment_ms: stat(&s.max_alignment_ms),
         alignment_bytes: stat(&s.alignment_bytes),
+        persisted_in_flight_bytes: stat(&s.persisted_in_flight_bytes),
     };
     let latest = Latest {
         completed: page.latest_completed.as_ref().map(|m| view(m, job.subtasks)),
@@ -111,6 +118,10 @@ pub async fn get_checkpoint(
                 async_ms: MinAvgMax::of(subs.iter().map(|s| s.async_ms)),
                 alignment_ms: MinAvgMax::of(subs.iter().map(|s| s.alignment_ms)),
                 alignment_bytes: MinAvgMax::of(subs.iter().map(|s| s.alignment_bytes as f64)),
+                processed_in_flight_bytes: subs.iter().map(|s| s.alignment_bytes).sum(),
+                persisted_in_flight_bytes: subs.iter().map(|s| s.persisted_in_flight_bytes).sum(),
+                unaligned_subtasks: subs.iter().filter(|s| took_unaligned(s)).count() as u32,
+                switched_to_unaligned_ms: subs.iter().filter_map(|s| s.switched_to_unaligned_ms).min(),
                 start_delay_ms: MinAvgMax::of(subs.iter().map(|s| s.start_delay_ms)),
             }
         })
@@ -126,6 +137,10 @@ pub async fn get_checkpoint(
             async_ms: s.async_ms,
             alignment_ms: s.alignment_ms,
             alignment_bytes: s.alignment_bytes,
+            processed_in_flight_bytes: s.alignment_bytes,
+            unaligned: took_unaligned(s),
+            persisted_in_flight_bytes: s.persisted_in_flight_bytes,
+            switched_to_unaligned_ms: s.switched_to_unaligned_ms,
             start_delay_ms: s.start_delay_ms,
             state_bytes: s.state_bytes,
             full_state_bytes: s.full_state_bytes,

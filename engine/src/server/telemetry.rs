@@ -1,5 +1,6 @@
 //! Prometheus metrics of the server (`/metrics`): records in and out per operator, and per
-//! job the checkpoint durations, sizes, alignment, failures and restarts. Each scrape adds
+//! job the checkpoint durations, sizes, alignment, in-flight data persisted by unaligned
+//! checkpoints (and how many were unaligned, or switched to it), failures and restarts. Each scrape adds
 //! figures read at that moment, present from the server's first scrape on: the process
 //! (`process_*`, see [`process`]), `weir_build_info`, `weir_uptime_seconds`, and per tenant
 //! its usage and limit of each quota (`weir_tenant_usage` / `weir_tenant_quota`, label
@@ -97,6 +98,14 @@ impl Telemetry {
         self.histogram("weir_checkpoint_alignment_seconds", l()).record(alignment / 1e3);
         let bytes: u64 = meta.subtasks.iter().map(|s| s.alignment_bytes).sum();
         self.counter("weir_checkpoint_alignment_bytes_total", l()).increment(bytes);
+        let persisted: u64 = meta.subtasks.iter().map(|s| s.persisted_in_flight_bytes).sum();
+        self.histogram("weir_checkpoint_persisted_in_flight_bytes", l()).record(persisted as f64);
+        self.counter("weir_checkpoint_persisted_in_flight_bytes_total", l()).increment(persisted);
+        // Counted with 0 too, so that a job's series exist before its first unaligned one.
+        let switched = meta.subtasks.iter().any(|s| s.switched_to_unaligned_ms.is_some());
+        let unaligned = switched || meta.subtasks.iter().any(|s| s.unaligned);
+        self.counter("weir_checkpoints_unaligned_total", l()).increment(u64::from(unaligned));
+        self.counter("weir_checkpoints_switched_to_unaligned_total", l()).increment(u64::from(switched));
     }
 
     /// A checkpoint failed.
@@ -194,6 +203,39 @@ fn write_tenants(out: &mut String, tenants: &[(Tenant, Usage)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value of the series `name{tenant="t",job="j"}` in `text`.
+    fn value(text: &str, name: &str) -> f64 {
+        let prefix = format!("{name}{{tenant=\"t\",job=\"j\"}} ");
+        let line = text.lines().find_map(|l| l.strip_prefix(prefix.as_str()));
+        line.unwrap_or_else(|| panic!("no {prefix} in\n{text}")).parse().expect("a number")
+    }
+
+    #[test]
+    fn unaligned_checkpoints_and_their_persisted_in_flight_bytes_are_counted() {
+        use weir_store::{CheckpointMeta, SubtaskStats};
+        let t = Telemetry::new();
+        let sub = |persisted, unaligned, switched| SubtaskStats {
+            unaligned,
+            persisted_in_flight_bytes: persisted,
+            switched_to_unaligned_ms: switched,
+            ..SubtaskStats::default()
+        };
+        let meta = |subtasks| CheckpointMeta { subtasks, ..CheckpointMeta::new("j", 1, 1) };
+        t.checkpoint_completed("t", "j", &meta(vec![sub(0, false, None), sub(0, false, None)]));
+        let text = t.render();
+        assert_eq!(value(&text, "weir_checkpoints_unaligned_total"), 0.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoints_switched_to_unaligned_total"), 0.0, "{text}");
+        t.checkpoint_completed("t", "j", &meta(vec![sub(1500, true, None), sub(500, true, None)]));
+        t.checkpoint_completed("t", "j", &meta(vec![sub(0, false, None), sub(300, true, Some(9))]));
+        let text = t.render();
+        assert_eq!(value(&text, "weir_checkpoints_completed_total"), 3.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoints_unaligned_total"), 2.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoints_switched_to_unaligned_total"), 1.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_total"), 2300.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_sum"), 2300.0, "{text}");
+        assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_count"), 3.0, "{text}");
+    }
 
     #[test]
     fn labels_are_escaped() {

@@ -112,6 +112,8 @@ async fn the_cli_drives_a_job_through_the_api() {
     assert!(triggered.contains("completed"), "{triggered}");
     let history = weir(&url, &token, &["checkpoint", "list", &job], None);
     assert!(history.contains("completed") && history.contains("duration ms"), "{history}");
+    // An aligned job (the default mode): no unaligned checkpoint, and the in-flight figures.
+    assert!(history.contains("(0 unaligned") && history.contains("persisted in-flight bytes"), "{history}");
     let shown = weir(&url, &token, &["job", "get", &job], None);
     assert!(shown.contains("split") && shown.contains("records in"), "{shown}");
 

@@ -18,6 +18,7 @@ mod api_ui;
 mod backpressure;
 mod bad_input;
 mod checkpoint_history;
+mod checkpoint_unaligned_view;
 mod cli_client;
 mod coordinator;
 mod disk_full;

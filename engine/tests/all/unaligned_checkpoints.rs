@@ -260,3 +260,17 @@ fn a_savepoint_of_an_unaligned_job_is_aligned_and_rescales() {
     // The generator resumes where the savepoint's position says: the counts end exact.
     assert_eq!(common::final_counts(&store, "rescaled", "count").unwrap(), expected());
 }
+
+/// Restoring an unaligned checkpoint at another parallelism is refused (as for any
+/// checkpoint), saying to take a savepoint — which is aligned and rescales.
+#[test]
+fn an_unaligned_checkpoint_is_not_restored_at_another_parallelism() {
+    common::quiet_injected_panics();
+    let dir = tempfile::tempdir().unwrap();
+    failed_run_with_channel_state(dir.path());
+    let mut rescaled = spec(unaligned(), 1);
+    rescaled["nodes"][1]["parallelism"] = 3.into();
+    let (result, _) = common::run_checkpointed(rescaled, dir.path(), JOB, |env| env);
+    let error = result.expect_err("refused").to_string();
+    assert!(error.contains("changing parallelism needs a savepoint"), "{error}");
+}

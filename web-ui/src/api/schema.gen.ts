@@ -673,6 +673,13 @@ export interface components {
              */
             tolerable_failures?: number;
         };
+        /**
+         * @description How a checkpoint's barriers were handled (Flink's `checkpoint_type`: `CHECKPOINT` or
+         *     `UNALIGNED_CHECKPOINT`, with the switch from one to the other told apart). Of a checkpoint
+         *     in progress: as far as its acknowledged subtasks tell.
+         * @enum {string}
+         */
+        CheckpointType: "aligned" | "unaligned" | "aligned_then_unaligned";
         /** @description A checkpoint in the history. */
         CheckpointView: {
             /**
@@ -685,6 +692,11 @@ export interface components {
              * @description Bytes processed during alignment, all subtasks (Flink's "processed in-flight data").
              */
             alignment_bytes: number;
+            /**
+             * @description How its barriers were handled: `aligned`, `unaligned` (from the start), or
+             *     `aligned_then_unaligned` (it began aligned and switched after `aligned_timeout_ms`).
+             */
+            checkpoint_type: components["schemas"]["CheckpointType"];
             /**
              * Format: double
              * @description End-to-end duration.
@@ -721,12 +733,18 @@ export interface components {
             max_alignment_ms: number;
             /**
              * Format: int64
-             * @description In-flight data persisted with the checkpoint (unaligned checkpoints; Weir aligns
-             *     always, so 0).
+             * @description Bytes of in-flight records persisted with the checkpoint as channel state (by the
+             *     subtasks that took it unaligned), all subtasks.
              */
             persisted_in_flight_bytes: number;
             /** @description Taken for a savepoint (kept from retention until the savepoint copied it). */
             pinned: boolean;
+            /**
+             * Format: int64
+             * @description The same as `alignment_bytes`, under Flink's name: bytes of in-flight records the
+             *     subtasks processed before their barriers were aligned.
+             */
+            processed_in_flight_bytes: number;
             /** @description Its state is still kept (retention removes old ones). */
             retained: boolean;
             /**
@@ -744,6 +762,12 @@ export interface components {
             /** @description The final checkpoint of a stopped job (it resumes from it). */
             stopped: boolean;
             /**
+             * Format: int64
+             * @description When the first subtask switched it from aligned to unaligned, unix ms (none when no
+             *     subtask switched).
+             */
+            switched_to_unaligned_ms?: number | null;
+            /**
              * Format: int32
              * @description Subtasks of the job.
              */
@@ -753,7 +777,7 @@ export interface components {
              * @description Trigger time, unix ms.
              */
             trigger_time_ms: number;
-            /** @description Whether it was an unaligned checkpoint (Weir's are aligned). */
+            /** @description At least one subtask took it unaligned (from its start, or after switching). */
             unaligned: boolean;
         };
         /** @description Counts by status. */
@@ -775,9 +799,20 @@ export interface components {
             in_progress: number;
             /**
              * Format: int64
+             * @description Completed ones that began aligned and switched to unaligned (part of `unaligned`).
+             */
+            switched_to_unaligned: number;
+            /**
+             * Format: int64
              * @description Every checkpoint.
              */
             total: number;
+            /**
+             * Format: int64
+             * @description Completed ones taken unaligned (by at least one subtask, from the start or after a
+             *     switch).
+             */
+            unaligned: number;
         };
         /** @description A collection. */
         Data_Appended: {
@@ -1334,6 +1369,16 @@ export interface components {
              * @description Slowest subtask's end-to-end time from trigger to acknowledgement, ms.
              */
             max_end_to_end_ms: number;
+            /**
+             * Format: int64
+             * @description Bytes of in-flight records persisted, summed over subtasks.
+             */
+            persisted_in_flight_bytes: number;
+            /**
+             * Format: int64
+             * @description Bytes processed during alignment, summed over subtasks.
+             */
+            processed_in_flight_bytes: number;
             /** @description Start delay over subtasks. */
             start_delay_ms: components["schemas"]["MinAvgMax"];
             /**
@@ -1341,8 +1386,18 @@ export interface components {
              * @description Bytes written.
              */
             state_size: number;
+            /**
+             * Format: int64
+             * @description When its first subtask switched from aligned to unaligned, unix ms.
+             */
+            switched_to_unaligned_ms?: number | null;
             /** @description Sync part over subtasks. */
             sync_ms: components["schemas"]["MinAvgMax"];
+            /**
+             * Format: int32
+             * @description Subtasks that took the checkpoint unaligned.
+             */
+            unaligned_subtasks: number;
         };
         /**
          * @description How records move along an edge from the upstream subtasks to the downstream ones.
@@ -1677,6 +1732,16 @@ export interface components {
             /** @description Node id. */
             operator: string;
             /**
+             * Format: int64
+             * @description Bytes of in-flight records it persisted as channel state.
+             */
+            persisted_in_flight_bytes: number;
+            /**
+             * Format: int64
+             * @description The same as `alignment_bytes`, under Flink's name.
+             */
+            processed_in_flight_bytes: number;
+            /**
              * Format: double
              * @description From the trigger to the first barrier's arrival, ms.
              */
@@ -1692,10 +1757,20 @@ export interface components {
              */
             subtask: number;
             /**
+             * Format: int64
+             * @description When it switched from aligned to unaligned, unix ms (none when it did not switch).
+             */
+            switched_to_unaligned_ms?: number | null;
+            /**
              * Format: double
              * @description Synchronous part (the snapshot on the processing path), ms.
              */
             sync_ms: number;
+            /**
+             * @description It took the checkpoint unaligned: its barrier overtook in-flight records, persisted
+             *     with the checkpoint.
+             */
+            unaligned: boolean;
         };
         /** @description Summary over the completed checkpoints. */
         Summary: {
@@ -1707,6 +1782,8 @@ export interface components {
             full_size: components["schemas"]["MinAvgMax"];
             /** @description Longest alignment of a subtask, ms. */
             max_alignment_ms: components["schemas"]["MinAvgMax"];
+            /** @description Bytes of in-flight records persisted with the checkpoint. */
+            persisted_in_flight_bytes: components["schemas"]["MinAvgMax"];
             /** @description Incremental size, bytes. */
             state_size: components["schemas"]["MinAvgMax"];
         };

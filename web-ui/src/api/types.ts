@@ -34,6 +34,7 @@ export type Edge = Schemas['Edge'];
 export type JobDetail = Schemas['JobDetail'];
 
 export type CheckpointView = Schemas['CheckpointView'];
+export type CheckpointType = Schemas['CheckpointType'];
 export type MinAvgMax = Schemas['MinAvgMax'];
 export type CheckpointCounts = Schemas['Counts'];
 export type CheckpointSummary = Schemas['Summary'];

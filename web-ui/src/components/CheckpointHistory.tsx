@@ -166,7 +166,9 @@ export function CheckpointHistory({ job }: { job: JobDetail }) {
                     <td class="num">{r.fullSize}</td>
                     <td class="num">{r.processedInFlight}</td>
                     <td class="num">{r.persistedInFlight}</td>
-                    <td>{r.alignment}</td>
+                    <td class={`type type-${r.type}`} title={r.typeTitle} data-testid="checkpoint-type" data-type={r.type}>
+                      {r.typeLabel}
+                    </td>
                     <td class="tags">
                       {r.tags.map((t) => (
                         <span class={`tag tag-${t}`} key={t} title={t === 'discarded' ? 'Its state is no longer kept' : undefined}>

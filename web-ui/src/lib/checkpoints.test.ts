@@ -6,21 +6,25 @@ import {
   checkpointRow,
   checkpointRows,
   checkpointSettingsLine,
+  checkpointTypeLabel,
   countsLines,
   emptyHistoryMessage,
+  subtaskTypeLabel,
   summaryLines,
+  switchedAfter,
 } from './checkpoints';
 import { NONE } from './format';
 import { T0, checkpoint, failed, inProgress } from './fixtures.test-util';
 
 const emptyHistory: CheckpointHistory = {
-  counts: { total: 0, in_progress: 0, completed: 0, failed: 0 },
+  counts: { total: 0, in_progress: 0, completed: 0, failed: 0, unaligned: 0, switched_to_unaligned: 0 },
   summary: {
     duration_ms: { min: 0, avg: 0, max: 0 },
     state_size: { min: 0, avg: 0, max: 0 },
     full_size: { min: 0, avg: 0, max: 0 },
     max_alignment_ms: { min: 0, avg: 0, max: 0 },
     alignment_bytes: { min: 0, avg: 0, max: 0 },
+    persisted_in_flight_bytes: { min: 0, avg: 0, max: 0 },
   },
   latest: { completed: null, failed: null },
   data: [],
@@ -28,7 +32,7 @@ const emptyHistory: CheckpointHistory = {
 
 describe('checkpointRow', () => {
   it("shows a completed checkpoint with Flink's columns", () => {
-    const r = checkpointRow(checkpoint(3, { alignment_bytes: 2048 }), T0 + 10_000);
+    const r = checkpointRow(checkpoint(3, { alignment_bytes: 2048, processed_in_flight_bytes: 2048 }), T0 + 10_000);
     expect(r.id).toBe(3);
     expect(r.status).toBe('completed');
     expect(r.statusLabel).toBe('completed');
@@ -41,7 +45,8 @@ describe('checkpointRow', () => {
     expect(r.fullSize).toBe('21.5 KiB');
     expect(r.processedInFlight).toBe('2.00 KiB');
     expect(r.persistedInFlight).toBe('0 B');
-    expect(r.alignment).toBe('aligned');
+    expect(r.type).toBe('aligned');
+    expect(r.typeLabel).toBe('aligned');
     expect(r.tags).toEqual([]);
     expect(r.browsable).toBe(true);
   });
@@ -86,8 +91,45 @@ describe('checkpointRow', () => {
     expect(r.savepoint).toBe('ab'.repeat(16));
   });
 
-  it('marks unaligned checkpoints', () => {
-    expect(checkpointRow(checkpoint(1, { unaligned: true })).alignment).toBe('unaligned');
+  it('shows an unaligned checkpoint with the in-flight data it persisted', () => {
+    const r = checkpointRow(
+      checkpoint(1, { unaligned: true, checkpoint_type: 'unaligned', persisted_in_flight_bytes: 3 * 1024 * 1024, processed_in_flight_bytes: 512 }),
+      T0,
+    );
+    expect(r.type).toBe('unaligned');
+    expect(r.typeLabel).toBe('unaligned');
+    expect(r.typeTitle).toMatch(/overtook/);
+    expect(r.persistedInFlight).toBe('3.00 MiB');
+    expect(r.processedInFlight).toBe('512 B');
+  });
+
+  it('shows when a checkpoint switched from aligned to unaligned, after its trigger', () => {
+    const c = checkpoint(2, { unaligned: true, checkpoint_type: 'aligned_then_unaligned', persisted_in_flight_bytes: 100 });
+    const r = checkpointRow({ ...c, switched_to_unaligned_ms: c.trigger_time_ms + 40 }, T0);
+    expect(r.type).toBe('aligned_then_unaligned');
+    expect(r.typeLabel).toBe('aligned → unaligned at +40 ms');
+    expect(r.typeTitle).toMatch(/aligned_timeout_ms/);
+    expect(r.persistedInFlight).toBe('100 B');
+  });
+});
+
+describe('subtaskTypeLabel', () => {
+  it('tells an aligned, an unaligned and a switched subtask apart', () => {
+    expect(subtaskTypeLabel({ unaligned: false, switched_to_unaligned_ms: null }, T0)).toBe('aligned');
+    expect(subtaskTypeLabel({ unaligned: true, switched_to_unaligned_ms: null }, T0)).toBe('unaligned');
+    expect(subtaskTypeLabel({ unaligned: true, switched_to_unaligned_ms: T0 + 1500 }, T0)).toBe('switched at +1.50 s');
+    // A clock that went back does not show a negative moment.
+    expect(subtaskTypeLabel({ unaligned: true, switched_to_unaligned_ms: T0 - 5 }, T0)).toBe('switched at +0 ms');
+  });
+});
+
+describe('checkpointTypeLabel', () => {
+  it('says aligned → unaligned without a moment when none is known', () => {
+    expect(checkpointTypeLabel({ checkpoint_type: 'aligned_then_unaligned', trigger_time_ms: T0, switched_to_unaligned_ms: null })).toBe(
+      'aligned → unaligned',
+    );
+    expect(switchedAfter({ trigger_time_ms: T0, switched_to_unaligned_ms: T0 + 7 })).toBe(7);
+    expect(switchedAfter({ trigger_time_ms: T0, switched_to_unaligned_ms: null })).toBeNull();
   });
 });
 
@@ -123,15 +165,24 @@ describe('summary and counts', () => {
         ...emptyHistory.summary,
         duration_ms: { min: 62.26775, avg: 108.491127, max: 1500 },
         state_size: { min: 7162, avg: 7348, max: 7483 },
+        persisted_in_flight_bytes: { min: 0, avg: 1536, max: 4096 },
       },
-      { total: 4, in_progress: 0, completed: 3, failed: 1 },
+      { total: 4, in_progress: 0, completed: 3, failed: 1, unaligned: 2, switched_to_unaligned: 1 },
     );
     expect(lines[0]).toEqual({ label: 'End-to-end duration', min: '62 ms', avg: '108 ms', max: '1.50 s' });
     expect(lines[1]).toEqual({ label: 'Checkpointed data size', min: '6.99 KiB', avg: '7.18 KiB', max: '7.31 KiB' });
     expect(lines.map((l) => l.label)).toContain('Processed in-flight data');
+    expect(lines.find((l) => l.label === 'Persisted in-flight data')).toEqual({
+      label: 'Persisted in-flight data',
+      min: '0 B',
+      avg: '1.50 KiB',
+      max: '4.00 KiB',
+    });
   });
-  it('lists counts by status', () => {
-    expect(countsLines({ total: 5, in_progress: 1, completed: 3, failed: 1 }).map((c) => c.value)).toEqual([5, 1, 3, 1]);
+  it('lists counts by status, and how many completed unaligned', () => {
+    const lines = countsLines({ total: 5, in_progress: 1, completed: 3, failed: 1, unaligned: 2, switched_to_unaligned: 1 });
+    expect(lines.map((c) => c.value)).toEqual([5, 1, 3, 1, 2]);
+    expect(lines[4]?.label).toBe('Unaligned');
     expect(countsLines(undefined)).toEqual([]);
   });
 });

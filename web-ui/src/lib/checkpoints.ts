@@ -5,10 +5,12 @@ import type {
   CheckpointCounts,
   CheckpointHistory,
   CheckpointSummary,
+  CheckpointType,
   CheckpointView,
   JobSpec,
   JobStatus,
   MinAvgMax,
+  SubtaskCheckpointView,
 } from '../api/types';
 import { NONE, formatBytes, formatDuration, formatInterval, formatTime } from './format';
 
@@ -30,8 +32,14 @@ export interface CheckpointRow {
   fullSize: string;
   /** Flink's "processed in-flight data": bytes processed during alignment. */
   processedInFlight: string;
+  /** Bytes of in-flight records persisted with an unaligned checkpoint. */
   persistedInFlight: string;
-  alignment: 'aligned' | 'unaligned';
+  /** How its barriers were handled. */
+  type: CheckpointType;
+  /** `aligned`, `unaligned`, or `aligned → unaligned at +40 ms`. */
+  typeLabel: string;
+  /** A sentence saying what the type means, for a tooltip. */
+  typeTitle: string;
   /** Small tags: final, stopped, savepoint, pinned, discarded. */
   tags: string[];
   failure: string | null;
@@ -58,6 +66,53 @@ export function checkpointDuration(c: CheckpointView, now: number): number | nul
   return null;
 }
 
+/** How long after the trigger the checkpoint switched to unaligned; `null` when it did not. */
+export function switchedAfter(c: Pick<CheckpointView, 'trigger_time_ms' | 'switched_to_unaligned_ms'>): number | null {
+  if (typeof c.switched_to_unaligned_ms !== 'number') return null;
+  return Math.max(0, c.switched_to_unaligned_ms - c.trigger_time_ms);
+}
+
+/** The checkpoint's type in a few words: `aligned`, `unaligned`, `aligned → unaligned at +40 ms`. */
+export function checkpointTypeLabel(c: Pick<CheckpointView, 'checkpoint_type' | 'trigger_time_ms' | 'switched_to_unaligned_ms'>): string {
+  switch (c.checkpoint_type) {
+    case 'aligned':
+      return 'aligned';
+    case 'unaligned':
+      return 'unaligned';
+    case 'aligned_then_unaligned': {
+      const after = switchedAfter(c);
+      return after === null ? 'aligned → unaligned' : `aligned → unaligned at +${formatDuration(after)}`;
+    }
+    default:
+      return String(c.checkpoint_type).replace(/_/g, ' ');
+  }
+}
+
+/** What the checkpoint's type means. */
+export function checkpointTypeTitle(c: Pick<CheckpointView, 'checkpoint_type'>): string {
+  switch (c.checkpoint_type) {
+    case 'aligned':
+      return 'Every subtask aligned its barriers: no in-flight data was persisted';
+    case 'unaligned':
+      return 'Unaligned from the trigger: barriers overtook in-flight records, which were persisted with the checkpoint';
+    case 'aligned_then_unaligned':
+      return 'Began aligned; alignment outlasted aligned_timeout_ms, so subtasks switched to unaligned and persisted their in-flight records';
+    default:
+      return '';
+  }
+}
+
+/** A subtask's part in an unaligned checkpoint: `aligned`, `unaligned`, `switched at +40 ms`. */
+export function subtaskTypeLabel(
+  s: Pick<SubtaskCheckpointView, 'unaligned' | 'switched_to_unaligned_ms'>,
+  triggerTimeMs: number,
+): string {
+  if (typeof s.switched_to_unaligned_ms === 'number') {
+    return `switched at +${formatDuration(Math.max(0, s.switched_to_unaligned_ms - triggerTimeMs))}`;
+  }
+  return s.unaligned ? 'unaligned' : 'aligned';
+}
+
 export function checkpointRow(c: CheckpointView, now: number = Date.now()): CheckpointRow {
   const inProgress = c.status === 'in_progress';
   const completed = c.status === 'completed';
@@ -81,9 +136,11 @@ export function checkpointRow(c: CheckpointView, now: number = Date.now()): Chec
     // Sizes of a checkpoint that did not complete mean nothing yet.
     stateSize: completed ? formatBytes(c.state_size) : NONE,
     fullSize: completed ? formatBytes(c.full_size) : NONE,
-    processedInFlight: inProgress ? NONE : formatBytes(c.alignment_bytes),
+    processedInFlight: inProgress ? NONE : formatBytes(c.processed_in_flight_bytes),
     persistedInFlight: inProgress ? NONE : formatBytes(c.persisted_in_flight_bytes),
-    alignment: c.unaligned ? 'unaligned' : 'aligned',
+    type: c.checkpoint_type,
+    typeLabel: checkpointTypeLabel(c),
+    typeTitle: checkpointTypeTitle(c),
     tags,
     failure: c.failure ?? null,
     browsable: completed && c.retained,
@@ -119,6 +176,7 @@ export function summaryLines(summary: CheckpointSummary | null | undefined, coun
     line('Full checkpoint data size', summary.full_size, formatBytes),
     line('Max alignment duration', summary.max_alignment_ms, formatDuration),
     line('Processed in-flight data', summary.alignment_bytes, formatBytes),
+    line('Persisted in-flight data', summary.persisted_in_flight_bytes, formatBytes),
   ];
 }
 
@@ -134,6 +192,7 @@ export function countsLines(counts: CheckpointCounts | null | undefined): Counts
     { label: 'In progress', value: counts.in_progress },
     { label: 'Completed', value: counts.completed },
     { label: 'Failed', value: counts.failed },
+    { label: 'Unaligned', value: counts.unaligned },
   ];
 }
 

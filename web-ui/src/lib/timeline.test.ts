@@ -13,6 +13,10 @@ function sub(operator: string, subtask: number, over: Partial<SubtaskCheckpointV
     async_ms: 30,
     alignment_ms: 20,
     alignment_bytes: 0,
+    processed_in_flight_bytes: 0,
+    unaligned: false,
+    persisted_in_flight_bytes: 0,
+    switched_to_unaligned_ms: null,
     start_delay_ms: 40,
     state_bytes: 10,
     full_state_bytes: 10,
@@ -32,6 +36,10 @@ function op(id: string) {
     async_ms: z,
     alignment_ms: z,
     alignment_bytes: z,
+    processed_in_flight_bytes: 0,
+    persisted_in_flight_bytes: 0,
+    unaligned_subtasks: 0,
+    switched_to_unaligned_ms: null,
     start_delay_ms: z,
   };
 }

@@ -4,7 +4,7 @@ import type { CheckpointDetail, MinAvgMax } from '../api/types';
 import { Empty, Loading, Status } from '../components/Status';
 import { Timeline } from '../components/Timeline';
 import { useNow, usePoll } from '../hooks';
-import { checkpointRow } from '../lib/checkpoints';
+import { checkpointRow, subtaskTypeLabel } from '../lib/checkpoints';
 import { ApiError } from '../lib/errors';
 import { NONE, formatBytes, formatDuration, formatTimeMs, shortId } from '../lib/format';
 import { links } from '../lib/router';
@@ -85,7 +85,7 @@ export function CheckpointPage({ job, checkpoint }: { job: string; checkpoint: n
           <Fact label="Processed in-flight" value={row.processedInFlight} />
           <Fact label="Persisted in-flight" value={row.persistedInFlight} />
           <Fact label="Max alignment" value={formatDuration(d.max_alignment_ms)} />
-          <Fact label="Type" value={row.alignment} />
+          <Fact label="Type" value={row.typeLabel} title={row.typeTitle} testid="checkpoint-type" />
         </dl>
         {!d.retained && d.status === 'completed' && (
           <p class="muted">Retention has discarded this checkpoint’s state: its figures remain, its state cannot be browsed.</p>
@@ -106,11 +106,13 @@ export function CheckpointPage({ job, checkpoint }: { job: string; checkpoint: n
   );
 }
 
-function Fact({ label, value }: { label: string; value: string }) {
+function Fact({ label, value, title, testid }: { label: string; value: string; title?: string; testid?: string }) {
   return (
     <div>
       <dt>{label}</dt>
-      <dd>{value}</dd>
+      <dd title={title} data-testid={testid}>
+        {value}
+      </dd>
     </div>
   );
 }
@@ -147,6 +149,8 @@ function OperatorsSection({ detail, job }: { detail: CheckpointDetail; job: stri
               <th class="num">Start delay</th>
               <th class="num">Alignment</th>
               <th class="num">Alignment bytes</th>
+              <th class="num">Persisted in-flight</th>
+              <th class="num">Unaligned subtasks</th>
               <th class="num">Sync</th>
               <th class="num">Async</th>
               <th>State</th>
@@ -165,6 +169,10 @@ function OperatorsSection({ detail, job }: { detail: CheckpointDetail; job: stri
                 <td class="num">{o.acknowledged_subtasks ? <Mam m={o.start_delay_ms} f={formatDuration} /> : NONE}</td>
                 <td class="num">{o.acknowledged_subtasks ? <Mam m={o.alignment_ms} f={formatDuration} /> : NONE}</td>
                 <td class="num">{o.acknowledged_subtasks ? <Mam m={o.alignment_bytes} f={formatBytes} /> : NONE}</td>
+                <td class="num">{o.acknowledged_subtasks ? formatBytes(o.persisted_in_flight_bytes) : NONE}</td>
+                <td class="num" data-testid="operator-unaligned-subtasks">
+                  {o.acknowledged_subtasks ? `${o.unaligned_subtasks}/${o.acknowledged_subtasks}` : NONE}
+                </td>
                 <td class="num">{o.acknowledged_subtasks ? <Mam m={o.sync_ms} f={formatDuration} /> : NONE}</td>
                 <td class="num">{o.acknowledged_subtasks ? <Mam m={o.async_ms} f={formatDuration} /> : NONE}</td>
                 <td>
@@ -212,7 +220,9 @@ function SubtasksSection({ detail, parallelism }: { detail: CheckpointDetail; pa
               <th class="num">End to end</th>
               <th class="num">Start delay</th>
               <th class="num">Alignment</th>
-              <th class="num">Alignment bytes</th>
+              <th>Type</th>
+              <th class="num">Processed in-flight</th>
+              <th class="num">Persisted in-flight</th>
               <th class="num">Sync</th>
               <th class="num">Async</th>
               <th class="num">State bytes</th>
@@ -230,14 +240,16 @@ function SubtasksSection({ detail, parallelism }: { detail: CheckpointDetail; pa
                     <td class="num">{formatDuration(Math.max(0, s.ack_time_ms - detail.trigger_time_ms))}</td>
                     <td class="num">{formatDuration(s.start_delay_ms)}</td>
                     <td class="num">{formatDuration(s.alignment_ms)}</td>
-                    <td class="num">{formatBytes(s.alignment_bytes)}</td>
+                    <td data-testid="subtask-type">{subtaskTypeLabel(s, detail.trigger_time_ms)}</td>
+                    <td class="num">{formatBytes(s.processed_in_flight_bytes)}</td>
+                    <td class="num">{formatBytes(s.persisted_in_flight_bytes)}</td>
                     <td class="num">{formatDuration(s.sync_ms)}</td>
                     <td class="num">{formatDuration(s.async_ms)}</td>
                     <td class="num">{formatBytes(s.state_bytes)}</td>
                     <td class="num">{formatBytes(s.full_state_bytes)}</td>
                   </>
                 ) : (
-                  <td colSpan={9} class="muted">
+                  <td colSpan={11} class="muted">
                     {detail.status === 'in_progress' ? 'not acknowledged yet' : 'did not acknowledge'}
                   </td>
                 )}

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use weir_store::{CheckpointMeta, CheckpointStatus};
+use weir_store::{CheckpointMeta, CheckpointStatus, SubtaskStats};
 
 /// A checkpoint in the history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -36,11 +36,20 @@ pub struct CheckpointView {
     pub max_alignment_ms: f64,
     /// Bytes processed during alignment, all subtasks (Flink's "processed in-flight data").
     pub alignment_bytes: u64,
-    /// In-flight data persisted with the checkpoint (unaligned checkpoints; Weir aligns
-    /// always, so 0).
+    /// The same as `alignment_bytes`, under Flink's name: bytes of in-flight records the
+    /// subtasks processed before their barriers were aligned.
+    pub processed_in_flight_bytes: u64,
+    /// Bytes of in-flight records persisted with the checkpoint as channel state (by the
+    /// subtasks that took it unaligned), all subtasks.
     pub persisted_in_flight_bytes: u64,
-    /// Whether it was an unaligned checkpoint (Weir's are aligned).
+    /// At least one subtask took it unaligned (from its start, or after switching).
     pub unaligned: bool,
+    /// How its barriers were handled: `aligned`, `unaligned` (from the start), or
+    /// `aligned_then_unaligned` (it began aligned and switched after `aligned_timeout_ms`).
+    pub checkpoint_type: CheckpointType,
+    /// When the first subtask switched it from aligned to unaligned, unix ms (none when no
+    /// subtask switched).
+    pub switched_to_unaligned_ms: Option<u64>,
     /// Taken for a savepoint (kept from retention until the savepoint copied it).
     pub pinned: bool,
     /// The savepoint whose state this checkpoint holds (a job's first, when it started from
@@ -52,8 +61,46 @@ pub struct CheckpointView {
     pub retained: bool,
 }
 
+/// How a checkpoint's barriers were handled (Flink's `checkpoint_type`: `CHECKPOINT` or
+/// `UNALIGNED_CHECKPOINT`, with the switch from one to the other told apart). Of a checkpoint
+/// in progress: as far as its acknowledged subtasks tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointType {
+    /// Every subtask aligned its barriers (also every savepoint and final checkpoint).
+    Aligned,
+    /// Unaligned from its trigger: barriers overtook the in-flight records, which were
+    /// persisted with it.
+    Unaligned,
+    /// It began aligned and at least one subtask switched to unaligned when its alignment
+    /// outlasted `aligned_timeout_ms`.
+    AlignedThenUnaligned,
+}
+
+impl CheckpointType {
+    /// The type of a checkpoint whose (acknowledged) subtasks have `stats`.
+    pub fn of<'a>(stats: impl IntoIterator<Item = &'a SubtaskStats>) -> Self {
+        let mut kind = CheckpointType::Aligned;
+        for s in stats {
+            if s.switched_to_unaligned_ms.is_some() {
+                return CheckpointType::AlignedThenUnaligned;
+            }
+            if took_unaligned(s) {
+                kind = CheckpointType::Unaligned;
+            }
+        }
+        kind
+    }
+}
+
+/// The subtask took the checkpoint unaligned (from the start, or after switching).
+pub(crate) fn took_unaligned(s: &SubtaskStats) -> bool {
+    s.unaligned || s.switched_to_unaligned_ms.is_some()
+}
+
 /// The view of a checkpoint of a job with `total_subtasks` subtasks.
 pub(crate) fn view(meta: &CheckpointMeta, total_subtasks: u32) -> CheckpointView {
+    let alignment_bytes = meta.subtasks.iter().map(|s| s.alignment_bytes).sum();
     CheckpointView {
         id: meta.id,
         status: match meta.status {
@@ -73,9 +120,12 @@ pub(crate) fn view(meta: &CheckpointMeta, total_subtasks: u32) -> CheckpointView
         latest_ack_time_ms: meta.subtasks.iter().map(|s| s.ack_time_ms).max(),
         total_subtasks,
         max_alignment_ms: meta.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max),
-        alignment_bytes: meta.subtasks.iter().map(|s| s.alignment_bytes).sum(),
-        persisted_in_flight_bytes: 0,
-        unaligned: false,
+        alignment_bytes,
+        processed_in_flight_bytes: alignment_bytes,
+        persisted_in_flight_bytes: meta.subtasks.iter().map(|s| s.persisted_in_flight_bytes).sum(),
+        unaligned: meta.subtasks.iter().any(took_unaligned),
+        checkpoint_type: CheckpointType::of(&meta.subtasks),
+        switched_to_unaligned_ms: meta.subtasks.iter().filter_map(|s| s.switched_to_unaligned_ms).min(),
         pinned: meta.pinned,
         savepoint: meta.savepoint.clone(),
         failure: meta.failure.clone(),
@@ -94,6 +144,11 @@ pub struct Counts {
     pub completed: u64,
     /// Failed.
     pub failed: u64,
+    /// Completed ones taken unaligned (by at least one subtask, from the start or after a
+    /// switch).
+    pub unaligned: u64,
+    /// Completed ones that began aligned and switched to unaligned (part of `unaligned`).
+    pub switched_to_unaligned: u64,
 }
 
 /// Minimum, average and maximum.
@@ -134,6 +189,8 @@ pub struct Summary {
     pub max_alignment_ms: MinAvgMax,
     /// Bytes processed during alignment.
     pub alignment_bytes: MinAvgMax,
+    /// Bytes of in-flight records persisted with the checkpoint.
+    pub persisted_in_flight_bytes: MinAvgMax,
 }
 
 /// The latest checkpoints.
@@ -175,6 +232,15 @@ pub struct SubtaskView {
     pub alignment_ms: f64,
     /// Bytes processed during alignment.
     pub alignment_bytes: u64,
+    /// The same as `alignment_bytes`, under Flink's name.
+    pub processed_in_flight_bytes: u64,
+    /// It took the checkpoint unaligned: its barrier overtook in-flight records, persisted
+    /// with the checkpoint.
+    pub unaligned: bool,
+    /// Bytes of in-flight records it persisted as channel state.
+    pub persisted_in_flight_bytes: u64,
+    /// When it switched from aligned to unaligned, unix ms (none when it did not switch).
+    pub switched_to_unaligned_ms: Option<u64>,
     /// From the trigger to the first barrier's arrival, ms.
     pub start_delay_ms: f64,
     /// Bytes written.
@@ -204,6 +270,14 @@ pub struct OperatorView {
     pub alignment_ms: MinAvgMax,
     /// Alignment bytes over subtasks.
     pub alignment_bytes: MinAvgMax,
+    /// Bytes processed during alignment, summed over subtasks.
+    pub processed_in_flight_bytes: u64,
+    /// Bytes of in-flight records persisted, summed over subtasks.
+    pub persisted_in_flight_bytes: u64,
+    /// Subtasks that took the checkpoint unaligned.
+    pub unaligned_subtasks: u32,
+    /// When its first subtask switched from aligned to unaligned, unix ms.
+    pub switched_to_unaligned_ms: Option<u64>,
     /// Start delay over subtasks.
     pub start_delay_ms: MinAvgMax,
 }

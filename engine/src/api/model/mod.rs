@@ -13,11 +13,11 @@ mod tenants;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub(crate) use checkpoints::view;
 pub use checkpoints::{
-    CheckpointDetail, CheckpointView, Counts, History, HistoryQuery, Latest, MinAvgMax, OperatorView,
-    SubtaskView, Summary, Triggered,
+    CheckpointDetail, CheckpointType, CheckpointView, Counts, History, HistoryQuery, Latest, MinAvgMax,
+    OperatorView, SubtaskView, Summary, Triggered,
 };
+pub(crate) use checkpoints::{took_unaligned, view};
 pub use jobs::{CreateQuery, Edge, JobDetail, JobRecord, JobStatus, JobSummary, SubtaskLive, Vertex};
 pub use modules::{Module, UploadForm, UploadQuery};
 pub use savepoints::{

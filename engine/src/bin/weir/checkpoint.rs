@@ -37,13 +37,18 @@ pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
             let h = c.checkpoints(&job, limit).await?;
             let n = &h.counts;
             println!(
-                "{} checkpoints: {} completed, {} failed, {} in progress",
-                n.total, n.completed, n.failed, n.in_progress
+                "{} checkpoints: {} completed ({} unaligned, {} of them switched from aligned), {} failed, \
+                 {} in progress",
+                n.total, n.completed, n.unaligned, n.switched_to_unaligned, n.failed, n.in_progress
             );
             let s = &h.summary;
-            for (name, m) in
-                [("duration ms", &s.duration_ms), ("size bytes", &s.state_size), ("full size", &s.full_size)]
-            {
+            for (name, m) in [
+                ("duration ms", &s.duration_ms),
+                ("size bytes", &s.state_size),
+                ("full size", &s.full_size),
+                ("processed in-flight bytes", &s.alignment_bytes),
+                ("persisted in-flight bytes", &s.persisted_in_flight_bytes),
+            ] {
                 println!("  {name}: min {} avg {} max {}", float(m.min), float(m.avg), float(m.max));
             }
             let rows = h
@@ -58,12 +63,27 @@ pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
                         cp.duration_ms.map(float).unwrap_or_default(),
                         cp.state_size.to_string(),
                         cp.full_size.to_string(),
+                        checkpoint_type(cp),
+                        cp.processed_in_flight_bytes.to_string(),
+                        cp.persisted_in_flight_bytes.to_string(),
                         opt(&cp.failure),
                     ]
                 })
                 .collect();
             print_table(
-                &["id", "status", "acked", "triggered (UTC)", "duration ms", "size", "full size", "failure"],
+                &[
+                    "id",
+                    "status",
+                    "acked",
+                    "triggered (UTC)",
+                    "duration ms",
+                    "size",
+                    "full size",
+                    "type",
+                    "processed in-flight",
+                    "persisted in-flight",
+                    "failure",
+                ],
                 rows,
             );
         }
@@ -93,6 +113,20 @@ pub async fn run(c: &Client, command: CheckpointCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A checkpoint's type: `aligned`, `unaligned`, or `aligned → unaligned +<ms>` (switched that
+/// long after its trigger).
+fn checkpoint_type(cp: &weir::api::model::CheckpointView) -> String {
+    use weir::api::model::CheckpointType;
+    match (cp.checkpoint_type, cp.switched_to_unaligned_ms) {
+        (CheckpointType::Aligned, _) => "aligned".into(),
+        (CheckpointType::Unaligned, _) => "unaligned".into(),
+        (CheckpointType::AlignedThenUnaligned, Some(at)) => {
+            format!("aligned → unaligned +{} ms", at.saturating_sub(cp.trigger_time_ms))
+        }
+        (CheckpointType::AlignedThenUnaligned, None) => "aligned → unaligned".into(),
+    }
+}
+
 /// `weir checkpoint list --local`: the history of a `weir run` job in the data directory's
 /// store (read only: nothing is created).
 pub fn local_history(data_dir: &Path, job_id: &str) -> anyhow::Result<()> {
@@ -116,6 +150,8 @@ pub fn local_history(data_dir: &Path, job_id: &str) -> anyhow::Result<()> {
         "full size bytes",
         "subtasks",
         "max alignment ms",
+        "unaligned subtasks",
+        "persisted in-flight bytes",
         "note",
     ]);
     for c in &history {
@@ -135,6 +171,12 @@ pub fn local_history(data_dir: &Path, job_id: &str) -> anyhow::Result<()> {
             c.full_size.to_string(),
             c.subtasks.len().to_string(),
             format!("{:.1}", c.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max)),
+            c.subtasks
+                .iter()
+                .filter(|s| s.unaligned || s.switched_to_unaligned_ms.is_some())
+                .count()
+                .to_string(),
+            c.subtasks.iter().map(|s| s.persisted_in_flight_bytes).sum::<u64>().to_string(),
             note,
         ]);
     }

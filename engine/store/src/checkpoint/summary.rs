@@ -41,6 +41,10 @@ impl Stat {
 
 /// A job's checkpoint history in brief: counts by status, the latest completed and failed
 /// ids, and statistics over the completed checkpoints.
+///
+/// Invariant: every [`Stat`] counts every completed checkpoint (`duration_ms.count` of
+/// them); a summary stored before a statistic existed is brought up to it by
+/// [`backfill`](Self::backfill).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HistorySummary {
     /// History rows.
@@ -65,6 +69,16 @@ pub struct HistorySummary {
     pub max_alignment_ms: Stat,
     /// The summed subtask `alignment_bytes` of each completed one.
     pub alignment_bytes: Stat,
+    /// The summed subtask `persisted_in_flight_bytes` of each completed one.
+    #[serde(default)]
+    pub persisted_in_flight_bytes: Stat,
+    /// Completed ones taken unaligned (by at least one subtask, also after a switch from
+    /// aligned).
+    #[serde(default)]
+    pub unaligned: u64,
+    /// Completed ones that at least one subtask switched from aligned to unaligned.
+    #[serde(default)]
+    pub switched_to_unaligned: u64,
 }
 
 impl HistorySummary {
@@ -92,11 +106,34 @@ impl HistorySummary {
             self.full_size.add(new.full_size as f64);
             self.max_alignment_ms.add(new.subtasks.iter().map(|s| s.alignment_ms).fold(0.0, f64::max));
             self.alignment_bytes.add(new.subtasks.iter().map(|s| s.alignment_bytes).sum::<u64>() as f64);
+            self.persisted_in_flight_bytes
+                .add(new.subtasks.iter().map(|s| s.persisted_in_flight_bytes).sum::<u64>() as f64);
+            self.unaligned +=
+                u64::from(new.subtasks.iter().any(|s| s.unaligned || s.switched_to_unaligned_ms.is_some()));
+            self.switched_to_unaligned +=
+                u64::from(new.subtasks.iter().any(|s| s.switched_to_unaligned_ms.is_some()));
         }
         if new.status == CheckpointStatus::Failed {
             self.latest_failed = Some(self.latest_failed.map_or(new.id, |l| l.max(new.id)));
         }
     }
+
+    /// Brings a summary stored before the unaligned statistics up to them: the checkpoints it
+    /// counted were all aligned and persisted no in-flight data (Weir had no unaligned
+    /// checkpoints), so each adds a 0.
+    fn backfill(mut self) -> Self {
+        let missing = self.duration_ms.count.saturating_sub(self.persisted_in_flight_bytes.count);
+        if missing > 0 {
+            self.persisted_in_flight_bytes.add(0.0);
+            self.persisted_in_flight_bytes.count += missing - 1;
+        }
+        self
+    }
+}
+
+/// A stored summary, brought up to the current statistics.
+fn decode(bytes: &[u8]) -> Option<HistorySummary> {
+    rmp_serde::from_slice::<HistorySummary>(bytes).ok().map(HistorySummary::backfill)
 }
 
 fn encode(summary: &HistorySummary) -> Result<Vec<u8>, StoreError> {
@@ -130,15 +167,15 @@ pub(crate) fn update(
         return Ok(());
     }
     let mut summaries = txn.open_table(SUMMARIES)?;
-    let stored = summaries.get(job)?.map(|v| rmp_serde::from_slice::<HistorySummary>(v.value()));
+    let stored = summaries.get(job)?.and_then(|v| decode(v.value()));
     let summary = match stored {
-        Some(Ok(mut summary)) => {
+        Some(mut summary) => {
             for (old, new) in changes {
                 summary.apply(old.as_ref(), new);
             }
             summary
         }
-        _ => recount(&txn.open_table(CHECKPOINTS)?, job)?,
+        None => recount(&txn.open_table(CHECKPOINTS)?, job)?,
     };
     summaries.insert(job, encode(&summary)?.as_slice())?;
     Ok(())
@@ -151,7 +188,7 @@ impl Store {
         {
             let txn = self.read_txn()?;
             if let Some(v) = txn.open_table(SUMMARIES)?.get(job)?
-                && let Ok(summary) = rmp_serde::from_slice(v.value())
+                && let Some(summary) = decode(v.value())
             {
                 return Ok(summary);
             }
@@ -179,5 +216,95 @@ impl Store {
             out.push(decode_meta(job, key.value().1, bytes.value())?);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::SubtaskStats;
+
+    fn completed(id: u64, subtasks: Vec<SubtaskStats>) -> CheckpointMeta {
+        CheckpointMeta {
+            status: CheckpointStatus::Completed,
+            duration_ms: Some(10.0),
+            subtasks,
+            ..CheckpointMeta::new("j", id, 1)
+        }
+    }
+
+    fn subtask(persisted: u64, unaligned: bool, switched: Option<u64>) -> SubtaskStats {
+        SubtaskStats {
+            unaligned,
+            persisted_in_flight_bytes: persisted,
+            switched_to_unaligned_ms: switched,
+            ..SubtaskStats::default()
+        }
+    }
+
+    #[test]
+    fn completed_checkpoints_count_persisted_in_flight_bytes_and_unaligned_ones() {
+        let mut summary = HistorySummary::default();
+        summary.apply(None, &completed(1, vec![subtask(0, false, None), subtask(0, false, None)]));
+        summary.apply(None, &completed(2, vec![subtask(300, true, None), subtask(200, true, None)]));
+        summary.apply(None, &completed(3, vec![subtask(0, false, None), subtask(40, true, Some(17))]));
+        // Still in progress: not counted until it completes.
+        let in_progress =
+            CheckpointMeta { subtasks: vec![subtask(1000, true, None)], ..CheckpointMeta::new("j", 4, 1) };
+        summary.apply(None, &in_progress);
+        let s = summary.persisted_in_flight_bytes;
+        assert_eq!((s.count, s.sum, s.min, s.max), (3, 540.0, 0.0, 500.0));
+        assert_eq!((summary.unaligned, summary.switched_to_unaligned), (2, 1));
+        summary.apply(
+            Some(&in_progress),
+            &CheckpointMeta { status: CheckpointStatus::Completed, ..in_progress.clone() },
+        );
+        let s = summary.persisted_in_flight_bytes;
+        assert_eq!((s.count, s.sum, s.max), (4, 1540.0, 1000.0));
+        assert_eq!(summary.unaligned, 3);
+    }
+
+    /// A summary as stored before the unaligned statistics existed.
+    #[derive(Serialize)]
+    struct OldSummary {
+        total: u64,
+        in_progress: u64,
+        completed: u64,
+        failed: u64,
+        latest_completed: Option<u64>,
+        latest_failed: Option<u64>,
+        duration_ms: Stat,
+        state_size: Stat,
+        full_size: Stat,
+        max_alignment_ms: Stat,
+        alignment_bytes: Stat,
+    }
+
+    #[test]
+    fn an_old_stored_summary_decodes_with_a_zero_for_each_checkpoint_it_counted() {
+        let stat = Stat { count: 5, sum: 50.0, min: 1.0, max: 20.0 };
+        let old = OldSummary {
+            total: 6,
+            in_progress: 0,
+            completed: 5,
+            failed: 1,
+            latest_completed: Some(6),
+            latest_failed: Some(2),
+            duration_ms: stat,
+            state_size: stat,
+            full_size: stat,
+            max_alignment_ms: stat,
+            alignment_bytes: stat,
+        };
+        let mut summary = decode(&rmp_serde::to_vec_named(&old).expect("encoded")).expect("decodes");
+        assert_eq!((summary.completed, summary.duration_ms), (5, stat));
+        assert_eq!(summary.persisted_in_flight_bytes, Stat { count: 5, sum: 0.0, min: 0.0, max: 0.0 });
+        assert_eq!((summary.unaligned, summary.switched_to_unaligned), (0, 0));
+        // Then it goes on counting.
+        summary.apply(None, &completed(7, vec![subtask(64, true, None)]));
+        assert_eq!(summary.persisted_in_flight_bytes, Stat { count: 6, sum: 64.0, min: 0.0, max: 64.0 });
+        assert_eq!(summary.unaligned, 1);
+        // A current summary is left as it is.
+        assert_eq!(decode(&encode(&summary).expect("encoded")), Some(summary));
     }
 }
