@@ -17,8 +17,8 @@
 //! timeout no checkpoint reports an unaligned subtask or persisted in-flight bytes, and in
 //! every mode the final checkpoint is aligned.
 //!
-//! `WEIR_CHAOS_TRIALS` (per test, default 10) and `WEIR_CHAOS_SEED` (the base seed) make a
-//! long run; a failure names its seed, and `WEIR_CHAOS_REPLAY=<seed>` (with
+//! `WEIR_CHAOS_TRIALS` (per test, default 15: 75 in CI, three in four of them in a mode
+//! that can go unaligned) and `WEIR_CHAOS_SEED` (the base seed) make a long run; a failure names its seed, and `WEIR_CHAOS_REPLAY=<seed>` (with
 //! `WEIR_CHAOS_KILL=1` for a kill trial) replays exactly that trial. `WEIR_CHAOS_MODE=aligned`,
 //! `unaligned`, `aligned-timeout-0` or `aligned-timeout-<ms>` forces every trial's mode.
 
@@ -414,7 +414,7 @@ fn trials(first: u64) {
         }
         return;
     }
-    let count: u64 = std::env::var("WEIR_CHAOS_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let count: u64 = std::env::var("WEIR_CHAOS_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
     let base: u64 = std::env::var("WEIR_CHAOS_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_0000);
     for t in 0..count {
         let seed = base + first * 1000 + t;
