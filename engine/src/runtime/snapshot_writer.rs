@@ -36,6 +36,13 @@ pub struct WriteRequest {
     pub decline: Option<String>,
 }
 
+impl WriteRequest {
+    /// A snapshot with no channel state (yet), not declined.
+    pub fn new(id: u64, delta: Option<StateDelta>, state: TaskState, stats: SubtaskStats) -> Self {
+        WriteRequest { id, delta, state, stats, channels: Vec::new(), decline: None }
+    }
+}
+
 #[derive(Debug)]
 enum WriterMessage {
     Write(Box<WriteRequest>),

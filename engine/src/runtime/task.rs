@@ -361,14 +361,7 @@ fn source_control(
             let unaligned = unaligned_after == Some(std::time::Duration::ZERO);
             stats.unaligned = unaligned;
             output.barrier(Barrier::new(id, triggered, is_final, unaligned_after), unaligned)?;
-            c.writer.send(WriteRequest {
-                id,
-                delta: None,
-                state,
-                stats,
-                channels: Vec::new(),
-                decline: None,
-            })?;
+            c.writer.send(WriteRequest::new(id, None, state, stats))?;
             if is_final {
                 c.final_id = Some(id);
             }
@@ -498,14 +491,7 @@ pub async fn run_operator(
             };
             let stats = c.stats(Some(&s), s.barrier.triggered, started);
             output.barrier(s.barrier, s.unaligned)?;
-            taken = Some(WriteRequest {
-                id: s.barrier.id,
-                delta: Some(delta),
-                state,
-                stats,
-                channels: Vec::new(),
-                decline: None,
-            });
+            taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats));
         }
         if let Some(f) = steps.finished {
             c.finish(&mut taken, f, &gate)?;
@@ -597,14 +583,7 @@ pub async fn run_sink(
             }
             let state = TaskState { sink_pending: pending.clone(), ..TaskState::default() };
             let stats = c.stats(Some(&s), s.barrier.triggered, started);
-            taken = Some(WriteRequest {
-                id: s.barrier.id,
-                delta: None,
-                state,
-                stats,
-                channels: Vec::new(),
-                decline: None,
-            });
+            taken = Some(WriteRequest::new(s.barrier.id, None, state, stats));
         }
         if let Some(f) = steps.finished {
             c.finish(&mut taken, f, &gate)?;

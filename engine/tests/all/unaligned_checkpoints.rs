@@ -119,6 +119,14 @@ fn failed_run_with_channel_state(dir: &Path) -> Vec<u64> {
     panic!("no run ended with data in flight in its latest checkpoint");
 }
 
+/// Edits the pieces of the store's chunks directly in the redb file (the store is closed).
+fn edit_pieces(dir: &Path, edit: impl FnOnce(&mut redb::Table<'_, (&str, u64, u32), &[u8]>)) {
+    let db = redb::Database::open(dir.join("weir.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    edit(&mut txn.open_table(CHUNK_PIECES).unwrap());
+    txn.commit().unwrap();
+}
+
 fn restore_error(dir: &Path) -> String {
     common::quiet_injected_panics();
     let (result, _) = common::run_checkpointed(spec(unaligned(), 1), dir, JOB, |env| env);
@@ -133,10 +141,7 @@ fn a_restore_whose_channel_state_is_lost_fails_clearly() {
     common::quiet_injected_panics();
     let dir = tempfile::tempdir().unwrap();
     let chunks = failed_run_with_channel_state(dir.path());
-    let db = redb::Database::open(dir.path().join("weir.redb")).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let mut pieces = txn.open_table(CHUNK_PIECES).unwrap();
+    edit_pieces(dir.path(), |pieces| {
         let doomed: Vec<u32> = pieces
             .range((JOB, chunks[0], 0)..=(JOB, chunks[0], u32::MAX))
             .unwrap()
@@ -146,9 +151,7 @@ fn a_restore_whose_channel_state_is_lost_fails_clearly() {
         for piece in doomed {
             pieces.remove((JOB, chunks[0], piece)).unwrap();
         }
-    }
-    txn.commit().unwrap();
-    drop(db);
+    });
     let error = restore_error(dir.path());
     assert!(error.contains(&format!("chunk {}", chunks[0])), "{error}");
 }
@@ -158,17 +161,12 @@ fn a_restore_whose_channel_state_is_damaged_fails_clearly() {
     common::quiet_injected_panics();
     let dir = tempfile::tempdir().unwrap();
     let chunks = failed_run_with_channel_state(dir.path());
-    let db = redb::Database::open(dir.path().join("weir.redb")).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let mut pieces = txn.open_table(CHUNK_PIECES).unwrap();
+    edit_pieces(dir.path(), |pieces| {
         let mut bytes = pieces.get((JOB, chunks[0], 0)).unwrap().unwrap().value().to_vec();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x5a;
         pieces.insert((JOB, chunks[0], 0), bytes.as_slice()).unwrap();
-    }
-    txn.commit().unwrap();
-    drop(db);
+    });
     let error = restore_error(dir.path());
     assert!(error.contains("corrupt") || error.contains("damaged") || error.contains("checksum"), "{error}");
 }
