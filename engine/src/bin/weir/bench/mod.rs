@@ -7,6 +7,7 @@ mod checkpoints;
 mod kafka;
 mod languages;
 mod nexmark;
+mod pipeline;
 mod savepoints;
 mod server;
 
@@ -134,6 +135,36 @@ pub enum Suite {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Whole jobs end to end: Nexmark bids as JSON lines → q0/q1/q2 → blackhole at
+    /// parallelism 1 and 2, with and without 1 s checkpoints, records per second and per
+    /// CPU-second; and stream log → q1 → stream log with 1 s checkpoints.
+    Pipeline {
+        /// A short run to see that everything works (200 k bids, 1 run, 100 k stream bids);
+        /// the explicit flags below still apply where given.
+        #[arg(long)]
+        quick: bool,
+        /// Bids in the JSON-lines input (generated once, cached under ~/.cache/weir/bench).
+        #[arg(long)]
+        bids: Option<u64>,
+        /// Runs of each variant (the median is reported).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Queries of the file pipeline.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "q0,q1,q2")]
+        queries: Vec<pipeline::Query>,
+        /// Parallelisms of the file pipeline.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        parallelism: Vec<u32>,
+        /// Only runs without checkpoints.
+        #[arg(long, conflicts_with = "only_checkpointed")]
+        only_plain: bool,
+        /// Only runs with 1 s checkpoints.
+        #[arg(long)]
+        only_checkpointed: bool,
+        /// Bids of the stream-log path (0 skips it).
+        #[arg(long)]
+        stream_bids: Option<u64>,
+    },
     /// Word count and Nexmark q17 per core in Python, JavaScript and C beside Rust.
     Languages {
         /// `NAME=DIR`, a language's build directory holding `wordcount.wasm` and
@@ -228,6 +259,31 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
                 dir: data_dir.join("bench-kafka"),
             };
             kafka_table(&host, &options).await?;
+            let _ = std::fs::remove_dir_all(&options.dir);
+            Ok(())
+        }
+        Suite::Pipeline {
+            quick,
+            bids,
+            runs,
+            queries,
+            parallelism,
+            only_plain,
+            only_checkpointed,
+            stream_bids,
+        } => {
+            let options = pipeline::PipelineBenchOptions {
+                bids: bids.unwrap_or(if quick { 200_000 } else { 5_000_000 }).max(1),
+                runs: runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+                queries,
+                parallelisms: parallelism.into_iter().filter(|p| *p > 0).collect(),
+                plain: !only_checkpointed,
+                checkpointed: !only_plain,
+                stream_bids: stream_bids.unwrap_or(if quick { 100_000 } else { 1_000_000 }),
+                cache: pipeline::default_cache(data_dir),
+                dir: data_dir.join("bench-pipeline"),
+            };
+            pipeline::run_and_print(&host, &options).await?;
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
         }
