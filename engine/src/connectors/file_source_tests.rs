@@ -118,7 +118,7 @@ fn random_file(path: &Path, n: u64, seed: u64) {
         }
         let pad = "x".repeat(rng.gen_range(0..60));
         text.push_str(&format!("{{\"f\": \"{tag}\", \"i\": {i}, \"pad\": \"{pad}\"}}"));
-        if i + 1 < n || seed % 2 == 0 {
+        if i + 1 < n || seed.is_multiple_of(2) {
             text.push('\n');
         }
     }

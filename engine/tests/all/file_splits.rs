@@ -152,7 +152,8 @@ fn savepoints_restored_at_other_parallelisms_read_every_line_once() {
         let plan = common::plan_json(spec.clone()).unwrap();
         let job = format!("job-{step}");
         if let Some(sp) = &previous {
-            let report = rt.block_on(restore_into(&store, &job, &plan, sp, RestoreOptions::default())).unwrap();
+            let report =
+                rt.block_on(restore_into(&store, &job, &plan, sp, RestoreOptions::default())).unwrap();
             let source = report.nodes.iter().find(|n| n.id == "in").unwrap();
             assert_eq!(source.parallelism, parallelism);
         }
