@@ -5,8 +5,9 @@
 //! line belongs to exactly one split whatever the cuts are.
 //!
 //! At a fresh start every subtask lists the files (in name order) and cuts each into splits
-//! of `min(split_bytes, max(total / p, 1 MiB))` bytes (never more than `split_bytes`), so a
-//! large file gives work to every subtask; split `k` of that list belongs to subtask `k % p`.
+//! of `total / n` bytes, `n` the number of `split_bytes` pieces rounded up to a multiple of
+//! `p` (none below `min(split_bytes, 1 MiB)`), so a large file gives every subtask an equal
+//! share; split `k` of that list belongs to subtask `k % p`.
 //! The position is the list of the subtask's splits with the offset reached in each (the
 //! start of the next line to read): a restore hands each subtask exactly its splits, and a
 //! rescale ([`rescale`]) reassigns the unfinished splits, cutting the largest remainders
@@ -179,8 +180,11 @@ fn list_files(config: &FileSourceConfig) -> Result<Vec<(PathBuf, u64)>, Connecto
 /// computes the same list (the input files must not change while the job runs).
 fn plan(files: &[(PathBuf, u64)], config: &FileSourceConfig, parallelism: u32) -> Vec<FilePosition> {
     let total: u64 = files.iter().map(|(_, len)| len).sum();
-    let size = config.split_bytes.min(total.div_ceil(u64::from(parallelism.max(1))).max(config.min_split()));
-    let size = size.max(1);
+    // As many splits of at most `split_bytes` as needed, rounded up to a multiple of the
+    // parallelism so the subtasks get equal shares; none below `min_split`.
+    let p = u64::from(parallelism.max(1));
+    let pieces = (total.div_ceil(config.split_bytes.max(1)).div_ceil(p) * p).max(1);
+    let size = total.div_ceil(pieces).max(config.min_split()).min(config.split_bytes).max(1);
     let mut splits = Vec::new();
     for (path, len) in files {
         let mut start = 0;

@@ -252,3 +252,15 @@ fn a_rescale_gives_every_new_subtask_a_split_of_a_large_remainder() {
     let e = rescale(&config, &[Some(overlap)], 2).unwrap_err();
     assert!(e.contains("overlap"), "{e}");
 }
+
+#[test]
+fn split_bytes_is_checked_when_the_job_is_planned() {
+    let parse = |config| crate::connectors::SourceConfig::parse("file", &config);
+    let e = parse(serde_json::json!({ "path": "/in", "split_bytes": 0 })).unwrap_err().to_string();
+    assert!(e.contains("split_bytes must be at least 1"), "{e}");
+    let ok = parse(serde_json::json!({ "path": "/in" })).unwrap();
+    assert!(
+        matches!(&ok.kind, crate::connectors::SourceKind::File(c) if c.split_bytes == DEFAULT_SPLIT_BYTES),
+        "{ok:?}"
+    );
+}
