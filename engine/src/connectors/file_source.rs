@@ -1,15 +1,41 @@
-//! A source that reads JSON-lines files. Each file is a partition; subtask `i` of `p` reads
-//! the files whose index (in name order) is `i` modulo `p`. The position is the byte offset
-//! reached in each file.
+//! A source that reads JSON-lines files, cut into splits: byte ranges of one file, so one
+//! file is read by several subtasks (Hadoop's and Spark's rule). A split `[start, end)` owns
+//! every line that *starts* in it: its reader begins after the first `\n` at or after
+//! `start - 1` (at 0 for `start = 0`) and reads past `end` to finish its last line, so every
+//! line belongs to exactly one split whatever the cuts are.
+//!
+//! At a fresh start every subtask lists the files (in name order) and cuts each into splits
+//! of `total / n` bytes, `n` the number of `split_bytes` pieces rounded up to a multiple of
+//! `p` (none below `min(split_bytes, 1 MiB)`), so a large file gives every subtask an equal
+//! share; split `k` of that list belongs to subtask `k % p`.
+//! The position is the list of the subtask's splits with the offset reached in each (the
+//! start of the next line to read): a restore hands each subtask exactly its splits, and a
+//! rescale ([`rescale`]) reassigns the unfinished splits, cutting the largest remainders
+//! until every new subtask has one.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::{ConnectorError, Source, bad_position};
 use crate::record::{Batch, to_msgpack};
+
+/// Default largest split: 64 MiB.
+pub const DEFAULT_SPLIT_BYTES: u64 = 64 << 20;
+/// A fresh plan or a rescale cuts no split below this (nor below `split_bytes`).
+const MIN_SPLIT_BYTES: u64 = 1 << 20;
+/// Bytes per read; the buffer grows only for a longer line.
+const READ_BYTES: usize = 1 << 20;
+
+fn default_split_bytes() -> u64 {
+    DEFAULT_SPLIT_BYTES
+}
+
+fn to_end_of_file() -> u64 {
+    u64::MAX
+}
 
 /// Config of the file source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,25 +49,90 @@ pub struct FileSourceConfig {
     /// Field holding the event time (integer ms); records without it get time 0.
     #[serde(default)]
     pub timestamp_field: Option<String>,
+    /// Largest split (byte range of a file read by one subtask) at a fresh start; at least 1.
+    #[serde(default = "default_split_bytes")]
+    pub split_bytes: u64,
 }
 
-/// Where a file-source subtask stands in one of its files: what a checkpoint records.
+impl FileSourceConfig {
+    /// A config reading `path` with default settings.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileSourceConfig {
+            path: path.into(),
+            key_field: None,
+            timestamp_field: None,
+            split_bytes: DEFAULT_SPLIT_BYTES,
+        }
+    }
+
+    /// Checks the settings' ranges (at plan time).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.split_bytes == 0 {
+            return Err("file: split_bytes must be at least 1 (bytes per split of a file)".into());
+        }
+        Ok(())
+    }
+
+    fn min_split(&self) -> u64 {
+        self.split_bytes.min(MIN_SPLIT_BYTES)
+    }
+}
+
+/// Where a file-source subtask stands in one of its splits: what a checkpoint records.
+/// Positions without `start`/`end` (written before splits existed) mean the whole file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilePosition {
     /// The file.
     pub file: PathBuf,
-    /// Byte offset of the next line to read.
+    /// First byte of the split: it owns the lines that start in `[start, end)`.
+    #[serde(default)]
+    pub start: u64,
+    /// End of the split (exclusive); `u64::MAX`: to the end of the file.
+    #[serde(default = "to_end_of_file")]
+    pub end: u64,
+    /// Byte offset of the next line to read (`start` before the split is begun); at or past
+    /// `end` when the split is finished.
     pub offset: u64,
-    /// Number of lines read before `offset` (so errors after a resume name the right line).
+    /// Lines read from `start` to `offset` (the line number in the file for a split at 0).
     pub line: u64,
 }
 
+impl FilePosition {
+    fn finished(&self) -> bool {
+        self.offset >= self.end
+    }
+}
+
+/// A split being read (named `Partition` for [`FileSource::record`]).
 struct Partition {
     path: PathBuf,
+    start: u64,
+    end: u64,
     offset: u64,
     line: u64,
-    reader: Option<BufReader<File>>,
+    /// The file ended before `end`.
     done: bool,
+}
+
+impl Partition {
+    fn from_position(p: &FilePosition) -> Self {
+        Partition {
+            path: p.file.clone(),
+            start: p.start,
+            end: p.end,
+            offset: p.offset,
+            line: p.line,
+            done: false,
+        }
+    }
+}
+
+/// The open file of the split being read: `buf[lo..hi]` is read but not consumed.
+struct Cursor {
+    file: File,
+    lo: usize,
+    hi: usize,
+    eof: bool,
 }
 
 /// A file-source subtask.
@@ -50,6 +141,9 @@ pub struct FileSource {
     batch_size: usize,
     partitions: Vec<Partition>,
     current: usize,
+    cursor: Option<Cursor>,
+    /// Read buffer, reused across splits.
+    buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for FileSource {
@@ -62,56 +156,233 @@ fn io(path: &Path, source: std::io::Error) -> ConnectorError {
     ConnectorError::Io { path: path.display().to_string(), source }
 }
 
+/// The files of `config` in name order, with their lengths.
+fn list_files(config: &FileSourceConfig) -> Result<Vec<(PathBuf, u64)>, ConnectorError> {
+    let meta = std::fs::metadata(&config.path).map_err(|e| io(&config.path, e))?;
+    let mut files = Vec::new();
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(&config.path).map_err(|e| io(&config.path, e))? {
+            let entry = entry.map_err(|e| io(&config.path, e))?;
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if !hidden && entry.file_type().map_err(|e| io(&entry.path(), e))?.is_file() {
+                let len = entry.metadata().map_err(|e| io(&entry.path(), e))?.len();
+                files.push((entry.path(), len));
+            }
+        }
+        files.sort();
+    } else {
+        files.push((config.path.clone(), meta.len()));
+    }
+    Ok(files)
+}
+
+/// Every split of a fresh start at `parallelism`, in (file, start) order. Every subtask
+/// computes the same list (the input files must not change while the job runs).
+fn plan(files: &[(PathBuf, u64)], config: &FileSourceConfig, parallelism: u32) -> Vec<FilePosition> {
+    let total: u64 = files.iter().map(|(_, len)| len).sum();
+    // As many splits of at most `split_bytes` as needed, rounded up to a multiple of the
+    // parallelism so the subtasks get equal shares; none below `min_split`.
+    let p = u64::from(parallelism.max(1));
+    let pieces = (total.div_ceil(config.split_bytes.max(1)).div_ceil(p) * p).max(1);
+    let size = total.div_ceil(pieces).max(config.min_split()).min(config.split_bytes).max(1);
+    let mut splits = Vec::new();
+    for (path, len) in files {
+        let mut start = 0;
+        while start < *len {
+            let end = start.saturating_add(size).min(*len);
+            splits.push(FilePosition { file: path.clone(), start, end, offset: start, line: 0 });
+            start = end;
+        }
+    }
+    splits
+}
+
+/// Positions for `parallelism` subtasks from the positions that `old.len()` subtasks recorded
+/// (a savepoint restored at another parallelism). The unfinished splits are cut (the largest
+/// remainder `[offset, end)` in halves, never below `min(split_bytes, 1 MiB)`) until there are
+/// `parallelism` of them or none can be cut, then split `k` goes to subtask `k % parallelism`.
+/// A remainder owns the same lines as before (those starting in it), so none is lost or
+/// repeated.
+pub(crate) fn rescale(
+    config: &FileSourceConfig,
+    old: &[Option<serde_json::Value>],
+    parallelism: u32,
+) -> Result<Vec<Option<serde_json::Value>>, String> {
+    let mut splits: Vec<FilePosition> = Vec::new();
+    for (s, position) in old.iter().enumerate() {
+        let position = position
+            .as_ref()
+            .ok_or_else(|| format!("subtask {s} recorded no file position, so its splits are unknown"))?;
+        let mine: Vec<FilePosition> = serde_json::from_value(position.clone())
+            .map_err(|_| format!("the saved file position {position} is not readable"))?;
+        splits.extend(mine);
+    }
+    splits.sort_by(|a, b| (&a.file, a.start).cmp(&(&b.file, b.start)));
+    for w in splits.windows(2) {
+        if w[0].file == w[1].file && w[0].end > w[1].start {
+            return Err(format!(
+                "the saved splits of {} overlap ({}..{} and {}..{})",
+                w[0].file.display(),
+                w[0].start,
+                w[0].end,
+                w[1].start,
+                w[1].end
+            ));
+        }
+    }
+    splits.retain(|s| !s.finished());
+    let min = config.min_split();
+    while splits.len() < parallelism as usize {
+        let Some((i, rest)) = splits
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.end != u64::MAX)
+            .map(|(i, s)| (i, s.end - s.offset))
+            .max_by_key(|(i, rest)| (*rest, std::cmp::Reverse(*i)))
+        else {
+            break;
+        };
+        if rest < 2 * min.max(1) {
+            break;
+        }
+        let mid = splits[i].offset + rest / 2;
+        let tail = FilePosition {
+            file: splits[i].file.clone(),
+            start: mid,
+            end: splits[i].end,
+            offset: mid,
+            line: 0,
+        };
+        splits[i].end = mid;
+        splits.insert(i + 1, tail);
+    }
+    let p = parallelism.max(1) as usize;
+    Ok((0..p)
+        .map(|s| {
+            let mine: Vec<&FilePosition> = splits.iter().skip(s).step_by(p).collect();
+            Some(serde_json::to_value(mine).expect("positions serialize"))
+        })
+        .collect())
+}
+
+/// The next line of `buf[lo..hi]`, reading more as needed: `(start, end)` in `buf` without
+/// the `\n`, and the bytes consumed (with it); `None` at the end of the file.
+fn next_line(c: &mut Cursor, buf: &mut Vec<u8>) -> std::io::Result<Option<(usize, usize, usize)>> {
+    let mut scanned = c.lo;
+    loop {
+        if let Some(i) = memchr::memchr(b'\n', &buf[scanned..c.hi]) {
+            let (s, e) = (c.lo, scanned + i);
+            c.lo = e + 1;
+            return Ok(Some((s, e, e + 1 - s)));
+        }
+        scanned = c.hi;
+        if c.eof {
+            if c.lo == c.hi {
+                return Ok(None);
+            }
+            let (s, e) = (c.lo, c.hi);
+            c.lo = c.hi;
+            return Ok(Some((s, e, e - s)));
+        }
+        if c.lo > 0 {
+            buf.copy_within(c.lo..c.hi, 0);
+            (scanned, c.hi, c.lo) = (scanned - c.lo, c.hi - c.lo, 0);
+        }
+        if c.hi == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match c.file.read(&mut buf[c.hi..]) {
+            Ok(0) => c.eof = true,
+            Ok(n) => c.hi += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The 1-based number of the line starting at byte `at` of `path` (counts the `\n` before it;
+/// only on an error, so reading stays free of it).
+fn line_number(path: &Path, at: u64) -> Result<u64, ConnectorError> {
+    let mut file = File::open(path).map_err(|e| io(path, e))?.take(at);
+    let mut buf = vec![0; READ_BYTES];
+    let mut lines = 1;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(lines),
+            Ok(n) => lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(path, e)),
+        }
+    }
+}
+
 impl FileSource {
-    /// Lists the files and keeps those of subtask `index`.
+    /// Lists the files, cuts them into splits and keeps those of subtask `index`.
     pub fn open(
         config: &FileSourceConfig,
         batch_size: usize,
         index: u32,
         parallelism: u32,
     ) -> Result<Self, ConnectorError> {
-        let meta = std::fs::metadata(&config.path).map_err(|e| io(&config.path, e))?;
-        let mut files = Vec::new();
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&config.path).map_err(|e| io(&config.path, e))? {
-                let entry = entry.map_err(|e| io(&config.path, e))?;
-                let hidden = entry.file_name().to_string_lossy().starts_with('.');
-                if !hidden && entry.file_type().map_err(|e| io(&entry.path(), e))?.is_file() {
-                    files.push(entry.path());
-                }
-            }
-            files.sort();
-        } else {
-            files.push(config.path.clone());
-        }
-        let partitions = files
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| *i as u64 % u64::from(parallelism) == u64::from(index))
-            .map(|(_, path)| Partition { path, offset: 0, line: 0, reader: None, done: false })
+        let files = list_files(config)?;
+        let p = parallelism.max(1) as usize;
+        let partitions = plan(&files, config, parallelism)
+            .iter()
+            .skip(index as usize)
+            .step_by(p)
+            .map(Partition::from_position)
             .collect();
-        Ok(FileSource { config: config.clone(), batch_size, partitions, current: 0 })
+        Ok(FileSource {
+            config: config.clone(),
+            batch_size,
+            partitions,
+            current: 0,
+            cursor: None,
+            buf: Vec::new(),
+        })
     }
 
-    /// Resumes each file at its recorded position (from a checkpoint). Positions of files
-    /// this subtask does not read are ignored.
+    /// Resumes from a checkpoint: this subtask reads exactly `positions`' splits, each from
+    /// its recorded offset.
     pub fn seek(&mut self, positions: &[FilePosition]) {
-        for pos in positions {
-            if let Some(p) = self.partitions.iter_mut().find(|p| p.path == pos.file) {
-                p.offset = pos.offset;
-                p.line = pos.line;
-                p.reader = None;
-                p.done = false;
-            }
-        }
+        self.partitions = positions.iter().map(Partition::from_position).collect();
+        self.current = 0;
+        self.cursor = None;
     }
 
-    /// The position in every file of this subtask.
+    /// The position in every split of this subtask.
     pub fn positions(&self) -> Vec<FilePosition> {
         self.partitions
             .iter()
-            .map(|p| FilePosition { file: p.path.clone(), offset: p.offset, line: p.line })
+            .map(|p| FilePosition {
+                file: p.path.clone(),
+                start: p.start,
+                end: p.end,
+                offset: p.offset,
+                line: p.line,
+            })
             .collect()
+    }
+
+    /// Opens split `idx` at its offset; a split begun mid-line skips to after the next `\n`
+    /// (that line belongs to the split before).
+    fn open_split(&mut self, idx: usize) -> Result<(), ConnectorError> {
+        if self.buf.len() < READ_BYTES {
+            self.buf.resize(READ_BYTES, 0);
+        }
+        let p = &mut self.partitions[idx];
+        let mut file = File::open(&p.path).map_err(|e| io(&p.path, e))?;
+        let from = p.offset.saturating_sub(1);
+        file.seek(SeekFrom::Start(from)).map_err(|e| io(&p.path, e))?;
+        let mut cursor = Cursor { file, lo: 0, hi: 0, eof: false };
+        if p.offset > 0 {
+            match next_line(&mut cursor, &mut self.buf).map_err(|e| io(&p.path, e))? {
+                Some((_, _, n)) => p.offset = from + n as u64,
+                None => p.done = true,
+            }
+        }
+        self.cursor = Some(cursor);
+        Ok(())
     }
 
     fn record(&self, p: &Partition, text: &str, batch: &mut Batch) -> Result<(), ConnectorError> {
@@ -138,40 +409,58 @@ impl FileSource {
         batch.push(&key, &to_msgpack(&value), ts);
         Ok(())
     }
+
+    /// The line number in the file of the line starting at `at` in split `p`: counted only
+    /// for a split that does not start at 0 (the others count their lines as they read).
+    fn line_of(&self, p: &Partition, at: u64) -> Result<u64, ConnectorError> {
+        if p.start == 0 { Ok(p.line) } else { line_number(&p.path, at) }
+    }
 }
 
 impl Source for FileSource {
     fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
         let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 64);
-        let mut line = String::new();
         while batch.len() < self.batch_size && self.current < self.partitions.len() {
             let idx = self.current;
-            if self.partitions[idx].done {
+            let p = &self.partitions[idx];
+            if p.done || p.offset >= p.end {
                 self.current += 1;
+                self.cursor = None;
                 continue;
             }
-            if self.partitions[idx].reader.is_none() {
-                let p = &mut self.partitions[idx];
-                let mut file = File::open(&p.path).map_err(|e| io(&p.path, e))?;
-                file.seek(SeekFrom::Start(p.offset)).map_err(|e| io(&p.path, e))?;
-                p.reader = Some(BufReader::with_capacity(1 << 16, file));
+            if self.cursor.is_none() {
+                self.open_split(idx)?;
+                continue;
             }
-            line.clear();
             let p = &mut self.partitions[idx];
-            let n = p.reader.as_mut().expect("opened").read_line(&mut line).map_err(|e| io(&p.path, e))?;
-            if n == 0 {
+            let cursor = self.cursor.as_mut().expect("opened");
+            let Some((s, e, n)) = next_line(cursor, &mut self.buf).map_err(|e| io(&p.path, e))? else {
                 p.done = true;
-                p.reader = None;
                 continue;
-            }
+            };
+            let line_start = p.offset;
             p.offset += n as u64;
             p.line += 1;
-            let text = line.trim();
+            let p = &self.partitions[idx];
+            let text = match std::str::from_utf8(&self.buf[s..e]) {
+                Ok(text) => text.trim(),
+                Err(err) => {
+                    return Err(ConnectorError::Parse {
+                        path: p.path.display().to_string(),
+                        line: self.line_of(p, line_start)?,
+                        message: format!("not valid UTF-8: {err}"),
+                    });
+                }
+            };
             if text.is_empty() {
                 continue;
             }
-            let p = &self.partitions[idx];
-            self.record(p, text, &mut batch)?;
+            match self.record(p, text, &mut batch) {
+                Err(ConnectorError::Parse { path, line: _, message }) if p.start > 0 => {
+                    return Err(ConnectorError::Parse { path, line: self.line_of(p, line_start)?, message });
+                }
+                other => other?,
+            }
         }
         if batch.is_empty() { Ok(None) } else { Ok(Some(batch)) }
     }
@@ -184,74 +473,10 @@ impl Source for FileSource {
         let positions: Vec<FilePosition> =
             serde_json::from_value(position.clone()).map_err(|_| bad_position(position))?;
         FileSource::seek(self, &positions);
-        self.current = 0;
         Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn values(source: &mut FileSource) -> Vec<serde_json::Value> {
-        let mut out = Vec::new();
-        while let Some(b) = source.next_batch().unwrap() {
-            for r in b.iter() {
-                out.push(crate::record::msgpack_to_json(r.value));
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn reads_partitions_records_offsets_and_resumes() {
-        let dir = tempfile::tempdir().unwrap();
-        for f in 0..3 {
-            let lines: String =
-                (0..5).map(|i| format!("{{\"f\": {f}, \"i\": {i}, \"ts\": {}}}\n", 10 * i)).collect();
-            std::fs::write(dir.path().join(format!("in-{f}.jsonl")), lines).unwrap();
-        }
-        std::fs::write(dir.path().join(".hidden"), "not json").unwrap();
-        let config = FileSourceConfig {
-            path: dir.path().to_path_buf(),
-            key_field: Some("f".into()),
-            timestamp_field: Some("ts".into()),
-        };
-        // Subtask 0 of 2 owns files 0 and 2.
-        let mut s = FileSource::open(&config, 2, 0, 2).unwrap();
-        let first = s.next_batch().unwrap().unwrap();
-        let r: Vec<_> = first.iter().collect();
-        assert_eq!((r[1].timestamp, crate::record::msgpack_to_json(r[1].key)), (10, serde_json::json!(0)));
-        let position = s.positions();
-        assert_eq!(serde_json::to_value(&position).unwrap(), s.position());
-        let offset = position[0].offset;
-        let text = std::fs::read_to_string(dir.path().join("in-0.jsonl")).unwrap();
-        let two_lines: usize = text.lines().take(2).map(|l| l.len() + 1).sum();
-        assert_eq!(offset, two_lines as u64, "the offset is just past the two lines read");
-        let rest = values(&mut s);
-        assert_eq!(rest.len(), 8);
-        assert!(rest.iter().all(|v| v["f"] != 1));
-
-        // A new subtask resumed at the recorded offset reads exactly the rest.
-        let mut resumed = FileSource::open(&config, 2, 0, 2).unwrap();
-        resumed.seek(&position);
-        assert_eq!(values(&mut resumed), rest);
-    }
-
-    #[test]
-    fn a_malformed_line_names_file_and_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.jsonl");
-        std::fs::write(&path, "{\"a\": 1}\n{oops\n").unwrap();
-        let config = FileSourceConfig { path, key_field: None, timestamp_field: None };
-        let mut s = FileSource::open(&config, 10, 0, 1).unwrap();
-        let e = s.next_batch().unwrap_err().to_string();
-        assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
-
-        // Resumed past the first line, the error still names line 2.
-        let mut resumed = FileSource::open(&config, 10, 0, 1).unwrap();
-        resumed.seek(&[FilePosition { file: config.path.clone(), offset: 9, line: 1 }]);
-        let e = resumed.next_batch().unwrap_err().to_string();
-        assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
-    }
-}
+#[path = "file_source_tests.rs"]
+mod tests;

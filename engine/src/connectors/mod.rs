@@ -19,7 +19,7 @@ use crate::record::Batch;
 
 pub use blackhole::{BlackholeConfig, BlackholeSink};
 pub use file_sink::{FileSink, FileSinkConfig};
-pub use file_source::{FilePosition, FileSource, FileSourceConfig};
+pub use file_source::{DEFAULT_SPLIT_BYTES, FilePosition, FileSource, FileSourceConfig};
 pub use generator::{GeneratorConfig, GeneratorSource};
 pub use kafka::{KafkaSinkConfig, KafkaSourceConfig};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
@@ -316,6 +316,9 @@ impl SourceConfig {
         if let SourceKind::Generator(c) = &kind {
             c.validate().map_err(range)?;
         }
+        if let SourceKind::File(c) = &kind {
+            c.validate().map_err(range)?;
+        }
         Ok(SourceConfig { kind, batch_size, out_of_orderness_ms, records_per_second })
     }
 
@@ -344,11 +347,12 @@ impl SourceConfig {
     /// Positions for `parallelism` subtasks made from the positions that `old.len()`
     /// subtasks recorded (`None`: a subtask recorded none), when a job restores a savepoint
     /// at another parallelism. The stream log merges every partition's offset and hands each
-    /// new subtask its partitions; the file source hands every subtask every file's position
-    /// (each reads only its own files), and so does Kafka: every new subtask gets every
-    /// partition's offset (see [`kafka::config::merge_offsets`]) and reads only the
-    /// partitions it is assigned. Generated sources refuse: their position is a count within
-    /// one subtask of one parallelism.
+    /// new subtask its partitions; the file source reassigns its unfinished splits (cut
+    /// further so every new subtask gets one; see the file source's module docs); Kafka
+    /// hands every new subtask every partition's offset (see
+    /// [`kafka::config::merge_offsets`]), and each reads only the partitions it is assigned.
+    /// Generated sources refuse: their position is a count within one subtask of one
+    /// parallelism.
     pub fn rescale_positions(
         &self,
         old: &[Option<serde_json::Value>],
@@ -384,16 +388,7 @@ impl SourceConfig {
                     })
                     .collect())
             }
-            SourceKind::File(_) => {
-                let mut all = Vec::new();
-                for position in recorded() {
-                    match position {
-                        serde_json::Value::Array(items) => all.extend(items.iter().cloned()),
-                        other => return Err(format!("the saved file position {other} is not readable")),
-                    }
-                }
-                Ok((0..parallelism).map(|_| Some(serde_json::Value::Array(all.clone()))).collect())
-            }
+            SourceKind::File(c) => file_source::rescale(c, old, parallelism),
             SourceKind::Kafka(_) => {
                 let merged = kafka::config::merge_offsets(recorded())?;
                 let position = serde_json::json!({ "offsets": merged });

@@ -23,6 +23,7 @@ mod cli_client;
 mod coordinator;
 mod disk_full;
 mod exactly_once;
+mod file_splits;
 mod hostile;
 mod hostile_tenants;
 mod kafka_access;
