@@ -312,7 +312,7 @@ impl Transcoder {
         if let Some(picks) = picks {
             let names = [picks.key_field.as_deref(), picks.time_field.as_deref()];
             for m in &self.members[base..] {
-                let name = &out[m.key()];
+                let name = &out[m.key_start + shift..m.key_end + shift];
                 let value = m.key_end + shift..m.end + shift;
                 if names[0].is_some_and(|n| n.as_bytes() == name) {
                     picks.key = Some(value.clone());

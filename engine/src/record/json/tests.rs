@@ -132,6 +132,9 @@ fn objects_sort_keys_and_keep_the_last_duplicate() {
     ok(r#"{"t":1.5,"k":null}"#);
     ok(r#"{"t":18446744073709551615}"#);
     ok(r#"[{"k":1,"t":2}]"#);
+    // Sixteen members widen the map header: the picks move with the body.
+    let members: Vec<String> = (0..16).rev().map(|i| format!("\"{}\":{i}", ["k", "t"].get(i).map_or(format!("m{i}"), |s| s.to_string()))).collect();
+    ok(&format!("{{{}}}", members.join(",")));
 }
 
 #[test]
