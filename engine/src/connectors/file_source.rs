@@ -135,7 +135,9 @@ impl FileSource {
         let mut scratch = self.lines.borrow_mut();
         let LineScratch { transcoder, picks, value } = &mut *scratch;
         value.clear();
-        transcoder.transcode(text.as_bytes(), value, picks).map_err(|e| parse_err(format!("not valid JSON: {e}")))?;
+        transcoder
+            .transcode(text.as_bytes(), value, picks)
+            .map_err(|e| parse_err(format!("not valid JSON: {e}")))?;
         let key = picks.key.clone().map_or(&[][..], |r| &value[r]);
         let ts = match (&self.config.timestamp_field, picks.time.clone()) {
             (Some(f), Some(r)) => msgpack_i64(&value[r.clone()]).ok_or_else(|| {
@@ -262,5 +264,24 @@ mod tests {
         resumed.seek(&[FilePosition { file: config.path.clone(), offset: 9, line: 1 }]);
         let e = resumed.next_batch().unwrap_err().to_string();
         assert!(e.contains("bad.jsonl:2: not valid JSON"), "{e}");
+    }
+
+    #[test]
+    fn keys_times_and_values_are_those_of_the_json_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        let first = r#"{"z": [1, {"y": 2, "x": "é"}], "id": {"b": 1, "a": -7}, "ts": 1700000000000}"#;
+        std::fs::write(&path, format!("{first}\n  \n{{\"id\": 3}}\n{{\"ts\": 1.5}}\n")).unwrap();
+        let config =
+            FileSourceConfig { path, key_field: Some("id".into()), timestamp_field: Some("ts".into()) };
+        let mut s = FileSource::open(&config, 2, 0, 1).unwrap();
+        let batch = s.next_batch().unwrap().unwrap();
+        let r: Vec<_> = batch.iter().collect();
+        let value: serde_json::Value = serde_json::from_str(first).unwrap();
+        assert_eq!(r[0].value, &crate::record::to_msgpack(&value)[..]);
+        assert_eq!(r[0].key, &crate::record::to_msgpack(&value["id"])[..]);
+        assert_eq!((r[0].timestamp, r[1].timestamp, r[1].key), (1_700_000_000_000, 0, &[3u8][..]));
+        let e = s.next_batch().unwrap_err().to_string();
+        assert!(e.contains("in.jsonl:4: field `ts` is not an integer: 1.5"), "{e}");
     }
 }

@@ -301,9 +301,7 @@ impl Transcoder {
                 }
             }
         }
-        let sorted = self.members[base..]
-            .windows(2)
-            .all(|w| out[w[0].key()] < out[w[1].key()]);
+        let sorted = self.members[base..].windows(2).all(|w| out[w[0].key()] < out[w[1].key()]);
         if !sorted {
             self.sort_members(out, base, header + 1);
         }
@@ -617,8 +615,8 @@ fn write_f64(out: &mut Vec<u8>, f: f64) {
 
 /// Powers of ten that are exact in an f64 (serde_json's `POW10` up to 1e22).
 const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-    1e18, 1e19, 1e20, 1e21, 1e22,
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
 ];
 
 /// A number whose first byte (`-` or a digit) was just consumed. Integers and floats with a
