@@ -79,7 +79,7 @@ pub fn msgpack_i64(bytes: &[u8]) -> Option<i64> {
             let n = 1 << (marker - 0xcc);
             i64::try_from(u64::from_be_bytes(be(n)?)).ok()
         }
-        0xd0 | 0xd1 | 0xd2 | 0xd3 => sign(1 << (marker - 0xd0)),
+        0xd0..=0xd3 => sign(1 << (marker - 0xd0)),
         _ => None,
     }
 }
