@@ -110,8 +110,6 @@ pub struct Transcoder {
     string: Vec<u8>,
     /// An object's members in key order, while they are put back into `out`.
     sorted: Vec<u8>,
-    /// Member indices during a sort.
-    order: Vec<u32>,
 }
 
 struct Cursor<'a> {
@@ -328,35 +326,25 @@ impl Transcoder {
     /// key keeping its last value, and updates their spans.
     #[cold]
     fn sort_members(&mut self, out: &mut Vec<u8>, base: usize, body: usize) {
-        let n = self.members.len() - base;
-        self.order.clear();
-        self.order.extend(0..n as u32);
-        let members = &self.members[base..];
-        let key = |i: u32| &out[members[i as usize].key()];
+        let members = &mut self.members[base..];
         // Stable: among equal keys the last written stays last.
-        self.order.sort_by(|&a, &b| key(a).cmp(key(b)));
+        members.sort_by(|a, b| out[a.key()].cmp(&out[b.key()]));
         self.sorted.clear();
+        let n = members.len();
         let mut kept = 0;
         for k in 0..n {
-            let i = self.order[k];
-            if k + 1 < n && key(i) == key(self.order[k + 1]) {
+            let m = members[k];
+            if k + 1 < n && out[m.key()] == out[members[k + 1].key()] {
                 continue;
             }
-            let m = &members[i as usize];
+            let pos = body + self.sorted.len();
             self.sorted.extend_from_slice(&out[m.start..m.end]);
-            self.order[kept] = i;
+            let key_start = pos + (m.key_start - m.start);
+            let key_end = key_start + (m.key_end - m.key_start);
+            members[kept] = Member { start: pos, key_start, key_end, end: pos + (m.end - m.start) };
             kept += 1;
         }
-        let mut pos = body;
-        for k in 0..kept {
-            let m = self.members[base + self.order[k] as usize];
-            let key_start = pos + (m.key_start - m.start);
-            let end = pos + (m.end - m.start);
-            let key_end = key_start + (m.key_end - m.key_start);
-            self.members.push(Member { start: pos, key_start, key_end, end });
-            pos = end;
-        }
-        self.members.drain(base..base + n);
+        self.members.truncate(base + kept);
         out.truncate(body);
         out.extend_from_slice(&self.sorted);
     }
