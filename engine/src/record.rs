@@ -6,6 +6,8 @@
 
 use weir_flat::{Reader, Writer};
 
+pub mod json;
+
 pub use crate::guest::bindings::{Batch, Entry};
 
 /// One record of a batch, borrowed from it.

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{ConnectorError, Source, bad_position};
-use crate::record::{Batch, to_msgpack};
+use crate::record::Batch;
+use crate::record::json::{FieldPicks, Transcoder, msgpack_i64};
 
 /// Default largest split: 64 MiB.
 pub const DEFAULT_SPLIT_BYTES: u64 = 64 << 20;
@@ -144,6 +145,15 @@ pub struct FileSource {
     cursor: Option<Cursor>,
     /// Read buffer, reused across splits.
     buf: Vec<u8>,
+    /// Scratch of the per-line conversion, borrowed only inside `record`.
+    lines: std::cell::RefCell<LineScratch>,
+}
+
+/// What converting a line reuses: no allocation per record.
+struct LineScratch {
+    transcoder: Transcoder,
+    picks: FieldPicks,
+    value: Vec<u8>,
 }
 
 impl std::fmt::Debug for FileSource {
@@ -332,6 +342,8 @@ impl FileSource {
             .step_by(p)
             .map(Partition::from_position)
             .collect();
+        let picks = FieldPicks::new(config.key_field.as_deref(), config.timestamp_field.as_deref());
+        let lines = LineScratch { transcoder: Transcoder::new(), picks, value: Vec::new() }.into();
         Ok(FileSource {
             config: config.clone(),
             batch_size,
@@ -339,6 +351,7 @@ impl FileSource {
             current: 0,
             cursor: None,
             buf: Vec::new(),
+            lines,
         })
     }
 
@@ -391,22 +404,21 @@ impl FileSource {
             line: p.line,
             message,
         };
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| parse_err(format!("not valid JSON: {e}")))?;
-        let key = match &self.config.key_field {
-            Some(f) => value.get(f).map(to_msgpack).unwrap_or_default(),
-            None => Vec::new(),
+        let mut scratch = self.lines.borrow_mut();
+        let LineScratch { transcoder, picks, value } = &mut *scratch;
+        value.clear();
+        transcoder
+            .transcode(text.as_bytes(), value, picks)
+            .map_err(|e| parse_err(format!("not valid JSON: {e}")))?;
+        let key = picks.key.clone().map_or(&[][..], |r| &value[r]);
+        let ts = match (&self.config.timestamp_field, picks.time.clone()) {
+            (Some(f), Some(r)) => msgpack_i64(&value[r.clone()]).ok_or_else(|| {
+                let v = crate::record::msgpack_to_json(&value[r]);
+                parse_err(format!("field `{f}` is not an integer: {v}"))
+            })?,
+            _ => 0,
         };
-        let ts = match &self.config.timestamp_field {
-            Some(f) => match value.get(f) {
-                None => 0,
-                Some(v) => {
-                    v.as_i64().ok_or_else(|| parse_err(format!("field `{f}` is not an integer: {v}")))?
-                }
-            },
-            None => 0,
-        };
-        batch.push(&key, &to_msgpack(&value), ts);
+        batch.push(key, value, ts);
         Ok(())
     }
 

@@ -264,3 +264,25 @@ fn split_bytes_is_checked_when_the_job_is_planned() {
         "{ok:?}"
     );
 }
+
+#[test]
+fn keys_times_and_values_are_those_of_the_json_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.jsonl");
+    let first = r#"{"z": [1, {"y": 2, "x": "é"}], "id": {"b": 1, "a": -7}, "ts": 1700000000000}"#;
+    std::fs::write(&path, format!("{first}\n  \n{{\"id\": 3}}\n{{\"ts\": 1.5}}\n")).unwrap();
+    let config = FileSourceConfig {
+        key_field: Some("id".into()),
+        timestamp_field: Some("ts".into()),
+        ..FileSourceConfig::new(path)
+    };
+    let mut s = FileSource::open(&config, 2, 0, 1).unwrap();
+    let batch = s.next_batch().unwrap().unwrap();
+    let r: Vec<_> = batch.iter().collect();
+    let value: serde_json::Value = serde_json::from_str(first).unwrap();
+    assert_eq!(r[0].value, &crate::record::to_msgpack(&value)[..]);
+    assert_eq!(r[0].key, &crate::record::to_msgpack(&value["id"])[..]);
+    assert_eq!((r[0].timestamp, r[1].timestamp, r[1].key), (1_700_000_000_000, 0, &[3u8][..]));
+    let e = s.next_batch().unwrap_err().to_string();
+    assert!(e.contains("in.jsonl:4: field `ts` is not an integer: 1.5"), "{e}");
+}
