@@ -17,9 +17,12 @@ pub fn decode(format: Format, bytes: Option<&[u8]>) -> Result<Cow<'_, [u8]>, Str
         (Format::Raw, b) => Ok(Cow::Borrowed(b.unwrap_or_default())),
         (_, None) => Ok(Cow::Borrowed(&[0xc0])),
         (Format::Json, Some(b)) => {
-            let value: serde_json::Value =
-                serde_json::from_slice(b).map_err(|e| format!("is not JSON ({e})"))?;
-            Ok(Cow::Owned(crate::record::to_msgpack(&value)))
+            // One pass, no `serde_json::Value` tree; the same bytes as `to_msgpack(Value)`.
+            let mut out = Vec::with_capacity(b.len());
+            crate::record::json::Transcoder::new()
+                .transcode(b, &mut out, &mut crate::record::json::FieldPicks::default())
+                .map_err(|e| format!("is not JSON ({e})"))?;
+            Ok(Cow::Owned(out))
         }
         (Format::Msgpack, Some(b)) => {
             let mut cursor = b;
@@ -79,6 +82,11 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&back).unwrap();
         assert_eq!(v["auction"], 7);
         assert!(decode(Format::Json, Some(b"{nope")).unwrap_err().contains("not JSON"));
+        // The bytes of the `serde_json::Value` conversion (sorted keys, the last duplicate).
+        let text =
+            br#"{"z": [1, -2, 3.5, "\u00e9"], "a": {"y": null, "x": true}, "a": 18446744073709551615}"#;
+        let value: serde_json::Value = serde_json::from_slice(text).unwrap();
+        assert_eq!(&decode(Format::Json, Some(text)).unwrap()[..], &crate::record::to_msgpack(&value)[..]);
         // A string header promising 5 bytes with 1 after it.
         assert!(decode(Format::Msgpack, Some(&[0xa5, b'a'])).is_err());
         assert!(
