@@ -11,11 +11,10 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use weir::plan::{JobSpec, Plan};
+use weir::runtime::RunEnv;
 use weir::runtime::faults::{FaultInjector, FaultKind, FaultPoint, PlannedFault};
-use weir::runtime::{JobEvent, RunEnv, StopMode};
-use weir::savepoint::{Description, RestoreOptions, restore_into};
-use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
+use weir::savepoint::{RestoreOptions, restore_into};
+use weir_store::{SavepointInfo, Store};
 
 const COUNT: u64 = 6000;
 
@@ -92,50 +91,6 @@ fn one_file_read_by_three_subtasks_survives_a_crash_exactly_once() {
     assert_exactly_once(&ids(&[&out]), seed);
 }
 
-/// Runs job `id` until its second checkpoint completed, then stops it with a pinned final
-/// checkpoint; returns that checkpoint's id.
-async fn run_and_stop(plan: &Plan, store: &Store, id: &str) -> u64 {
-    let env = Arc::new(RunEnv::new(id, store.clone()));
-    let mut events = env.subscribe();
-    let stopper = env.clone();
-    tokio::spawn(async move {
-        let mut completed = 0;
-        while let Ok(event) = events.recv().await {
-            if let JobEvent::CheckpointCompleted { .. } = event {
-                completed += 1;
-                if completed == 2 {
-                    stopper.stop_with(StopMode::Suspend, true);
-                    return;
-                }
-            }
-        }
-    });
-    let report = weir::runtime::run_job_checkpointed(plan, &env).await.expect("job runs");
-    assert!(report.stopped, "the job ended before it was stopped");
-    report.final_checkpoint.expect("a final checkpoint")
-}
-
-fn savepoint(store: &Store, spec: &Value, job: &str, checkpoint: u64) -> SavepointInfo {
-    let spec: JobSpec = serde_json::from_value(spec.clone()).unwrap();
-    let (_, manifest) = store.checkpoint(job, checkpoint).unwrap().unwrap();
-    let manifest = manifest.unwrap();
-    let description = Description::of(&spec, &manifest).unwrap();
-    let info = SavepointInfo {
-        id: format!("sp-{job}"),
-        owner: "tests".into(),
-        job: job.into(),
-        checkpoint,
-        created_ms: 0,
-        bytes: 0,
-        entries: 0,
-        origin: None,
-        description: serde_json::to_value(description).unwrap(),
-    };
-    let info = store.create_savepoint(info, &manifest).unwrap();
-    store.unpin(job, checkpoint).unwrap();
-    info
-}
-
 #[test]
 fn savepoints_restored_at_other_parallelisms_read_every_line_once() {
     let seed = 19;
@@ -158,8 +113,8 @@ fn savepoints_restored_at_other_parallelisms_read_every_line_once() {
             assert_eq!(source.parallelism, parallelism);
         }
         if step < 2 {
-            let checkpoint = rt.block_on(run_and_stop(&plan, &store, &job));
-            previous = Some(savepoint(&store, &spec, &job, checkpoint));
+            let checkpoint = rt.block_on(common::run_and_stop(&plan, &store, &job));
+            previous = Some(common::savepoint(&store, &spec, &job, checkpoint));
         } else {
             let env = RunEnv::new(job.clone(), store.clone());
             let report = rt.block_on(weir::runtime::run_job_checkpointed(&plan, &env)).unwrap();

@@ -10,9 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use weir::plan::{JobSpec, Plan};
 use weir::runtime::{JobEvent, RunEnv, StopMode};
-use weir::savepoint::{Description, RestoreError, RestoreOptions, restore_into};
+use weir::savepoint::{RestoreError, RestoreOptions, restore_into};
 use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 const COUNT: u64 = 40_000;
@@ -40,51 +39,6 @@ fn spec(window_parallelism: u32, out: &Path) -> Value {
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
-/// Runs job `id` of `plan` until its second checkpoint completed, then stops it with a pinned
-/// final checkpoint; returns that checkpoint's id.
-async fn run_and_stop(plan: &Plan, store: &Store, id: &str) -> u64 {
-    let env = Arc::new(RunEnv::new(id, store.clone()));
-    let mut events = env.subscribe();
-    let stopper = env.clone();
-    tokio::spawn(async move {
-        let mut completed = 0;
-        while let Ok(event) = events.recv().await {
-            if let JobEvent::CheckpointCompleted { .. } = event {
-                completed += 1;
-                if completed == 2 {
-                    stopper.stop_with(StopMode::Suspend, true);
-                    return;
-                }
-            }
-        }
-    });
-    let report = weir::runtime::run_job_checkpointed(plan, &env).await.expect("job runs");
-    assert!(report.stopped, "the job ended before it was stopped");
-    report.final_checkpoint.expect("a final checkpoint")
-}
-
-fn savepoint(store: &Store, spec: &Value, job: &str, checkpoint: u64) -> SavepointInfo {
-    let spec: JobSpec = serde_json::from_value(spec.clone()).unwrap();
-    let (meta, manifest) = store.checkpoint(job, checkpoint).unwrap().unwrap();
-    assert!(meta.pinned, "a stop for a savepoint pins its final checkpoint");
-    let manifest = manifest.unwrap();
-    let description = Description::of(&spec, &manifest).unwrap();
-    let info = SavepointInfo {
-        id: format!("sp-{job}"),
-        owner: "tests".into(),
-        job: job.into(),
-        checkpoint,
-        created_ms: 0,
-        bytes: 0,
-        entries: 0,
-        origin: None,
-        description: serde_json::to_value(description).unwrap(),
-    };
-    let info = store.create_savepoint(info, &manifest).unwrap();
-    store.unpin(job, checkpoint).unwrap();
-    info
 }
 
 /// Open windows' timers in the savepoint's blobs.
@@ -130,8 +84,8 @@ fn windows_resume_at_another_parallelism_and_fire_exactly_once() {
             assert_eq!(window.parallelism, parallelism);
         }
         if step < 2 {
-            let checkpoint = rt.block_on(run_and_stop(&plan, &store, &job));
-            let sp = savepoint(&store, &spec, &job, checkpoint);
+            let checkpoint = rt.block_on(common::run_and_stop(&plan, &store, &job));
+            let sp = common::savepoint(&store, &spec, &job, checkpoint);
             assert!(timers(&store, &sp.id) > 0, "step {step}: no open window in the savepoint");
             previous = Some(sp);
         } else {
@@ -171,8 +125,8 @@ fn a_savepoint_that_does_not_fit_writes_nothing() {
     let rt = runtime();
     let spec_a = spec(2, &dir.path().join("a"));
     let plan = common::plan_json(spec_a.clone()).unwrap();
-    let checkpoint = rt.block_on(run_and_stop(&plan, &store, "a"));
-    let sp = savepoint(&store, &spec_a, "a", checkpoint);
+    let checkpoint = rt.block_on(common::run_and_stop(&plan, &store, "a"));
+    let sp = common::savepoint(&store, &spec_a, "a", checkpoint);
 
     let refused_from = |sp: &SavepointInfo, spec: Value, job: &str| {
         let plan = common::plan_json(spec).unwrap();

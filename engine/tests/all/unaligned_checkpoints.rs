@@ -186,7 +186,7 @@ fn unaligned_checkpoints_need_one_checkpoint_at_a_time() {
 #[test]
 fn a_savepoint_of_an_unaligned_job_is_aligned_and_rescales() {
     use weir::runtime::{JobEvent, RunEnv};
-    use weir::savepoint::{Description, RestoreOptions, restore_into};
+    use weir::savepoint::{RestoreOptions, restore_into};
 
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("weir.redb")).unwrap();
@@ -234,20 +234,7 @@ fn a_savepoint_of_an_unaligned_job_is_aligned_and_rescales() {
     let (meta, manifest) = store.checkpoint(JOB, pinned).unwrap().unwrap();
     let manifest = manifest.unwrap();
     assert!(manifest.values().flat_map(|s| s.values()).all(|s| s.channel.is_empty()));
-    let job_spec: weir::plan::JobSpec = serde_json::from_value(spec.clone()).unwrap();
-    let info = weir_store::SavepointInfo {
-        id: "sp-unaligned".into(),
-        owner: "tests".into(),
-        job: JOB.into(),
-        checkpoint: meta.id,
-        created_ms: 0,
-        bytes: 0,
-        entries: 0,
-        origin: None,
-        description: serde_json::to_value(Description::of(&job_spec, &manifest).unwrap()).unwrap(),
-    };
-    let info = store.create_savepoint(info, &manifest).expect("an aligned checkpoint makes a savepoint");
-    store.unpin(JOB, pinned).unwrap();
+    let info = common::savepoint(&store, &spec, JOB, meta.id);
     let mut rescaled = spec.clone();
     rescaled["nodes"][1]["parallelism"] = 3.into();
     let plan = common::plan_json(rescaled).unwrap();

@@ -193,3 +193,57 @@ pub fn word_batch(ws: &[&str]) -> weir::record::Batch {
     }
     b
 }
+
+/// Runs job `id` of `plan` until its second checkpoint completed, then stops it with a pinned
+/// final checkpoint (a stop for a savepoint); returns that checkpoint's id.
+pub async fn run_and_stop(plan: &Plan, store: &weir_store::Store, id: &str) -> u64 {
+    use weir::runtime::{JobEvent, RunEnv, StopMode};
+    let env = Arc::new(RunEnv::new(id, store.clone()));
+    let mut events = env.subscribe();
+    let stopper = env.clone();
+    tokio::spawn(async move {
+        let mut completed = 0;
+        while let Ok(event) = events.recv().await {
+            if let JobEvent::CheckpointCompleted { .. } = event {
+                completed += 1;
+                if completed == 2 {
+                    stopper.stop_with(StopMode::Suspend, true);
+                    return;
+                }
+            }
+        }
+    });
+    let report = weir::runtime::run_job_checkpointed(plan, &env).await.expect("job runs");
+    assert!(report.stopped, "the job ended before it was stopped");
+    report.final_checkpoint.expect("a final checkpoint")
+}
+
+/// Copies the pinned checkpoint `checkpoint` of `job` (run from `spec`) into savepoint
+/// `sp-<job>` and unpins it.
+pub fn savepoint(
+    store: &weir_store::Store,
+    spec: &serde_json::Value,
+    job: &str,
+    checkpoint: u64,
+) -> weir_store::SavepointInfo {
+    use weir_store::CheckpointStorage as _;
+    let spec: JobSpec = serde_json::from_value(spec.clone()).unwrap();
+    let (meta, manifest) = store.checkpoint(job, checkpoint).unwrap().unwrap();
+    assert!(meta.pinned, "a savepoint's checkpoint is pinned");
+    let manifest = manifest.unwrap();
+    let description = weir::savepoint::Description::of(&spec, &manifest).unwrap();
+    let info = weir_store::SavepointInfo {
+        id: format!("sp-{job}"),
+        owner: "tests".into(),
+        job: job.into(),
+        checkpoint,
+        created_ms: 0,
+        bytes: 0,
+        entries: 0,
+        origin: None,
+        description: serde_json::to_value(description).unwrap(),
+    };
+    let info = store.create_savepoint(info, &manifest).unwrap();
+    store.unpin(job, checkpoint).unwrap();
+    info
+}
