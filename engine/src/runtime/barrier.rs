@@ -141,14 +141,17 @@ impl BarrierHandler {
     pub fn on_started(&mut self, id: u64, triggered: Instant, after: Duration, is_final: bool) {
         if id > self.done && id > self.aborted {
             let barrier = Barrier::new(id, triggered, is_final, Some(after));
-            self.started.insert(id, (barrier, triggered + after));
+            // A timeout past the end of time (a tenant may write any number) never switches.
+            if let Some(at) = switch_at(&barrier) {
+                self.started.insert(id, (barrier, at));
+            }
         }
     }
 
     /// When the task must call [`BarrierHandler::on_timeout`] next, if ever.
     pub fn deadline(&self) -> Option<Instant> {
         match &self.pending {
-            Some(p) if p.capture.is_none() => p.barrier.unaligned_after.map(|t| p.barrier.triggered + t),
+            Some(p) if p.capture.is_none() => switch_at(&p.barrier),
             Some(_) => None,
             None => self.started.values().next().map(|(_, at)| *at),
         }
@@ -221,7 +224,7 @@ impl BarrierHandler {
             c.logging[channel] = false;
             c.channels[channel].extend(overtaken);
         } else {
-            let due = barrier.unaligned_after.is_some_and(|t| now >= barrier.triggered + t);
+            let due = switch_at(&barrier).is_some_and(|at| now >= at);
             if barrier.unaligned || due {
                 steps.snapshot = Some(self.switch(channel, overtaken, gate, !barrier.unaligned));
             } else {
@@ -273,7 +276,7 @@ impl BarrierHandler {
             });
         }
         let p = self.pending.as_ref().expect("pending");
-        let due = p.barrier.unaligned_after.is_some_and(|t| now >= p.barrier.triggered + t);
+        let due = switch_at(&p.barrier).is_some_and(|at| now >= at);
         if p.capture.is_some() || !due {
             return steps;
         }
@@ -385,6 +388,12 @@ impl BarrierHandler {
         }
         p.capture.map(|_| Finished { id: p.barrier.id, channels: Vec::new(), decline: Some(reason) })
     }
+}
+
+/// When checkpoint `b` switches to unaligned: `None` for an aligned-only one, or one whose
+/// timeout lies beyond what an `Instant` can hold.
+fn switch_at(b: &Barrier) -> Option<Instant> {
+    b.unaligned_after.and_then(|t| b.triggered.checked_add(t))
 }
 
 fn snapshot_of(p: &Pending, unaligned: bool, switched_at_ms: Option<u64>) -> Snapshot {

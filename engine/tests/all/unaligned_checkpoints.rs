@@ -259,3 +259,24 @@ fn an_unaligned_checkpoint_is_not_restored_at_another_parallelism() {
     let error = result.expect_err("refused").to_string();
     assert!(error.contains("changing parallelism needs a savepoint"), "{error}");
 }
+
+/// `aligned` with a small `aligned_timeout_ms`: checkpoints start aligned, switch once the
+/// timeout passed behind the backlog (the switch is recorded), and the counts stay exact.
+#[test]
+fn an_aligned_checkpoint_switches_after_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mode = serde_json::json!({ "interval_ms": 20, "timeout_ms": 30000, "mode": "aligned",
+                                   "aligned_timeout_ms": 1, "tolerable_failures": 100 });
+    let (result, store) = common::run_checkpointed(spec(mode, 0), dir.path(), JOB, |env| env);
+    result.expect("the job runs");
+    assert_eq!(common::final_counts(&store, JOB, "count").unwrap(), expected());
+    let history = store.history(JOB).unwrap();
+    let switched = history
+        .iter()
+        .filter(|c| c.status == CheckpointStatus::Completed && !c.is_final)
+        .filter(|c| c.subtasks.iter().any(|s| s.switched_to_unaligned_ms.is_some() && s.unaligned))
+        .count();
+    assert!(switched > 0, "no checkpoint switched: {history:?}");
+    // The sources never switch (they send aligned barriers without waiting).
+    assert!(history.iter().flat_map(|c| &c.subtasks).filter(|s| s.operator == "ids").all(|s| !s.unaligned));
+}

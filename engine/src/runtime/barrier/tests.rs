@@ -365,3 +365,23 @@ fn a_second_barrier_on_a_channel_is_a_protocol_error() {
     assert!(steps.finished.is_some_and(|f| f.channels.is_empty()));
     assert!(h.on_barrier(0, b(1), Vec::new(), &mut gate).is_err(), "a finished checkpoint's barrier again");
 }
+
+#[test]
+fn an_enormous_timeout_never_switches() {
+    let (_tx0, rx0) = channel(4, ("a".into(), 0), ("b".into(), 0));
+    let (_tx1, rx1) = channel(4, ("a".into(), 1), ("b".into(), 0));
+    let mut gate = InputGate::new(vec![(0, rx0), (0, rx1)]);
+    let mut h = BarrierHandler::new(2);
+    let now = Instant::now();
+    let forever = Duration::from_millis(u64::MAX);
+    // Either beyond what an `Instant` holds (never) or centuries away: no panic, no switch.
+    let far = |d: Option<Instant>| d.is_none_or(|at| at > now + Duration::from_secs(100 * 365 * 86_400));
+    h.on_started(1, now, forever, false);
+    assert!(far(h.deadline()));
+    assert!(h.on_timeout(&mut gate).is_empty());
+    let steps = h.on_barrier(0, Barrier::new(1, now, false, Some(forever)), Vec::new(), &mut gate).unwrap();
+    assert!(steps.snapshot.is_none(), "aligning");
+    assert!(far(h.deadline()));
+    let steps = h.on_barrier(1, Barrier::new(1, now, false, Some(forever)), Vec::new(), &mut gate).unwrap();
+    assert!(steps.snapshot.is_some_and(|s| !s.unaligned));
+}
