@@ -16,7 +16,7 @@ use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use weir_store::{LogRecord, Store};
+use weir_store::{ChunkBuffer, Store};
 
 use super::{ConnectorError, Sink, Source, bad_position};
 use crate::key_groups::key_group;
@@ -87,15 +87,22 @@ impl Source for StreamSource {
         for k in 0..partitions.len() {
             let p = partitions[(self.turn + k) % partitions.len()];
             let from = self.offsets[&p];
-            let records = self.store.read(&self.stream, p, from, self.batch_size).map_err(store_err)?;
-            if let Some((last, _)) = records.last() {
-                self.offsets.insert(p, last + 1);
+            // Straight from the store's pages into the batch: no record is built.
+            let mut batch: Option<Batch> = None;
+            let mut next = from;
+            let size = self.batch_size;
+            self.store
+                .read_with(&self.stream, p, from, size, |offset, key, value, timestamp| {
+                    batch
+                        .get_or_insert_with(|| Batch::with_capacity(size, 64 * size))
+                        .push(key, value, timestamp);
+                    next = offset + 1;
+                })
+                .map_err(store_err)?;
+            if let Some(batch) = batch {
+                self.offsets.insert(p, next);
                 self.turn = (self.turn + k + 1) % partitions.len();
                 self.last_record = Instant::now();
-                let mut batch = Batch::with_capacity(records.len(), 64 * records.len());
-                for (_, r) in &records {
-                    batch.push(&r.key, &r.value, r.timestamp);
-                }
                 return Ok(Some(batch));
             }
         }
@@ -150,8 +157,9 @@ pub struct StreamSink {
     index: u32,
     partitions: u32,
     transactional: bool,
-    buffer: Vec<(u32, LogRecord)>,
-    /// Key and value bytes in `buffer`, plus a per-record overhead.
+    /// Records encoded into chunks per partition, as they will be stored.
+    buffer: ChunkBuffer,
+    /// Encoded bytes in `buffer`.
     buffered_bytes: usize,
     /// The epoch records staged early go under: one above the last pre-committed (or
     /// recovered) checkpoint. Invariant: at most the id of the next barrier (checkpoint ids
@@ -184,7 +192,7 @@ impl StreamSink {
             index,
             partitions,
             transactional,
-            buffer: Vec::new(),
+            buffer: ChunkBuffer::new(),
             buffered_bytes: 0,
             next_epoch: 1,
             spilled: false,
@@ -203,29 +211,23 @@ impl Sink for StreamSink {
     /// its checkpoint commits it, so exactly-once holds and memory stays bounded.
     fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
         for r in batch.iter() {
-            let record = LogRecord { key: r.key.to_vec(), value: r.value.to_vec(), timestamp: r.timestamp };
-            // 32: roughly what a buffered record costs besides its bytes.
-            self.buffered_bytes += record.key.len() + record.value.len() + 32;
-            self.buffer.push((self.partition(r.key), record));
+            let partition = self.partition(r.key);
+            self.buffer.push(partition, r.key, r.value, r.timestamp);
         }
+        self.buffered_bytes = self.buffer.bytes();
         if self.transactional {
             if self.buffered_bytes >= SPILL_BYTES {
                 self.store
-                    .stage(&self.stream, &self.writer, self.next_epoch, &self.buffer)
+                    .stage_buffer(&self.stream, &self.writer, self.next_epoch, &self.buffer)
                     .map_err(store_err)?;
                 self.buffer.clear();
                 self.buffered_bytes = 0;
                 self.spilled = true;
             }
-        } else {
+        } else if !self.buffer.is_empty() {
+            self.store.append_buffer(&self.stream, &self.buffer).map_err(store_err)?;
+            self.buffer.clear();
             self.buffered_bytes = 0;
-            let mut by_partition: BTreeMap<u32, Vec<LogRecord>> = BTreeMap::new();
-            for (p, r) in self.buffer.drain(..) {
-                by_partition.entry(p).or_default().push(r);
-            }
-            for (p, records) in by_partition {
-                self.store.append(&self.stream, p, &records).map_err(store_err)?;
-            }
         }
         Ok(())
     }
@@ -241,7 +243,7 @@ impl Sink for StreamSink {
             return Ok(None);
         }
         if !self.buffer.is_empty() {
-            self.store.stage(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
+            self.store.stage_buffer(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
             self.buffer.clear();
             self.buffered_bytes = 0;
         }
@@ -297,7 +299,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(opened.elapsed() >= timeout, "idle before its timeout");
-        let record = LogRecord { key: vec![], value: vec![1], timestamp: 5 };
+        let record = weir_store::LogRecord { key: vec![], value: vec![1], timestamp: 5 };
         store.append("in", 1, &[record]).unwrap();
         let read = Instant::now();
         assert_eq!(source.next_batch().unwrap().map(|b| b.len()), Some(1));

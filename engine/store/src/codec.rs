@@ -1,4 +1,5 @@
-//! Compact binary encodings: state chunks, manifests and log records.
+//! Compact binary encodings: state chunks, manifests and log records (the stream log's
+//! chunks of records are in `stream::chunk`).
 //!
 //! Chunks and manifests end with the XXH3-64 of everything before it, so a damaged value is
 //! reported as [`StoreError::Corrupt`] instead of being restored wrongly.
@@ -22,6 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 #[cfg(test)]
 use crate::checkpoint::StateEntry;
 use crate::checkpoint::{Manifest, SubtaskState};
+#[cfg(test)]
 use crate::stream::LogRecord;
 
 const CHUNK_VERSION: u8 = 1;
@@ -148,7 +150,7 @@ impl<'a> Reader<'a> {
         &self.bytes[self.pos..]
     }
 
-    fn finish(&self) -> Result<(), String> {
+    pub(crate) fn finish(&self) -> Result<(), String> {
         if self.pos == self.bytes.len() {
             Ok(())
         } else {
@@ -364,20 +366,38 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
 }
 
 /// Encodes a log record: key, value (length-prefixed), zigzag timestamp.
+#[cfg(test)]
 pub(crate) fn encode_record(out: &mut Vec<u8>, record: &LogRecord) {
-    put_bytes(out, &record.key);
-    put_bytes(out, &record.value);
-    put_varint(out, zigzag(record.timestamp));
+    encode_record_parts(out, &record.key, &record.value, record.timestamp);
+}
+
+/// [`encode_record`] from borrowed parts.
+pub(crate) fn encode_record_parts(out: &mut Vec<u8>, key: &[u8], value: &[u8], timestamp: i64) {
+    put_bytes(out, key);
+    put_bytes(out, value);
+    put_varint(out, zigzag(timestamp));
+}
+
+/// The most bytes [`encode_record_parts`] writes for a record of `key` and `value` bytes.
+pub(crate) fn record_len_bound(key: usize, value: usize) -> usize {
+    key + value + varint_len(key as u64) + varint_len(value as u64) + 10
+}
+
+/// Reads one record written by [`encode_record_parts`] from `reader`, borrowing its bytes.
+pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), String> {
+    let key = reader.bytes()?;
+    let value = reader.bytes()?;
+    let timestamp = unzigzag(reader.varint()?);
+    Ok((key, value, timestamp))
 }
 
 /// Decodes a log record written by [`encode_record`]; the whole input must be used.
+#[cfg(test)]
 pub(crate) fn decode_record(bytes: &[u8]) -> Result<LogRecord, String> {
     let mut reader = Reader::new(bytes);
-    let key = reader.bytes()?.to_vec();
-    let value = reader.bytes()?.to_vec();
-    let timestamp = unzigzag(reader.varint()?);
+    let (key, value, timestamp) = read_record(&mut reader)?;
     reader.finish()?;
-    Ok(LogRecord { key, value, timestamp })
+    Ok(LogRecord { key: key.to_vec(), value: value.to_vec(), timestamp })
 }
 
 #[cfg(test)]

@@ -66,5 +66,5 @@ pub use error::StoreError;
 pub use faulty::FaultyStorage;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
-pub use stream::LogRecord;
+pub use stream::{ChunkBuffer, LogRecord};
 pub use usage::{ENTRY_OVERHEAD, PAGE_BYTES, charge_owner, entry_bytes, set_limit_in, set_owner_in};

@@ -51,13 +51,13 @@ pub(crate) const CHUNK_OWNERS: TableDefinition<'_, (&str, u64, u64), u64> =
     TableDefinition::new("weir.chunk_owners");
 /// stream name → partition count.
 pub(crate) const STREAMS: TableDefinition<'_, &str, u32> = TableDefinition::new("weir.streams");
-/// (stream, partition, offset) → encoded record.
-pub(crate) const LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
+/// (stream, partition, first offset) → a chunk of consecutive records (`stream::chunk`).
+pub(crate) const LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log_chunks");
 /// (stream, partition) → next offset.
 pub(crate) const LOG_ENDS: TableDefinition<'_, (&str, u32), u64> = TableDefinition::new("weir.log_ends");
-/// (stream, writer, epoch, sequence) → partition (varint) + encoded record.
-pub(crate) const STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
-    TableDefinition::new("weir.log_staged");
+/// (stream, writer, epoch, sequence, partition) → a chunk of records of that partition.
+pub(crate) const STAGED: TableDefinition<'_, (&str, &str, u64, u64, u32), &[u8]> =
+    TableDefinition::new("weir.log_staged_chunks");
 
 /// savepoint id → [`SavepointInfo`](crate::SavepointInfo) (MessagePack with field names).
 pub(crate) const SAVEPOINTS: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("weir.savepoints");
@@ -118,7 +118,8 @@ impl fmt::Debug for Store {
     }
 }
 
-/// Opens the database at `path` (creating it if `create`) and its tables.
+/// Opens the database at `path` (creating it if `create`) and its tables, migrating a stream
+/// log of the one-record-per-key format (`stream::migrate`).
 fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     let db = if create { Database::create(path) } else { Database::open(path) };
     let db = db.map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
@@ -143,6 +144,7 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     crate::usage::open_tables(&txn)?;
     crate::outbox::open_tables(&txn)?;
     txn.open_table(crate::checkpoint::summary::SUMMARIES)?;
+    crate::stream::migrate(&txn)?;
     txn.commit()?;
     Ok(db)
 }

@@ -31,6 +31,7 @@ use crate::store::{
     CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, LOG, LOG_ENDS, MANIFESTS,
     SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES, SAVEPOINTS, STAGED, Store,
 };
+use crate::stream;
 
 /// subject (`job/<id>`, `stream/<name>`, `stream/<prefix>.`) → owner.
 pub(crate) const OWNERS: TableDefinition<'_, &str, &str> = TableDefinition::new("weir.usage_owners");
@@ -373,7 +374,7 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
     for item in txn.open_table(LOG)?.iter()? {
         let (k, v) = item?;
         let (name, _, _) = k.value();
-        add(Subject::Stream(name), name.len() + 12, v.value().len())?;
+        add(Subject::Stream(name), stream::log_key_len(name), v.value().len())?;
     }
     for item in txn.open_table(LOG_ENDS)?.iter()? {
         let (key, _) = item?;
@@ -382,8 +383,8 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
     }
     for item in txn.open_table(STAGED)?.iter()? {
         let (k, v) = item?;
-        let (name, writer, _, _) = k.value();
-        add(Subject::Stream(name), name.len() + writer.len() + 16, v.value().len())?;
+        let (name, writer, _, _, _) = k.value();
+        add(Subject::Stream(name), stream::staged_key_len(name, writer), v.value().len())?;
     }
     for item in txn.open_table(OUTBOX)?.iter()? {
         let (k, v) = item?;

@@ -164,6 +164,9 @@ pub enum Suite {
         /// Bids of the stream-log path (0 skips it).
         #[arg(long)]
         stream_bids: Option<u64>,
+        /// Only the stream-log path (no file pipeline).
+        #[arg(long)]
+        only_stream: bool,
     },
     /// Word count and Nexmark q17 per core in Python, JavaScript and C beside Rust.
     Languages {
@@ -271,12 +274,13 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             only_plain,
             only_checkpointed,
             stream_bids,
+            only_stream,
         } => {
             let options = pipeline::PipelineBenchOptions {
                 bids: bids.unwrap_or(if quick { 200_000 } else { 5_000_000 }).max(1),
                 runs: runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
                 queries,
-                parallelisms: parallelism.into_iter().filter(|p| *p > 0).collect(),
+                parallelisms: parallelism.into_iter().filter(|p| *p > 0 && !only_stream).collect(),
                 plain: !only_checkpointed,
                 checkpointed: !only_plain,
                 stream_bids: stream_bids.unwrap_or(if quick { 100_000 } else { 1_000_000 }),

@@ -371,15 +371,31 @@ fn read_back(store: &Store, stream: &str) -> anyhow::Result<u64> {
     for p in 0..2 {
         let mut from = 0;
         loop {
-            let records = store.read(stream, p, from, 4096)?;
-            let Some((last, _)) = records.last() else { break };
-            from = last + 1;
-            for (offset, r) in &records {
-                let bid: super::nexmark::Bid<'_> = rmp_serde::from_slice(&r.value)
-                    .map_err(|e| anyhow::anyhow!("{stream}/{p}@{offset}: not a bid: {e}"))?;
-                std::hint::black_box(bid);
-                n += 1;
+            let mut bad = None;
+            let read =
+                store.read_with(
+                    stream,
+                    p,
+                    from,
+                    4096,
+                    |offset, _, value, _| match rmp_serde::from_slice::<super::nexmark::Bid<'_>>(value) {
+                        Ok(bid) => {
+                            std::hint::black_box(bid);
+                        }
+                        Err(e) if bad.is_none() => {
+                            bad = Some(anyhow::anyhow!("{stream}/{p}@{offset}: not a bid: {e}"))
+                        }
+                        Err(_) => {}
+                    },
+                )?;
+            if let Some(e) = bad {
+                return Err(e);
             }
+            if read == 0 {
+                break;
+            }
+            from += read as u64;
+            n += read as u64;
         }
     }
     Ok(n)

@@ -1,0 +1,261 @@
+//! Chunks: the unit the stream log stores. One redb value holds a run of consecutive records
+//! of one partition, so a batch costs one B-tree insert per chunk instead of one per record.
+//!
+//! Layout (version 1): `version: u8`, `count: u32` (little endian, at least 1), then `count`
+//! records, each `key len: varint, key, value len: varint, value, timestamp: zigzag varint`
+//! (the old one-record-per-value encoding, concatenated). The count is fixed-width so an open
+//! chunk is patched in place as it grows. A chunk holds at most [`MAX_CHUNK_RECORDS`] records
+//! and, unless its one record is larger, at most [`MAX_CHUNK_BYTES`] bytes: a reader of one
+//! record never walks more than that, and a chunk fits a 32 KiB redb page.
+
+use std::collections::BTreeMap;
+
+use super::MAX_PARTITIONS;
+use crate::codec::{Reader, encode_record_parts, read_record, record_len_bound};
+
+pub(crate) const VERSION: u8 = 1;
+/// Version byte and count.
+pub(crate) const HEADER: usize = 5;
+/// The most records in one chunk.
+pub const MAX_CHUNK_RECORDS: u32 = 1024;
+/// The most bytes of a chunk of several records: a 32 KiB redb leaf with room for its header
+/// and the key.
+pub const MAX_CHUNK_BYTES: usize = 32 * 1024 - 512;
+
+/// The chunks of one partition being built.
+#[derive(Debug, Default)]
+pub(crate) struct PartChunks {
+    /// Every chunk but the last is full; each is valid (its count patched) at all times.
+    chunks: Vec<Vec<u8>>,
+    /// Records in the last chunk.
+    open: u32,
+}
+
+impl PartChunks {
+    /// Appends a record; returns the bytes the encoding grew by.
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8], timestamp: i64) -> usize {
+        let bound = record_len_bound(key.len(), value.len());
+        let full = match self.chunks.last() {
+            None => true,
+            Some(last) => self.open >= MAX_CHUNK_RECORDS || last.len() + bound > MAX_CHUNK_BYTES,
+        };
+        if full {
+            let mut chunk = Vec::with_capacity((HEADER + bound).max(MAX_CHUNK_BYTES.min(16 * bound)));
+            chunk.push(VERSION);
+            chunk.extend_from_slice(&[0; 4]);
+            self.chunks.push(chunk);
+            self.open = 0;
+        }
+        let chunk = self.chunks.last_mut().expect("a chunk is open");
+        let before = chunk.len();
+        encode_record_parts(chunk, key, value, timestamp);
+        self.open += 1;
+        chunk[1..HEADER].copy_from_slice(&self.open.to_le_bytes());
+        chunk.len() - before + if full { HEADER } else { 0 }
+    }
+
+    /// The encoded chunks with their record counts, in order.
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = (&[u8], u32)> {
+        let last = self.chunks.len().saturating_sub(1);
+        self.chunks
+            .iter()
+            .enumerate()
+            .map(move |(i, c)| (c.as_slice(), if i == last { self.open } else { count_unchecked(c) }))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+}
+
+fn count_unchecked(chunk: &[u8]) -> u32 {
+    u32::from_le_bytes([chunk[1], chunk[2], chunk[3], chunk[4]])
+}
+
+/// Records encoded into chunks per partition, for [`Store::stage_buffer`] and
+/// [`Store::append_buffer`]: a sink encodes each record once, straight from its batch,
+/// instead of building a [`LogRecord`] per record.
+///
+/// [`Store::stage_buffer`]: crate::Store::stage_buffer
+/// [`Store::append_buffer`]: crate::Store::append_buffer
+/// [`LogRecord`]: crate::LogRecord
+#[derive(Debug, Default)]
+pub struct ChunkBuffer {
+    /// By partition, below [`MAX_PARTITIONS`].
+    parts: Vec<PartChunks>,
+    /// Partitions no stream has (refused when stored), kept without a slot for every
+    /// partition below them.
+    beyond: BTreeMap<u32, PartChunks>,
+    bytes: usize,
+    records: u64,
+}
+
+impl ChunkBuffer {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        ChunkBuffer::default()
+    }
+
+    /// Appends a record to `partition` (checked against the stream when stored).
+    pub fn push(&mut self, partition: u32, key: &[u8], value: &[u8], timestamp: i64) {
+        let part = if partition < MAX_PARTITIONS {
+            let index = partition as usize;
+            if index >= self.parts.len() {
+                self.parts.resize_with(index + 1, PartChunks::default);
+            }
+            &mut self.parts[index]
+        } else {
+            self.beyond.entry(partition).or_default()
+        };
+        self.bytes += part.push(key, value, timestamp);
+        self.records += 1;
+    }
+
+    /// Encoded bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Records held.
+    pub fn len(&self) -> u64 {
+        self.records
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// Drops every record.
+    pub fn clear(&mut self) {
+        self.parts.clear();
+        self.beyond.clear();
+        self.bytes = 0;
+        self.records = 0;
+    }
+
+    /// The partitions that hold records, with their chunks.
+    pub(crate) fn partitions(&self) -> impl Iterator<Item = (u32, &PartChunks)> + Clone {
+        let below = self.parts.iter().enumerate().map(|(i, p)| (i as u32, p));
+        below.chain(self.beyond.iter().map(|(i, p)| (*i, p))).filter(|(_, p)| !p.is_empty())
+    }
+}
+
+/// A walk over the records of a stored chunk; every read is bounds-checked.
+pub(crate) struct ChunkRecords<'a> {
+    reader: Reader<'a>,
+    left: u32,
+}
+
+/// The record count of a stored chunk, from its header alone.
+pub(crate) fn chunk_count(bytes: &[u8]) -> Result<u32, String> {
+    if bytes.len() < HEADER {
+        return Err(format!("{} bytes is too short for a chunk", bytes.len()));
+    }
+    if bytes[0] != VERSION {
+        return Err(format!("unknown chunk version {}", bytes[0]));
+    }
+    match count_unchecked(bytes) {
+        0 => Err("a chunk of 0 records".to_owned()),
+        count => Ok(count),
+    }
+}
+
+impl<'a> ChunkRecords<'a> {
+    /// Opens a stored chunk (checks its header).
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, String> {
+        let left = chunk_count(bytes)?;
+        Ok(ChunkRecords { reader: Reader::new(&bytes[HEADER..]), left })
+    }
+
+    /// Its record count.
+    pub(crate) fn count(&self) -> u32 {
+        self.left
+    }
+
+    /// The next record, `None` after the last (then the chunk must have been used up).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, String> {
+        if self.left == 0 {
+            self.reader.finish()?;
+            return Ok(None);
+        }
+        self.left -= 1;
+        read_record(&mut self.reader).map(Some)
+    }
+}
+
+/// Walks every record of a stored chunk (no copies); returns its record count.
+pub(crate) fn validate(bytes: &[u8]) -> Result<u32, String> {
+    let mut records = ChunkRecords::new(bytes)?;
+    let count = records.count();
+    while records.next_record()?.is_some() {}
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_split_at_their_bounds_and_walk_back() {
+        let mut buffer = ChunkBuffer::new();
+        for i in 0..3000u32 {
+            buffer.push(1, b"", &i.to_le_bytes(), i64::from(i) - 5);
+        }
+        let big = vec![7u8; 100_000];
+        buffer.push(0, b"k", &big, 1);
+        buffer.push(0, b"k", b"small", 2);
+        let parts: Vec<_> = buffer.partitions().collect();
+        assert_eq!(parts.len(), 2);
+        let counts: Vec<u32> = parts[1].1.chunks().map(|(_, n)| n).collect();
+        assert_eq!(counts, vec![1024, 1024, 952], "split at the record bound");
+        let sizes: Vec<(usize, u32)> = parts[0].1.chunks().map(|(c, n)| (c.len(), n)).collect();
+        assert!(sizes[0].0 > 100_000 && sizes[0].1 == 1, "a large record is a chunk of its own");
+        assert_eq!(sizes[1].1, 1);
+        let total: usize = buffer.partitions().flat_map(|(_, p)| p.chunks()).map(|(c, _)| c.len()).sum();
+        assert_eq!(buffer.bytes(), total);
+        assert_eq!(buffer.len(), 3002);
+        let mut next = 0u32;
+        for (chunk, count) in parts[1].1.chunks() {
+            assert_eq!(validate(chunk).unwrap(), count);
+            let mut records = ChunkRecords::new(chunk).unwrap();
+            while let Some((key, value, ts)) = records.next_record().unwrap() {
+                assert_eq!((key, value, ts), (&b""[..], &next.to_le_bytes()[..], i64::from(next) - 5));
+                next += 1;
+            }
+        }
+        assert_eq!(next, 3000);
+        // Byte-bounded: records of 1 KiB fill a chunk up to the byte bound.
+        let mut part = PartChunks::default();
+        for _ in 0..100 {
+            part.push(b"", &[1; 1024], 0);
+        }
+        assert!(part.chunks().all(|(c, _)| c.len() <= MAX_CHUNK_BYTES));
+        assert_eq!(part.chunks().next().unwrap().1, 31);
+    }
+
+    #[test]
+    fn damaged_chunks_are_errors() {
+        let mut part = PartChunks::default();
+        part.push(b"key", b"value", 3);
+        part.push(b"", b"v2", 4);
+        let good = part.chunks().next().unwrap().0.to_vec();
+        assert_eq!(validate(&good).unwrap(), 2);
+        for cut in 0..good.len() {
+            assert!(validate(&good[..cut]).is_err(), "truncated at {cut}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(validate(&longer).is_err(), "trailing bytes");
+        let mut version = good.clone();
+        version[0] = 2;
+        assert!(validate(&version).unwrap_err().contains("version"));
+        let mut zero = good.clone();
+        zero[1..5].copy_from_slice(&0u32.to_le_bytes());
+        assert!(validate(&zero).is_err());
+        let mut more = good;
+        more[1..5].copy_from_slice(&3u32.to_le_bytes());
+        assert!(validate(&more).is_err(), "a count above the records");
+    }
+}
