@@ -91,21 +91,33 @@ impl<'a> Reader<'a> {
         Reader { bytes, pos: 0 }
     }
 
+    /// One LEB128 varint (at most 10 bytes, the last at most 1).
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, String> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte =
-                *self.bytes.get(self.pos).ok_or_else(|| format!("truncated varint at byte {}", self.pos))?;
+        let rest = &self.bytes[self.pos..];
+        // Lengths below 128: one byte.
+        if let Some(&byte) = rest.first()
+            && byte < 0x80
+        {
             self.pos += 1;
-            if shift == 63 && byte > 1 {
-                return Err(format!("varint overflow at byte {}", self.pos - 1));
-            }
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
+            return Ok(u64::from(byte));
+        }
+        let mut value = 0u64;
+        for (i, &byte) in rest.iter().take(10).enumerate() {
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte < 0x80 {
+                if i == 9 && byte > 1 {
+                    return Err(format!("varint overflow at byte {}", self.pos + i));
+                }
+                self.pos += i + 1;
                 return Ok(value);
             }
         }
-        Err(format!("varint too long at byte {}", self.pos))
+        if rest.len() < 10 {
+            Err(format!("truncated varint at byte {}", self.pos + rest.len()))
+        } else {
+            Err(format!("varint too long at byte {}", self.pos + 10))
+        }
     }
 
     fn u8(&mut self) -> Result<u8, String> {
@@ -119,6 +131,7 @@ impl<'a> Reader<'a> {
         u32::try_from(value).map_err(|_| format!("{value} does not fit 32 bits"))
     }
 
+    #[inline]
     pub(crate) fn bytes(&mut self) -> Result<&'a [u8], String> {
         let len = self.varint()?;
         let remaining = self.bytes.len() - self.pos;
@@ -384,6 +397,7 @@ pub(crate) fn record_len_bound(key: usize, value: usize) -> usize {
 }
 
 /// Reads one record written by [`encode_record_parts`] from `reader`, borrowing its bytes.
+#[inline]
 pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), String> {
     let key = reader.bytes()?;
     let value = reader.bytes()?;

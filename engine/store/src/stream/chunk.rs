@@ -175,6 +175,7 @@ impl<'a> ChunkRecords<'a> {
 
     /// The next record, `None` after the last (then the chunk must have been used up).
     #[allow(clippy::type_complexity)]
+    #[inline]
     pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, String> {
         if self.left == 0 {
             self.reader.finish()?;
