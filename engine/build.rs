@@ -32,6 +32,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!("cargo:rerun-if-changed={}", root.join(".cargo/config.toml").display());
 
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

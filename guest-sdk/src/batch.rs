@@ -68,7 +68,7 @@ impl<'a> Record<'a> {
     /// Fails with [`Error::InvalidInput`] naming the input, the record index and the
     /// MessagePack error.
     pub fn value<T: Deserialize<'a>>(&self) -> Result<T> {
-        rmp_serde::from_slice(self.value).map_err(|e| self.decode_error::<T>("value", &e))
+        crate::codec::decode(self.value).map_err(|e| self.decode_error::<T>("value", &e))
     }
 
     /// Decodes the key from MessagePack.
@@ -82,7 +82,7 @@ impl<'a> Record<'a> {
                 self.input, self.index
             )));
         }
-        rmp_serde::from_slice(self.key).map_err(|e| self.decode_error::<T>("key", &e))
+        crate::codec::decode(self.key).map_err(|e| self.decode_error::<T>("key", &e))
     }
 
     #[cold]

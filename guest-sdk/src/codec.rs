@@ -2,11 +2,13 @@
 //!
 //! Everything the SDK writes uses named fields (`rmp_serde::encode::write_named`), so a
 //! struct encodes as a map and a reader in another language sees field names. Reading accepts
-//! both maps and arrays.
+//! both maps and arrays, and gives rmp_serde's result through a faster path (`weir_msgpack`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
+
+pub(crate) use weir_msgpack::from_slice as decode;
 
 /// Appends the MessagePack encoding of `value` (named fields) to `out`.
 ///
@@ -27,5 +29,5 @@ pub fn to_msgpack<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
 ///
 /// Fails with [`Error::InvalidInput`] naming the MessagePack error.
 pub fn from_msgpack<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
-    rmp_serde::from_slice(bytes).map_err(|e| Error::invalid_input(format!("cannot decode MessagePack: {e}")))
+    decode(bytes).map_err(|e| Error::invalid_input(format!("cannot decode MessagePack: {e}")))
 }

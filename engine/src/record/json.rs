@@ -110,6 +110,51 @@ pub struct Transcoder {
     string: Vec<u8>,
     /// An object's members in key order, while they are put back into `out`.
     sorted: Vec<u8>,
+    /// The key order of the last top-level object that needed sorting: records of one
+    /// source nearly always share it, and reusing it skips the sort.
+    shape: Shape,
+    /// Scratch for the order of an object's members.
+    order: Vec<usize>,
+}
+
+/// The keys of a top-level object in written order, and the order that sorts them.
+#[derive(Debug, Default)]
+struct Shape {
+    /// The encoded keys (header and bytes), back to back.
+    keys: Vec<u8>,
+    /// Where each key ends in `keys`.
+    ends: Vec<usize>,
+    /// The members to write, by written index, in key order (a repeated key's earlier
+    /// occurrences left out).
+    order: Vec<usize>,
+}
+
+impl Shape {
+    /// True when `members` (in `out`) have exactly these keys in this order.
+    fn matches(&self, out: &[u8], members: &[Member]) -> bool {
+        if members.len() != self.ends.len() {
+            return false;
+        }
+        let mut from = 0;
+        for (m, &end) in members.iter().zip(&self.ends) {
+            if out[m.start..m.key_end] != self.keys[from..end] {
+                return false;
+            }
+            from = end;
+        }
+        true
+    }
+
+    fn remember(&mut self, out: &[u8], members: &[Member], order: impl Iterator<Item = usize>) {
+        self.keys.clear();
+        self.ends.clear();
+        for m in members {
+            self.keys.extend_from_slice(&out[m.start..m.key_end]);
+            self.ends.push(self.keys.len());
+        }
+        self.order.clear();
+        self.order.extend(order);
+    }
 }
 
 struct Cursor<'a> {
@@ -301,7 +346,12 @@ impl Transcoder {
         }
         let sorted = self.members[base..].windows(2).all(|w| out[w[0].key()] < out[w[1].key()]);
         if !sorted {
-            self.sort_members(out, base, header + 1);
+            let top = picks.is_some();
+            if top && self.shape.matches(out, &self.members[base..]) {
+                self.reorder_members(out, base, header + 1);
+            } else {
+                self.sort_members(out, base, header + 1, top);
+            }
         }
         let count = self.members.len() - base;
         let shift = fix_header(out, header, count, [0x80, 0xde, 0xdf]);
@@ -323,28 +373,58 @@ impl Transcoder {
     }
 
     /// Rewrites the members from `base` (written from `body` on) in key order, a repeated
-    /// key keeping its last value, and updates their spans.
-    #[cold]
-    fn sort_members(&mut self, out: &mut Vec<u8>, base: usize, body: usize) {
-        let members = &mut self.members[base..];
-        // Stable: among equal keys the last written stays last.
-        members.sort_by(|a, b| out[a.key()].cmp(&out[b.key()]));
-        self.sorted.clear();
-        let n = members.len();
+    /// key keeping its last value, and updates their spans; remembers the order of a
+    /// top-level object (`top`) for the next one.
+    fn sort_members(&mut self, out: &mut Vec<u8>, base: usize, body: usize, top: bool) {
+        let n = self.members.len() - base;
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(0..n);
+        {
+            let members = &self.members[base..];
+            // Stable: among equal keys the last written stays last.
+            order.sort_by(|&a, &b| out[members[a].key()].cmp(&out[members[b].key()]));
+        }
         let mut kept = 0;
         for k in 0..n {
-            let m = members[k];
-            if k + 1 < n && out[m.key()] == out[members[k + 1].key()] {
+            let (m, next) = (order[k], order.get(k + 1));
+            if next.is_some_and(|&j| out[self.members[base + m].key()] == out[self.members[base + j].key()]) {
                 continue;
             }
+            order[kept] = m;
+            kept += 1;
+        }
+        order.truncate(kept);
+        if top {
+            self.shape.remember(out, &self.members[base..], order.iter().copied());
+        }
+        self.write_in_order(out, base, body, &order);
+        self.order = order;
+    }
+
+    /// Rewrites the members from `base` in the remembered order of [`Shape`], which the
+    /// caller checked they have.
+    fn reorder_members(&mut self, out: &mut Vec<u8>, base: usize, body: usize) {
+        let order = std::mem::take(&mut self.shape.order);
+        self.write_in_order(out, base, body, &order);
+        self.shape.order = order;
+    }
+
+    /// Rewrites the members from `base` (written from `body` on) as `order` lists them and
+    /// updates their spans.
+    fn write_in_order(&mut self, out: &mut Vec<u8>, base: usize, body: usize, order: &[usize]) {
+        self.sorted.clear();
+        let written = self.members.len() - base;
+        for &i in order {
+            let m = self.members[base + i];
             let pos = body + self.sorted.len();
             self.sorted.extend_from_slice(&out[m.start..m.end]);
             let key_start = pos + (m.key_start - m.start);
             let key_end = key_start + (m.key_end - m.key_start);
-            members[kept] = Member { start: pos, key_start, key_end, end: pos + (m.end - m.start) };
-            kept += 1;
+            // Appended after the written members, moved down below.
+            self.members.push(Member { start: pos, key_start, key_end, end: pos + (m.end - m.start) });
         }
-        self.members.truncate(base + kept);
+        self.members.drain(base..base + written);
         out.truncate(body);
         out.extend_from_slice(&self.sorted);
     }

@@ -373,8 +373,65 @@ fn render(j: &J, style: u8, out: &mut String) {
     }
 }
 
+/// One transcoder over a sequence of lines (its remembered key order reused, replaced and
+/// reused again) writes each line as a fresh transcoder does.
+fn same_as_fresh(lines: &[String]) {
+    let mut shared = Transcoder::new();
+    let mut picks = FieldPicks::new(Some("k"), Some("t"));
+    for line in lines {
+        let mut out = Vec::new();
+        let got = shared.transcode(line.as_bytes(), &mut out, &mut picks).map(|()| out);
+        let (key, time) = (picks.key.clone(), picks.time.clone());
+        let mut fresh_out = Vec::new();
+        let want = Transcoder::new().transcode(line.as_bytes(), &mut fresh_out, &mut picks).map(|()| fresh_out);
+        assert_eq!(got, want, "{line}");
+        assert_eq!((key, time), (picks.key.clone(), picks.time.clone()), "{line}");
+    }
+}
+
+#[test]
+fn a_remembered_key_order_is_only_reused_for_the_same_keys() {
+    let lines: Vec<String> = [
+        r#"{"t":1,"k":2,"b":3}"#,
+        r#"{"t":4,"k":5,"b":6}"#,
+        r#"{"t":7,"k":8,"c":9}"#,
+        r#"{"t":7,"k":8,"bb":9}"#,
+        r#"{"t":7,"k":8}"#,
+        r#"{"t":7,"k":8,"b":{"z":1,"a":2},"b":3}"#,
+        r#"{"t":7,"k":8,"b":{"y":1,"a":2},"b":[4]}"#,
+        r#"{"t":"x","k":{"z":1,"a":2},"b":3}"#,
+        r#"[{"t":1,"k":2,"b":3}]"#,
+        r#"{"t":1,"k":2,"b":3,"t":0}"#,
+        r#"{"t":1,"k":2,"b":3,"t":0}"#,
+        r#"{"t":1,"k":2,"b":3,"t":0"#,
+        r#"{"t":1,"k":2,"b":3}"#,
+    ]
+    .map(String::from)
+    .to_vec();
+    same_as_fresh(&lines);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_shared_transcoder_writes_what_fresh_ones_write(
+        lines in proptest::collection::vec((json(), any::<u8>()), 1..12),
+        repeat in any::<prop::sample::Index>(),
+    ) {
+        let mut texts: Vec<String> = lines
+            .iter()
+            .map(|(j, style)| {
+                let mut text = String::new();
+                render(j, *style, &mut text);
+                text
+            })
+            .collect();
+        // Repeat one line so that a remembered order is reused.
+        let again = texts[repeat.index(texts.len())].clone();
+        texts.push(again);
+        same_as_fresh(&texts);
+    }
 
     #[test]
     fn random_json_transcodes_as_the_old_path(j in json(), style in any::<u8>()) {

@@ -31,7 +31,8 @@ pub struct Bid<'a> {
     pub extra: &'a str,
 }
 
-/// q2's output.
+/// q2's output, and what q2 reads of a bid (as the Wasm operator: the decoder skips the
+/// other fields).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuctionPrice {
     /// Auction id.
@@ -40,11 +41,12 @@ pub struct AuctionPrice {
     pub price: u64,
 }
 
-/// Native q1: dollars to euros. Same work as the Wasm operator: decode, map, encode.
+/// Native q1: dollars to euros. Same work as the Wasm operator: decode (with the guest
+/// SDK's decoder, `weir_msgpack`), map, encode.
 pub fn q1_native(input: &Batch) -> Batch {
     let mut out = Batch::with_capacity(input.len(), input.byte_len());
     for r in input.iter() {
-        let mut bid: Bid<'_> = rmp_serde::from_slice(r.value).expect("a bid");
+        let mut bid: Bid<'_> = weir_msgpack::from_slice(r.value).expect("a bid");
         bid.price = bid.price * 908 / 1000;
         out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &bid).expect("vec"));
     }
@@ -55,7 +57,7 @@ pub fn q1_native(input: &Batch) -> Batch {
 pub fn q2_native(input: &Batch) -> Batch {
     let mut out = Batch::with_capacity(input.len() / 64, 64);
     for r in input.iter() {
-        let bid: Bid<'_> = rmp_serde::from_slice(r.value).expect("a bid");
+        let bid: AuctionPrice = weir_msgpack::from_slice(r.value).expect("a bid");
         if bid.auction.is_multiple_of(123) {
             let ap = AuctionPrice { auction: bid.auction, price: bid.price };
             out.push_with(&[], r.timestamp, |buf| rmp_serde::encode::write_named(buf, &ap).expect("vec"));
