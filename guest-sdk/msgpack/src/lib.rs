@@ -65,10 +65,18 @@ impl de::Error for GiveUp {
 type Result<T> = std::result::Result<T, GiveUp>;
 
 /// The string `bytes` hold, if they are UTF-8.
+///
+/// Short strings (field names, most values) are mostly ASCII: `is_ascii` is inlined and
+/// compiled here (with SIMD where the guest has it), where `core::str::from_utf8` is a call
+/// into the prebuilt `std` that costs more than the check itself on a few bytes.
 #[inline]
 fn utf8(bytes: &[u8]) -> Option<&str> {
     if bytes.len() >= SIMD_UTF8_FROM {
         simdutf8::basic::from_utf8(bytes).ok()
+    } else if bytes.is_ascii() {
+        #[allow(unsafe_code)]
+        // SAFETY: ASCII bytes are valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
     } else {
         std::str::from_utf8(bytes).ok()
     }
