@@ -32,7 +32,9 @@ const EXT_STRUCT_NAME: &str = "_ExtStruct";
 
 /// Decodes `bytes` as `T` with the result `rmp_serde::from_slice` gives (trailing bytes
 /// ignored), faster.
-pub fn from_slice<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> std::result::Result<T, rmp_serde::decode::Error> {
+pub fn from_slice<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+) -> std::result::Result<T, rmp_serde::decode::Error> {
     let mut fast = Fast { input: bytes, pos: 0, depth: MAX_DEPTH, failed: false };
     match T::deserialize(&mut fast) {
         // A type may catch an error and go on (`serde_with::DefaultOnError`, say): the fast
@@ -541,7 +543,11 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, 'de> {
         de::Deserializer::deserialize_tuple(self.de, len, visitor)
     }
 
-    fn struct_variant<V: Visitor<'de>>(self, fields: &'static [&'static str], visitor: V) -> Result<V::Value> {
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
         de::Deserializer::deserialize_tuple(self.de, fields.len(), visitor)
     }
 }
@@ -577,7 +583,11 @@ impl<'de> de::VariantAccess<'de> for UnitVariant<'_, 'de> {
         self.de.give_up()
     }
 
-    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], _visitor: V) -> Result<V::Value> {
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value> {
         self.de.give_up()
     }
 }

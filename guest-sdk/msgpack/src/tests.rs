@@ -159,22 +159,22 @@ fn known_values_decode_as_rmp_serde_does() {
         named(&"a string"),
         named(&'é'),
         named(&f64::NAN),
-        vec![0xc4, 3, 1, 2, 3],                      // bin 8
-        vec![0xa3, 0xff, 0xfe, 0x41],                // a string that is not UTF-8
-        vec![0xd4, 1, 7],                            // fixext 1
-        vec![0xc7, 2, 9, 1, 2],                      // ext 8
-        vec![0xc1],                                  // reserved
-        vec![0x81, 0xa4, b'U', b'n', b'i', b't', 0xc0], // {"Unit": nil}
-        vec![0x81, 0xa4, b'U', b'n', b'i', b't', 0x01], // {"Unit": 1}
-        vec![0x82, 0xa1, b'a', 0x01, 0xa1, b'b', 0x02], // a map of two entries as an enum
+        vec![0xc4, 3, 1, 2, 3],                               // bin 8
+        vec![0xa3, 0xff, 0xfe, 0x41],                         // a string that is not UTF-8
+        vec![0xd4, 1, 7],                                     // fixext 1
+        vec![0xc7, 2, 9, 1, 2],                               // ext 8
+        vec![0xc1],                                           // reserved
+        vec![0x81, 0xa4, b'U', b'n', b'i', b't', 0xc0],       // {"Unit": nil}
+        vec![0x81, 0xa4, b'U', b'n', b'i', b't', 0x01],       // {"Unit": 1}
+        vec![0x82, 0xa1, b'a', 0x01, 0xa1, b'b', 0x02],       // a map of two entries as an enum
         vec![0xa7, b'N', b'e', b'w', b't', b'y', b'p', b'e'], // a unit variant that is not one
-        vec![0x90],                                  // []
-        vec![0x93, 0x01],                            // an array shorter than it says
-        vec![0xdc, 0x00, 0x02, 0xc3, 0xc2],          // array 16
-        vec![0xde, 0x00, 0x01, 0xa1, b'a', 0x05],    // map 16
-        vec![0xdf, 0xff, 0xff, 0xff, 0xff],          // map 32 of 2^32-1 entries, truncated
-        vec![0xdb, 0xff, 0xff, 0xff, 0xff, b'a'],    // str 32 past the end
-        vec![0x05, 0xff],                            // trailing bytes
+        vec![0x90],                                           // []
+        vec![0x93, 0x01],                                     // an array shorter than it says
+        vec![0xdc, 0x00, 0x02, 0xc3, 0xc2],                   // array 16
+        vec![0xde, 0x00, 0x01, 0xa1, b'a', 0x05],             // map 16
+        vec![0xdf, 0xff, 0xff, 0xff, 0xff],                   // map 32 of 2^32-1 entries, truncated
+        vec![0xdb, 0xff, 0xff, 0xff, 0xff, b'a'],             // str 32 past the end
+        vec![0x05, 0xff],                                     // trailing bytes
         vec![],
     ];
     for bytes in &cases {

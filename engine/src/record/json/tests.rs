@@ -383,7 +383,8 @@ fn same_as_fresh(lines: &[String]) {
         let got = shared.transcode(line.as_bytes(), &mut out, &mut picks).map(|()| out);
         let (key, time) = (picks.key.clone(), picks.time.clone());
         let mut fresh_out = Vec::new();
-        let want = Transcoder::new().transcode(line.as_bytes(), &mut fresh_out, &mut picks).map(|()| fresh_out);
+        let want =
+            Transcoder::new().transcode(line.as_bytes(), &mut fresh_out, &mut picks).map(|()| fresh_out);
         assert_eq!(got, want, "{line}");
         assert_eq!((key, time), (picks.key.clone(), picks.time.clone()), "{line}");
     }
