@@ -117,46 +117,6 @@ pub struct Transcoder {
     order: Vec<usize>,
 }
 
-/// The keys of a top-level object in written order, and the order that sorts them.
-#[derive(Debug, Default)]
-struct Shape {
-    /// The encoded keys (header and bytes), back to back.
-    keys: Vec<u8>,
-    /// Where each key ends in `keys`.
-    ends: Vec<usize>,
-    /// The members to write, by written index, in key order (a repeated key's earlier
-    /// occurrences left out).
-    order: Vec<usize>,
-}
-
-impl Shape {
-    /// True when `members` (in `out`) have exactly these keys in this order.
-    fn matches(&self, out: &[u8], members: &[Member]) -> bool {
-        if members.len() != self.ends.len() {
-            return false;
-        }
-        let mut from = 0;
-        for (m, &end) in members.iter().zip(&self.ends) {
-            if out[m.start..m.key_end] != self.keys[from..end] {
-                return false;
-            }
-            from = end;
-        }
-        true
-    }
-
-    fn remember(&mut self, out: &[u8], members: &[Member], order: impl Iterator<Item = usize>) {
-        self.keys.clear();
-        self.ends.clear();
-        for m in members {
-            self.keys.extend_from_slice(&out[m.start..m.key_end]);
-            self.ends.push(self.keys.len());
-        }
-        self.order.clear();
-        self.order.extend(order);
-    }
-}
-
 struct Cursor<'a> {
     text: &'a [u8],
     pos: usize,
@@ -802,6 +762,10 @@ fn number(c: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<(), JsonError> {
         }
     }
 }
+
+mod shape;
+
+use shape::Shape;
 
 #[cfg(test)]
 mod tests;
