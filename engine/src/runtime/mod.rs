@@ -48,7 +48,9 @@ pub use message::{Barrier, Message};
 pub use metrics::{JobMetrics, SubtaskMetrics};
 pub use output::{EdgeOutput, Output};
 pub use report::{ChannelReport, JobReport, NodeReport};
-pub use scopes::{DeltaError, restore_chunks, split_into_scopes};
+pub use scopes::{
+    DeltaError, RESTORE_CHUNK_BYTES, RestoreChunker, restore_chains, restore_chunks, split_into_scopes,
+};
 pub use snapshot_writer::{SnapshotWriter, WriteRequest, WriterConfig, snapshot_writer};
 pub use stop::{StopMode, StopSignal};
 pub use task_state::{RestoreError, TaskState};

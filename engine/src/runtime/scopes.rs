@@ -1,11 +1,15 @@
 //! Keyed state by scope: a guest's state delta split into key-group scopes (and the
 //! subtask's operator scope) for the store, and live entries cut back into restore chunks
-//! for a guest.
+//! for a guest, streamed from the store into it.
 
-use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
 
-use weir_store::{OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry};
+use tokio::sync::mpsc;
+use weir_store::{CheckpointStorage, OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, StoreError};
 
+use super::error::TaskError;
+use crate::guest::OperatorInstance;
 use crate::guest::bindings::{self, ChangeKind, StateDelta};
 use crate::key_groups::key_group;
 
@@ -56,37 +60,131 @@ pub fn split_into_scopes(
     Ok(scopes)
 }
 
-/// Live entries as restore chunks of at most `max_bytes` each (at least one entry each).
-pub fn restore_chunks(entries: Vec<StateEntry>, max_bytes: usize) -> Vec<StateDelta> {
-    let mut out = Vec::new();
-    let mut cur = StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() };
-    let mut names: HashMap<String, u32> = HashMap::new();
-    for e in entries {
-        let Some(value) = e.value else { continue };
-        if !cur.entries.is_empty() && cur.data.len() + e.key.len() + value.len() > max_bytes {
-            out.push(std::mem::replace(
-                &mut cur,
-                StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() },
-            ));
-            names.clear();
+/// Key and value bytes of one restore chunk (one `restore` call).
+pub const RESTORE_CHUNK_BYTES: usize = 4 << 20;
+
+/// Builds restore chunks from live entries: each chunk holds at most `max_bytes` of keys
+/// and values (at least one entry), in a buffer allocated once at its full size or recycled
+/// from a chunk the guest is done with.
+#[derive(Debug)]
+pub struct RestoreChunker {
+    max_bytes: usize,
+    cur: StateDelta,
+    /// Chunks handed back, to fill again.
+    spare: Vec<StateDelta>,
+}
+
+fn empty_delta() -> StateDelta {
+    StateDelta { names: Vec::new(), data: Vec::new(), entries: Vec::new() }
+}
+
+impl RestoreChunker {
+    /// A chunker of chunks of at most `max_bytes` of key and value data.
+    pub fn new(max_bytes: usize) -> Self {
+        RestoreChunker { max_bytes, cur: empty_delta(), spare: Vec::new() }
+    }
+
+    /// Gives back a chunk the guest restored: its buffers hold a later chunk.
+    pub fn recycle(&mut self, mut chunk: StateDelta) {
+        chunk.names.clear();
+        chunk.data.clear();
+        chunk.entries.clear();
+        self.spare.push(chunk);
+    }
+
+    /// Adds a live entry; returns the chunk it completed (the entry starts the next one).
+    #[inline]
+    pub fn push(&mut self, state: &str, key: &[u8], value: &[u8]) -> Option<StateDelta> {
+        let len = key.len() + value.len();
+        let mut done = None;
+        if !self.cur.entries.is_empty() && self.cur.data.len() + len > self.max_bytes {
+            let next = self.spare.pop().unwrap_or_else(empty_delta);
+            done = Some(std::mem::replace(&mut self.cur, next));
         }
-        let state = *names.entry(e.state.clone()).or_insert_with(|| {
-            cur.names.push(e.state.clone());
-            (cur.names.len() - 1) as u32
-        });
-        cur.data.extend_from_slice(&e.key);
-        cur.data.extend_from_slice(&value);
-        cur.entries.push(bindings::StateEntry {
-            state,
+        if self.cur.entries.is_empty() {
+            self.cur.data.reserve_exact(self.max_bytes.max(len));
+        }
+        let index = match self.cur.names.iter().position(|name| name == state) {
+            Some(index) => index,
+            None => {
+                self.cur.names.push(state.to_owned());
+                self.cur.names.len() - 1
+            }
+        };
+        self.cur.data.extend_from_slice(key);
+        self.cur.data.extend_from_slice(value);
+        self.cur.entries.push(bindings::StateEntry {
+            state: index as u32,
             kind: ChangeKind::Put,
-            key_len: e.key.len() as u32,
+            key_len: key.len() as u32,
             value_len: value.len() as u32,
         });
+        done
     }
-    if !cur.entries.is_empty() {
-        out.push(cur);
+
+    /// The last chunk, unless it is empty.
+    pub fn finish(self) -> Option<StateDelta> {
+        (!self.cur.entries.is_empty()).then_some(self.cur)
     }
+}
+
+/// Live entries as restore chunks of at most `max_bytes` each (at least one entry each);
+/// tombstones are skipped.
+pub fn restore_chunks(entries: Vec<StateEntry>, max_bytes: usize) -> Vec<StateDelta> {
+    let mut chunker = RestoreChunker::new(max_bytes);
+    let mut out = Vec::new();
+    for e in entries {
+        let Some(value) = e.value else { continue };
+        out.extend(chunker.push(&e.state, &e.key, &value));
+    }
+    out.extend(chunker.finish());
     out
+}
+
+/// Restores `instance` from `chains` (the live entries of each, in chunks of at most
+/// `max_bytes`), written by a module of state schema version `state_version`.
+///
+/// The store is read on the blocking pool ([`CheckpointStorage::visit_chains`], no copy of
+/// the state, no sort) while the guest restores the chunk before. Memory: the store's
+/// reading of one chain, and three chunks that go round (one filled, one queued, one in the
+/// guest; the guest hands each back to be filled again).
+pub async fn restore_chains(
+    instance: &mut OperatorInstance,
+    state_version: u32,
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+    chains: Vec<Vec<u64>>,
+    max_bytes: usize,
+) -> Result<(), TaskError> {
+    let (tx, mut rx) = mpsc::channel::<StateDelta>(1);
+    let (back, returned) = std::sync::mpsc::channel::<StateDelta>();
+    let reader = tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
+        let mut chunker = RestoreChunker::new(max_bytes);
+        let flow = storage.visit_chains(&job, &chains, &mut |state, key, value| {
+            let Some(chunk) = chunker.push(state, key, value) else { return ControlFlow::Continue(()) };
+            // The guest failed when the receiver is gone: stop reading.
+            if tx.blocking_send(chunk).is_err() {
+                return ControlFlow::Break(());
+            }
+            while let Ok(spare) = returned.try_recv() {
+                chunker.recycle(spare);
+            }
+            ControlFlow::Continue(())
+        })?;
+        if flow.is_continue()
+            && let Some(chunk) = chunker.finish()
+        {
+            let _ = tx.blocking_send(chunk);
+        }
+        Ok(())
+    });
+    // Ends when the reader is done (or failed: its error follows).
+    while let Some(chunk) = rx.recv().await {
+        instance.restore(state_version, &chunk).await?;
+        let _ = back.send(chunk);
+    }
+    reader.await??;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -134,6 +232,39 @@ mod tests {
         let mut d = delta(&[(0, ChangeKind::Put, b"k", b"v")]);
         d.entries[0].state = 7;
         assert_eq!(split_into_scopes(&d, 4, 0).unwrap_err(), DeltaError::StateIndex);
+    }
+
+    /// Every entry of `chunks` as (state, key, value).
+    fn entries_of(chunks: &[StateDelta]) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        for c in chunks {
+            for entry in weir_flat::Reader::new(&c.data, &c.entries) {
+                let (key, value, e) = entry.unwrap();
+                assert_eq!(e.kind, ChangeKind::Put);
+                out.push((c.names[e.state as usize].clone(), key.to_vec(), value.to_vec()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn recycled_chunks_hold_only_their_new_entries() {
+        let input: Vec<(String, Vec<u8>, Vec<u8>)> = (0..200u32)
+            .map(|i| (format!("s{}", i % 3), i.to_be_bytes().to_vec(), vec![i as u8; (i % 7) as usize]))
+            .collect();
+        let mut chunker = RestoreChunker::new(64);
+        let mut restored = Vec::new();
+        for (state, key, value) in &input {
+            if let Some(chunk) = chunker.push(state, key, value) {
+                assert!(chunk.data.len() <= 64 && !chunk.entries.is_empty());
+                assert!(chunk.names.len() <= 3);
+                restored.extend(entries_of(std::slice::from_ref(&chunk)));
+                // As the guest hands chunks back: the next ones reuse their buffers.
+                chunker.recycle(chunk);
+            }
+        }
+        restored.extend(entries_of(&chunker.finish().into_iter().collect::<Vec<_>>()));
+        assert_eq!(restored, input);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::input_gate::InputGate;
 use super::message::{Barrier, Message};
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::Output;
-use super::scopes::restore_chunks;
+use super::scopes::{RESTORE_CHUNK_BYTES, restore_chains};
 use super::snapshot_writer::{SnapshotWriter, WriteRequest};
 use super::stop::{StopMode, StopSignal};
 use super::task_state::{RestoreError, TaskState};
@@ -685,15 +685,8 @@ pub(crate) async fn restore_instance(
     if let Some(f) = &faults {
         f.hit(FaultPoint::Restore)?;
     }
-    for (_, chain) in chains {
-        let storage = storage.clone();
-        let job = job.clone();
-        let entries = tokio::task::spawn_blocking(move || storage.read_chain(&job, &chain)).await??;
-        for chunk in restore_chunks(entries, 4 << 20) {
-            instance.restore(state_version, &chunk).await?;
-        }
-    }
-    Ok(())
+    let chains = chains.into_values().collect();
+    restore_chains(instance, state_version, storage, job, chains, RESTORE_CHUNK_BYTES).await
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
 
+pub(crate) mod live;
 pub(crate) mod storage;
 pub(crate) mod summary;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -284,6 +286,31 @@ pub trait CheckpointStorage: Send + Sync + 'static {
     /// damaged.
     fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError>;
 
+    /// Hands every live entry of each chain of `chains` to `visit(state, key, value)` exactly
+    /// once, in no particular order, until `visit` breaks (the result says whether it did):
+    /// what [`read_chain`](Self::read_chain) returns for each, without a copy of each entry
+    /// or a sort — the restore path. The same errors as `read_chain`; a damaged chunk fails
+    /// before the first entry of its chain is visited. [`Store`](crate::Store) holds one
+    /// chain's encoded chunks at a time (and an index of its entries), not a copy of its
+    /// state.
+    fn visit_chains(
+        &self,
+        job: &str,
+        chains: &[Vec<u64>],
+        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        for chain in chains {
+            for entry in self.read_chain(job, chain)? {
+                if let Some(value) = &entry.value
+                    && visit(&entry.state, &entry.key, value).is_break()
+                {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     /// Every checkpoint meta of `job` ever recorded, id ascending.
     fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError>;
 
@@ -337,6 +364,15 @@ impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
 
     fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
         (**self).read_chain(job, chain)
+    }
+
+    fn visit_chains(
+        &self,
+        job: &str,
+        chains: &[Vec<u64>],
+        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        (**self).visit_chains(job, chains, visit)
     }
 
     fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {

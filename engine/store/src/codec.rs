@@ -201,8 +201,14 @@ impl ChunkEncoder {
         if self.entries > 0 && self.states_len + self.body.len() + entry_len > self.max_bytes {
             self.flush();
         }
-        let index = match self.state_index.get(state) {
-            Some(index) => *index,
+        // Operators have a few states: a scan beats hashing the name for every entry.
+        let found = if self.states.len() <= 8 {
+            self.states.iter().position(|name| name == state).map(|index| index as u64)
+        } else {
+            self.state_index.get(state).copied()
+        };
+        let index = match found {
+            Some(index) => index,
             None => {
                 let index = self.states.len() as u64;
                 self.states.push(state.to_owned());
@@ -258,38 +264,93 @@ impl ChunkEncoder {
     }
 }
 
+/// A chunk whose checksum, version and state names were checked, positioned at its first
+/// entry.
+struct OpenChunk<'a> {
+    states: Vec<&'a str>,
+    entries: u64,
+    reader: Reader<'a>,
+}
+
+impl<'a> OpenChunk<'a> {
+    fn open(bytes: &'a [u8]) -> Result<Self, String> {
+        let body = unseal(bytes)?;
+        let mut reader = Reader::new(body);
+        let version = reader.u8()?;
+        if version != CHUNK_VERSION {
+            return Err(format!("unknown chunk version {version}"));
+        }
+        let state_count = reader.count()?;
+        let mut states = Vec::with_capacity(state_count);
+        for _ in 0..state_count {
+            states.push(reader.string()?);
+        }
+        let entries = reader.varint()?;
+        Ok(OpenChunk { states, entries, reader })
+    }
+
+    /// The next entry: (state index, key, value or `None` for a tombstone).
+    #[inline]
+    fn entry(&mut self) -> Result<(u32, &'a [u8], Option<&'a [u8]>), String> {
+        let index = self.reader.varint()?;
+        let state = u32::try_from(index)
+            .ok()
+            .filter(|index| (*index as usize) < self.states.len())
+            .ok_or_else(|| format!("state index {index} out of range ({} states)", self.states.len()))?;
+        let key = self.reader.bytes()?;
+        let value = match self.reader.u8()? {
+            TAG_PUT => Some(self.reader.bytes()?),
+            TAG_DELETE => None,
+            tag => return Err(format!("unknown entry tag {tag}")),
+        };
+        Ok((state, key, value))
+    }
+}
+
 /// Decodes a chunk and hands each entry, in order, to `apply(state, key, value)`.
 pub(crate) fn decode_chunk(
     bytes: &[u8],
     mut apply: impl FnMut(&str, &[u8], Option<&[u8]>),
 ) -> Result<(), String> {
-    let body = unseal(bytes)?;
-    let mut reader = Reader::new(body);
-    let version = reader.u8()?;
-    if version != CHUNK_VERSION {
-        return Err(format!("unknown chunk version {version}"));
+    let mut chunk = OpenChunk::open(bytes)?;
+    for _ in 0..chunk.entries {
+        let (state, key, value) = chunk.entry()?;
+        apply(chunk.states[state as usize], key, value);
     }
-    let state_count = reader.count()?;
-    let mut states = Vec::with_capacity(state_count);
-    for _ in 0..state_count {
-        states.push(reader.string()?);
+    chunk.reader.finish()
+}
+
+/// One entry of a chunk decoded in place: `state` indexes the chunk's state names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryRef<'a> {
+    pub(crate) state: u32,
+    pub(crate) key: &'a [u8],
+    /// `None` for a tombstone.
+    pub(crate) value: Option<&'a [u8]>,
+}
+
+/// Decodes a whole chunk without copying: returns its state names and appends its entries,
+/// in order, to `out`. Nothing is appended when the chunk is damaged.
+pub(crate) fn decode_chunk_refs<'a>(
+    bytes: &'a [u8],
+    out: &mut Vec<EntryRef<'a>>,
+) -> Result<Vec<&'a str>, String> {
+    let mut chunk = OpenChunk::open(bytes)?;
+    let start = out.len();
+    // Each entry takes at least three bytes: a bound on the count that needs no trust.
+    out.reserve((chunk.entries as usize).min(chunk.reader.rest().len() / 3));
+    let result = (|| {
+        for _ in 0..chunk.entries {
+            let (state, key, value) = chunk.entry()?;
+            out.push(EntryRef { state, key, value });
+        }
+        chunk.reader.finish()
+    })();
+    if let Err(detail) = result {
+        out.truncate(start);
+        return Err(detail);
     }
-    let entries = reader.varint()?;
-    for _ in 0..entries {
-        let index = reader.varint()?;
-        let state = usize::try_from(index)
-            .ok()
-            .and_then(|index| states.get(index))
-            .ok_or_else(|| format!("state index {index} out of range ({state_count} states)"))?;
-        let key = reader.bytes()?;
-        let value = match reader.u8()? {
-            TAG_PUT => Some(reader.bytes()?),
-            TAG_DELETE => None,
-            tag => return Err(format!("unknown entry tag {tag}")),
-        };
-        apply(state, key, value);
-    }
-    reader.finish()
+    Ok(chunk.states)
 }
 
 /// Decodes a chunk into owned entries.

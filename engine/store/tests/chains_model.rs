@@ -1,11 +1,13 @@
 //! Model-based property test: random puts and deletes over a few keys, snapshotted in random
 //! increments (full or incremental, random aborts, a small max_chain_length, tiny chunks),
 //! must restore exactly to a `BTreeMap` model after every checkpoint — also for the older
-//! checkpoints retention still keeps.
+//! checkpoints retention still keeps — through `read_chain` and through the restore path
+//! `visit_chains`.
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use common::*;
 use proptest::prelude::*;
@@ -58,6 +60,22 @@ fn apply(model: &mut Model, op: &Op) {
             model.remove(&(format!("s{state}"), vec![*key]));
         }
     }
+}
+
+/// The live entries of `chains` as `visit_chains` hands them over (each once, in no
+/// particular order), sorted into a model.
+fn visited(store: &Store, chains: &BTreeMap<u32, Vec<u64>>) -> Model {
+    let chains: Vec<Vec<u64>> = chains.values().cloned().collect();
+    let mut model = Model::new();
+    let flow = store
+        .visit_chains(JOB, &chains, &mut |state, key, value| {
+            let fresh = model.insert((state.to_owned(), key.to_vec()), value.to_vec()).is_none();
+            assert!(fresh, "state {state} key {key:?} visited twice");
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(flow, ControlFlow::Continue(()));
+    model
 }
 
 fn group(entries: impl IntoIterator<Item = (u32, StateEntry)>) -> Vec<weir_store::ScopeDelta> {
@@ -119,6 +137,8 @@ proptest! {
             if let Some((meta, manifest)) = store.latest_completed(JOB).unwrap() {
                 prop_assert_eq!(meta.id, completed.last().unwrap().0);
                 prop_assert_eq!(&restore(&store, &manifest[OP][&0].chains), &completed.last().unwrap().1);
+                // The restore path (no map, no sort) yields the same live entries.
+                prop_assert_eq!(&visited(&store, &manifest[OP][&0].chains), &completed.last().unwrap().1);
             }
             // Every checkpoint retention keeps still restores to its own contents.
             for (old, old_model) in completed.iter().rev().take(retain) {

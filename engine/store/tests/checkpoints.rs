@@ -440,11 +440,23 @@ fn corrupt_and_missing_chunks_are_errors() {
     let err = store.read_chain(JOB, &s1.chains[&0]).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     assert!(err.to_string().contains(&format!("chunk {id} of job `job`")), "{err}");
+    // The restore path too, and it hands over nothing of a damaged chain.
+    let mut visited = 0;
+    let mut count = |_: &str, _: &[u8], _: &[u8]| {
+        visited += 1;
+        std::ops::ControlFlow::Continue(())
+    };
+    let err = store.visit_chains(JOB, std::slice::from_ref(&s1.chains[&0]), &mut count).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains(&format!("chunk {id} of job `job`")), "{err}");
 
     let err = store.read_chain(JOB, &[id + 100]).unwrap_err();
     assert!(matches!(err, StoreError::MissingChunk { .. }), "{err}");
     assert!(err.to_string().contains(&format!("chunk {} of job `job` is missing", id + 100)));
     assert!(store.read_chain("other", &[id]).is_err(), "chunks belong to their job");
+    let err = store.visit_chains(JOB, &[vec![id + 100]], &mut count).unwrap_err();
+    assert!(matches!(err, StoreError::MissingChunk { .. }), "{err}");
+    assert_eq!(visited, 0);
 
     // A chunk whose middle piece is gone is corrupt, not silently shorter.
     let big: Vec<_> = (0..2000u32).map(|i| put("s", &i.to_be_bytes(), &[7u8; 20])).collect();
@@ -455,6 +467,10 @@ fn corrupt_and_missing_chunks_are_errors() {
     txn.commit().unwrap();
     let err = store.read_chain(JOB, &s2.chains[&1]).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    let err = store.visit_chains(JOB, std::slice::from_ref(&s2.chains[&1]), &mut |_, _, _| {
+        std::ops::ControlFlow::Continue(())
+    });
+    assert!(matches!(err, Err(StoreError::Corrupt { .. })), "{err:?}");
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! [`CheckpointStorage`] for [`Store`]: chunk writing, chains, compaction, retention and GC.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ops::ControlFlow;
 
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
+use crate::checkpoint::live::ChainReader;
 use crate::checkpoint::summary;
 use crate::checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState,
@@ -21,7 +23,7 @@ use crate::usage::{Meter, Subject, charge};
 /// Live state while a chain is applied: state name → key → value.
 pub(crate) type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 
-fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
+pub(crate) fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
     match value {
         Some(value) => match live.get_mut(state) {
             Some(keys) => {
@@ -45,7 +47,18 @@ fn read_chunk(
     job: &str,
     chunk: u64,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let mut bytes: Option<Vec<u8>> = None;
+    let mut bytes = Vec::new();
+    Ok(append_chunk(chunks, job, chunk, &mut bytes)?.then_some(bytes))
+}
+
+/// Appends the pieces of chunk `chunk` of `job` to `out`; `false` when it does not exist.
+pub(crate) fn append_chunk(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    job: &str,
+    chunk: u64,
+    out: &mut Vec<u8>,
+) -> Result<bool, StoreError> {
+    let mut found = false;
     for (expected, piece) in chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))?.enumerate() {
         let (key, value) = piece?;
         if key.value().2 as usize != expected {
@@ -54,9 +67,10 @@ fn read_chunk(
                 format!("piece {} where piece {expected} was expected", key.value().2),
             ));
         }
-        bytes.get_or_insert_with(Vec::new).extend_from_slice(value.value());
+        out.extend_from_slice(value.value());
+        found = true;
     }
-    Ok(bytes)
+    Ok(found)
 }
 
 /// Applies the chunks of `chain` in order onto `live`.
@@ -688,16 +702,39 @@ impl CheckpointStorage for Store {
 
     fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
         let txn = self.read_txn()?;
-        let chunks = txn.open_table(CHUNKS)?;
-        let mut live = LiveState::new();
-        apply_chain(&chunks, job, chain, &mut live)?;
+        let mut reader = ChainReader::default();
+        reader.read(&txn.open_table(CHUNKS)?, job, chain)?;
         let mut entries = Vec::new();
-        for (state, keys) in live {
-            for (key, value) in keys {
-                entries.push(StateEntry { state: state.clone(), key, value: Some(value) });
+        let _ = reader.visit(job, chain, &mut |state, key, value| {
+            entries.push(StateEntry {
+                state: state.to_owned(),
+                key: key.to_vec(),
+                value: Some(value.to_vec()),
+            });
+            ControlFlow::Continue(())
+        })?;
+        // Each (state, key) is visited once: the order is total.
+        entries.sort_unstable_by(|a, b| (&a.state, &a.key).cmp(&(&b.state, &b.key)));
+        Ok(entries)
+    }
+
+    fn visit_chains(
+        &self,
+        job: &str,
+        chains: &[Vec<u64>],
+        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        // One chain's chunks at a time, in a buffer reused from chain to chain.
+        let mut reader = ChainReader::default();
+        for chain in chains {
+            let txn = self.read_txn()?;
+            reader.read(&txn.open_table(CHUNKS)?, job, chain)?;
+            drop(txn);
+            if reader.visit(job, chain, visit)?.is_break() {
+                return Ok(ControlFlow::Break(()));
             }
         }
-        Ok(entries)
+        Ok(ControlFlow::Continue(()))
     }
 
     fn history(&self, job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {

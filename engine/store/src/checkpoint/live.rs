@@ -1,0 +1,269 @@
+//! The live entries of a chain, read straight from its chunks' bytes.
+//!
+//! Applying a chain into a map ([`apply_chain`](super::storage::apply_chain)) allocates every
+//! key and value of every chunk and keeps them in a B-tree. A restore needs neither the copies
+//! nor the order: [`ChainReader`] holds the chain's encoded chunks, walks them newest entry
+//! first and hands each key's newest put to the caller, borrowed from the chunk bytes. A set
+//! of the keys already seen (one slot per entry, no allocation per entry) drops the older
+//! versions of a key and the keys a tombstone deleted.
+//!
+//! Memory: the chain's encoded chunks (the live state of the scope plus what later chunks
+//! superseded; compaction bounds the chain) plus about 80 bytes per entry of index.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::ops::ControlFlow;
+
+use redb::ReadableTable;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use super::storage::append_chunk;
+use crate::codec::{EntryRef, decode_chunk_refs};
+use crate::error::StoreError;
+
+/// A (state, key) of the chain: `state` indexes the chain's state names, `hash` covers both.
+#[derive(Clone, Copy)]
+struct Seen<'a> {
+    hash: u64,
+    state: u32,
+    key: &'a [u8],
+}
+
+impl PartialEq for Seen<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.state == other.state && self.key == other.key
+    }
+}
+
+impl Eq for Seen<'_> {}
+
+impl Hash for Seen<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// Passes on the hash [`Seen`] computed (XXH3 of the key, seeded with the state).
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used by `Seen`; fold anything else in all the same.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// Reads a chain's encoded chunks into one buffer (kept from chain to chain, so that a
+/// restore of many chains touches no fresh memory after the largest one) and visits its live
+/// entries.
+#[derive(Debug, Default)]
+pub(crate) struct ChainReader {
+    bytes: Vec<u8>,
+    /// Where each chunk of the chain ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl ChainReader {
+    /// Reads the chunks of `chain` (oldest first) of `job`. Fails with
+    /// [`StoreError::MissingChunk`] when one is gone.
+    pub(crate) fn read(
+        &mut self,
+        chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+        job: &str,
+        chain: &[u64],
+    ) -> Result<(), StoreError> {
+        self.bytes.clear();
+        self.ends.clear();
+        for &chunk in chain {
+            if !append_chunk(chunks, job, chunk, &mut self.bytes)? {
+                return Err(StoreError::MissingChunk { job: job.to_owned(), chunk });
+            }
+            self.ends.push(self.bytes.len());
+        }
+        Ok(())
+    }
+
+    /// Sets the chunks as they are (tests).
+    #[cfg(test)]
+    fn set(&mut self, chunks: &[Vec<u8>]) {
+        self.bytes = chunks.concat();
+        self.ends =
+            chunks.iter().scan(0, |end, c| Some(std::mem::replace(end, *end + c.len()) + c.len())).collect();
+    }
+
+    /// Hands every live entry of the chain last read (chunk ids `chain`) to
+    /// `visit(state, key, value)` exactly once, newest chunk first and in no particular
+    /// order otherwise: the newest put of each (state, key) wins, a tombstone deletes what
+    /// came before it. Stops when `visit` breaks and returns its `Break`.
+    ///
+    /// Every chunk is decoded and checked before the first entry is visited, so a damaged
+    /// chain fails with [`StoreError::Corrupt`] without visiting anything.
+    pub(crate) fn visit(
+        &self,
+        job: &str,
+        chain: &[u64],
+        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        let mut names: Vec<&str> = Vec::new();
+        // Per chunk its entries, with state indexes of the chain's name table.
+        let mut decoded: Vec<Vec<EntryRef<'_>>> = Vec::with_capacity(self.ends.len());
+        let mut total = 0;
+        let mut start = 0;
+        for (chunk, &end) in chain.iter().zip(&self.ends) {
+            let bytes = &self.bytes[start..end];
+            start = end;
+            let corrupt = |detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail);
+            let mut entries = Vec::new();
+            let states = decode_chunk_refs(bytes, &mut entries).map_err(corrupt)?;
+            // The chunk's state indexes become indexes of the chain's name table.
+            let global: Vec<u32> = states
+                .iter()
+                .map(|state| match names.iter().position(|name| name == state) {
+                    Some(index) => index as u32,
+                    None => {
+                        names.push(state);
+                        (names.len() - 1) as u32
+                    }
+                })
+                .collect();
+            for entry in &mut entries {
+                entry.state = global[entry.state as usize];
+            }
+            total += entries.len();
+            decoded.push(entries);
+        }
+        let mut seen: HashSet<Seen<'_>, BuildHasherDefault<PassThrough>> =
+            HashSet::with_capacity_and_hasher(total, BuildHasherDefault::default());
+        for chunk in decoded.iter().rev() {
+            for entry in chunk.iter().rev() {
+                let hash = xxh3_64_with_seed(entry.key, u64::from(entry.state));
+                if !seen.insert(Seen { hash, state: entry.state, key: entry.key }) {
+                    continue;
+                }
+                if let Some(value) = entry.value
+                    && visit(names[entry.state as usize], entry.key, value).is_break()
+                {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::checkpoint::storage::{LiveState, apply_entry};
+    use crate::codec::{ChunkEncoder, decode_chunk};
+
+    /// (state, key, value or tombstone)
+    type Change = (u8, u8, Option<Vec<u8>>);
+
+    fn encode(changes: &[Change], max_bytes: usize) -> Vec<Vec<u8>> {
+        let mut encoder = ChunkEncoder::new(max_bytes);
+        for (state, key, value) in changes {
+            encoder.push(&format!("s{state}"), &[*key], value.as_deref());
+        }
+        encoder.finish()
+    }
+
+    /// The old way: every chunk applied into a map, in order.
+    fn applied(chunks: &[Vec<u8>]) -> LiveState {
+        let mut live = LiveState::new();
+        for chunk in chunks {
+            decode_chunk(chunk, |state, key, value| apply_entry(&mut live, state, key, value)).unwrap();
+        }
+        live.retain(|_, keys| !keys.is_empty());
+        live
+    }
+
+    fn reader(chunks: &[Vec<u8>]) -> ChainReader {
+        let mut reader = ChainReader::default();
+        reader.set(chunks);
+        reader
+    }
+
+    fn visited(chunks: &[Vec<u8>]) -> Result<LiveState, StoreError> {
+        let ids: Vec<u64> = (1..=chunks.len() as u64).collect();
+        let mut live = LiveState::new();
+        let mut twice = None;
+        reader(chunks).visit("job", &ids, &mut |state, key, value| {
+            let keys = live.entry(state.to_owned()).or_insert_with(BTreeMap::new);
+            if keys.insert(key.to_vec(), value.to_vec()).is_some() {
+                twice = Some((state.to_owned(), key.to_vec()));
+            }
+            ControlFlow::Continue(())
+        })?;
+        assert_eq!(twice, None, "an entry was visited twice");
+        Ok(live)
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        (0..3u8, 0..8u8, prop::option::weighted(0.7, prop::collection::vec(any::<u8>(), 0..20)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Random chains (repeated keys within and across chunks, tombstones, several states,
+        /// tiny chunks): the live entries visited are exactly those of the chain applied into
+        /// a map.
+        #[test]
+        fn visiting_a_chain_equals_applying_it(
+            deltas in prop::collection::vec(prop::collection::vec(change(), 0..16), 1..6),
+            max_bytes in prop::sample::select(vec![20usize, 60, 1 << 20]),
+        ) {
+            let chunks: Vec<Vec<u8>> = deltas.iter().flat_map(|d| encode(d, max_bytes)).collect();
+            prop_assert_eq!(visited(&chunks).unwrap(), applied(&chunks));
+        }
+    }
+
+    #[test]
+    fn a_break_stops_the_visit() {
+        let chunks = encode(&[(0, 1, Some(vec![1])), (0, 2, Some(vec![2])), (0, 3, Some(vec![3]))], 1 << 20);
+        let mut calls = 0;
+        let flow = reader(&chunks)
+            .visit("job", &[1], &mut |_, _, _| {
+                calls += 1;
+                ControlFlow::Break(())
+            })
+            .unwrap();
+        assert_eq!((flow, calls), (ControlFlow::Break(()), 1));
+    }
+
+    #[test]
+    fn a_damaged_chunk_fails_before_anything_is_visited() {
+        let mut chunks = encode(&[(0, 1, Some(vec![1]))], 1 << 20);
+        chunks.extend(encode(&[(0, 2, Some(vec![2]))], 1 << 20));
+        for at in 0..chunks[0].len() {
+            let mut damaged = chunks.clone();
+            damaged[0][at] ^= 0x40;
+            let mut calls = 0;
+            let err = reader(&damaged)
+                .visit("job", &[7, 8], &mut |_, _, _| {
+                    calls += 1;
+                    ControlFlow::Continue(())
+                })
+                .unwrap_err();
+            assert!(matches!(&err, StoreError::Corrupt { .. }), "{err}");
+            assert!(err.to_string().contains("chunk 7 of job `job`"), "{err}");
+            assert_eq!(calls, 0, "flip at {at}");
+        }
+    }
+}
