@@ -64,8 +64,7 @@ pub fn split_into_scopes(
 pub const RESTORE_CHUNK_BYTES: usize = 4 << 20;
 
 /// Builds restore chunks from live entries: each chunk holds at most `max_bytes` of keys
-/// and values (at least one entry), in a buffer allocated once at its full size or recycled
-/// from a chunk the guest is done with.
+/// and values (at least one entry), in buffers recycled from chunks the guest is done with.
 #[derive(Debug)]
 pub struct RestoreChunker {
     max_bytes: usize,
@@ -102,7 +101,9 @@ impl RestoreChunker {
             done = Some(std::mem::replace(&mut self.cur, next));
         }
         if self.cur.entries.is_empty() {
-            self.cur.data.reserve_exact(self.max_bytes.max(len));
+            // A fresh chunk starts small (a scope may hold a few bytes); recycled ones keep
+            // the capacity they grew to.
+            self.cur.data.reserve(len.max(self.max_bytes.min(64 << 10)));
         }
         let index = match self.cur.names.iter().position(|name| name == state) {
             Some(index) => index,
