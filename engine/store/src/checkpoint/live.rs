@@ -203,7 +203,7 @@ mod tests {
         let ids: Vec<u64> = (1..=chunks.len() as u64).collect();
         let mut live = LiveState::new();
         let mut twice = None;
-        reader(chunks).visit("job", &ids, &mut |state, key, value| {
+        let _ = reader(chunks).visit("job", &ids, &mut |state, key, value| {
             let keys = live.entry(state.to_owned()).or_insert_with(BTreeMap::new);
             if keys.insert(key.to_vec(), value.to_vec()).is_some() {
                 twice = Some((state.to_owned(), key.to_vec()));
