@@ -61,6 +61,13 @@ pub struct ThroughputResult {
     /// Median of the ratios of runs made back to back (a paired comparison: drift of the
     /// machine between pairs cancels out).
     pub paired_ratio: f64,
+    /// Records per CPU-second of the whole process (every thread: the job's and the
+    /// blocking pool's, where snapshots are written), medians: without and with checkpoints.
+    pub plain_per_cpu: f64,
+    /// See `plain_per_cpu`.
+    pub checkpointed_per_cpu: f64,
+    /// Median of the per-pair ratios of records per CPU-second.
+    pub paired_cpu_ratio: f64,
     /// Checkpoints completed per checkpointed run (median), including the final one.
     pub checkpoints: usize,
     /// Mean over the periodic checkpoints of the last run: bytes written, sync ms (largest
@@ -187,18 +194,26 @@ pub async fn throughput(
     let spec = job(o.records, o.keys, 0, Some(1000))?;
     let plan = weir::plan::plan(&spec, &LocalModules::new(host.clone(), "."))?;
     let (mut plain, mut checkpointed, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain_cpu, mut checkpointed_cpu) = (Vec::new(), Vec::new());
+    let per_cpu = |cpu0: f64| o.records as f64 / (cpu_seconds("self") - cpu0).max(1e-3);
     let mut periodic = Vec::new();
     for run in 0..o.runs {
         // Alternate so that drift (cache, heat) hits both alike.
+        let cpu0 = cpu_seconds("self");
         let report = on_one_core(run_job(&plan))?;
+        plain_cpu.push(per_cpu(cpu0));
         plain.push(report.records_per_second());
         let dir = o.dir.join(format!("tp-{run}"));
+        let cpu0 = cpu_seconds("self");
         let (report, events, store) = on_one_core(run_checkpointed_job(host, &spec, &dir))?;
+        checkpointed_cpu.push(per_cpu(cpu0));
         checkpointed.push(report.records_per_second());
         eprintln!(
-            "  run {run}: no checkpoints {:.2} M/s, 1 s checkpoints {:.2} M/s",
+            "  run {run}: no checkpoints {:.2} M/s ({:.2} M/CPU-s), 1 s checkpoints {:.2} M/s ({:.2} M/CPU-s)",
             plain.last().copied().unwrap_or_default() / 1e6,
-            report.records_per_second() / 1e6
+            plain_cpu.last().copied().unwrap_or_default() / 1e6,
+            report.records_per_second() / 1e6,
+            checkpointed_cpu.last().copied().unwrap_or_default() / 1e6,
         );
         periodic = store
             .history("bench")?
@@ -214,8 +229,12 @@ pub async fn throughput(
     };
     let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     let paired = median(checkpointed.iter().zip(&plain).map(|(c, p)| c / p).collect());
+    let paired_cpu_ratio = median(checkpointed_cpu.iter().zip(&plain_cpu).map(|(c, p)| c / p).collect());
     Ok(ThroughputResult {
         paired_ratio: paired,
+        paired_cpu_ratio,
+        plain_per_cpu: median(plain_cpu),
+        checkpointed_per_cpu: median(checkpointed_cpu),
         plain_best: best(&plain),
         checkpointed_best: best(&checkpointed),
         plain: median(plain),
@@ -407,6 +426,13 @@ pub async fn run_and_print(host: &Arc<GuestHost>, o: &CheckpointBenchOptions) ->
             t.checkpointed / t.plain,
             t.checkpointed_best / t.plain_best,
             t.paired_ratio
+        );
+        println!(
+            "  per CPU-second (whole process) no checkpoints {:.2} M, 1 s checkpoints {:.2} M: ratio {:.3} (median of paired runs {:.3})",
+            t.plain_per_cpu / 1e6,
+            t.checkpointed_per_cpu / 1e6,
+            t.checkpointed_per_cpu / t.plain_per_cpu,
+            t.paired_cpu_ratio
         );
         println!(
             "  periodic checkpoints: {:.2} MiB written, sync {:.1} ms, async {:.1} ms, end to end {:.1} ms (means)",
