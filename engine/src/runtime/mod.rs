@@ -7,7 +7,8 @@
 //! - subtasks: `task` (the source, operator and sink loops), `barrier` (aligned and
 //!   unaligned checkpoints at a task), `channel_state` (in-flight data, encoded);
 //! - checkpoints: `control` (messages), `coordinator`, `snapshot_writer` (the async part),
-//!   `scopes` (key-group split and restore chunks), `task_state` (a subtask's blob);
+//!   `scopes` (key-group split and restore chunks), `restore` (chains into a guest),
+//!   `task_state` (a subtask's blob);
 //! - running a job: `job` (attempts, restarts, recommits), `attempt` (wiring, spawning,
 //!   joining one attempt), `env` ([`RunEnv`]), `stop`, `report`.
 //!
@@ -28,6 +29,7 @@ mod message;
 mod metrics;
 mod output;
 mod report;
+mod restore;
 mod scopes;
 mod snapshot_writer;
 mod stop;
@@ -48,9 +50,8 @@ pub use message::{Barrier, Message};
 pub use metrics::{JobMetrics, SubtaskMetrics};
 pub use output::{EdgeOutput, Output};
 pub use report::{ChannelReport, JobReport, NodeReport};
-pub use scopes::{
-    DeltaError, RESTORE_CHUNK_BYTES, RestoreChunker, restore_chains, restore_chunks, split_into_scopes,
-};
+pub use restore::restore_chains;
+pub use scopes::{DeltaError, RESTORE_CHUNK_BYTES, RestoreChunker, restore_chunks, split_into_scopes};
 pub use snapshot_writer::{SnapshotWriter, WriteRequest, WriterConfig, snapshot_writer};
 pub use stop::{StopMode, StopSignal};
 pub use task_state::{RestoreError, TaskState};

@@ -232,6 +232,10 @@ pub struct GcReport {
     pub removed_bytes: u64,
 }
 
+/// What [`CheckpointStorage::visit_chains`] hands each live entry to: `(state, key, value)`;
+/// `Break` stops the visit.
+pub type EntryVisitor<'v> = dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()> + 'v;
+
 /// The seam the engine uses for checkpoint storage; [`Store`](crate::Store) implements it and
 /// [`FaultyStorage`](crate::FaultyStorage) wraps it to inject failures.
 ///
@@ -297,7 +301,7 @@ pub trait CheckpointStorage: Send + Sync + 'static {
         &self,
         job: &str,
         chains: &[Vec<u64>],
-        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut EntryVisitor<'_>,
     ) -> Result<ControlFlow<()>, StoreError> {
         for chain in chains {
             for entry in self.read_chain(job, chain)? {
@@ -370,7 +374,7 @@ impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
         &self,
         job: &str,
         chains: &[Vec<u64>],
-        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut EntryVisitor<'_>,
     ) -> Result<ControlFlow<()>, StoreError> {
         (**self).visit_chains(job, chains, visit)
     }

@@ -264,6 +264,9 @@ impl ChunkEncoder {
     }
 }
 
+/// An entry as stored: (state index, key, value or `None` for a tombstone).
+type RawEntry<'a> = (u32, &'a [u8], Option<&'a [u8]>);
+
 /// A chunk whose checksum, version and state names were checked, positioned at its first
 /// entry.
 struct OpenChunk<'a> {
@@ -291,7 +294,7 @@ impl<'a> OpenChunk<'a> {
 
     /// The next entry: (state index, key, value or `None` for a tombstone).
     #[inline]
-    fn entry(&mut self) -> Result<(u32, &'a [u8], Option<&'a [u8]>), String> {
+    fn entry(&mut self) -> Result<RawEntry<'a>, String> {
         let index = self.reader.varint()?;
         let state = u32::try_from(index)
             .ok()

@@ -58,8 +58,8 @@ mod usage;
 
 pub use checkpoint::summary::{HistorySummary, Stat};
 pub use checkpoint::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, OPERATOR_SCOPE_BASE, ScopeDelta,
-    StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, EntryVisitor, GcReport, Manifest,
+    OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
 };
 pub use disk::DiskSpace;
 pub use error::StoreError;

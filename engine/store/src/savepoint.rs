@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use redb::{Durability, ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::storage::{LiveState, apply_chain};
+use crate::checkpoint::live::{LiveState, apply_chain};
 use crate::checkpoint::{Manifest, StateEntry};
 use crate::codec::{ChunkEncoder, decode_chunk};
 use crate::error::StoreError;

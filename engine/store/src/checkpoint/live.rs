@@ -1,6 +1,6 @@
 //! The live entries of a chain, read straight from its chunks' bytes.
 //!
-//! Applying a chain into a map ([`apply_chain`](super::storage::apply_chain)) allocates every
+//! Applying a chain into a map ([`apply_chain`](apply_chain)) allocates every
 //! key and value of every chunk and keeps them in a B-tree. A restore needs neither the copies
 //! nor the order: [`ChainReader`] holds the chain's encoded chunks, walks them newest entry
 //! first and hands each key's newest put to the caller, borrowed from the chunk bytes. A set
@@ -10,15 +10,15 @@
 //! Memory: the chain's encoded chunks (the live state of the scope plus what later chunks
 //! superseded; compaction bounds the chain) plus about 80 bytes per entry of index.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::ControlFlow;
 
 use redb::ReadableTable;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::storage::append_chunk;
-use crate::codec::{EntryRef, decode_chunk_refs};
+use crate::checkpoint::EntryVisitor;
+use crate::codec::{EntryRef, decode_chunk, decode_chunk_refs};
 use crate::error::StoreError;
 
 /// A (state, key) of the chain: `state` indexes the chain's state names, `hash` covers both.
@@ -62,6 +62,77 @@ impl Hasher for PassThrough {
     fn write_u64(&mut self, value: u64) {
         self.0 = value;
     }
+}
+
+/// Live state while a chain is applied: state name → key → value.
+pub(crate) type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+pub(crate) fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
+    match value {
+        Some(value) => match live.get_mut(state) {
+            Some(keys) => {
+                keys.insert(key.to_vec(), value.to_vec());
+            }
+            None => {
+                live.insert(state.to_owned(), BTreeMap::from([(key.to_vec(), value.to_vec())]));
+            }
+        },
+        None => {
+            if let Some(keys) = live.get_mut(state) {
+                keys.remove(key);
+            }
+        }
+    }
+}
+
+/// Reads chunk `chunk` of `job`, joining its pieces; `None` when it does not exist.
+fn read_chunk(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    job: &str,
+    chunk: u64,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let mut bytes = Vec::new();
+    Ok(append_chunk(chunks, job, chunk, &mut bytes)?.then_some(bytes))
+}
+
+/// Appends the pieces of chunk `chunk` of `job` to `out`; `false` when it does not exist.
+pub(crate) fn append_chunk(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    job: &str,
+    chunk: u64,
+    out: &mut Vec<u8>,
+) -> Result<bool, StoreError> {
+    let mut found = false;
+    for (expected, piece) in chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))?.enumerate() {
+        let (key, value) = piece?;
+        if key.value().2 as usize != expected {
+            return Err(StoreError::corrupt(
+                format!("chunk {chunk} of job `{job}`"),
+                format!("piece {} where piece {expected} was expected", key.value().2),
+            ));
+        }
+        out.extend_from_slice(value.value());
+        found = true;
+    }
+    Ok(found)
+}
+
+/// Applies the chunks of `chain` in order onto `live`.
+pub(crate) fn apply_chain(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    job: &str,
+    chain: &[u64],
+    live: &mut LiveState,
+) -> Result<(), StoreError> {
+    for &chunk in chain {
+        let bytes = read_chunk(chunks, job, chunk)?
+            .ok_or_else(|| StoreError::MissingChunk { job: job.to_owned(), chunk })?;
+        decode_chunk(&bytes, |state, key, value| {
+            apply_entry(live, state, key, value);
+        })
+        .map_err(|detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail))?;
+    }
+    Ok(())
 }
 
 /// Reads a chain's encoded chunks into one buffer (kept from chain to chain, so that a
@@ -113,7 +184,7 @@ impl ChainReader {
         &self,
         job: &str,
         chain: &[u64],
-        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut EntryVisitor<'_>,
     ) -> Result<ControlFlow<()>, StoreError> {
         let mut names: Vec<&str> = Vec::new();
         // Per chunk its entries, with state indexes of the chain's name table.
@@ -164,12 +235,11 @@ impl ChainReader {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use proptest::prelude::*;
 
     use super::*;
-    use crate::checkpoint::storage::{LiveState, apply_entry};
+    use crate::checkpoint::live::{LiveState, apply_entry};
     use crate::codec::{ChunkEncoder, decode_chunk};
 
     /// (state, key, value or tombstone)
@@ -204,7 +274,7 @@ mod tests {
         let mut live = LiveState::new();
         let mut twice = None;
         let _ = reader(chunks).visit("job", &ids, &mut |state, key, value| {
-            let keys = live.entry(state.to_owned()).or_insert_with(BTreeMap::new);
+            let keys = live.entry(state.to_owned()).or_default();
             if keys.insert(key.to_vec(), value.to_vec()).is_some() {
                 twice = Some((state.to_owned(), key.to_vec()));
             }

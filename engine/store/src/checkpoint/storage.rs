@@ -5,13 +5,13 @@ use std::ops::ControlFlow;
 
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
-use crate::checkpoint::live::ChainReader;
+use crate::checkpoint::live::{ChainReader, LiveState, apply_chain, apply_entry};
 use crate::checkpoint::summary;
 use crate::checkpoint::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState,
-    SubtaskWrite,
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry,
+    SubtaskState, SubtaskWrite,
 };
-use crate::codec::{ChunkEncoder, decode_chunk, decode_manifest, encode_manifest};
+use crate::codec::{ChunkEncoder, decode_manifest, encode_manifest};
 use crate::error::StoreError;
 use crate::store::decode_meta;
 use crate::store::{
@@ -19,77 +19,6 @@ use crate::store::{
     MANIFESTS, NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
 };
 use crate::usage::{Meter, Subject, charge};
-
-/// Live state while a chain is applied: state name → key → value.
-pub(crate) type LiveState = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
-
-pub(crate) fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: Option<&[u8]>) {
-    match value {
-        Some(value) => match live.get_mut(state) {
-            Some(keys) => {
-                keys.insert(key.to_vec(), value.to_vec());
-            }
-            None => {
-                live.insert(state.to_owned(), BTreeMap::from([(key.to_vec(), value.to_vec())]));
-            }
-        },
-        None => {
-            if let Some(keys) = live.get_mut(state) {
-                keys.remove(key);
-            }
-        }
-    }
-}
-
-/// Reads chunk `chunk` of `job`, joining its pieces; `None` when it does not exist.
-fn read_chunk(
-    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
-    job: &str,
-    chunk: u64,
-) -> Result<Option<Vec<u8>>, StoreError> {
-    let mut bytes = Vec::new();
-    Ok(append_chunk(chunks, job, chunk, &mut bytes)?.then_some(bytes))
-}
-
-/// Appends the pieces of chunk `chunk` of `job` to `out`; `false` when it does not exist.
-pub(crate) fn append_chunk(
-    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
-    job: &str,
-    chunk: u64,
-    out: &mut Vec<u8>,
-) -> Result<bool, StoreError> {
-    let mut found = false;
-    for (expected, piece) in chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))?.enumerate() {
-        let (key, value) = piece?;
-        if key.value().2 as usize != expected {
-            return Err(StoreError::corrupt(
-                format!("chunk {chunk} of job `{job}`"),
-                format!("piece {} where piece {expected} was expected", key.value().2),
-            ));
-        }
-        out.extend_from_slice(value.value());
-        found = true;
-    }
-    Ok(found)
-}
-
-/// Applies the chunks of `chain` in order onto `live`.
-pub(crate) fn apply_chain(
-    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
-    job: &str,
-    chain: &[u64],
-    live: &mut LiveState,
-) -> Result<(), StoreError> {
-    for &chunk in chain {
-        let bytes = read_chunk(chunks, job, chunk)?
-            .ok_or_else(|| StoreError::MissingChunk { job: job.to_owned(), chunk })?;
-        decode_chunk(&bytes, |state, key, value| {
-            apply_entry(live, state, key, value);
-        })
-        .map_err(|detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail))?;
-    }
-    Ok(())
-}
 
 /// The chunk tables of one write transaction.
 struct ChunkTables<'txn> {
@@ -722,7 +651,7 @@ impl CheckpointStorage for Store {
         &self,
         job: &str,
         chains: &[Vec<u64>],
-        visit: &mut dyn FnMut(&str, &[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut EntryVisitor<'_>,
     ) -> Result<ControlFlow<()>, StoreError> {
         // One chain's chunks at a time, in a buffer reused from chain to chain.
         let mut reader = ChainReader::default();
