@@ -17,10 +17,12 @@ use crate::error::StoreError;
 /// Chunks are split so that no stored value is much larger than this.
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 4 << 20;
 
-/// Named counters: [`NEXT_CHUNK_ID`].
+/// Named counters: [`NEXT_CHUNK_ID`], [`NEXT_BODY_ID`].
 pub(crate) const COUNTERS: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.counters");
 /// The next chunk id to allocate (ids start at 1 and are never reused).
 pub(crate) const NEXT_CHUNK_ID: &str = "next_chunk_id";
+/// The next id of a stream chunk body ([`BODIES`]; from 1, never reused).
+pub(crate) const NEXT_BODY_ID: &str = "next_log_body_id";
 /// job → the largest checkpoint id ever used.
 pub(crate) const JOB_LAST_ID: TableDefinition<'_, &str, u64> =
     TableDefinition::new("weir.job_last_checkpoint");
@@ -51,11 +53,16 @@ pub(crate) const CHUNK_OWNERS: TableDefinition<'_, (&str, u64, u64), u64> =
     TableDefinition::new("weir.chunk_owners");
 /// stream name → partition count.
 pub(crate) const STREAMS: TableDefinition<'_, &str, u32> = TableDefinition::new("weir.streams");
-/// (stream, partition, first offset) → a chunk of consecutive records (`stream::chunk`).
+/// (stream, partition, first offset) → a chunk of consecutive records, or a reference to one
+/// in [`BODIES`] (`stream::chunk`).
 pub(crate) const LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log_chunks");
+/// (stream, body id) → a chunk that exactly one log or staged reference points to: staged
+/// chunks are written here once and committed by moving their reference.
+pub(crate) const BODIES: TableDefinition<'_, (&str, u64), &[u8]> = TableDefinition::new("weir.log_bodies");
 /// (stream, partition) → next offset.
 pub(crate) const LOG_ENDS: TableDefinition<'_, (&str, u32), u64> = TableDefinition::new("weir.log_ends");
-/// (stream, writer, epoch, sequence, partition) → a chunk of records of that partition.
+/// (stream, writer, epoch, sequence, partition) → a chunk of records of that partition, or a
+/// reference to one in [`BODIES`].
 pub(crate) const STAGED: TableDefinition<'_, (&str, &str, u64, u64, u32), &[u8]> =
     TableDefinition::new("weir.log_staged_chunks");
 
@@ -136,6 +143,7 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     txn.open_table(LOG)?;
     txn.open_table(LOG_ENDS)?;
     txn.open_table(STAGED)?;
+    txn.open_table(BODIES)?;
     txn.open_table(SAVEPOINTS)?;
     txn.open_table(SAVEPOINT_OWNERS)?;
     txn.open_table(SAVEPOINT_SCOPES)?;

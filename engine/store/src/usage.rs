@@ -28,7 +28,7 @@ use crate::error::StoreError;
 use crate::outbox::{self, OUTBOX, OUTBOX_EPOCHS, OUTBOX_NOTES, job_of};
 use crate::savepoint::SavepointInfo;
 use crate::store::{
-    CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, LOG, LOG_ENDS, MANIFESTS,
+    BODIES, CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, LOG, LOG_ENDS, MANIFESTS,
     SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES, SAVEPOINTS, STAGED, Store,
 };
 use crate::stream;
@@ -385,6 +385,11 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
         let (k, v) = item?;
         let (name, writer, _, _, _) = k.value();
         add(Subject::Stream(name), stream::staged_key_len(name, writer), v.value().len())?;
+    }
+    for item in txn.open_table(BODIES)?.iter()? {
+        let (k, v) = item?;
+        let (name, _) = k.value();
+        add(Subject::Stream(name), stream::body_key_len(name), v.value().len())?;
     }
     for item in txn.open_table(OUTBOX)?.iter()? {
         let (k, v) = item?;

@@ -1,7 +1,9 @@
 //! The stream log against a real redb file.
 
 mod common;
+mod stream_support;
 
+use stream_support::made;
 use weir_store::{LogRecord, Store, StoreError};
 
 fn record(i: u64) -> LogRecord {
@@ -123,27 +125,6 @@ fn staged_records_become_visible_only_when_committed() {
     assert_eq!(store.read("out", 1, 2, 10).unwrap(), vec![(2, record(6))]);
 }
 
-/// Records `n` records made from `seed`: mostly small, some of 1–3 KiB, and with `huge` one
-/// larger than a chunk's byte bound.
-fn made(n: usize, seed: u64, huge: bool) -> Vec<LogRecord> {
-    (0..n as u64)
-        .map(|i| {
-            let x = seed.wrapping_mul(6364136223846793005).wrapping_add(i.wrapping_mul(1442695040888963407));
-            let len = match x % 16 {
-                0 => 1000 + (x >> 8) as usize % 2000,
-                1 => 0,
-                _ => (x >> 8) as usize % 120,
-            };
-            let len = if huge && i == n as u64 / 2 { 40_000 } else { len };
-            LogRecord {
-                key: if x % 3 == 0 { Vec::new() } else { format!("k{}", x % 1000).into_bytes() },
-                value: (0..len).map(|j| (x as usize + j) as u8).collect(),
-                timestamp: (x >> 20) as i64 - (1 << 40),
-            }
-        })
-        .collect()
-}
-
 mod model {
     use std::collections::BTreeMap;
 
@@ -151,6 +132,7 @@ mod model {
     use weir_store::{ChunkBuffer, LogRecord, Store};
 
     use super::made;
+    use crate::stream_support::stage_inline;
 
     const PARTITIONS: u32 = 3;
     const WRITERS: [&str; 2] = ["job/a/0", "job/a/1"];
@@ -184,6 +166,14 @@ mod model {
             seed: u64,
             buffer: bool,
         },
+        /// Records staged inline, as the version before chunk bodies did (a store upgraded
+        /// with an open transaction).
+        StageInline {
+            writer: usize,
+            epoch: u64,
+            n: usize,
+            seed: u64,
+        },
         Commit {
             writer: usize,
             up_to: u64,
@@ -207,6 +197,8 @@ mod model {
             1 => (0usize..50, 0usize..50, any::<u64>()).prop_map(|(n, m, seed)| Op::AppendBoth { n, m, seed }),
             3 => (0..2usize, 1..6u64, count(), any::<u64>(), any::<bool>())
                 .prop_map(|(writer, epoch, n, seed, buffer)| Op::Stage { writer, epoch, n, seed, buffer }),
+            1 => (0..2usize, 1..6u64, 0usize..12, any::<u64>())
+                .prop_map(|(writer, epoch, n, seed)| Op::StageInline { writer, epoch, n, seed }),
             2 => (0..2usize, 0..7u64).prop_map(|(writer, up_to)| Op::Commit { writer, up_to }),
             1 => (0..2usize, 0..6u64).prop_map(|(writer, after)| Op::Discard { writer, after }),
             4 => (0..PARTITIONS, any::<u64>(), prop_oneof![1usize..5, 1usize..3000])
@@ -269,6 +261,13 @@ mod model {
                     }
                     model.staged.entry((writer, epoch)).or_default().extend(records);
                 }
+                Op::StageInline { writer, epoch, n, seed } => {
+                    let records = spread(made(n, seed, false), seed);
+                    stage_inline(&store, "s", WRITERS[writer], epoch, &records, "t");
+                    // One chunk per partition: within an epoch, records of one partition stay
+                    // in order, which is all the log keeps.
+                    model.staged.entry((writer, epoch)).or_default().extend(records);
+                }
                 Op::Commit { writer, up_to } => {
                     let mut expected = 0;
                     let keys: Vec<_> =
@@ -310,6 +309,8 @@ mod model {
                 let staged: usize = model.staged.range((w, 0)..=(w, u64::MAX)).map(|(_, r)| r.len()).sum();
                 prop_assert_eq!(store.staged_count("s", writer).unwrap(), staged as u64);
             }
+            let ledger = store.usage_ledger().unwrap().get("t").copied().unwrap_or(0);
+            prop_assert_eq!(ledger, store.scan_usage().unwrap().get("t").copied().unwrap_or(0));
         }
         for p in 0..PARTITIONS {
             let all: Vec<LogRecord> =
@@ -324,8 +325,9 @@ mod model {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
-        /// Random appends, stages, commits, discards and reads at random offsets agree with
-        /// a plain `Vec` per partition, and the usage ledger with a recount.
+        /// Random appends (inline chunks), stages (referenced bodies, or inline as before
+        /// bodies), commits, discards and reads at random offsets across both kinds agree with
+        /// a plain `Vec` per partition, and the usage ledger with a recount after every step.
         #[test]
         fn the_chunked_log_behaves_like_a_vec_per_partition(ops in prop::collection::vec(op(), 1..24)) {
             run(ops)?;
@@ -340,31 +342,13 @@ mod migration {
     use weir_store::{LogRecord, Store, StoreError, entry_bytes};
 
     use super::made;
+    use crate::stream_support::{old_record, varint};
 
     const OLD_LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
     const OLD_STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
         TableDefinition::new("weir.log_staged");
     const ENDS: TableDefinition<'_, (&str, u32), u64> = TableDefinition::new("weir.log_ends");
     const USAGE: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.usage");
-
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    /// A record as the store wrote it before chunks.
-    fn old_record(r: &LogRecord) -> Vec<u8> {
-        let mut out = Vec::new();
-        varint(&mut out, r.key.len() as u64);
-        out.extend_from_slice(&r.key);
-        varint(&mut out, r.value.len() as u64);
-        out.extend_from_slice(&r.value);
-        varint(&mut out, ((r.timestamp << 1) ^ (r.timestamp >> 63)) as u64);
-        out
-    }
 
     fn staged_value(partition: u32, r: &LogRecord) -> Vec<u8> {
         let mut out = Vec::new();

@@ -7,6 +7,12 @@
 //! chunk is patched in place as it grows. A chunk holds at most [`MAX_CHUNK_RECORDS`] records
 //! and, unless its one record is larger, at most [`MAX_CHUNK_BYTES`] bytes: a reader of one
 //! record never walks more than that, and a chunk fits a 32 KiB redb page.
+//!
+//! A stored value of the log or of staging is either such a chunk (*inline*) or a *reference*
+//! (version 2) to a chunk stored once in the bodies table (`weir.log_bodies`), so a commit
+//! moves 17 bytes instead of copying the chunk: `version: u8 = 2`, `count: u32`, `body id:
+//! u64`, `body len: u32` (little endian, exactly [`REF_LEN`] bytes). The body is a version-1
+//! chunk whose header count and length must equal the reference's.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +20,14 @@ use super::MAX_PARTITIONS;
 use crate::codec::{Reader, encode_record_parts, read_record, record_len_bound};
 
 pub(crate) const VERSION: u8 = 1;
+/// The version byte of a reference to a chunk body.
+pub(crate) const REF_VERSION: u8 = 2;
+/// Bytes of a reference: version, count, body id, body length.
+pub(crate) const REF_LEN: usize = 17;
 /// Version byte and count.
 pub(crate) const HEADER: usize = 5;
+/// The fewest bytes one encoded record takes (empty key and value, a one-byte timestamp).
+const MIN_RECORD_BYTES: usize = 3;
 /// The most records in one chunk.
 pub const MAX_CHUNK_RECORDS: u32 = 1024;
 /// The most bytes of a chunk of several records: a 32 KiB redb leaf with room for its header
@@ -186,6 +198,88 @@ impl<'a> ChunkRecords<'a> {
     }
 }
 
+/// A reference to a chunk body: what a log or staged value of version 2 holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyRef {
+    /// Records in the body; places the offsets of everything after it.
+    pub(crate) count: u32,
+    /// Its key in the bodies table (with the stream's name).
+    pub(crate) id: u64,
+    /// The body's length in bytes.
+    pub(crate) len: u32,
+}
+
+impl BodyRef {
+    /// A reference to `body`, a chunk of `count` records stored under `id`; `None` for a body
+    /// of 4 GiB or more.
+    pub(crate) fn to(body: &[u8], count: u32, id: u64) -> Option<Self> {
+        Some(BodyRef { count, id, len: u32::try_from(body.len()).ok()? })
+    }
+
+    pub(crate) fn encode(&self) -> [u8; REF_LEN] {
+        let mut out = [0; REF_LEN];
+        out[0] = REF_VERSION;
+        out[1..5].copy_from_slice(&self.count.to_le_bytes());
+        out[5..13].copy_from_slice(&self.id.to_le_bytes());
+        out[13..17].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// Reads a reference, checking its layout and that its count and length are possible: 1 to
+    /// [`MAX_CHUNK_RECORDS`] records of at least [`MIN_RECORD_BYTES`] each, and, for more than
+    /// one record, at most [`MAX_CHUNK_BYTES`].
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() != REF_LEN || bytes[0] != REF_VERSION {
+            return Err(format!("{} bytes is not a chunk reference", bytes.len()));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        let id = u64::from_le_bytes(bytes[5..13].try_into().expect("8 bytes"));
+        let r = BodyRef { count: u32_at(1), id, len: u32_at(13) };
+        if !(1..=MAX_CHUNK_RECORDS).contains(&r.count) {
+            return Err(format!("a chunk reference of {} records", r.count));
+        }
+        let len = r.len as usize;
+        if len < HEADER + MIN_RECORD_BYTES * r.count as usize || (r.count > 1 && len > MAX_CHUNK_BYTES) {
+            return Err(format!("a chunk reference of {len} bytes for {} records", r.count));
+        }
+        Ok(r)
+    }
+
+    /// Checks that `body` is the chunk this refers to: its length and header count (the
+    /// records themselves are walked, bounds-checked, by whoever reads them).
+    pub(crate) fn check_body(&self, body: &[u8]) -> Result<(), String> {
+        if body.len() != self.len as usize {
+            return Err(format!(
+                "body {} has {} bytes, its reference says {}",
+                self.id,
+                body.len(),
+                self.len
+            ));
+        }
+        let count = chunk_count(body)?;
+        if count != self.count {
+            return Err(format!("body {} holds {count} records, its reference says {}", self.id, self.count));
+        }
+        Ok(())
+    }
+}
+
+/// What a stored log or staged value is.
+pub(crate) enum Stored<'a> {
+    /// A chunk (checked when opened with [`ChunkRecords::new`]).
+    Inline(&'a [u8]),
+    /// A checked reference to a body.
+    Ref(BodyRef),
+}
+
+/// Tells an inline chunk from a reference (which is decoded and checked).
+pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, String> {
+    match bytes.first() {
+        Some(&REF_VERSION) => BodyRef::decode(bytes).map(Stored::Ref),
+        _ => Ok(Stored::Inline(bytes)),
+    }
+}
+
 /// Walks every record of a stored chunk (no copies); returns its record count.
 pub(crate) fn validate(bytes: &[u8]) -> Result<u32, String> {
     let mut records = ChunkRecords::new(bytes)?;
@@ -258,5 +352,39 @@ mod tests {
         let mut more = good;
         more[1..5].copy_from_slice(&3u32.to_le_bytes());
         assert!(validate(&more).is_err(), "a count above the records");
+    }
+
+    #[test]
+    fn references_round_trip_and_damaged_ones_are_errors() {
+        let mut part = PartChunks::default();
+        part.push(b"key", b"value", 3);
+        part.push(b"", b"v2", 4);
+        let (body, count) = part.chunks().next().unwrap();
+        let r = BodyRef::to(body, count, 0x0102_0304_0506_0708).unwrap();
+        let bytes = r.encode();
+        assert_eq!(BodyRef::decode(&bytes).unwrap(), r);
+        assert!(matches!(stored(&bytes).unwrap(), Stored::Ref(got) if got == r));
+        assert!(matches!(stored(body).unwrap(), Stored::Inline(b) if b == body));
+        r.check_body(body).unwrap();
+        for cut in 0..REF_LEN {
+            assert!(stored(&bytes[..cut]).is_err() || cut == 0, "truncated at {cut}");
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(stored(&longer).is_err(), "trailing bytes");
+        let with = |count: u32, len: u32| BodyRef { count, id: 1, len }.encode();
+        for (count, len) in
+            [(0, 10), (MAX_CHUNK_RECORDS + 1, 40_000), (1, 7), (2, 10), (2, MAX_CHUNK_BYTES as u32 + 1)]
+        {
+            assert!(BodyRef::decode(&with(count, len)).is_err(), "count {count}, len {len}");
+        }
+        assert!(BodyRef::decode(&with(1, 100_000)).is_ok(), "one large record");
+        assert!(BodyRef::decode(&with(MAX_CHUNK_RECORDS, MAX_CHUNK_BYTES as u32)).is_ok());
+        // The body must match the reference.
+        assert!(BodyRef { count: 3, ..r }.check_body(body).unwrap_err().contains("holds 2"));
+        assert!(BodyRef { len: r.len + 1, ..r }.check_body(body).unwrap_err().contains("bytes"));
+        let mut other = body.to_vec();
+        other[0] = REF_VERSION;
+        assert!(r.check_body(&other).unwrap_err().contains("version"));
     }
 }

@@ -10,8 +10,10 @@
 //!
 //! Records are stored in chunks (`chunk`): the log maps `(stream, partition, first offset)` to
 //! a chunk of consecutive records, staging maps `(stream, writer, epoch, sequence, partition)`
-//! to a chunk of one partition, and a commit moves each staged chunk into the log whole. A
-//! read from offset X starts at the chunk with the greatest first offset at or below X.
+//! to a chunk of one partition. Appends store chunks inline; staging stores each chunk once in
+//! the bodies table and a small reference to it, and a commit moves the reference into the log
+//! (the body is never rewritten). A log value is either kind; readers take both. A read from
+//! offset X starts at the chunk with the greatest first offset at or below X.
 
 mod chunk;
 mod migrate;
@@ -25,9 +27,9 @@ pub(crate) use migrate::migrate;
 pub(crate) use staged::staged_key_len;
 
 use crate::error::StoreError;
-use crate::store::{LOG, LOG_ENDS, STREAMS, Store};
+use crate::store::{BODIES, LOG, LOG_ENDS, STREAMS, Store};
 use crate::usage::{Meter, Subject, charge};
-use chunk::{ChunkRecords, PartChunks};
+use chunk::{ChunkRecords, PartChunks, Stored, stored};
 
 /// The largest partition count of a stream.
 pub const MAX_PARTITIONS: u32 = 1024;
@@ -98,6 +100,11 @@ fn corrupt_chunk(name: &str, partition: u32, first: u64, detail: String) -> Stor
 /// Key bytes a log chunk counts for (name, partition, first offset).
 pub(crate) fn log_key_len(name: &str) -> usize {
     name.len() + 12
+}
+
+/// Key bytes a chunk body counts for (name, body id).
+pub(crate) fn body_key_len(name: &str) -> usize {
+    name.len() + 8
 }
 
 /// Appends chunks to one partition's log; returns the offset of the first record (the end
@@ -274,6 +281,7 @@ impl Store {
             return Ok(0);
         }
         let log = txn.open_table(LOG)?;
+        let bodies = txn.open_table(BODIES)?;
         // The chunk holding `from_offset` starts at or before it.
         let start = match log.range((name, partition, 0)..=(name, partition, from_offset))?.next_back() {
             Some(item) => item?.0.value().2,
@@ -290,7 +298,18 @@ impl Store {
             {
                 return Err(corrupt(format!("the previous chunk ends at offset {expected}")));
             }
-            let mut records = ChunkRecords::new(bytes.value()).map_err(corrupt)?;
+            let body;
+            let chunk = match stored(bytes.value()).map_err(corrupt)? {
+                Stored::Inline(chunk) => chunk,
+                Stored::Ref(r) => {
+                    body = bodies
+                        .get((name, r.id))?
+                        .ok_or_else(|| corrupt(format!("body {} is missing", r.id)))?;
+                    r.check_body(body.value()).map_err(corrupt)?;
+                    body.value()
+                }
+            };
+            let mut records = ChunkRecords::new(chunk).map_err(corrupt)?;
             let end = first
                 .checked_add(u64::from(records.count()))
                 .ok_or_else(|| corrupt("offsets overflow".into()))?;

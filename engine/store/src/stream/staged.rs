@@ -1,15 +1,19 @@
 //! Staging for exactly-once sinks: chunks of one partition each, keyed `(stream, writer,
-//! epoch, sequence, partition)`, moved into the log whole on commit.
+//! epoch, sequence, partition)`. Each staged chunk is written once, to the bodies table; staging
+//! holds a reference to it, and a commit moves the reference into the log. Chunks staged inline
+//! (by a version before bodies) are moved whole.
 
 use std::collections::BTreeMap;
 
-use redb::{Durability, ReadableTable};
+use redb::{Durability, ReadableTable, Table};
 
-use super::chunk::{ChunkBuffer, chunk_count, validate};
-use super::{LogRecord, check_partition, end_of, partitions_of};
+use super::chunk::{BodyRef, ChunkBuffer, Stored, chunk_count, stored, validate};
+use super::{LogRecord, body_key_len, check_partition, end_of, partitions_of};
 use crate::error::StoreError;
-use crate::store::{LOG, LOG_ENDS, STAGED, STREAMS, Store};
+use crate::store::{BODIES, COUNTERS, LOG, LOG_ENDS, NEXT_BODY_ID, STAGED, STREAMS, Store};
 use crate::usage::{Meter, Subject, charge};
+
+type Bodies<'t> = Table<'t, (&'static str, u64), &'static [u8]>;
 
 /// Key bytes a staged chunk counts for (name, writer, epoch, sequence, partition).
 pub(crate) fn staged_key_len(name: &str, writer: &str) -> usize {
@@ -67,14 +71,33 @@ impl Store {
                 Some(last) => last?.0.value().3 + 1,
                 None => 0,
             };
+            let mut bodies = txn.open_table(BODIES)?;
+            let mut counters = txn.open_table(COUNTERS)?;
+            let mut id = counters.get(NEXT_BODY_ID)?.map_or(1, |v| v.value());
             for (partition, chunks) in buffer.partitions() {
-                for (chunk, _) in chunks.chunks() {
-                    let old =
-                        staged.insert((name, writer, epoch, seq, partition), chunk)?.map(|v| v.value().len());
-                    meter.put(staged_key_len(name, writer), chunk.len(), old);
+                for (chunk, count) in chunks.chunks() {
+                    let reference = BodyRef::to(chunk, count, id).ok_or_else(|| StoreError::Encode {
+                        what: format!("a chunk of stream `{name}`"),
+                        detail: format!("{} bytes is 4 GiB or more", chunk.len()),
+                    })?;
+                    // Ids only grow: a body already there means the counter went back.
+                    if bodies.insert((name, id), chunk)?.is_some() {
+                        return Err(StoreError::corrupt(
+                            format!("the bodies of stream `{name}`"),
+                            format!("body {id} exists before its id was allocated"),
+                        ));
+                    }
+                    meter.put(body_key_len(name), chunk.len(), None);
+                    let reference = reference.encode();
+                    let old = staged
+                        .insert((name, writer, epoch, seq, partition), reference.as_slice())?
+                        .map(|v| v.value().len());
+                    meter.put(staged_key_len(name, writer), reference.len(), old);
                     seq += 1;
+                    id += 1;
                 }
             }
+            counters.insert(NEXT_BODY_ID, id)?;
         }
         charge(&txn, Subject::Stream(name), meter.0, true)?;
         txn.commit()?;
@@ -85,16 +108,20 @@ impl Store {
     /// staging order), in one durable transaction; returns how many. Calling it again commits
     /// nothing more.
     ///
-    /// Each staged chunk becomes one log chunk as it is (no re-encoding). Its records are
-    /// walked first (bounds-checked, no copies): the count in its header decides the offsets
-    /// of everything after it, so a damaged chunk fails with [`StoreError::Corrupt`] and
-    /// commits nothing rather than corrupting the log.
+    /// Each staged value becomes one log value as it is: a reference moves (its body is not
+    /// rewritten), an inline chunk is copied. The record count decides the offsets of
+    /// everything after it, so it is checked first: a reference strictly (its layout, a count
+    /// of 1 to [`MAX_CHUNK_RECORDS`](super::MAX_CHUNK_RECORDS), and a body of its length whose
+    /// header holds that count), an inline chunk by walking its records (bounds-checked, no
+    /// copies). A damaged one fails with [`StoreError::Corrupt`] and commits nothing rather
+    /// than corrupting the log.
     pub fn commit_staged(&self, name: &str, writer: &str, up_to_epoch: u64) -> Result<u64, StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
         let mut meter = Meter::default();
         let committed = {
             let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
             let mut staged = txn.open_table(STAGED)?;
+            let bodies = txn.open_table(BODIES)?;
             let mut log = txn.open_table(LOG)?;
             let mut ends = txn.open_table(LOG_ENDS)?;
             let mut done = Vec::new();
@@ -110,7 +137,16 @@ impl Store {
                     return Err(corrupt(format!("partition {partition} out of range")));
                 }
                 let bytes = bytes.value();
-                let count = validate(bytes).map_err(corrupt)?;
+                let count = match stored(bytes).map_err(corrupt)? {
+                    Stored::Inline(chunk) => validate(chunk).map_err(corrupt)?,
+                    Stored::Ref(r) => {
+                        let body = bodies
+                            .get((name, r.id))?
+                            .ok_or_else(|| corrupt(format!("body {} is missing", r.id)))?;
+                        r.check_body(body.value()).map_err(corrupt)?;
+                        r.count
+                    }
+                };
                 let first = match next.get(&partition) {
                     Some(first) => *first,
                     None => end_of(&ends, name, partition)?,
@@ -139,8 +175,8 @@ impl Store {
         Ok(committed)
     }
 
-    /// Drops the staged records of `writer` with epoch `> after_epoch` (used at recovery);
-    /// returns how many. Not durable on its own.
+    /// Drops the staged records of `writer` with epoch `> after_epoch` (used at recovery),
+    /// with their bodies; returns how many. Not durable on its own.
     pub fn discard_staged(&self, name: &str, writer: &str, after_epoch: u64) -> Result<u64, StoreError> {
         let txn = self.write_txn(Durability::None)?;
         let mut meter = Meter::default();
@@ -150,6 +186,7 @@ impl Store {
                 return Ok(0);
             };
             let mut staged = txn.open_table(STAGED)?;
+            let mut bodies = txn.open_table(BODIES)?;
             let mut doomed = Vec::new();
             let mut records = 0u64;
             let range = (name, writer, first, 0, 0)..=(name, writer, u64::MAX, u64::MAX, u32::MAX);
@@ -157,11 +194,17 @@ impl Store {
                 let (key, value) = item?;
                 let (_, _, epoch, seq, partition) = key.value();
                 let value = value.value();
-                records +=
-                    u64::from(chunk_count(value).map_err(|d| corrupt_staged(name, writer, epoch, seq, d))?);
-                doomed.push((epoch, seq, partition, value.len()));
+                let (count, body) =
+                    staged_chunk(value).map_err(|d| corrupt_staged(name, writer, epoch, seq, d))?;
+                records += u64::from(count);
+                doomed.push((epoch, seq, partition, value.len(), body));
             }
-            for (epoch, seq, partition, len) in doomed {
+            for (epoch, seq, partition, len, body) in doomed {
+                if let Some(id) = body
+                    && !remove_body(&mut bodies, name, id, &mut meter)?
+                {
+                    return Err(corrupt_staged(name, writer, epoch, seq, format!("body {id} is missing")));
+                }
                 staged.remove((name, writer, epoch, seq, partition))?;
                 meter.remove(staged_key_len(name, writer), len);
             }
@@ -182,10 +225,27 @@ impl Store {
         for item in staged.range(range)? {
             let (key, value) = item?;
             let (_, _, epoch, seq, _) = key.value();
-            count += u64::from(
-                chunk_count(value.value()).map_err(|d| corrupt_staged(name, writer, epoch, seq, d))?,
-            );
+            let (records, _) =
+                staged_chunk(value.value()).map_err(|d| corrupt_staged(name, writer, epoch, seq, d))?;
+            count += u64::from(records);
         }
         Ok(count)
     }
+}
+
+/// The record count of a staged value and, for a reference, its body's id.
+fn staged_chunk(value: &[u8]) -> Result<(u32, Option<u64>), String> {
+    match stored(value)? {
+        Stored::Inline(chunk) => Ok((chunk_count(chunk)?, None)),
+        Stored::Ref(r) => Ok((r.count, Some(r.id))),
+    }
+}
+
+/// Removes body `id` of stream `name`, crediting its bytes; false when there is none.
+fn remove_body(bodies: &mut Bodies<'_>, name: &str, id: u64, meter: &mut Meter) -> Result<bool, StoreError> {
+    let Some(body) = bodies.remove((name, id))? else {
+        return Ok(false);
+    };
+    meter.remove(body_key_len(name), body.value().len());
+    Ok(true)
 }
