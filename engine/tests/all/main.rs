@@ -17,6 +17,7 @@ mod api_tokens;
 mod api_ui;
 mod backpressure;
 mod bad_input;
+mod bench_smoke;
 mod checkpoint_history;
 mod checkpoint_unaligned_view;
 mod cli_client;

@@ -142,7 +142,7 @@ fn job(records: u64, keys: u64, pad: usize, interval_ms: Option<u64>) -> anyhow:
             { "from": "in", "to": "count", "partitioning": "hash" },
             { "from": "count", "to": "out", "partitioning": "forward" }
         ],
-        "settings": { "memory_limit_mb": 4096, "cpu_limit_ms": 600000,
+        "settings": { "memory_limit_mb": 4096, "cpu_limit_ms": 600000, "wall_limit_ms": 600000,
                       "checkpoint": { "interval_ms": interval_ms, "timeout_ms": 600000 } }
     });
     Ok(serde_json::from_value(spec)?)
