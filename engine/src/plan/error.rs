@@ -86,6 +86,14 @@ pub enum PlanError {
         /// Downstream node.
         to: String,
     },
+    /// The input ports of a node, or an edge's port, are wrong.
+    #[error("node `{node}`: {problem}")]
+    Inputs {
+        /// The downstream node.
+        node: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// The operator's module cannot be found or loaded.
     #[error("node `{node}`: {message}")]
     Module {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{JobSpec, NodeKind, Partitioning, PlanError};
+use super::{JobSpec, NodeKind, NodeSpec, Partitioning, PlanError};
 use crate::connectors::{SinkConfig, SourceConfig};
 use crate::guest::OperatorModule;
 
@@ -105,6 +105,135 @@ fn valid_id(id: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// The most input ports a node may name.
+pub const MAX_INPUT_PORTS: usize = 16;
+
+/// Checks the names of a node's input ports: only operators name them, at most
+/// [`MAX_INPUT_PORTS`], each a valid id, no name twice.
+fn check_input_names(n: &NodeSpec) -> Result<(), PlanError> {
+    let Some(names) = &n.inputs else { return Ok(()) };
+    let problem = |problem: String| Err(PlanError::Inputs { node: n.id.clone(), problem });
+    if n.kind != NodeKind::Operator {
+        return problem("only operators name their inputs".into());
+    }
+    if names.is_empty() || names.len() > MAX_INPUT_PORTS {
+        return problem(format!("`inputs` must name 1 to {MAX_INPUT_PORTS} ports, got {}", names.len()));
+    }
+    for (i, name) in names.iter().enumerate() {
+        if !valid_id(name) {
+            return problem(format!(
+                "input name `{}` is not 1 to 64 characters of A-Z a-z 0-9 _ -",
+                name.chars().take(64).collect::<String>()
+            ));
+        }
+        if names[..i].contains(name) {
+            return problem(format!("input `{name}` is named twice"));
+        }
+    }
+    Ok(())
+}
+
+/// Each node's incoming edges (in port order) and outgoing edges, from the spec's edges: ports
+/// by name where the downstream node names its inputs, else by spec order.
+#[allow(clippy::type_complexity)]
+fn wire_edges(
+    spec: &JobSpec,
+    index: &HashMap<&str, usize>,
+) -> Result<(Vec<Vec<PlanEdge>>, Vec<Vec<PlanEdge>>), PlanError> {
+    for n in &spec.nodes {
+        check_input_names(n)?;
+    }
+    let mut inputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    let mut outputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    let mut seen_edges = std::collections::HashSet::new();
+    for e in &spec.edges {
+        // Each listing of an edge builds its channels again (p × p of them): a hostile spec
+        // could multiply them by listing one edge many times.
+        if !seen_edges.insert((e.from.as_str(), e.to.as_str(), e.input.as_deref())) {
+            return Err(PlanError::DuplicateEdge { from: e.from.clone(), to: e.to.clone() });
+        }
+        let lookup = |id: &str| {
+            index.get(id).copied().ok_or_else(|| PlanError::UnknownNode {
+                from: e.from.clone(),
+                to: e.to.clone(),
+                missing: id.to_string(),
+            })
+        };
+        let (from, to) = (lookup(&e.from)?, lookup(&e.to)?);
+        let (fp, tp) = (spec.nodes[from].parallelism, spec.nodes[to].parallelism);
+        let partitioning =
+            e.partitioning.unwrap_or(if fp == tp { Partitioning::Forward } else { Partitioning::Rebalance });
+        if partitioning == Partitioning::Forward && fp != tp {
+            return Err(PlanError::ForwardParallelism {
+                from: e.from.clone(),
+                to: e.to.clone(),
+                from_p: fp,
+                to_p: tp,
+            });
+        }
+        let port = match (&spec.nodes[to].inputs, &e.input) {
+            (None, None) => inputs[to].len() as u32,
+            (Some(names), Some(input)) => match names.iter().position(|n| n == input) {
+                Some(port) => port as u32,
+                None => {
+                    return Err(PlanError::Inputs {
+                        node: e.to.clone(),
+                        problem: format!(
+                            "the edge from `{}` names input `{input}`, which is not one of its inputs {names:?}",
+                            e.from
+                        ),
+                    });
+                }
+            },
+            (Some(names), None) => {
+                return Err(PlanError::Inputs {
+                    node: e.to.clone(),
+                    problem: format!(
+                        "the edge from `{}` must name one of its inputs {names:?} (`input`)",
+                        e.from
+                    ),
+                });
+            }
+            (None, Some(input)) => {
+                return Err(PlanError::Inputs {
+                    node: e.to.clone(),
+                    problem: format!(
+                        "the edge from `{}` names input `{input}`, but the node does not name its inputs",
+                        e.from
+                    ),
+                });
+            }
+        };
+        if spec.nodes[to].inputs.is_some() && inputs[to].iter().any(|i: &PlanEdge| i.port == port) {
+            // Channel state and watermarks are kept per (port, upstream subtask).
+            return Err(PlanError::Inputs {
+                node: e.to.clone(),
+                problem: format!(
+                    "input `{}` has more than one incoming edge",
+                    e.input.as_deref().unwrap_or("")
+                ),
+            });
+        }
+        let edge = PlanEdge { from, to, partitioning, port };
+        inputs[to].push(edge);
+        outputs[from].push(edge);
+    }
+    for (i, n) in spec.nodes.iter().enumerate() {
+        if let Some(names) = &n.inputs
+            && let Some(missing) =
+                names.iter().enumerate().find(|(p, _)| !inputs[i].iter().any(|e| e.port == *p as u32))
+        {
+            return Err(PlanError::Inputs {
+                node: n.id.clone(),
+                problem: format!("input `{}` has no incoming edge", missing.1),
+            });
+        }
+        // In port order: the runtime wires gates and channel state by port.
+        inputs[i].sort_by_key(|e| e.port);
+    }
+    Ok((inputs, outputs))
+}
+
 /// Validates `spec` and resolves its modules and connectors.
 pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanError> {
     let s = &spec.settings;
@@ -202,39 +331,7 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
         }
     }
 
-    let mut inputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
-    let mut outputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
-    let mut seen_edges = std::collections::HashSet::new();
-    for e in &spec.edges {
-        // Each listing of an edge builds its channels again (p × p of them): a hostile spec
-        // could multiply them by listing one edge many times.
-        if !seen_edges.insert((e.from.as_str(), e.to.as_str())) {
-            return Err(PlanError::DuplicateEdge { from: e.from.clone(), to: e.to.clone() });
-        }
-        let lookup = |id: &str| {
-            index.get(id).copied().ok_or_else(|| PlanError::UnknownNode {
-                from: e.from.clone(),
-                to: e.to.clone(),
-                missing: id.to_string(),
-            })
-        };
-        let (from, to) = (lookup(&e.from)?, lookup(&e.to)?);
-        let (fp, tp) = (spec.nodes[from].parallelism, spec.nodes[to].parallelism);
-        let partitioning =
-            e.partitioning.unwrap_or(if fp == tp { Partitioning::Forward } else { Partitioning::Rebalance });
-        if partitioning == Partitioning::Forward && fp != tp {
-            return Err(PlanError::ForwardParallelism {
-                from: e.from.clone(),
-                to: e.to.clone(),
-                from_p: fp,
-                to_p: tp,
-            });
-        }
-        let port = inputs[to].len() as u32;
-        let edge = PlanEdge { from, to, partitioning, port };
-        inputs[to].push(edge);
-        outputs[from].push(edge);
-    }
+    let (inputs, outputs) = wire_edges(spec, &index)?;
 
     let topo_order = topological_order(spec, &outputs, &inputs)?;
 
@@ -358,5 +455,93 @@ mod tests {
         // Parallelism is bounded at plan time; the count must not wrap even past that.
         plan.nodes[0].parallelism = u32::MAX;
         assert_eq!(plan.subtask_count(), u32::MAX);
+    }
+
+    /// The ports of `j`'s incoming edges as (upstream node index, port), in port order, for
+    /// sources `a`, `b` → operator `j` with `inputs` (a JSON fragment) and `edges`.
+    fn ports(inputs: &str, edges: &str) -> Result<Vec<(usize, u32)>, PlanError> {
+        let spec = JobSpec::from_json(&format!(
+            r#"{{ "nodes": [
+                {{ "id": "a", "kind": "source", "connector": "generator" }},
+                {{ "id": "b", "kind": "source", "connector": "generator" }},
+                {{ "id": "j", "kind": "operator", "module": "builtin:none" {inputs} }} ],
+              "edges": [ {edges} ] }}"#
+        ))
+        .unwrap();
+        let index = spec.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+        let (inputs, outputs) = wire_edges(&spec, &index)?;
+        // Every edge is an output of its upstream node too.
+        assert_eq!(outputs.iter().map(Vec::len).sum::<usize>(), inputs[2].len());
+        Ok(inputs[2].iter().map(|e| (e.from, e.port)).collect())
+    }
+
+    fn inputs_problem(result: Result<Vec<(usize, u32)>, PlanError>) -> String {
+        match result {
+            Err(PlanError::Inputs { problem, .. }) => problem,
+            other => panic!("expected an inputs error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn named_ports_resolve_by_name_and_one_node_may_feed_two_ports() {
+        let both = r#", "inputs": ["left", "right"]"#;
+        assert_eq!(
+            ports(
+                both,
+                r#"{ "from": "b", "to": "j", "input": "right" }, { "from": "a", "to": "j", "input": "left" }"#
+            )
+            .unwrap(),
+            vec![(0, 0), (1, 1)]
+        );
+        // A self-join: the same upstream node on both ports.
+        assert_eq!(
+            ports(
+                both,
+                r#"{ "from": "a", "to": "j", "input": "left" }, { "from": "a", "to": "j", "input": "right" }"#
+            )
+            .unwrap(),
+            vec![(0, 0), (0, 1)]
+        );
+        // Without names, ports are the edges in spec order, and one edge per pair.
+        assert_eq!(
+            ports("", r#"{ "from": "b", "to": "j" }, { "from": "a", "to": "j" }"#).unwrap(),
+            vec![(1, 0), (0, 1)]
+        );
+        assert!(matches!(
+            ports("", r#"{ "from": "a", "to": "j" }, { "from": "a", "to": "j" }"#),
+            Err(PlanError::DuplicateEdge { .. })
+        ));
+    }
+
+    #[test]
+    fn wrong_ports_are_refused_with_the_reason() {
+        let both = r#", "inputs": ["left", "right"]"#;
+        let problem = inputs_problem(ports(both, r#"{ "from": "a", "to": "j", "input": "left" }"#));
+        assert!(problem.contains("input `right` has no incoming edge"), "{problem}");
+        let problem = inputs_problem(ports(
+            both,
+            r#"{ "from": "a", "to": "j" }, { "from": "b", "to": "j", "input": "right" }"#,
+        ));
+        assert!(problem.contains("must name one of its inputs"), "{problem}");
+        let problem = inputs_problem(ports(
+            both,
+            r#"{ "from": "a", "to": "j", "input": "middle" }, { "from": "b", "to": "j", "input": "right" }"#,
+        ));
+        assert!(problem.contains("`middle`, which is not one of its inputs"), "{problem}");
+        let problem = inputs_problem(ports(
+            both,
+            r#"{ "from": "a", "to": "j", "input": "left" }, { "from": "b", "to": "j", "input": "left" }, { "from": "b", "to": "j", "input": "right" }"#,
+        ));
+        assert!(problem.contains("input `left` has more than one incoming edge"), "{problem}");
+        let problem = inputs_problem(ports("", r#"{ "from": "a", "to": "j", "input": "left" }"#));
+        assert!(problem.contains("does not name its inputs"), "{problem}");
+        let problem =
+            inputs_problem(ports(r#", "inputs": ["x", "x"]"#, r#"{ "from": "a", "to": "j", "input": "x" }"#));
+        assert!(problem.contains("named twice"), "{problem}");
+        let problem = inputs_problem(ports(r#", "inputs": []"#, r#"{ "from": "a", "to": "j" }"#));
+        assert!(problem.contains("1 to 16 ports"), "{problem}");
+        let problem =
+            inputs_problem(ports(r#", "inputs": ["a b"]"#, r#"{ "from": "a", "to": "j", "input": "a b" }"#));
+        assert!(problem.contains("is not 1 to 64 characters"), "{problem}");
     }
 }

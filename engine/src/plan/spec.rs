@@ -53,6 +53,12 @@ pub struct NodeSpec {
     #[serde(default = "empty_object")]
     #[schema(value_type = Object)]
     pub config: serde_json::Value,
+    /// For operators with several inputs: the names of its input ports, in the order of the
+    /// input index the operator sees (e.g. `["left", "right"]` → `left` is input 0). When
+    /// given, every incoming edge names its port (`input`) and every port has exactly one
+    /// edge; when absent, the inputs are the incoming edges in spec order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<String>>,
 }
 
 /// How records move along an edge from the upstream subtasks to the downstream ones.
@@ -81,6 +87,11 @@ pub struct EdgeSpec {
     /// Partitioning (default `rebalance`, or `forward` where parallelism is equal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitioning: Option<Partitioning>,
+    /// The input port of `to` this edge feeds, one of the names in its `inputs`; required
+    /// when `to` names its inputs, refused when it does not. One node may feed two ports of
+    /// another (a self-join): each port gets every record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
 }
 
 /// Job-wide settings.

@@ -1032,6 +1032,12 @@ export interface components {
         EdgeSpec: {
             /** @description Upstream node id. */
             from: string;
+            /**
+             * @description The input port of `to` this edge feeds, one of the names in its `inputs`; required
+             *     when `to` names its inputs, refused when it does not. One node may feed two ports of
+             *     another (a self-join): each port gets every record.
+             */
+            input?: string | null;
             partitioning?: null | components["schemas"]["Partitioning"];
             /** @description Downstream node id. */
             to: string;
@@ -1334,6 +1340,13 @@ export interface components {
             connector?: string | null;
             /** @description The node's id, stable across versions of the job (state is mapped by it). */
             id: string;
+            /**
+             * @description For operators with several inputs: the names of its input ports, in the order of the
+             *     input index the operator sees (e.g. `["left", "right"]` → `left` is input 0). When
+             *     given, every incoming edge names its port (`input`) and every port has exactly one
+             *     edge; when absent, the inputs are the incoming edges in spec order.
+             */
+            inputs?: string[] | null;
             /** @description Source, operator or sink. */
             kind: components["schemas"]["NodeKind"];
             /** @description For operators: the module that implements it (a path, or `builtin:<name>`). */
