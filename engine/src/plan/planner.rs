@@ -171,6 +171,8 @@ fn wire_edges(
                 to_p: tp,
             });
         }
+        // An edge's port name as errors show it (a tenant's string: cut to an id's length).
+        let shown = |input: &str| input.chars().take(64).collect::<String>();
         let port = match (&spec.nodes[to].inputs, &e.input) {
             (None, None) => inputs[to].len() as u32,
             (Some(names), Some(input)) => match names.iter().position(|n| n == input) {
@@ -179,8 +181,9 @@ fn wire_edges(
                     return Err(PlanError::Inputs {
                         node: e.to.clone(),
                         problem: format!(
-                            "the edge from `{}` names input `{input}`, which is not one of its inputs {names:?}",
-                            e.from
+                            "the edge from `{}` names input `{}`, which is not one of its inputs {names:?}",
+                            e.from,
+                            shown(input)
                         ),
                     });
                 }
@@ -198,8 +201,9 @@ fn wire_edges(
                 return Err(PlanError::Inputs {
                     node: e.to.clone(),
                     problem: format!(
-                        "the edge from `{}` names input `{input}`, but the node does not name its inputs",
-                        e.from
+                        "the edge from `{}` names input `{}`, but the node does not name its inputs",
+                        e.from,
+                        shown(input)
                     ),
                 });
             }

@@ -5,6 +5,17 @@ use crate::common;
 
 use serde_json::json;
 
+/// The values `test:faulty` (with `tag_input`) emitted, by the input index it put in the key.
+fn by_input<const N: usize>(out: &[serde_json::Value]) -> [Vec<u64>; N] {
+    let mut per_input = std::array::from_fn(|_| Vec::new());
+    for r in out {
+        let input = r["key"].as_u64().expect("the key is the input index") as usize;
+        assert!(input < N, "input index {input} of {N} inputs");
+        per_input[input].push(r["value"].as_u64().unwrap());
+    }
+    per_input
+}
+
 #[test]
 fn union_of_two_sources_keeps_each_input_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -27,11 +38,7 @@ fn union_of_two_sources_keeps_each_input_in_order() {
     .expect("job runs");
 
     let out = common::read_output(dir.path());
-    let mut per_input: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
-    for r in &out {
-        let input = r["key"].as_u64().expect("the key is the input index") as usize;
-        per_input[input].push(r["value"].as_u64().unwrap());
-    }
+    let per_input = by_input::<2>(&out);
     assert_eq!(per_input[0], (0..a).collect::<Vec<_>>(), "input 0 carries source a, in order");
     assert_eq!(
         per_input[1],
@@ -70,11 +77,7 @@ fn named_ports_decide_the_input_index_and_one_source_feeds_both() {
     }))
     .expect("job runs");
 
-    let mut per_input: [Vec<u64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-    for r in &common::read_output(dir.path()) {
-        let input = r["key"].as_u64().expect("the key is the input index") as usize;
-        per_input[input].push(r["value"].as_u64().unwrap());
-    }
+    let per_input = by_input::<3>(&common::read_output(dir.path()));
     assert_eq!(
         per_input[0],
         (0..a).collect::<Vec<_>>(),
