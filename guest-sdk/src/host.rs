@@ -1,4 +1,4 @@
-//! Services of the host: timers, logging and metrics.
+//! Services of the host: timers, event time, side outputs, logging and metrics.
 //!
 //! On `wasm32` these call the world's imports. Compiled natively (unit tests of an operator),
 //! they record the calls in a per-thread [`native`] host that [`crate::testing::Harness`]
@@ -46,6 +46,96 @@ pub mod timers {
         #[cfg(not(target_arch = "wasm32"))]
         super::native::with(|host| {
             host.timers.remove(&(timestamp, key.to_vec()));
+        });
+    }
+}
+
+/// Event time as the host sees it for this instance: its input watermarks.
+///
+/// The host sets them before each call; the SDK reads each at most once per call (the
+/// answers cannot change during a call), so asking per record costs no host call.
+pub mod event_time {
+    use std::cell::Cell;
+
+    thread_local! {
+        static CURRENT: Cell<Option<i64>> = const { Cell::new(None) };
+        static INPUTS: Cell<[Option<i64>; 4]> = const { Cell::new([None; 4]) };
+    }
+
+    /// Forgets the answers of the previous call (the SDK calls it as each call begins).
+    pub(crate) fn invalidate() {
+        CURRENT.set(None);
+        INPUTS.set([None; 4]);
+    }
+
+    /// The instance's input watermark: the smallest over its inputs. Every timer at or before
+    /// it has fired, or fires in this round of [`Operator::on_timer`](crate::Operator::on_timer)
+    /// calls. `i64::MIN` before the first watermark. After a restore from a checkpoint it is
+    /// the watermark the instance had then, from [`Operator::open`](crate::Operator::open) on.
+    /// A record with a timestamp at or below it is late: its input promised no more of those.
+    pub fn current_watermark() -> i64 {
+        if let Some(w) = CURRENT.get() {
+            return w;
+        }
+        #[cfg(target_arch = "wasm32")]
+        let w = crate::__bindings::weir::operator::event_time::current_watermark();
+        #[cfg(not(target_arch = "wasm32"))]
+        let w = super::native::with(|host| host.watermark);
+        CURRENT.set(Some(w));
+        w
+    }
+
+    /// The watermark of input `input` alone (see [`Record::input`](crate::Record::input));
+    /// `i64::MIN` for an input the operator does not have.
+    pub fn input_watermark(input: u32) -> i64 {
+        let i = input as usize;
+        let mut cached = INPUTS.get();
+        if let Some(Some(w)) = cached.get(i) {
+            return *w;
+        }
+        #[cfg(target_arch = "wasm32")]
+        let w = crate::__bindings::weir::operator::event_time::input_watermark(input);
+        #[cfg(not(target_arch = "wasm32"))]
+        let w = super::native::with(|host| host.input_watermarks.get(i).copied().unwrap_or(i64::MIN));
+        if i < cached.len() {
+            cached[i] = Some(w);
+            INPUTS.set(cached);
+        }
+        w
+    }
+}
+
+/// Side outputs: records sent on a named output instead of the main one (late records of a
+/// window, say). A job routes them with edges that name the output (`"output": "late"`);
+/// records on a name no edge carries are dropped and counted by the host.
+pub mod side_output {
+    use serde::Serialize;
+
+    use crate::Result;
+    use crate::codec::to_msgpack;
+
+    /// Emits a record with `key` and `value` encoded as MessagePack on side output `name`.
+    pub fn emit<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        name: &str,
+        key: &K,
+        value: &V,
+        timestamp: i64,
+    ) -> Result<()> {
+        emit_raw(name, &to_msgpack(key)?, &to_msgpack(value)?, timestamp);
+        Ok(())
+    }
+
+    /// Emits a record of already encoded key and value bytes on side output `name` (for
+    /// example an input record as it came).
+    pub fn emit_raw(name: &str, key: &[u8], value: &[u8], timestamp: i64) {
+        #[cfg(target_arch = "wasm32")]
+        crate::__bindings::weir::operator::side_output::emit(name, key, value, timestamp);
+        #[cfg(not(target_arch = "wasm32"))]
+        super::native::with(|host| {
+            host.side_outputs.push((
+                name.to_owned(),
+                crate::testing::TestRecord { key: key.to_vec(), value: value.to_vec(), timestamp },
+            ))
         });
     }
 }
@@ -108,13 +198,29 @@ pub(crate) mod native {
 
     use super::logging::Level;
 
-    /// What the operator asked of the host.
-    #[derive(Debug, Default)]
+    /// What the operator asked of the host, and the watermarks the harness set.
+    #[derive(Debug)]
     pub(crate) struct NativeHost {
         /// Registered timers, ordered by time then key.
         pub(crate) timers: BTreeSet<(i64, Vec<u8>)>,
+        pub(crate) watermark: i64,
+        pub(crate) input_watermarks: Vec<i64>,
+        pub(crate) side_outputs: Vec<(String, crate::testing::TestRecord)>,
         pub(crate) logs: Vec<(Level, String)>,
         pub(crate) counters: BTreeMap<String, u64>,
+    }
+
+    impl Default for NativeHost {
+        fn default() -> Self {
+            NativeHost {
+                timers: BTreeSet::new(),
+                watermark: i64::MIN,
+                input_watermarks: Vec::new(),
+                side_outputs: Vec::new(),
+                logs: Vec::new(),
+                counters: BTreeMap::new(),
+            }
+        }
     }
 
     thread_local! {

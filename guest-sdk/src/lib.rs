@@ -42,11 +42,13 @@ mod codec;
 mod context;
 mod error;
 mod host;
+pub mod join;
 mod operator;
 mod runtime;
 mod state;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+pub mod window;
 
 /// Derives [`States`](trait@States): registers every [`KeyedState`] and [`ValueState`] field
 /// under the field's name, in field order.
@@ -89,7 +91,7 @@ pub use crate::batch::{Output, Record};
 pub use crate::codec::{from_msgpack, to_msgpack, write_msgpack};
 pub use crate::context::{Context, parse_config};
 pub use crate::error::{Error, Result};
-pub use crate::host::{logging, metrics, timers};
+pub use crate::host::{event_time, logging, metrics, side_output, timers};
 pub use crate::operator::Operator;
 pub use crate::state::{DeltaWriter, KeyedState, RawKey, StateRegistry, StateStore, States, ValueState};
 

@@ -58,6 +58,7 @@ impl<T: Operator> Instance<T> {
     /// Opens the instance: checks the state names, then calls the operator's `open`.
     pub fn open(&mut self, context: &Context) -> Result<()> {
         let _in = self.owner.enter();
+        crate::host::event_time::invalidate();
         let mut states = StateRegistry::new();
         self.operator.states(&mut states);
         states.check()?;
@@ -67,6 +68,7 @@ impl<T: Operator> Instance<T> {
     /// Runs the operator over every record of `batch`, then its `end_batch`.
     pub fn process(&mut self, input: u32, batch: &Batch) -> Result<Batch> {
         let _in = self.owner.enter();
+        crate::host::event_time::invalidate();
         let mut out = Output::with_capacity(self.out_records, self.out_bytes);
         for record in Records::new(input, batch) {
             self.operator.process(record?, &mut out)?;
@@ -81,6 +83,7 @@ impl<T: Operator> Instance<T> {
     /// Calls the operator's `on_watermark`.
     pub fn on_watermark(&mut self, timestamp: i64) -> Result<Batch> {
         let _in = self.owner.enter();
+        crate::host::event_time::invalidate();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_watermark(timestamp, &mut out)?;
         Ok(out.into_batch())
@@ -89,6 +92,7 @@ impl<T: Operator> Instance<T> {
     /// Calls the operator's `on_timer`.
     pub fn on_timer(&mut self, key: &[u8], timestamp: i64) -> Result<Batch> {
         let _in = self.owner.enter();
+        crate::host::event_time::invalidate();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_timer(key, timestamp, &mut out)?;
         Ok(out.into_batch())

@@ -104,6 +104,8 @@ impl StateChange {
 /// Drives one operator instance natively. See the [module docs](self).
 pub struct Harness<T> {
     instance: Instance<T>,
+    /// Number of inputs (from the context it opened with).
+    inputs: u32,
 }
 
 impl<T: Operator + Default> Default for Harness<T> {
@@ -116,7 +118,21 @@ impl<T: Operator + Default> Harness<T> {
     /// A fresh instance, with the simulated host of this thread reset.
     pub fn new() -> Self {
         native::with(|host| *host = native::NativeHost::default());
-        Self { instance: Instance::default() }
+        Self { instance: Instance::default(), inputs: 1 }
+    }
+
+    /// The instance after a failure and a restore from a checkpoint taken now: a fresh
+    /// instance restored from a full snapshot of this one, with the host's timers and
+    /// watermarks kept (the host checkpoints those). Open it before use, as the host does.
+    ///
+    /// # Errors
+    /// If the snapshot or the restore fails.
+    pub fn restart(mut self) -> Result<Self> {
+        let saved = self.snapshot(true)?;
+        drop(self.instance);
+        let mut next = Self { instance: Instance::default(), inputs: self.inputs };
+        next.restore(&saved)?;
+        Ok(next)
     }
 
     /// The operator, to inspect its fields.
@@ -126,11 +142,13 @@ impl<T: Operator + Default> Harness<T> {
 
     /// Opens the instance with configuration `config` (JSON text).
     pub fn open(&mut self, config: &str) -> Result<()> {
-        self.instance.open(&Context::with_config(config))
+        self.open_with(&Context::with_config(config))
     }
 
-    /// Opens the instance with `context`.
+    /// Opens the instance with `context` (its `inputs` is how many inputs the harness feeds).
     pub fn open_with(&mut self, context: &Context) -> Result<()> {
+        self.inputs = context.inputs.max(1);
+        native::with(|host| host.input_watermarks.resize(self.inputs as usize, i64::MIN));
         self.instance.open(context)
     }
 
@@ -145,9 +163,40 @@ impl<T: Operator + Default> Harness<T> {
         Ok(records_of(&out))
     }
 
-    /// Advances the watermark to `timestamp`: fires every due timer in time order (as the
-    /// host does), then calls `on_watermark`. Returns everything emitted.
+    /// Advances the watermark of every input to `timestamp`: fires every due timer in time
+    /// order (as the host does), then calls `on_watermark`. Returns everything emitted on the
+    /// main output. A watermark at or below the current one does nothing.
     pub fn watermark(&mut self, timestamp: i64) -> Result<Vec<TestRecord>> {
+        native::with(|host| {
+            let n = host.input_watermarks.len().max(self.inputs as usize);
+            host.input_watermarks.resize(n, i64::MIN);
+            for w in &mut host.input_watermarks {
+                *w = (*w).max(timestamp);
+            }
+        });
+        self.advance(timestamp)
+    }
+
+    /// Advances the watermark of input `input` alone to `timestamp`; the instance's watermark
+    /// (the smallest over its inputs) advances with it when it moves, and fires timers as
+    /// [`Harness::watermark`] does. Returns everything emitted on the main output.
+    pub fn input_watermark(&mut self, input: u32, timestamp: i64) -> Result<Vec<TestRecord>> {
+        let combined = native::with(|host| {
+            let n = host.input_watermarks.len().max(self.inputs as usize).max(input as usize + 1);
+            host.input_watermarks.resize(n, i64::MIN);
+            let w = &mut host.input_watermarks[input as usize];
+            *w = (*w).max(timestamp);
+            host.input_watermarks.iter().copied().min().unwrap_or(i64::MIN)
+        });
+        self.advance(combined)
+    }
+
+    /// The instance's watermark moves to `timestamp` (if above the current one).
+    fn advance(&mut self, timestamp: i64) -> Result<Vec<TestRecord>> {
+        if native::with(|host| timestamp <= host.watermark) {
+            return Ok(Vec::new());
+        }
+        native::with(|host| host.watermark = timestamp);
         let mut emitted = Vec::new();
         while let Some((at, key)) = native::with(|host| {
             let due = host.timers.first().filter(|(at, _)| *at <= timestamp).cloned();
@@ -160,6 +209,16 @@ impl<T: Operator + Default> Harness<T> {
         }
         emitted.extend(records_of(&self.instance.on_watermark(timestamp)?));
         Ok(emitted)
+    }
+
+    /// The instance's current watermark, as [`crate::event_time::current_watermark`] reports it.
+    pub fn current_watermark(&self) -> i64 {
+        native::with(|host| host.watermark)
+    }
+
+    /// Takes the records emitted on side outputs so far, with their output's name.
+    pub fn take_side_outputs(&mut self) -> Vec<(String, TestRecord)> {
+        native::with(|host| std::mem::take(&mut host.side_outputs))
     }
 
     /// Fires the timer of the encoded key `key` at `timestamp` directly.

@@ -120,6 +120,18 @@ pub enum GuestError {
         /// The limits and what was registered.
         reason: String,
     },
+    /// The guest emitted on side outputs past a limit (bytes per call, name length, names).
+    #[error("operator `{operator}` (subtask {subtask}) was stopped in {call}: {reason}")]
+    SideOutputLimit {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that emitted.
+        call: Call,
+        /// The limit and what was emitted.
+        reason: String,
+    },
     /// The guest grew its linear memory past the instance's limit and was stopped.
     #[error(
         "operator `{operator}` (subtask {subtask}) trapped in {call}: it reached its memory limit of {} MiB ({limit})",

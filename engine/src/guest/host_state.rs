@@ -7,6 +7,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
+use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
 /// Data of one operator instance's store.
@@ -18,6 +19,12 @@ pub struct HostState {
     pub timers: TimerService,
     /// The instance's metric counters.
     pub counters: BTreeMap<String, u64>,
+    /// The instance's input watermark, as the `event-time` import reports it.
+    pub watermark: i64,
+    /// The watermark of each input, by input index.
+    pub input_watermarks: Vec<i64>,
+    /// Records emitted on side outputs during the current call.
+    pub side_outputs: SideOutputs,
     /// The last error-level log line (a panic message, with the guest SDK).
     pub last_error: Option<String>,
     /// `job/operator/subtask`, for log lines.
@@ -43,6 +50,9 @@ impl HostState {
             limits,
             timers: TimerService::with_limits(MAX_TIMERS, timer_bytes),
             counters: BTreeMap::new(),
+            watermark: i64::MIN,
+            input_watermarks: Vec::new(),
+            side_outputs: SideOutputs::default(),
             last_error: None,
             label,
             ticks_in_call: 0,

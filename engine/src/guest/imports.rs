@@ -1,9 +1,9 @@
-//! Weir's WIT host imports (`timers`, `logging`, `metrics`) and WASI, implemented on an
+//! Weir's WIT host imports (`timers`, `event-time`, `side-output`, `logging`, `metrics`) and WASI, implemented on an
 //! instance's [`HostState`].
 
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use super::bindings::weir::operator::{logging, metrics, timers, types};
+use super::bindings::weir::operator::{event_time, logging, metrics, side_output, timers, types};
 use super::host_state::HostState;
 
 impl WasiView for HostState {
@@ -23,6 +23,27 @@ impl timers::Host for HostState {
         self.timers.delete(key, timestamp);
     }
 }
+
+impl event_time::Host for HostState {
+    fn current_watermark(&mut self) -> i64 {
+        self.watermark
+    }
+
+    fn input_watermark(&mut self, input: u32) -> i64 {
+        self.input_watermarks.get(input as usize).copied().unwrap_or(i64::MIN)
+    }
+}
+
+impl side_output::Host for HostState {
+    fn emit(&mut self, name: String, key: Vec<u8>, value: Vec<u8>, timestamp: i64) {
+        if !self.side_outputs.emit(&name, &key, &value, timestamp) {
+            metrics::Host::counter_add(self, SIDE_OUTPUT_DROPPED.to_string(), 1);
+        }
+    }
+}
+
+/// The counter of side-output records that no edge carried.
+pub const SIDE_OUTPUT_DROPPED: &str = "side_output_dropped";
 
 /// Longest log line kept from a guest; longer lines are cut.
 const MAX_LOG_LINE: usize = 4096;

@@ -8,6 +8,7 @@ use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
 use super::host_state::{HostState, Limiter};
 use super::module::OperatorModule;
+use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
 /// Resource limits of one instance.
@@ -135,8 +136,9 @@ impl OperatorInstance {
         };
         let tick_ms = EPOCH_TICK.as_millis().max(1) as u64;
         let max_ticks = limits.cpu_limit_ms.div_ceil(tick_ms).max(1);
-        let state =
+        let mut state =
             HostState::new(format!("{operator}/{subtask}"), Limiter::new(who.memory_bytes), max_ticks);
+        state.side_outputs = SideOutputs::new(Vec::new(), limits.max_output_bytes);
         let mut store = Store::new(module.component().engine(), state);
         store.limiter(|s| &mut s.limits);
         store.set_hostcall_fuel(who.hostcall_fuel(Call::Instantiate));
@@ -172,6 +174,25 @@ impl OperatorInstance {
     /// The instance's timers.
     pub fn timers(&mut self) -> &mut TimerService {
         &mut self.store.data_mut().timers
+    }
+
+    /// Sets the watermarks the `event-time` import reports: the combined one and each
+    /// input's.
+    pub fn set_watermarks(&mut self, current: i64, inputs: &[i64]) {
+        let s = self.store.data_mut();
+        s.watermark = current;
+        s.input_watermarks.clear();
+        s.input_watermarks.extend_from_slice(inputs);
+    }
+
+    /// Names the side outputs the job's edges carry; records on other names are dropped.
+    pub fn set_side_outputs(&mut self, consumed: Vec<String>) {
+        self.store.data_mut().side_outputs.set_consumed(consumed);
+    }
+
+    /// Hands the side-output records of the last call to `route`, by name.
+    pub fn drain_side_outputs(&mut self, route: impl FnMut(&str, Batch)) {
+        self.store.data_mut().side_outputs.drain(route);
     }
 
     /// The instance's metric counters.
@@ -274,6 +295,7 @@ impl OperatorInstance {
             });
         }
         self.store.data_mut().ticks_in_call = 0;
+        self.store.data_mut().side_outputs.begin();
         self.store.set_epoch_deadline(1);
         self.store.set_hostcall_fuel(self.who.hostcall_fuel(call));
         Ok(())
@@ -286,6 +308,16 @@ impl OperatorInstance {
     ) -> Result<T, GuestError> {
         if let Some(reason) = self.store.data_mut().timers.take_refusal() {
             let err = GuestError::TimerLimit {
+                operator: self.who.operator.clone(),
+                subtask: self.who.subtask,
+                call,
+                reason,
+            };
+            self.poisoned = Some(err.to_string());
+            return Err(err);
+        }
+        if let Some(reason) = self.store.data_mut().side_outputs.take_refusal() {
+            let err = GuestError::SideOutputLimit {
                 operator: self.who.operator.clone(),
                 subtask: self.who.subtask,
                 call,

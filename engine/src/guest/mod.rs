@@ -8,6 +8,7 @@ mod host_state;
 mod imports;
 mod instance;
 mod module;
+mod side_output;
 mod timers;
 mod wasi;
 mod world;
@@ -20,5 +21,6 @@ pub use host::{
 pub use host_state::HostState;
 pub use instance::{InstanceLimits, OperatorInstance};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
+pub use side_output::SideOutputs;
 pub use timers::TimerService;
 pub use world::precheck;

@@ -17,9 +17,11 @@ pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
 pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
 
 /// Host imports an operator may use besides WASI.
-pub(crate) const HOST_IMPORTS: [&str; 4] = [
+pub(crate) const HOST_IMPORTS: [&str; 6] = [
     "weir:operator/types@0.2.0",
     "weir:operator/timers@0.2.0",
+    "weir:operator/event-time@0.2.0",
+    "weir:operator/side-output@0.2.0",
     "weir:operator/logging@0.2.0",
     "weir:operator/metrics@0.2.0",
 ];

@@ -94,6 +94,14 @@ pub enum PlanError {
         /// What is wrong.
         problem: String,
     },
+    /// An edge's `output` (a side output of its upstream node) is wrong.
+    #[error("node `{node}`: {problem}")]
+    Outputs {
+        /// The upstream node.
+        node: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// The operator's module cannot be found or loaded.
     #[error("node `{node}`: {message}")]
     Module {

@@ -55,6 +55,9 @@ pub struct PlanEdge {
     /// The downstream input index (port) this edge feeds: its position among the
     /// downstream node's inputs, in spec order.
     pub port: u32,
+    /// The upstream output it carries: `None` for the main output, else an index into the
+    /// upstream node's [`PlanNode::side_outputs`].
+    pub output: Option<u8>,
 }
 
 /// A validated node.
@@ -70,6 +73,8 @@ pub struct PlanNode {
     pub inputs: Vec<PlanEdge>,
     /// Outgoing edges.
     pub outputs: Vec<PlanEdge>,
+    /// The names of the side outputs its outgoing edges carry (see [`PlanEdge::output`]).
+    pub side_outputs: Vec<String>,
     /// What the node runs.
     pub body: NodeBody,
 }
@@ -133,23 +138,34 @@ fn check_input_names(n: &NodeSpec) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// The most side outputs of one operator that edges may carry (the guest's own limit).
+pub const MAX_SIDE_OUTPUTS: usize = 16;
+
+/// Every node's edges, by node index.
+struct Wiring {
+    /// Incoming edges, in port order.
+    inputs: Vec<Vec<PlanEdge>>,
+    /// Outgoing edges.
+    outputs: Vec<Vec<PlanEdge>>,
+    /// Names of the side outputs the outgoing edges carry.
+    side_outputs: Vec<Vec<String>>,
+}
+
 /// Each node's incoming edges (in port order) and outgoing edges, from the spec's edges: ports
 /// by name where the downstream node names its inputs, else by spec order.
-#[allow(clippy::type_complexity)]
-fn wire_edges(
-    spec: &JobSpec,
-    index: &HashMap<&str, usize>,
-) -> Result<(Vec<Vec<PlanEdge>>, Vec<Vec<PlanEdge>>), PlanError> {
+fn wire_edges(spec: &JobSpec, index: &HashMap<&str, usize>) -> Result<Wiring, PlanError> {
     for n in &spec.nodes {
         check_input_names(n)?;
     }
     let mut inputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
     let mut outputs: Vec<Vec<PlanEdge>> = vec![Vec::new(); spec.nodes.len()];
+    let mut side_outputs: Vec<Vec<String>> = vec![Vec::new(); spec.nodes.len()];
     let mut seen_edges = std::collections::HashSet::new();
     for e in &spec.edges {
         // Each listing of an edge builds its channels again (p × p of them): a hostile spec
         // could multiply them by listing one edge many times.
-        if !seen_edges.insert((e.from.as_str(), e.to.as_str(), e.input.as_deref())) {
+        let edge_key = (e.from.as_str(), e.to.as_str(), e.input.as_deref(), e.output.as_deref());
+        if !seen_edges.insert(edge_key) {
             return Err(PlanError::DuplicateEdge { from: e.from.clone(), to: e.to.clone() });
         }
         let lookup = |id: &str| {
@@ -218,7 +234,11 @@ fn wire_edges(
                 ),
             });
         }
-        let edge = PlanEdge { from, to, partitioning, port };
+        let output = match &e.output {
+            None => None,
+            Some(name) => Some(side_output_index(spec, from, name, &mut side_outputs[from])?),
+        };
+        let edge = PlanEdge { from, to, partitioning, port, output };
         inputs[to].push(edge);
         outputs[from].push(edge);
     }
@@ -235,7 +255,38 @@ fn wire_edges(
         // In port order: the runtime wires gates and channel state by port.
         inputs[i].sort_by_key(|e| e.port);
     }
-    Ok((inputs, outputs))
+    Ok(Wiring { inputs, outputs, side_outputs })
+}
+
+/// The index of side output `name` of node `from` among `names` (added when new): only
+/// operators have side outputs, each name a valid id, at most [`MAX_SIDE_OUTPUTS`].
+fn side_output_index(
+    spec: &JobSpec,
+    from: usize,
+    name: &str,
+    names: &mut Vec<String>,
+) -> Result<u8, PlanError> {
+    let node = &spec.nodes[from];
+    let problem = |problem: String| PlanError::Outputs { node: node.id.clone(), problem };
+    if node.kind != NodeKind::Operator {
+        return Err(problem("only operators have side outputs (an edge's `output`)".into()));
+    }
+    if !valid_id(name) {
+        return Err(problem(format!(
+            "side output name `{}` is not 1 to 64 characters of A-Z a-z 0-9 _ -",
+            name.chars().take(64).collect::<String>()
+        )));
+    }
+    if let Some(i) = names.iter().position(|n| n == name) {
+        return Ok(i as u8);
+    }
+    if names.len() >= MAX_SIDE_OUTPUTS {
+        return Err(problem(format!(
+            "edges may carry at most {MAX_SIDE_OUTPUTS} side outputs of one operator"
+        )));
+    }
+    names.push(name.to_string());
+    Ok((names.len() - 1) as u8)
 }
 
 /// Validates `spec` and resolves its modules and connectors.
@@ -335,7 +386,7 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
         }
     }
 
-    let (inputs, outputs) = wire_edges(spec, &index)?;
+    let Wiring { inputs, outputs, side_outputs } = wire_edges(spec, &index)?;
 
     let topo_order = topological_order(spec, &outputs, &inputs)?;
 
@@ -391,6 +442,7 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
             parallelism: n.parallelism,
             inputs: inputs[i].clone(),
             outputs: outputs[i].clone(),
+            side_outputs: side_outputs[i].clone(),
             body,
         });
     }
@@ -473,7 +525,7 @@ mod tests {
         ))
         .unwrap();
         let index = spec.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
-        let (inputs, outputs) = wire_edges(&spec, &index)?;
+        let Wiring { inputs, outputs, .. } = wire_edges(&spec, &index)?;
         // Every edge is an output of its upstream node too.
         assert_eq!(outputs.iter().map(Vec::len).sum::<usize>(), inputs[2].len());
         Ok(inputs[2].iter().map(|e| (e.from, e.port)).collect())
@@ -547,5 +599,51 @@ mod tests {
         let problem =
             inputs_problem(ports(r#", "inputs": ["a b"]"#, r#"{ "from": "a", "to": "j", "input": "a b" }"#));
         assert!(problem.contains("is not 1 to 64 characters"), "{problem}");
+    }
+
+    /// The side outputs of `j` and (output index, downstream node) of its outgoing edges, for
+    /// source `a` → operator `j` → sinks `s`, `t` with `edges` (a JSON fragment).
+    fn side_outputs(edges: &str) -> Result<(Vec<String>, Vec<(Option<u8>, usize)>), PlanError> {
+        let spec = JobSpec::from_json(&format!(
+            r#"{{ "nodes": [
+                {{ "id": "a", "kind": "source", "connector": "generator" }},
+                {{ "id": "j", "kind": "operator", "module": "builtin:none" }},
+                {{ "id": "s", "kind": "sink", "connector": "blackhole" }},
+                {{ "id": "t", "kind": "sink", "connector": "blackhole" }} ],
+              "edges": [ {{ "from": "a", "to": "j" }}, {edges} ] }}"#
+        ))
+        .unwrap();
+        let index = spec.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+        let w = wire_edges(&spec, &index)?;
+        Ok((w.side_outputs[1].clone(), w.outputs[1].iter().map(|e| (e.output, e.to)).collect()))
+    }
+
+    #[test]
+    fn edges_carry_named_side_outputs_of_operators() {
+        let (names, edges) = side_outputs(
+            r#"{ "from": "j", "to": "s" }, { "from": "j", "to": "t", "output": "late" },
+               { "from": "j", "to": "s", "output": "late" }"#,
+        )
+        .unwrap();
+        assert_eq!(names, vec!["late".to_string()]);
+        assert_eq!(edges, vec![(None, 2), (Some(0), 3), (Some(0), 2)]);
+        let outputs = |r: Result<_, PlanError>| match r {
+            Err(PlanError::Outputs { node, problem }) => format!("{node}: {problem}"),
+            other => panic!("expected an outputs error, got {other:?}"),
+        };
+        let p = outputs(side_outputs(r#"{ "from": "a", "to": "s", "output": "late" }"#));
+        assert!(p.starts_with("a: only operators have side outputs"), "{p}");
+        let p = outputs(side_outputs(r#"{ "from": "j", "to": "s", "output": "no way" }"#));
+        assert!(p.contains("is not 1 to 64 characters"), "{p}");
+        let many: Vec<String> =
+            (0..17).map(|i| format!(r#"{{ "from": "j", "to": "s", "output": "o{i}" }}"#)).collect();
+        let p = outputs(side_outputs(&many.join(",")));
+        assert!(p.contains("at most 16 side outputs"), "{p}");
+        assert!(matches!(
+            side_outputs(
+                r#"{ "from": "j", "to": "s", "output": "x" }, { "from": "j", "to": "s", "output": "x" }"#
+            ),
+            Err(PlanError::DuplicateEdge { .. })
+        ));
     }
 }

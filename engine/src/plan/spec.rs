@@ -92,6 +92,12 @@ pub struct EdgeSpec {
     /// another (a self-join): each port gets every record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// The output of `from` this edge carries: absent for its main output (the records its
+    /// calls return), a name for the operator's side output of that name (records it emits
+    /// with the `side-output` import, such as a window's late records). Only operators have
+    /// side outputs; at most 16 names per operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// Job-wide settings.

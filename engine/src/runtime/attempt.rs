@@ -196,9 +196,10 @@ impl Wiring {
             .map(|(k, e)| {
                 let targets = self.senders.remove(&(index, k, s)).expect("senders built");
                 EdgeOutput::new(e.partitioning, targets, settings.max_parallelism, s as usize)
+                    .carrying(e.output)
             })
             .collect();
-        Output::new(edges)
+        Output::new(edges).with_side_outputs(plan.nodes[index].side_outputs.clone())
     }
 
     /// Subtask `s` of node `index`'s input gate.

@@ -1,5 +1,6 @@
 //! The output side of a task: routes batches to the downstream subtasks of every outgoing
-//! edge by the edge's partitioning.
+//! edge by the edge's partitioning. An edge carries the main output (the records a call
+//! returns) or one named side output; control messages go on every edge.
 //!
 //! Routing never waits: a task queues a whole call's output, then waits for room
 //! ([`Output::ready`]) before it takes its next input, taking barriers meanwhile.
@@ -18,6 +19,8 @@ pub struct EdgeOutput {
     max_parallelism: u32,
     round_robin: usize,
     scratch: Vec<Batch>,
+    /// `None`: the main output; else the index of the side output it carries.
+    output: Option<u8>,
 }
 
 impl EdgeOutput {
@@ -30,7 +33,15 @@ impl EdgeOutput {
             max_parallelism,
             round_robin: start % n.max(1),
             scratch: (0..n).map(|_| Batch::empty()).collect(),
+            output: None,
         }
+    }
+
+    /// The edge carries side output `output` (an index into [`Output`]'s side-output names)
+    /// instead of the main output.
+    pub fn carrying(mut self, output: Option<u8>) -> Self {
+        self.output = output;
+        self
     }
 
     fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
@@ -84,24 +95,51 @@ impl EdgeOutput {
 #[derive(Debug, Default)]
 pub struct Output {
     edges: Vec<EdgeOutput>,
+    /// Names of the side outputs the edges carry, by index.
+    side_outputs: Vec<String>,
 }
 
 impl Output {
     /// An output over the given edges.
     pub fn new(edges: Vec<EdgeOutput>) -> Self {
-        Output { edges }
+        Output { edges, side_outputs: Vec::new() }
     }
 
-    /// Routes a batch (an empty batch is dropped), without waiting for room.
+    /// Names the side outputs its edges carry (by the index [`EdgeOutput::carrying`] gives).
+    pub fn with_side_outputs(mut self, names: Vec<String>) -> Self {
+        self.side_outputs = names;
+        self
+    }
+
+    /// The names of the side outputs its edges carry.
+    pub fn side_outputs(&self) -> &[String] {
+        &self.side_outputs
+    }
+
+    /// Routes a batch of the main output (an empty batch is dropped), without waiting for room.
     pub fn emit(&mut self, batch: Batch) -> Result<(), Closed> {
+        self.route(None, batch)
+    }
+
+    /// Routes a batch of the side output `name` to the edges that carry it (none: dropped).
+    pub fn emit_side(&mut self, name: &str, batch: Batch) -> Result<(), Closed> {
+        match self.side_outputs.iter().position(|n| n == name) {
+            Some(i) => self.route(Some(i as u8), batch),
+            None => Ok(()),
+        }
+    }
+
+    fn route(&mut self, output: Option<u8>, batch: Batch) -> Result<(), Closed> {
         if batch.is_empty() {
             return Ok(());
         }
-        if let Some((last, rest)) = self.edges.split_last_mut() {
-            for e in rest {
+        let mut carrying = self.edges.iter_mut().filter(|e| e.output == output).peekable();
+        while let Some(e) = carrying.next() {
+            if carrying.peek().is_some() {
                 e.emit(batch.clone())?;
+            } else {
+                return e.emit(batch);
             }
-            last.emit(batch)?;
         }
         Ok(())
     }

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use weir_store::{CheckpointStorage, SubtaskStats};
 
 use super::barrier::{BarrierHandler, Finished, Snapshot, Steps};
+use super::channel::Closed;
 use super::channel_state::ChannelMessages;
 use super::control::{Control, ToCoordinator};
 use super::error::TaskError;
@@ -40,6 +41,7 @@ use super::watermark::WatermarkTracker;
 use crate::connectors::{ConnectorEnv, Sink, SinkConfig, Source};
 use crate::guest::OperatorInstance;
 use crate::guest::bindings::Context;
+use crate::record::Batch;
 
 /// How long a source that has nothing new (an empty batch) waits before it asks again.
 const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
@@ -396,7 +398,6 @@ pub async fn run_operator(
     metrics: Arc<SubtaskMetrics>,
     mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    instance.open(&context).await?;
     let mut watermarks = WatermarkTracker::new(gate.len());
     if let Some(c) = &checkpointing {
         if !c.restored.watermarks.is_empty() {
@@ -407,6 +408,13 @@ pub async fn run_operator(
             instance.timers().register(key.clone(), *ts);
         }
     }
+    // The guest reads its watermarks (`event-time`) from `open` on: restored ones included.
+    let ports: Vec<u32> = (0..gate.len()).map(|c| gate.port(c)).collect();
+    let mut inputs = vec![i64::MIN; context.inputs as usize];
+    watermarks.raise_inputs(&ports, &mut inputs);
+    instance.set_watermarks(watermarks.current(), &inputs);
+    instance.set_side_outputs(output.side_outputs().to_vec());
+    instance.open(&context).await?;
     let mut handler = BarrierHandler::new(gate.len());
     // A snapshot taken unaligned, waiting for the rest of its channel state.
     let mut taken: Option<WriteRequest> = None;
@@ -415,6 +423,7 @@ pub async fn run_operator(
     while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, Some(&output)).await {
         let mut steps = Steps::default();
         let mut advanced = None;
+        let mut time_moved = false;
         match event? {
             Event::Control(control) => {
                 steps = operator_control(&mut checkpointing, control, &mut handler, &mut gate);
@@ -427,6 +436,7 @@ pub async fn run_operator(
             Event::Input(channel, Message::EndOfStream) => {
                 steps = handler.on_end(channel, &mut gate);
                 advanced = watermarks.end(channel);
+                time_moved = true;
             }
             Event::Input(channel, message) => {
                 handler.taken(channel, &message);
@@ -438,27 +448,35 @@ pub async fn run_operator(
                         metrics.add_in(batch.len());
                         let advanced = watermarks.activate(channel);
                         let out = instance.process(gate.port(channel), &batch).await?;
-                        metrics.add_out(out.len());
-                        output.emit(out)?;
+                        emit(&mut instance, &mut output, &metrics, out)?;
                         advanced
                     }
-                    Message::Watermark(w) => watermarks.update(channel, w),
-                    Message::Idle => watermarks.set_idle(channel),
+                    Message::Watermark(w) => {
+                        time_moved = true;
+                        watermarks.update(channel, w)
+                    }
+                    Message::Idle => {
+                        time_moved = true;
+                        watermarks.set_idle(channel)
+                    }
                     Message::Barrier(_) | Message::EndOfStream => unreachable!("handled above"),
                 };
             }
+        }
+        if time_moved || advanced.is_some() {
+            // An input's own watermark may move while the combined one stays.
+            watermarks.raise_inputs(&ports, &mut inputs);
+            instance.set_watermarks(watermarks.current(), &inputs);
         }
         if let Some(w) = advanced {
             // Timers due at the new watermark fire first, in time order, then the operator
             // sees the watermark, then it goes downstream.
             while let Some((ts, key)) = instance.timers().pop_due(w) {
                 let out = instance.on_timer(&key, ts).await?;
-                metrics.add_out(out.len());
-                output.emit(out)?;
+                emit(&mut instance, &mut output, &metrics, out)?;
             }
             let out = instance.on_watermark(w).await?;
-            metrics.add_out(out.len());
-            output.emit(out)?;
+            emit(&mut instance, &mut output, &metrics, out)?;
             output.broadcast(Message::Watermark(w))?;
         }
         // Idle when every input is; active again (with the current watermark, unless one
@@ -500,6 +518,26 @@ pub async fn run_operator(
     }
     output.broadcast(Message::EndOfStream)?;
     Ok(())
+}
+
+/// Routes what a guest call returned (the main output) and then what it emitted on side
+/// outputs.
+fn emit(
+    instance: &mut OperatorInstance,
+    output: &mut Output,
+    metrics: &SubtaskMetrics,
+    out: Batch,
+) -> Result<(), Closed> {
+    metrics.add_out(out.len());
+    output.emit(out)?;
+    let mut routed = Ok(());
+    instance.drain_side_outputs(|name, batch| {
+        if routed.is_ok() {
+            metrics.add_out(batch.len());
+            routed = output.emit_side(name, batch);
+        }
+    });
+    routed
 }
 
 /// Handles a control message at an operator: completions go to the writer (in order with

@@ -93,6 +93,20 @@ impl WatermarkTracker {
         self.update(channel, i64::MAX)
     }
 
+    /// Raises `inputs[p]` to the watermark of input port `p`, for every port: the smallest
+    /// over the port's active channels (the highest of them when all are idle), where
+    /// `ports[c]` is channel `c`'s port. Raising, never lowering, keeps each port's view
+    /// monotonic as the combined one is.
+    pub fn raise_inputs(&self, ports: &[u32], inputs: &mut [i64]) {
+        for (p, view) in inputs.iter_mut().enumerate() {
+            let channels =
+                || ports.iter().enumerate().filter(move |(_, port)| **port as usize == p).map(|(c, _)| c);
+            let active = channels().filter(|c| !self.idle[*c]).map(|c| self.channels[c]).min();
+            let w = active.or_else(|| channels().map(|c| self.channels[c]).max()).unwrap_or(i64::MIN);
+            *view = (*view).max(w);
+        }
+    }
+
     fn recompute(&mut self) -> Option<i64> {
         let active = self.channels.iter().zip(&self.idle).filter(|(_, idle)| !**idle);
         let min = match active.map(|(w, _)| *w).min() {
@@ -114,6 +128,34 @@ mod tests {
     use super::*;
 
     use proptest::prelude::*;
+
+    #[test]
+    fn each_input_has_its_own_monotonic_view() {
+        // Channels 0 and 1 feed input 0, channel 2 feeds input 1.
+        let ports = [0, 0, 1];
+        let mut t = WatermarkTracker::new(3);
+        let mut inputs = [i64::MIN; 2];
+        t.update(0, 10);
+        t.update(2, 50);
+        t.raise_inputs(&ports, &mut inputs);
+        assert_eq!(inputs, [i64::MIN, 50]);
+        t.update(1, 20);
+        t.raise_inputs(&ports, &mut inputs);
+        assert_eq!(inputs, [10, 50]);
+        assert_eq!(t.current(), 10);
+        // An idle channel no longer holds its input back; all idle: the highest.
+        t.set_idle(0);
+        t.raise_inputs(&ports, &mut inputs);
+        assert_eq!(inputs, [20, 50]);
+        t.set_idle(1);
+        t.set_idle(2);
+        t.raise_inputs(&ports, &mut inputs);
+        assert_eq!(inputs, [20, 50]);
+        // Active again below its view: the view does not go back.
+        t.update(0, 15);
+        t.raise_inputs(&ports, &mut inputs);
+        assert_eq!(inputs, [20, 50]);
+    }
 
     #[test]
     fn minimum_over_channels() {
