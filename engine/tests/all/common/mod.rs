@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod event_time;
 pub mod fake_kafka;
 pub mod kafka;
 
@@ -31,6 +32,9 @@ pub fn guest_path(name: &str) -> PathBuf {
         "nexmark-q2" => env!("WEIR_GUEST_NEXMARK_Q2"),
         "nexmark-q17" => env!("WEIR_GUEST_NEXMARK_Q17"),
         "tumbling-window" => env!("WEIR_GUEST_TUMBLING_WINDOW"),
+        "window" => env!("WEIR_GUEST_WINDOW"),
+        "join" => env!("WEIR_GUEST_JOIN"),
+        "nexmark" => env!("WEIR_GUEST_NEXMARK"),
         "counter" => env!("WEIR_GUEST_COUNTER"),
         "wordcount-v2" => env!("WEIR_GUEST_WORDCOUNT_V2"),
         "wordcount-v3" => env!("WEIR_GUEST_WORDCOUNT_V3"),
