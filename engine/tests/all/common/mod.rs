@@ -3,6 +3,7 @@
 
 pub mod fake_kafka;
 pub mod kafka;
+pub mod nexmark_ref;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
