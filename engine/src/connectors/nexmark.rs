@@ -16,10 +16,14 @@ pub use nexmark::event::{Auction, Bid, Person};
 #[serde(deny_unknown_fields)]
 pub struct NexmarkSourceConfig {
     /// Which events to emit: `bid`, `auction` or `person` (one stream per type, as the
-    /// Nexmark topics; ids and times are those of the mixed stream).
+    /// Nexmark topics; the value is the event's named MessagePack), or `mixed` (every event
+    /// in the generator's order, persons : auctions : bids = 1 : 3 : 46; the value is the
+    /// externally tagged `Event`: a one-entry map `{"Person" | "Auction" | "Bid": {...}}`).
+    /// Ids and times are those of the mixed stream, so a per-type stream is the mixed one
+    /// filtered by type.
     #[serde(default = "bid")]
     pub event_type: String,
-    /// How many events of that type in all.
+    /// How many events of that type in all (for `mixed`: events of every type).
     pub count: u64,
     /// Event time of the first event, ms since the epoch.
     #[serde(default = "base_time")]
@@ -28,10 +32,12 @@ pub struct NexmarkSourceConfig {
     #[serde(default = "rate")]
     pub events_per_second: usize,
     /// Keys every record by one of its event's id fields (a MessagePack unsigned int), so a
-    /// `hash` edge groups by it: `auction` or `bidder` for bids, `id`, `seller` or `category`
-    /// for auctions, `id` for persons. Without it records have no key.
+    /// `hash` edge groups by it. One field for a single-type stream (`"auction"`), or one per
+    /// event type (`{"bid": "auction", "auction": "seller", "person": "id"}`), which the
+    /// mixed stream needs for every type. The fields: `auction` or `bidder` for bids, `id`,
+    /// `seller` or `category` for auctions, `id` for persons. Without it records have no key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<KeyField>,
+    pub key: Option<NexmarkKey>,
 }
 
 /// The id field a Nexmark source keys its records by.
@@ -50,8 +56,62 @@ pub enum KeyField {
     Category,
 }
 
+/// How a Nexmark source keys its records: one field, or one field per event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum NexmarkKey {
+    /// The field of a single-type stream (`"auction"`).
+    Field(KeyField),
+    /// A field per event type (`{"bid": "auction", "person": "id"}`).
+    PerType(KeyByType),
+}
+
+/// A key field per event type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyByType {
+    /// The field of bids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bid: Option<KeyField>,
+    /// The field of auctions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auction: Option<KeyField>,
+    /// The field of persons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<KeyField>,
+}
+
+// A string is one field, a map one field per type; each form keeps serde's own messages
+// (unknown variant, unknown field) instead of an untagged enum's "did not match".
+impl<'de> Deserialize<'de> for NexmarkKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NexmarkKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key field (\"auction\") or a map of event type to key field")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NexmarkKey, E> {
+                KeyField::deserialize(serde::de::value::StrDeserializer::new(v)).map(NexmarkKey::Field)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<NexmarkKey, A::Error> {
+                KeyByType::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(NexmarkKey::PerType)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl From<KeyField> for NexmarkKey {
+    fn from(field: KeyField) -> Self {
+        NexmarkKey::Field(field)
+    }
+}
+
 impl KeyField {
-    fn of(self, event: &Event) -> u64 {
+    /// The field's value in `event`; `None` when that event type has no such field.
+    pub fn of(self, event: &Event) -> Option<u64> {
         let id = match (self, event) {
             (KeyField::Auction, Event::Bid(b)) => b.auction,
             (KeyField::Bidder, Event::Bid(b)) => b.bidder,
@@ -59,11 +119,45 @@ impl KeyField {
             (KeyField::Seller, Event::Auction(a)) => a.seller,
             (KeyField::Category, Event::Auction(a)) => a.category,
             (KeyField::Id, Event::Person(p)) => p.id,
-            // `validate` accepts only the fields of the configured event type, and a source
-            // emits only that type.
-            (field, _) => unreachable!("nexmark key {field:?} on another event type"),
+            _ => return None,
         };
-        id as u64
+        Some(id as u64)
+    }
+
+    fn fits(self, kind: EventType) -> bool {
+        matches!(
+            (kind, self),
+            (EventType::Bid, KeyField::Auction | KeyField::Bidder)
+                | (EventType::Auction, KeyField::Id | KeyField::Seller | KeyField::Category)
+                | (EventType::Person, KeyField::Id)
+        )
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            KeyField::Auction => "auction",
+            KeyField::Bidder => "bidder",
+            KeyField::Id => "id",
+            KeyField::Seller => "seller",
+            KeyField::Category => "category",
+        }
+    }
+}
+
+/// The key field of each event type (indexed by [`type_index`]); `None`: no key.
+type KeyTable = [Option<KeyField>; 3];
+
+const TYPES: [(EventType, &str, &str); 3] = [
+    (EventType::Person, "person", "id"),
+    (EventType::Auction, "auction", "id, seller or category"),
+    (EventType::Bid, "bid", "auction or bidder"),
+];
+
+fn type_index(kind: EventType) -> usize {
+    match kind {
+        EventType::Person => 0,
+        EventType::Auction => 1,
+        EventType::Bid => 2,
     }
 }
 
@@ -80,44 +174,70 @@ fn rate() -> usize {
 impl NexmarkSourceConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         self.event_kind()?;
-        self.check_key()?;
+        self.key_table()?;
         if self.events_per_second == 0 {
             return Err("nexmark: events_per_second must be at least 1".into());
         }
         Ok(())
     }
 
-    fn event_kind(&self) -> Result<EventType, String> {
+    /// The one event type emitted; `None` for the mixed stream.
+    fn event_kind(&self) -> Result<Option<EventType>, String> {
         match self.event_type.as_str() {
-            "bid" => Ok(EventType::Bid),
-            "auction" => Ok(EventType::Auction),
-            "person" => Ok(EventType::Person),
-            other => Err(format!("nexmark: unknown event_type `{other}` (bid, auction or person)")),
+            "bid" => Ok(Some(EventType::Bid)),
+            "auction" => Ok(Some(EventType::Auction)),
+            "person" => Ok(Some(EventType::Person)),
+            "mixed" => Ok(None),
+            other => Err(format!("nexmark: unknown event_type `{other}` (bid, auction, person or mixed)")),
         }
     }
 
-    /// Refuses a key field that the configured event type does not have.
-    fn check_key(&self) -> Result<(), String> {
-        let fits = matches!(
-            (self.event_type.as_str(), self.key),
-            (_, None)
-                | ("bid", Some(KeyField::Auction | KeyField::Bidder))
-                | ("auction", Some(KeyField::Id | KeyField::Seller | KeyField::Category))
-                | ("person", Some(KeyField::Id))
-        );
-        if fits {
-            return Ok(());
-        }
-        let fields = match self.event_type.as_str() {
-            "bid" => "auction or bidder",
-            "auction" => "id, seller or category",
-            _ => "id",
+    /// The key field per event type; refuses a field that its event type does not have, and
+    /// a key that leaves an emitted type without a field.
+    fn key_table(&self) -> Result<KeyTable, String> {
+        let kind = self.event_kind()?;
+        let table: KeyTable = match (self.key, kind) {
+            (None, _) => return Ok([None; 3]),
+            (Some(NexmarkKey::Field(field)), None) => {
+                return Err(format!(
+                    "nexmark: the mixed stream is keyed per event type, e.g. \
+                     {{\"bid\": \"auction\", \"auction\": \"id\", \"person\": \"id\"}}, not by `{}`",
+                    field.name()
+                ));
+            }
+            (Some(NexmarkKey::Field(field)), Some(kind)) => {
+                let mut table = [None; 3];
+                table[type_index(kind)] = Some(field);
+                table
+            }
+            (Some(NexmarkKey::PerType(map)), _) => [map.person, map.auction, map.bid],
         };
-        let key = self.key.map(|k| format!("{k:?}").to_lowercase()).unwrap_or_default();
-        Err(format!("nexmark: cannot key {} events by `{key}` ({fields})", self.event_type))
+        for ((kind, name, fields), field) in TYPES.iter().zip(&table) {
+            if let Some(field) = field
+                && !field.fits(*kind)
+            {
+                return Err(format!("nexmark: cannot key {name} events by `{}` ({fields})", field.name()));
+            }
+        }
+        // Every emitted type has a field.
+        let emitted = |i: usize| kind.is_none_or(|k| type_index(k) == i);
+        let missing: Vec<&str> =
+            (0..3).filter(|i| emitted(*i) && table[*i].is_none()).map(|i| TYPES[i].1).collect();
+        match (missing.is_empty(), kind) {
+            (true, _) => Ok(table),
+            (false, Some(_)) => Err(format!(
+                "nexmark: the key map has no field for {} events, which this source emits",
+                missing.join(", ")
+            )),
+            (false, None) => Err(format!(
+                "nexmark: the mixed stream's key map needs a field for every event type (missing: {})",
+                missing.join(", ")
+            )),
+        }
     }
 
-    /// The generator for subtask `index` of `parallelism`.
+    /// The generator for subtask `index` of `parallelism`: the events `index, index +
+    /// parallelism, …` of this config's stream (of its type, or of all types when mixed).
     pub fn generator(&self, index: u32, parallelism: u32) -> EventGenerator {
         let config = NexmarkConfig {
             base_time: self.base_time,
@@ -125,10 +245,13 @@ impl NexmarkSourceConfig {
             next_rate: self.events_per_second,
             ..NexmarkConfig::default()
         };
-        EventGenerator::new(config)
-            .with_type_filter(self.event_kind().expect("validated"))
-            .with_offset(u64::from(index))
-            .with_step(u64::from(parallelism))
+        let generator = EventGenerator::new(config);
+        let generator = match self.event_kind() {
+            Ok(Some(kind)) => generator.with_type_filter(kind),
+            // An unknown type (refused by `validate`) generates the mixed stream.
+            Ok(None) | Err(_) => generator,
+        };
+        generator.with_offset(u64::from(index)).with_step(u64::from(parallelism))
     }
 }
 
@@ -140,7 +263,9 @@ pub struct NexmarkSource {
     parallelism: u32,
     count: u64,
     batch_size: usize,
-    key: Option<KeyField>,
+    keys: KeyTable,
+    /// Values are the externally tagged `Event` (the mixed stream).
+    tagged: bool,
 }
 
 impl std::fmt::Debug for NexmarkSource {
@@ -150,7 +275,8 @@ impl std::fmt::Debug for NexmarkSource {
 }
 
 impl NexmarkSource {
-    /// Subtask `index` of `parallelism`.
+    /// Subtask `index` of `parallelism`. A config that does not pass validation (the planner
+    /// refuses it) makes unkeyed records.
     pub fn new(config: &NexmarkSourceConfig, batch_size: usize, index: u32, parallelism: u32) -> Self {
         NexmarkSource {
             generator: config.generator(index, parallelism),
@@ -159,7 +285,8 @@ impl NexmarkSource {
             parallelism,
             count: config.count,
             batch_size,
-            key: config.key,
+            keys: config.key_table().unwrap_or_default(),
+            tagged: config.event_type == "mixed",
         }
     }
 }
@@ -169,22 +296,35 @@ pub fn push_event(batch: &mut Batch, event: &Event) {
     push_keyed_event(batch, event, None)
 }
 
-/// Appends one event to `batch`, keyed by `key` (a MessagePack unsigned int) when given.
+/// Appends one event to `batch`, keyed by `key` (a MessagePack unsigned int) when given and
+/// the event has that field (else unkeyed). The value is the event's named MessagePack.
 pub fn push_keyed_event(batch: &mut Batch, event: &Event, key: Option<KeyField>) {
+    push(batch, event, key, false)
+}
+
+/// Appends one event of a mixed stream: as [`push_keyed_event`], but the value is the
+/// externally tagged `Event` (`{"Bid": {...}}`, named fields).
+pub fn push_tagged_event(batch: &mut Batch, event: &Event, key: Option<KeyField>) {
+    push(batch, event, key, true)
+}
+
+fn push(batch: &mut Batch, event: &Event, key: Option<KeyField>, tagged: bool) {
     let mut key_bytes = [0u8; 9];
-    let key_bytes: &[u8] = match key {
-        Some(field) => {
+    let key_bytes: &[u8] = match key.and_then(|field| field.of(event)) {
+        Some(id) => {
             let mut cursor = std::io::Cursor::new(&mut key_bytes[..]);
-            rmp::encode::write_uint(&mut cursor, field.of(event)).expect("9 bytes hold any u64");
+            rmp::encode::write_uint(&mut cursor, id).expect("9 bytes hold any u64");
             let len = cursor.position() as usize;
             &key_bytes[..len]
         }
         None => &[],
     };
+    let ts = event.timestamp() as i64;
     match event {
-        Event::Bid(b) => batch.push_with(key_bytes, b.date_time as i64, |buf| encode(buf, b)),
-        Event::Auction(a) => batch.push_with(key_bytes, a.date_time as i64, |buf| encode(buf, a)),
-        Event::Person(p) => batch.push_with(key_bytes, p.date_time as i64, |buf| encode(buf, p)),
+        _ if tagged => batch.push_with(key_bytes, ts, |buf| encode(buf, event)),
+        Event::Bid(b) => batch.push_with(key_bytes, ts, |buf| encode(buf, b)),
+        Event::Auction(a) => batch.push_with(key_bytes, ts, |buf| encode(buf, a)),
+        Event::Person(p) => batch.push_with(key_bytes, ts, |buf| encode(buf, p)),
     }
 }
 
@@ -200,7 +340,8 @@ impl Source for NexmarkSource {
         let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 128);
         while batch.len() < self.batch_size && self.generator.offset() < self.count {
             let event = self.generator.next().expect("the generator is endless");
-            push_keyed_event(&mut batch, &event, self.key);
+            let key = self.keys[type_index(event.event_type())];
+            push(&mut batch, &event, key, self.tagged);
         }
         Ok(Some(batch))
     }
@@ -231,7 +372,7 @@ mod tests {
             count: 50,
             base_time: base_time(),
             events_per_second: rate(),
-            key: Some(KeyField::Auction),
+            key: Some(KeyField::Auction.into()),
         };
         let batch = NexmarkSource::new(&config, 64, 0, 1).next_batch().unwrap().unwrap();
         for record in batch.iter() {
@@ -239,7 +380,7 @@ mod tests {
             let key: u64 = rmp_serde::from_slice(record.key).unwrap();
             assert_eq!(key, bid.auction as u64);
         }
-        config.key = Some(KeyField::Seller);
+        config.key = Some(KeyField::Seller.into());
         let e = config.validate().unwrap_err();
         assert_eq!(e, "nexmark: cannot key bid events by `seller` (auction or bidder)");
         config.event_type = "auction".into();
@@ -249,6 +390,101 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("unknown variant `price`, expected one of `auction`, `bidder`"), "{e}");
+    }
+
+    fn config(event_type: &str, count: u64, key: serde_json::Value) -> Result<NexmarkSourceConfig, String> {
+        let config: NexmarkSourceConfig = serde_json::from_value(
+            serde_json::json!({ "event_type": event_type, "count": count, "key": key }),
+        )
+        .map_err(|e| e.to_string())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    #[test]
+    fn keys_the_mixed_stream_per_event_type() {
+        let key = serde_json::json!({ "bid": "bidder", "auction": "seller", "person": "id" });
+        let mixed = config("mixed", 500, key.clone()).unwrap();
+        // The map form round-trips through JSON.
+        assert_eq!(serde_json::to_value(&mixed).unwrap()["key"], key);
+        let mut source = NexmarkSource::new(&mixed, 64, 0, 1);
+        let mut kinds = [0; 3];
+        while let Some(batch) = source.next_batch().unwrap() {
+            for record in batch.iter() {
+                let event: Event = rmp_serde::from_slice(record.value).unwrap();
+                let key: u64 = rmp_serde::from_slice(record.key).unwrap();
+                let expected = match &event {
+                    Event::Bid(b) => b.bidder,
+                    Event::Auction(a) => a.seller,
+                    Event::Person(p) => p.id,
+                };
+                assert_eq!(key, expected as u64);
+                assert_eq!(record.timestamp, event.timestamp() as i64);
+                kinds[type_index(event.event_type())] += 1;
+            }
+        }
+        assert_eq!(kinds, [10, 30, 460]);
+        // A single-type stream takes the map form too (entries for other types are checked).
+        assert!(config("bid", 1, serde_json::json!({ "bid": "auction", "person": "id" })).is_ok());
+    }
+
+    #[test]
+    fn bad_keys_are_refused_with_what_to_change() {
+        let err = |event_type: &str, key: serde_json::Value| config(event_type, 1, key).unwrap_err();
+        let e = err("mixed", serde_json::json!("auction"));
+        assert!(e.contains("the mixed stream is keyed per event type, e.g. {\"bid\": \"auction\""), "{e}");
+        let e = err("mixed", serde_json::json!({ "bid": "auction" }));
+        assert_eq!(
+            e,
+            "nexmark: the mixed stream's key map needs a field for every event type (missing: person, auction)"
+        );
+        let e = err("person", serde_json::json!({ "bid": "auction" }));
+        assert_eq!(e, "nexmark: the key map has no field for person events, which this source emits");
+        let e = err("mixed", serde_json::json!({ "bid": "id", "auction": "id", "person": "id" }));
+        assert_eq!(e, "nexmark: cannot key bid events by `id` (auction or bidder)");
+        let e = err("bid", serde_json::json!({ "bid": "auction", "person": "seller" }));
+        assert_eq!(e, "nexmark: cannot key person events by `seller` (id)");
+        let e = err("mixed", serde_json::json!({ "bids": "auction" }));
+        assert!(e.contains("unknown field `bids`, expected one of `bid`, `auction`, `person`"), "{e}");
+        let e = err("mixed", serde_json::json!({ "bid": "price" }));
+        assert!(e.contains("unknown variant `price`"), "{e}");
+        let e = err("mixed", serde_json::json!(7));
+        assert!(e.contains("expected a key field (\"auction\") or a map of event type to key field"), "{e}");
+        let e = err("all", serde_json::Value::Null);
+        assert_eq!(e, "nexmark: unknown event_type `all` (bid, auction, person or mixed)");
+    }
+
+    #[test]
+    fn per_type_streams_are_the_mixed_stream_filtered_at_any_parallelism() {
+        let mixed = config("mixed", 2_000, serde_json::Value::Null).unwrap();
+        let all: Vec<Event> = drain(&mut NexmarkSource::new(&mixed, 64, 0, 1))
+            .iter()
+            .map(|(v, _)| rmp_serde::from_slice(v).unwrap())
+            .collect();
+        assert_eq!(all.len(), 2_000);
+        // The union over 3 subtasks, merged by event order, is the same stream.
+        let mut parts: Vec<Vec<Event>> = (0..3)
+            .map(|i| {
+                let events = drain(&mut NexmarkSource::new(&mixed, 64, i, 3));
+                events.iter().map(|(v, _)| rmp_serde::from_slice(v).unwrap()).collect()
+            })
+            .collect();
+        let merged: Vec<Event> = (0..2_000).map(|n| parts[n % 3].remove(0)).collect();
+        assert_eq!(merged, all);
+        for (kind, name, _) in TYPES {
+            let of_type: Vec<Event> = all.iter().filter(|e| e.event_type() == kind).cloned().collect();
+            let single = config(name, of_type.len() as u64, serde_json::Value::Null).unwrap();
+            let mut source = NexmarkSource::new(&single, 64, 0, 1);
+            let decoded: Vec<Event> = drain(&mut source)
+                .iter()
+                .map(|(v, _)| match kind {
+                    EventType::Person => Event::Person(rmp_serde::from_slice(v).unwrap()),
+                    EventType::Auction => Event::Auction(rmp_serde::from_slice(v).unwrap()),
+                    EventType::Bid => Event::Bid(rmp_serde::from_slice(v).unwrap()),
+                })
+                .collect();
+            assert_eq!(decoded, of_type, "{name}");
+        }
     }
 
     fn drain(source: &mut NexmarkSource) -> Vec<(Vec<u8>, i64)> {
@@ -261,16 +497,17 @@ mod tests {
 
     #[test]
     fn resumes_at_a_saved_offset_with_the_same_events() {
-        let config = NexmarkSourceConfig {
+        let bids = NexmarkSourceConfig {
             event_type: "bid".into(),
             count: 500,
             base_time: base_time(),
             events_per_second: rate(),
             key: None,
         };
-        for (index, parallelism) in [(0, 1), (1, 3)] {
-            let all = drain(&mut NexmarkSource::new(&config, 64, index, parallelism));
-            let mut first = NexmarkSource::new(&config, 64, index, parallelism);
+        let mixed = NexmarkSourceConfig { event_type: "mixed".into(), ..bids.clone() };
+        for (config, index, parallelism) in [(&bids, 0, 1), (&bids, 1, 3), (&mixed, 0, 1), (&mixed, 2, 3)] {
+            let all = drain(&mut NexmarkSource::new(config, 64, index, parallelism));
+            let mut first = NexmarkSource::new(config, 64, index, parallelism);
             let head: Vec<_> = (0..2)
                 .flat_map(|_| {
                     first
@@ -283,10 +520,10 @@ mod tests {
                 })
                 .collect();
             let position = first.position();
-            let mut resumed = NexmarkSource::new(&config, 64, index, parallelism);
+            let mut resumed = NexmarkSource::new(config, 64, index, parallelism);
             resumed.seek(&position).unwrap();
             let tail = drain(&mut resumed);
-            assert_eq!([head, tail].concat(), all, "subtask {index} of {parallelism}");
+            assert_eq!([head, tail].concat(), all, "{} subtask {index} of {parallelism}", config.event_type);
             assert!(resumed.seek(&serde_json::json!({ "next": 3 })).is_err());
         }
     }

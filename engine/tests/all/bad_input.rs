@@ -247,3 +247,46 @@ fn bad_operator_config_is_reported() {
     let e = job_error(one_operator("builtin:tumbling-window", json!({ "size_ms": 0 }), numbers(10)));
     assert!(e.contains("invalid config"), "{e}");
 }
+
+#[test]
+fn bad_disorder_and_nexmark_key_settings_name_what_to_change() {
+    let source = |connector: &str, config: Value| {
+        plan_error(json!({
+            "nodes": [
+                { "id": "src", "kind": "source", "connector": connector, "config": config },
+                { "id": "out", "kind": "sink", "connector": "blackhole" }
+            ],
+            "edges": [ { "from": "src", "to": "out" } ]
+        }))
+    };
+    let e = source("generator", json!({ "mode": "sequence", "count": 5, "disorder_ms": -1 }));
+    assert!(
+        e.contains("node `src`") && e.contains("generator: disorder_ms must be at least 0, got -1"),
+        "{e}"
+    );
+    let e = source("generator", json!({ "mode": "sequence", "count": 5, "late_by_ms": 10 }));
+    assert!(e.contains("late_by_ms needs late_every"), "{e}");
+    let e = source("generator", json!({ "mode": "sequence", "count": 5, "late_every": 0, "late_by_ms": 1 }));
+    assert!(e.contains("late_every must be at least 1"), "{e}");
+    let e = source(
+        "generator",
+        json!({ "mode": "sequence", "count": 5, "start_timestamp": i64::MIN + 10, "disorder_ms": 11 }),
+    );
+    assert!(e.contains("event times reach down to") && e.contains("does not fit in an i64"), "{e}");
+    let e = source("nexmark", json!({ "event_type": "mixed", "count": 5, "key": "auction" }));
+    assert!(e.contains("the mixed stream is keyed per event type"), "{e}");
+    let e = source(
+        "nexmark",
+        json!({ "event_type": "mixed", "count": 5, "key": { "bid": "auction", "auction": "id" } }),
+    );
+    assert!(e.contains("needs a field for every event type (missing: person)"), "{e}");
+    let e = source("nexmark", json!({ "event_type": "mixed", "count": 5, "key": { "bid": "seller" } }));
+    assert!(e.contains("cannot key bid events by `seller` (auction or bidder)"), "{e}");
+    let e = source(
+        "nexmark",
+        json!({ "event_type": "mixed", "count": 5, "key": { "bid": "auction", "people": "id" } }),
+    );
+    assert!(e.contains("unknown field `people`, expected one of `bid`, `auction`, `person`"), "{e}");
+    let e = source("nexmark", json!({ "event_type": "mix", "count": 5 }));
+    assert!(e.contains("unknown event_type `mix` (bid, auction, person or mixed)"), "{e}");
+}

@@ -4,6 +4,7 @@
 pub mod event_time;
 pub mod fake_kafka;
 pub mod kafka;
+pub mod nexmark_ref;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
