@@ -36,6 +36,7 @@ mod kafka_exactly_once;
 mod kafka_transactional;
 mod layout;
 mod nexmark;
+mod nexmark_queries;
 mod plan_limits;
 mod recovery;
 mod savepoint_restore;

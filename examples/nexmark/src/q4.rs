@@ -72,9 +72,9 @@ pub fn winning(state: &mut KeyedState<RawKey, Open>, record: &Record<'_>, event:
                 Some(a) if in_range(a, b.date_time) => open.best = open.best.max(Some(b.price)),
                 Some(_) => {}
                 None => {
-                    // Its auction opened at or before the bid: once the watermark passes the
-                    // bid, an auction that has not arrived never will (or closed before it).
-                    if open.early.is_empty() {
+                    // Kept until its auction arrives, or until the watermark passes it (one
+                    // timer per key, at the earliest early bid).
+                    if open.early.iter().all(|(t, _)| *t > b.date_time) {
                         timers::register_raw(key, record.timestamp());
                     }
                     open.early.push((b.date_time, b.price));
@@ -86,8 +86,10 @@ pub fn winning(state: &mut KeyedState<RawKey, Open>, record: &Record<'_>, event:
     Ok(())
 }
 
-/// First stage's timer: the auction closes (its winning bid goes out, keyed by category),
-/// or bids whose auction never came are dropped.
+/// First stage's timer: the auction closes (its winning bid goes out, keyed by category), or
+/// early bids at or before the timer are dropped: an auction that has not arrived by the time
+/// the watermark passes a bid opens after it, so the bid is not in its range. (Nexmark bids on
+/// auctions up to a few ids ahead, and another source subtask's stream may lag.)
 pub fn close(
     state: &mut KeyedState<RawKey, Open>,
     key: &[u8],
@@ -105,7 +107,14 @@ pub fn close(
         }
         Some(_) => {}
         None => {
-            state.remove_raw(key);
+            let open = state.get_mut_raw(key).expect("present");
+            open.early.retain(|(t, _)| time(*t) > timestamp);
+            match open.early.iter().map(|(t, _)| *t).min() {
+                Some(next) => timers::register_raw(key, time(next)),
+                None => {
+                    state.remove_raw(key);
+                }
+            }
         }
     }
     Ok(())
