@@ -2,18 +2,20 @@
 # Builds the Python operators of this directory into WebAssembly components with
 # componentize-py.
 #
-#   examples/python/build.sh [--tools-only] [--with-test-fixtures]
+#   examples/python/build.sh [--tools-only] [--with-test-fixtures] [COMPONENT...]
 #
 #   --tools-only          install the missing tools and exit
 #   --with-test-fixtures  also build the components Weir must refuse, into
 #                         $WEIR_BUILD_DIR/wrong-worlds/{v0.1.0,incomplete,foreign-import}.wasm
+#   COMPONENT...          build only these components (e.g. window-count join-pairs);
+#                         default: every one
 #
 # Environment:
 #   WEIR_TOOLS      tools dir (default <repo>/target/tools); componentize-py goes into the
 #                   venv $WEIR_TOOLS/py-venv, created when missing
 #   WEIR_BUILD_DIR  output dir (default examples/python/build): wordcount.wasm,
-#                   nexmark-q1.wasm, nexmark-q17.wasm and bindings/ (the Python bindings of
-#                   the WIT world, for the unit tests)
+#                   nexmark-q1.wasm, nexmark-q17.wasm, window-count.wasm, join-pairs.wasm
+#                   and bindings/ (the Python bindings of the WIT world, for the unit tests)
 #   PYTHON          the interpreter that creates the venv (default python3.11, else python3;
 #                   3.10 or newer)
 #
@@ -32,18 +34,28 @@ WIT="$REPO/wit"
 WORLDS="$REPO/engine/test-guests/worlds"
 COMPONENTIZE_PY_VERSION="0.25.1"
 # module in operators/ -> component name
-OPERATORS=(wordcount:wordcount nexmark_q1:nexmark-q1 nexmark_q17:nexmark-q17)
+OPERATORS=(wordcount:wordcount nexmark_q1:nexmark-q1 nexmark_q17:nexmark-q17
+           window_count:window-count join_pairs:join-pairs)
 # wrong-world fixtures: tests/wrong-worlds/<world>/<module>.py against $WORLDS/<world>
 FIXTURES=(v0.1.0:wordcount_v0_1_0 incomplete:passthrough foreign-import:passthrough)
 
 TOOLS_ONLY=0
 WITH_FIXTURES=0
+ONLY=()
 for arg in "$@"; do
     case "$arg" in
         --tools-only) TOOLS_ONLY=1 ;;
         --with-test-fixtures) WITH_FIXTURES=1 ;;
-        -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument '$arg' (usage: build.sh [--tools-only] [--with-test-fixtures])" ;;
+        -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) die "unknown argument '$arg' (usage: build.sh [--tools-only] [--with-test-fixtures] [COMPONENT...])" ;;
+        *)
+            known=0
+            for pair in "${OPERATORS[@]}"; do
+                [ "${pair##*:}" = "$arg" ] && known=1
+            done
+            [ "$known" = 1 ] || die "unknown component '$arg' (one of: ${OPERATORS[*]##*:})"
+            ONLY+=("$arg")
+            ;;
     esac
 done
 
@@ -98,6 +110,7 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir "$STAGE/empty" "$STAGE/src"
 cp -r "$HERE/weirpy" "$STAGE/src/weirpy"
 cp "$HERE"/operators/*.py "$STAGE/src/"
+rm "$STAGE/src/weirpy/testing.py"   # the simulated host of the unit tests
 find "$STAGE/src" -name __pycache__ -prune -exec rm -rf {} +
 
 rm -rf "$OUT/bindings"
@@ -118,7 +131,11 @@ componentize() {
 }
 
 for pair in "${OPERATORS[@]}"; do
-    componentize "$WIT" "${pair%%:*}" "$STAGE/src" "$OUT/${pair##*:}.wasm"
+    name="${pair##*:}"
+    if [ "${#ONLY[@]}" -gt 0 ] && [[ " ${ONLY[*]} " != *" $name "* ]]; then
+        continue
+    fi
+    componentize "$WIT" "${pair%%:*}" "$STAGE/src" "$OUT/$name.wasm"
 done
 
 if [ "$WITH_FIXTURES" = 1 ]; then

@@ -13,9 +13,22 @@ class componentize-py exports):
 
 Per batch the base class calls `process_record(key, value, timestamp, out)` for every record
 (key and value are the raw MessagePack bytes; `out` is a `BatchWriter`), then
-`end_batch(input, out)`, and returns what `out` collected. Override `process(input, batch)`
-itself for full control. Keyed state: create `KeyedState`s in `__init__` and list them in
-`self.states = States(...)`; snapshots and restores are then handled here.
+`end_batch(input, out)`, and returns what `out` collected. An operator with several inputs
+defines `process_record(self, key, value, timestamp, out, input)` instead: with a sixth
+parameter it also gets the index of the input the batch came from (0 for the first; the
+job spec's `"inputs": ["left", "right"]` orders them). Override `process(input, batch)`
+itself for full control.
+
+Event time: `on_timer(self, key, timestamp, out)` runs for each timer that fires (register
+them with `weirpy.host.register_timer`), `on_watermark(self, timestamp, out)` after the
+timers of each new watermark; both emit through `out`, a `BatchWriter`. (The base class
+keeps the exported `on-timer` / `on-watermark` functions and calls these hooks; an override
+with the exported signatures, `on_timer(self, key, timestamp)` returning a batch, still
+replaces them.)
+
+Keyed state: create `KeyedState`s (or `ValueState`, `KeyedWindows`, `KeyedJoin`) in
+`__init__` and list them in `self.states = States(...)`; snapshots and restores are then
+handled here.
 
 Errors: raise `InvalidInput`, `InvalidConfig`, `InvalidState` or `OtherError` (or let a
 `MsgpackError` / `StateError` escape); they become the matching WIT `error`. Any other
@@ -30,6 +43,7 @@ from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import logging, types
 
+from . import host
 from .msgpack import MsgpackError
 from .records import BatchWriter, empty_batch, iter_records
 from .state import StateError, States
@@ -73,9 +87,11 @@ def _to_wit_error(exc):
 
 
 def _guard(method):
-    """Turns exceptions escaping an exported method into the WIT `error` (an `Err`)."""
+    """Turns exceptions escaping an exported method into the WIT `error` (an `Err`), and
+    starts each call afresh (`host.new_call`: watermarks are asked again)."""
 
     def wrapper(self, *args):
+        host.new_call()
         try:
             return method(self, *args)
         except Err:
@@ -86,6 +102,34 @@ def _guard(method):
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
+
+
+def _fresh_call(method):
+    """An exported method a subclass overrides: it still starts each call afresh."""
+
+    def wrapper(self, *args):
+        host.new_call()
+        return method(self, *args)
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+_CO_VARARGS = 0x04
+
+
+def _positional(fn):
+    """How many positional parameters a plain function takes (self included); 99 when it
+    takes `*args`, 0 for anything else (a callable object)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return 0
+    return 99 if code.co_flags & _CO_VARARGS else code.co_argcount
+
+
+# Exported functions a subclass may override with their exported signature.
+_EXPORTS = ("open", "process", "snapshot", "restore")
 
 
 class OperatorBase(exports.Operator):
@@ -111,8 +155,15 @@ class OperatorBase(exports.Operator):
             OperatorBase._singletons[cls] = instance
         return instance
 
+    # Hooks found by `_weir_hooks` (None: the subclass has none).
+    _weir_timer_hook = None
+    _weir_watermark_hook = None
+    # `process_record` takes the input index as its sixth argument.
+    _weir_record_input = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls._weir_hooks()
         init = cls.__dict__.get("__init__")
         if init is None:
             return
@@ -125,6 +176,30 @@ class OperatorBase(exports.Operator):
 
         __init__.__doc__ = init.__doc__
         cls.__init__ = __init__
+
+    @classmethod
+    def _weir_hooks(cls):
+        """Sorts out what a subclass defines: `on_timer(self, key, timestamp, out)` and
+        `on_watermark(self, timestamp, out)` become the hooks the exported functions call
+        (the exported ones stay in place); overrides of exported functions start each call
+        afresh; `process_record` with a sixth parameter gets the input index."""
+        d = cls.__dict__
+        for name, hook, arity in (("on_timer", "_weir_timer_hook", 4), ("on_watermark", "_weir_watermark_hook", 3)):
+            fn = d.get(name)
+            if fn is None:
+                continue
+            if _positional(fn) == arity:
+                setattr(cls, hook, fn)
+                setattr(cls, name, getattr(OperatorBase, name))
+            else:
+                setattr(cls, name, _fresh_call(fn))
+        for name in _EXPORTS:
+            fn = d.get(name)
+            if fn is not None:
+                setattr(cls, name, _fresh_call(fn))
+        fn = d.get("process_record")
+        if fn is not None:
+            cls._weir_record_input = _positional(fn) >= 6
 
     def __init__(self):
         done = self.__dict__["_weir_initialized"]
@@ -141,8 +216,14 @@ class OperatorBase(exports.Operator):
         """Called by `open` with the context and the parsed JSON config."""
 
     def process_record(self, key, value, timestamp, out):
-        """Handles one input record (raw key and value bytes)."""
+        """Handles one input record (raw key and value bytes). Define it with a sixth
+        parameter, `process_record(self, key, value, timestamp, out, input)`, to also get
+        the index of the input the record came from."""
         raise NotImplementedError("override process_record or process")
+
+    # on_timer(self, key, timestamp, out): a timer registered for `key` (bytes) at
+    # `timestamp` fired. on_watermark(self, timestamp, out): the watermark advanced to
+    # `timestamp`, after its timers fired. Define either in a subclass (see the module docs).
 
     def end_batch(self, input, out):
         """Called after the last record of every batch."""
@@ -171,18 +252,32 @@ class OperatorBase(exports.Operator):
     def process(self, input, batch):
         out = BatchWriter()
         handle = self.process_record
-        for key, value, timestamp in iter_records(batch):
-            handle(key, value, timestamp, out)
+        if self._weir_record_input:
+            for key, value, timestamp in iter_records(batch):
+                handle(key, value, timestamp, out, input)
+        else:
+            for key, value, timestamp in iter_records(batch):
+                handle(key, value, timestamp, out)
         self.end_batch(input, out)
         return out.finish()
 
     @_guard
     def on_watermark(self, timestamp):
-        return empty_batch()
+        hook = self._weir_watermark_hook
+        if hook is None:
+            return empty_batch()
+        out = BatchWriter()
+        hook(timestamp, out)
+        return out.finish()
 
     @_guard
     def on_timer(self, key, timestamp):
-        return empty_batch()
+        hook = self._weir_timer_hook
+        if hook is None:
+            return empty_batch()
+        out = BatchWriter()
+        hook(key, timestamp, out)
+        return out.finish()
 
     @_guard
     def snapshot(self, checkpoint_id, full):

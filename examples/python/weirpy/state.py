@@ -1,5 +1,8 @@
-"""Operator state: `KeyedState` (a keyed map with change tracking) and `States` (the
-registry that turns an operator's named states into `state-delta`s and back).
+"""Operator state: `KeyedState` (a keyed map with change tracking), `ValueState` (one value
+of the instance) and `States` (the registry that turns an operator's named states into
+`state-delta`s and back). Any object with `name`, `snapshot(full)`, `restore(key, value)`
+and `forget(key)` registers as a state (`weirpy.window.KeyedWindows` and
+`weirpy.join.KeyedJoin` do).
 
 Contract (the same as the Rust guest SDK's `KeyedState`):
 - `snapshot(full=False)` hands over only what changed since the previous snapshot: a put for
@@ -112,6 +115,71 @@ class KeyedState:
             raise StateError("the value of a key of state %r does not decode: %s" % (self.name, e)) from None
         self._map[key] = decoded
         self._held.add(key)
+
+
+class ValueState:
+    """One value of the operator instance, not tied to a record key: operator state. Its
+    checkpoint entry has an empty key, so the host keeps it with the subtask (a savepoint
+    restored at a lower parallelism drops the values of the subtasks that go away unless
+    the job allows non-restored state). Holds nothing (None) until set.
+
+    `encode`/`decode` default to MessagePack. Treat the value as immutable: change it with
+    `set`, which marks it as changed.
+    """
+
+    def __init__(self, name, encode=msgpack.packb, decode=msgpack.unpackb):
+        self.name = name
+        self._encode = encode
+        self._decode = decode
+        self._value = None
+        self._dirty = False   # changed since the last snapshot
+        self._held = False    # the host holds a value (from a snapshot or a restore)
+
+    def get(self, default=None):
+        """The value, or `default` when it is not set."""
+        return default if self._value is None else self._value
+
+    def set(self, value):
+        """Sets the value (None clears it) and marks it as changed."""
+        self._value = value
+        self._dirty = True
+
+    def clear(self):
+        """Removes the value; returns it (None if it had none)."""
+        value = self._value
+        self.set(None)
+        return value
+
+    def is_set(self):
+        return self._value is not None
+
+    def snapshot(self, full):
+        """A put of the value when it changed (or always when `full`), a delete when it was
+        cleared and the host holds one; else nothing."""
+        changes = []
+        if full or self._dirty:
+            if self._value is not None:
+                changes.append((b"", self._encode(self._value)))
+            elif self._held and not full:
+                changes.append((b"", None))
+            self._held = self._value is not None
+            self._dirty = False
+        return changes
+
+    def restore(self, key, value):
+        if key:
+            raise StateError("an entry of value state %r has a key (is it keyed state?)" % self.name)
+        try:
+            self._value = self._decode(value)
+        except Exception as e:
+            raise StateError("the value of state %r does not decode: %s" % (self.name, e)) from None
+        self._held = True
+        self._dirty = False
+
+    def forget(self, key):
+        self._value = None
+        self._held = False
+        self._dirty = False
 
 
 class States:
