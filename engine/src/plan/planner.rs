@@ -603,7 +603,10 @@ mod tests {
 
     /// The side outputs of `j` and (output index, downstream node) of its outgoing edges, for
     /// source `a` → operator `j` → sinks `s`, `t` with `edges` (a JSON fragment).
-    fn side_outputs(edges: &str) -> Result<(Vec<String>, Vec<(Option<u8>, usize)>), PlanError> {
+    /// `j`'s side-output names, and (output index, downstream node) of each outgoing edge.
+    type SideOutputs = (Vec<String>, Vec<(Option<u8>, usize)>);
+
+    fn side_outputs(edges: &str) -> Result<SideOutputs, PlanError> {
         let spec = JobSpec::from_json(&format!(
             r#"{{ "nodes": [
                 {{ "id": "a", "kind": "source", "connector": "generator" }},

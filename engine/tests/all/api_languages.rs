@@ -64,7 +64,7 @@ fn newest(dir: &Path) -> SystemTime {
 
 /// Builds `lang`'s components (unless the last build is newer than every source) and returns
 /// the directory holding them.
-fn build(lang: &str) -> PathBuf {
+pub(crate) fn build(lang: &str) -> PathBuf {
     let root = repo();
     let out = target_dir().join("lang").join(lang);
     std::fs::create_dir_all(&out).unwrap();

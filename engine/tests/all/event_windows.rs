@@ -67,12 +67,22 @@ fn cases() -> Vec<Case> {
 }
 
 fn spec(case: &Case, out: &std::path::Path, late: &std::path::Path, rate: Option<u64>) -> Value {
+    spec_with("builtin:window", case, out, late, rate)
+}
+
+fn spec_with(
+    module: &str,
+    case: &Case,
+    out: &std::path::Path,
+    late: &std::path::Path,
+    rate: Option<u64>,
+) -> Value {
     let late_policy = if case.side_output { json!({ "side_output": "late" }) } else { json!("drop") };
     json!({
         "nodes": [
             { "id": "numbers", "kind": "source", "connector": "generator", "parallelism": 1,
               "config": case.input.config(rate) },
-            { "id": "window", "kind": "operator", "module": "builtin:window", "parallelism": 2,
+            { "id": "window", "kind": "operator", "module": module, "parallelism": 2,
               "config": { "window": case.assigner.json(), "allowed_lateness_ms": case.lateness,
                           "late": late_policy } },
             { "id": "out", "kind": "sink", "connector": "file", "config": { "path": out } },
@@ -234,4 +244,36 @@ fn windows_survive_sigkill_of_the_process() {
     assert!(second.status.success(), "{stdout}");
     assert!(stdout.contains("restored from checkpoint"), "{stdout}");
     check(&case, &common::read_committed(&out), &common::read_committed(&late), "after SIGKILL");
+}
+
+/// The Python window helper (`weirpy.window`, `examples/python/operators/window_count.py`)
+/// passes the same reference checks, every window kind, and again after failures.
+#[test]
+fn python_windows_match_the_same_reference() {
+    common::quiet_injected_panics();
+    let module = crate::api_languages::build("python").join("window-count.wasm");
+    let module = module.to_str().unwrap();
+    for (i, case) in cases().iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, late) = (dir.path().join("out"), dir.path().join("late"));
+        common::run(spec_with(module, case, &out, &late, None)).expect("job runs");
+        check(case, &common::read_output(&out), &common::read_output(&late), &format!("python case {i}"));
+    }
+    let case = cases()[3];
+    let injector = Arc::new(FaultInjector::new(vec![
+        PlannedFault { point: FaultPoint::Process, after: 30, kind: FaultKind::Panic },
+        PlannedFault { point: FaultPoint::Snapshot, after: 3, kind: FaultKind::Error },
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, late) = (dir.path().join("out"), dir.path().join("late"));
+    let (result, _) = common::run_checkpointed(
+        spec_with(module, &case, &out, &late, Some(15_000)),
+        &dir.path().join("data"),
+        "w",
+        |env| env.with_faults(injector.clone()),
+    );
+    let report = result.expect("job runs");
+    assert_eq!(injector.fired(), 2);
+    assert!(report.restored_from.len() >= 2, "{:?}", report.restored_from);
+    check(&case, &common::read_committed(&out), &common::read_committed(&late), "python sessions, failures");
 }

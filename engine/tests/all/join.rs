@@ -34,11 +34,21 @@ fn right() -> Generated {
 }
 
 fn spec(join: Value, out: &std::path::Path, late: &std::path::Path, rate: Option<u64>) -> Value {
+    spec_with("builtin:join", join, out, late, rate)
+}
+
+fn spec_with(
+    module: &str,
+    join: Value,
+    out: &std::path::Path,
+    late: &std::path::Path,
+    rate: Option<u64>,
+) -> Value {
     json!({
         "nodes": [
             { "id": "left", "kind": "source", "connector": "generator", "config": left().config(rate) },
             { "id": "right", "kind": "source", "connector": "generator", "config": right().config(rate) },
-            { "id": "join", "kind": "operator", "module": "builtin:join", "parallelism": 2,
+            { "id": "join", "kind": "operator", "module": module, "parallelism": 2,
               "inputs": ["left", "right"], "config": join },
             { "id": "out", "kind": "sink", "connector": "file", "config": { "path": out } },
             { "id": "late", "kind": "sink", "connector": "file", "config": { "path": late } }
@@ -164,5 +174,18 @@ fn joins_survive_failures_with_the_same_pairs() {
         assert_eq!(injector.fired(), 2, "{what}");
         assert!(report.restored_from.len() >= 2, "{what}: {:?}", report.restored_from);
         check(bounds, &common::read_committed(&out), &common::read_committed(&late), &what);
+    }
+}
+
+/// The Python join helper (`weirpy.join`, `examples/python/operators/join_pairs.py`) pairs
+/// exactly what the reference pairs, for every join kind.
+#[test]
+fn python_joins_match_the_same_reference() {
+    let module = crate::api_languages::build("python").join("join-pairs.wasm");
+    for (join, bounds) in joins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, late) = (dir.path().join("out"), dir.path().join("late"));
+        common::run(spec_with(module.to_str().unwrap(), join.clone(), &out, &late, None)).expect("job runs");
+        check(bounds, &common::read_output(&out), &common::read_output(&late), &format!("python {join}"));
     }
 }

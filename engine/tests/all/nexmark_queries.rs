@@ -63,12 +63,17 @@ fn run<T: DeserializeOwned + Ord + Debug>(spec: Value, out: &std::path::Path, wa
     assert!(!want.is_empty(), "{what}: the reference has rows");
     if got != want && std::env::var_os("WEIR_NEXMARK_DUMP").is_some() {
         std::fs::write("/tmp/q-got.txt", got.iter().map(|r| format!("{r:?}\n")).collect::<String>()).unwrap();
-        std::fs::write("/tmp/q-want.txt", want.iter().map(|r| format!("{r:?}\n")).collect::<String>()).unwrap();
+        std::fs::write("/tmp/q-want.txt", want.iter().map(|r| format!("{r:?}\n")).collect::<String>())
+            .unwrap();
     }
     if got != want {
         let missing: Vec<_> = want.iter().filter(|r| !got.contains(r)).take(12).collect();
         let extra: Vec<_> = got.iter().filter(|r| !want.contains(r)).take(12).collect();
-        panic!("{what}: {} rows, {} expected; missing {missing:?}, unexpected {extra:?}", got.len(), want.len());
+        panic!(
+            "{what}: {} rows, {} expected; missing {missing:?}, unexpected {extra:?}",
+            got.len(),
+            want.len()
+        );
     }
 }
 

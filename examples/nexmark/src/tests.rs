@@ -124,7 +124,12 @@ fn q4_keeps_bids_that_arrive_before_their_auction() {
 fn q4_winning_bids_do_not_depend_on_how_two_sources_interleave() {
     use nexmark::EventGenerator;
     use nexmark::config::NexmarkConfig;
-    let config = NexmarkConfig { base_time: 1_700_000_000_000, first_rate: 1_000, next_rate: 1_000, ..NexmarkConfig::default() };
+    let config = NexmarkConfig {
+        base_time: 1_700_000_000_000,
+        first_rate: 1_000,
+        next_rate: 1_000,
+        ..NexmarkConfig::default()
+    };
     let stream = |index: usize| -> Vec<TestRecord> {
         let mut g = EventGenerator::new(config.clone()).with_offset(index as u64).with_step(2);
         let mut out = Vec::new();
@@ -148,7 +153,13 @@ fn q4_winning_bids_do_not_depend_on_how_two_sources_interleave() {
         let mut state = seed;
         while next[0] < streams[0].len() || next[1] < streams[1].len() {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let c = if next[0] >= streams[0].len() { 1 } else if next[1] >= streams[1].len() { 0 } else { (state >> 33) as usize % 2 };
+            let c = if next[0] >= streams[0].len() {
+                1
+            } else if next[1] >= streams[1].len() {
+                0
+            } else {
+                (state >> 33) as usize % 2
+            };
             let batch = &streams[c][next[c]..(next[c] + 256).min(streams[c].len())];
             next[c] += batch.len();
             h.process(batch).unwrap();

@@ -147,7 +147,8 @@ fn every_matching_pair_exactly_once_against_the_reference_with_restarts() {
             let steps = stream(seed, 300);
             let (want, want_late) = reference(&spec, &steps);
             assert!(!want.is_empty());
-            let restarts: Vec<usize> = (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(41)).collect();
+            let restarts: Vec<usize> =
+                (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(41)).collect();
             for restarts in [&[][..], &restarts[..]] {
                 let (got, late, dropped) = run(&spec, &steps, restarts);
                 assert_eq!(got, want, "seed {seed}, {spec:?}, restarts {restarts:?}");

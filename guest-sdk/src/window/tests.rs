@@ -215,7 +215,8 @@ fn a_restart_from_a_checkpoint_changes_nothing() {
         for spec in specs() {
             let steps = stream(seed, 200, 4, 12);
             let plain = run(&spec, &steps, &[]);
-            let restarts: Vec<usize> = (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(37)).collect();
+            let restarts: Vec<usize> =
+                (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(37)).collect();
             assert_eq!(run(&spec, &steps, &restarts), plain, "seed {seed}, {spec:?}");
         }
     }
@@ -331,7 +332,8 @@ fn session_windows_match_the_reference_with_restarts() {
             want.extend(session.map(|s| (key, s)));
         }
         want.sort();
-        let restarts: Vec<usize> = (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(29)).collect();
+        let restarts: Vec<usize> =
+            (0..steps.len()).filter(|i| (i + seed as usize).is_multiple_of(29)).collect();
         for restarts in [&[][..], &restarts[..]] {
             let (mut got, late, dropped) = run(&spec, &steps, restarts);
             assert_eq!((late.len(), dropped), (0, 0), "seed {seed}");

@@ -1038,6 +1038,13 @@ export interface components {
              *     another (a self-join): each port gets every record.
              */
             input?: string | null;
+            /**
+             * @description The output of `from` this edge carries: absent for its main output (the records its
+             *     calls return), a name for the operator's side output of that name (records it emits
+             *     with the `side-output` import, such as a window's late records). Only operators have
+             *     side outputs; at most 16 names per operator.
+             */
+            output?: string | null;
             partitioning?: null | components["schemas"]["Partitioning"];
             /** @description Downstream node id. */
             to: string;
