@@ -1,7 +1,7 @@
 //! Side outputs: records a guest emits on a named output (the `side-output` import) besides
 //! the records its call returns. The host routes them to the edges that carry that output.
 
-use crate::record::Batch;
+use super::bindings::Batch;
 
 /// Longest side-output name, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn refuses_long_names_too_many_names_and_too_many_bytes() {
-        let mut s = SideOutputs::new(vec![], 100);
+        let mut s = SideOutputs::new(vec![], 1 << 20);
         s.emit(&"x".repeat(65), b"", b"", 0);
         assert!(s.take_refusal().unwrap().contains("64"));
         for i in 0..MAX_NAMES {
@@ -128,9 +128,15 @@ mod tests {
         assert!(s.take_refusal().is_none());
         s.emit("one-more", b"", b"", 0);
         assert!(s.take_refusal().unwrap().contains("16"));
-        s.begin();
-        s.emit("n0", &[0; 90], b"", 0);
+        let mut s = SideOutputs::new(vec!["n0".into()], 100);
+        s.emit("n0", &[0; 50], b"", 0);
+        assert!(s.take_refusal().is_none());
+        s.emit("n0", &[0; 50], b"", 0);
         assert!(s.take_refusal().unwrap().contains("100 bytes"));
+        // The limit is per call.
+        s.begin();
+        s.emit("n0", &[0; 50], b"", 0);
+        assert!(s.take_refusal().is_none());
     }
 
     #[test]

@@ -64,3 +64,18 @@ fn the_pipeline_bench_runs_the_file_and_the_stream_log_paths() {
         assert!(out.contains(line), "no `{line}` in:\n{out}");
     }
 }
+
+#[test]
+fn the_nexmark_bench_runs_every_query_end_to_end() {
+    let out = bench(&["nexmark", "--events", "20000", "--runs", "1"]);
+    for q in ["q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11"] {
+        assert!(out.lines().any(|l| l.contains(&format!(" {q} "))), "no row for {q}:\n{out}");
+    }
+    assert!(out.contains("Flink per core"), "{out}");
+}
+
+#[test]
+fn the_operator_bench_compares_wasm_and_native() {
+    let out = bench(&["operators", "--records", "2048", "--seconds", "0.05"]);
+    assert!(out.contains("q1") && out.contains("q2"), "{out}");
+}

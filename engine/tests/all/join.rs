@@ -172,7 +172,9 @@ fn joins_survive_failures_with_the_same_pairs() {
         let what = format!("seed {seed}, {join}, faults {faults:?}");
         let report = result.unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(injector.fired(), 2, "{what}");
-        assert!(report.restored_from.len() >= 2, "{what}: {:?}", report.restored_from);
+        // Both faults fired; a second one before any checkpoint completed restarts from the
+        // same checkpoint (or the start).
+        assert!(!report.restored_from.is_empty(), "{what}: {:?}", report.restored_from);
         check(bounds, &common::read_committed(&out), &common::read_committed(&late), &what);
     }
 }

@@ -8,6 +8,7 @@ mod kafka;
 mod languages;
 mod nexmark;
 mod pipeline;
+mod queries;
 mod savepoints;
 mod server;
 
@@ -19,8 +20,29 @@ use weir::guest::GuestHost;
 /// A benchmark suite and its flags.
 #[derive(clap::Subcommand)]
 pub enum Suite {
-    /// Nexmark q1/q2 records per second per core, Wasm versus native.
+    /// The Nexmark queries end to end (q0, q1, q2, q3, q4, q5, q7, q8, q11): the `nexmark`
+    /// source → the query → blackhole at parallelism 1 and 2, events per second and per
+    /// CPU-second, beside Flink's published per-core figures.
     Nexmark {
+        /// A short run to see that everything works (100 k events, 1 run); the explicit flags
+        /// below still apply where given.
+        #[arg(long)]
+        quick: bool,
+        /// Events per run (q1 and q2: bids).
+        #[arg(long)]
+        events: Option<u64>,
+        /// Runs of each variant (the median is reported).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// The queries.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "q0,q1,q2,q3,q4,q5,q7,q8,q11")]
+        queries: Vec<queries::Query>,
+        /// The parallelisms.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        parallelism: Vec<u32>,
+    },
+    /// Nexmark q1/q2 records per second per core in one operator, Wasm versus native.
+    Operators {
         /// Bids per measured pass.
         #[arg(long, default_value_t = 65_536)]
         records: usize,
@@ -191,7 +213,16 @@ pub enum Suite {
 pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
     let host = GuestHost::new(Some(data_dir.join("module-cache")))?;
     match suite {
-        Suite::Nexmark { records, seconds } => nexmark_table(&host, records, seconds).await,
+        Suite::Operators { records, seconds } => nexmark_table(&host, records, seconds).await,
+        Suite::Nexmark { quick, events, runs, queries, parallelism } => {
+            let options = queries::QueryBenchOptions {
+                events: events.unwrap_or(if quick { 100_000 } else { 5_000_000 }).max(1),
+                runs: runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+                queries,
+                parallelisms: parallelism.into_iter().filter(|p| *p > 0).collect(),
+            };
+            queries::run_and_print(&host, &options).await
+        }
         Suite::Languages { languages, records, batch, seconds } => {
             languages_table(&host, languages, records, batch, seconds).await
         }
