@@ -306,22 +306,20 @@ impl OperatorInstance {
         call: Call,
         result: wasmtime::Result<Result<T, super::bindings::GuestOperatorError>>,
     ) -> Result<T, GuestError> {
-        if let Some(reason) = self.store.data_mut().timers.take_refusal() {
-            let err = GuestError::TimerLimit {
-                operator: self.who.operator.clone(),
-                subtask: self.who.subtask,
-                call,
-                reason,
-            };
-            self.poisoned = Some(err.to_string());
-            return Err(err);
-        }
-        if let Some(reason) = self.store.data_mut().side_outputs.take_refusal() {
-            let err = GuestError::SideOutputLimit {
-                operator: self.who.operator.clone(),
-                subtask: self.who.subtask,
-                call,
-                reason,
+        // A host import refused something during the call: the call fails, and the instance
+        // (whose guest saw the import return normally) cannot be trusted again.
+        let state = self.store.data_mut();
+        let refused = match (state.timers.take_refusal(), state.side_outputs.take_refusal()) {
+            (Some(reason), _) => Some((reason, true)),
+            (None, Some(reason)) => Some((reason, false)),
+            (None, None) => None,
+        };
+        if let Some((reason, timers)) = refused {
+            let (operator, subtask) = (self.who.operator.clone(), self.who.subtask);
+            let err = if timers {
+                GuestError::TimerLimit { operator, subtask, call, reason }
+            } else {
+                GuestError::SideOutputLimit { operator, subtask, call, reason }
             };
             self.poisoned = Some(err.to_string());
             return Err(err);
