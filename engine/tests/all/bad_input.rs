@@ -220,6 +220,41 @@ fn a_timer_flood_is_stopped_at_the_instance_limits() {
     assert!(e.contains(&format!("{} bytes at most", (64 << 20) / 4)), "{e}");
 }
 
+/// A guest's side outputs are held to the same per-call output limit as its returned batch,
+/// to 64-byte names and to 16 names, whether or not an edge carries them: the call fails and
+/// the job with it.
+#[test]
+fn side_output_floods_are_stopped_at_the_limits() {
+    let routed = |config: Value| {
+        let mut spec = one_operator("test:faulty", config, numbers(10));
+        spec["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "id": "late", "kind": "sink", "connector": "blackhole" }));
+        spec["edges"].as_array_mut().unwrap().push(json!({ "from": "op", "to": "late", "output": "late" }));
+        spec["settings"] = json!({ "max_output_bytes_per_call": 1 << 20 });
+        spec
+    };
+    let e = job_error(routed(json!({ "side_at": 3, "flood_records": 200_000 })));
+    assert!(e.contains("emitted more than 1048576 bytes on side outputs"), "{e}");
+    // Not routed: the records are dropped, but the limit holds all the same.
+    let e = job_error(routed(json!({ "side_at": 3, "side": "elsewhere", "flood_records": 200_000 })));
+    assert!(e.contains("emitted more than 1048576 bytes on side outputs"), "{e}");
+    let e = job_error(routed(json!({ "side_at": 3, "side_names": 17 })));
+    assert!(e.contains("at most 16 side outputs"), "{e}");
+    let e = job_error(routed(json!({ "side_at": 3, "side": "x".repeat(65), "flood_records": 1 })));
+    assert!(e.contains("at most 64"), "{e}");
+    // Within the limits, a routed side output reaches its edge and the job ends normally.
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = routed(json!({ "side_at": 3, "flood_records": 100 }));
+    spec["nodes"][3] =
+        json!({ "id": "late", "kind": "sink", "connector": "file", "config": { "path": dir.path() } });
+    common::run(spec).expect("job runs");
+    let late = common::read_output(dir.path());
+    assert_eq!(late.len(), 100);
+    assert!(late.iter().all(|r| r["value"] == 3), "the record as it came");
+}
+
 #[test]
 fn a_wall_time_limit_below_the_cpu_limit_or_above_an_hour_is_refused() {
     let mut spec = one_operator("test:faulty", json!({}), numbers(10));

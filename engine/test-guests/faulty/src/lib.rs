@@ -10,6 +10,8 @@
 //! - `timers_at`: registers `timer_count` timers (default 2,000,000) with 1 KiB keys;
 //! - `alloc_at`: allocates memory without bound;
 //! - `stack_at`: recurses without bound;
+//! - `side_at`: emits the record `flood_records` times on side output `side` (default
+//!   `late`), or once on each of `side_names` outputs `s0`, `s1`, … when that is given;
 //! - `flood_at`: emits the record `flood_records` times (default 5,000,000: about 85 MB of
 //!   output, past the default per-call output limit of 64 MiB, in less than the default
 //!   512 MiB of guest memory).
@@ -39,6 +41,9 @@ struct Config {
     stack_at: Option<u64>,
     flood_at: Option<u64>,
     flood_records: Option<u64>,
+    side_at: Option<u64>,
+    side: Option<String>,
+    side_names: Option<u64>,
     tag_input: bool,
 }
 
@@ -93,6 +98,22 @@ impl Operator for Faulty {
         }
         if c.stack_at == Some(n) {
             black_box(recurse(n));
+        }
+        if c.side_at == Some(n) {
+            let (key, value, ts) = (record.key_bytes(), record.value_bytes(), record.timestamp());
+            match c.side_names {
+                Some(names) => {
+                    for i in 0..names {
+                        weir_guest::side_output::emit_raw(&format!("s{i}"), key, value, ts);
+                    }
+                }
+                None => {
+                    let name = c.side.as_deref().unwrap_or("late");
+                    for _ in 0..c.flood_records.unwrap_or(FLOOD_RECORDS) {
+                        weir_guest::side_output::emit_raw(name, key, value, ts);
+                    }
+                }
+            }
         }
         if c.flood_at == Some(n) {
             for _ in 0..c.flood_records.unwrap_or(FLOOD_RECORDS) {
