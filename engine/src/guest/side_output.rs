@@ -95,7 +95,8 @@ impl SideOutputs {
     }
 
     /// True when a call left records to route.
-    pub fn has_pending(&self) -> bool {
+    #[cfg(test)]
+    fn has_pending(&self) -> bool {
         self.pending.iter().any(|(_, b)| !b.is_empty())
     }
 }
