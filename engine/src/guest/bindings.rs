@@ -15,3 +15,25 @@ pub use weir::operator::types::{
 // The flat encoding (`weir-flat`) reads and writes batches and state deltas through these.
 weir_flat::impl_record_entry!(Entry);
 weir_flat::impl_flat_entry!(StateEntry);
+
+/// The optional `encoded-batches` export (`encoded-operator-world`). Only its export side is
+/// used: the host loads it from an instance of the operator world when the component has it.
+pub mod encoded {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "encoded-operator-world",
+        exports: { default: async },
+        with: {
+            "weir:operator/types": super::weir::operator::types,
+            "weir:operator/timers": super::weir::operator::timers,
+            "weir:operator/event-time": super::weir::operator::event_time,
+            "weir:operator/side-output": super::weir::operator::side_output,
+            "weir:operator/logging": super::weir::operator::logging,
+            "weir:operator/metrics": super::weir::operator::metrics,
+        },
+    });
+
+    pub use exports::weir::operator::encoded_batches::{
+        BatchFormat, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices,
+    };
+}
