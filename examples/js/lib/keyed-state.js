@@ -10,7 +10,9 @@
 //
 // Keys are the exact key bytes of the records (MessagePack), which is what the host hashes
 // to place an entry in a key group. Inside, a key is held as a "binary string" (one char
-// per byte), which JavaScript's Map can hash; `keyString` makes one from bytes.
+// per byte), which JavaScript's Map can hash; `keyString` makes one from bytes. It is the
+// key string of a record in the batch API (lib/records.js), so a record's key is used as
+// it comes. Snapshots write the key bytes and the MessagePack value, whichever path ran.
 //
 // Values are kept decoded; `codec` encodes them for a snapshot and decodes restored ones
 // (MessagePack by default).
@@ -19,15 +21,24 @@ import { ByteWriter, write, decode } from './msgpack.js';
 
 /** The binary string (one char per byte) of `bytes[start, end)`, used as a key. */
 export function keyString(bytes, start = 0, end = bytes.length) {
+  if (end - start > 32) {
+    let s = '';
+    for (let i = start; i < end; i += 8192) s += String.fromCharCode.apply(null, bytes.subarray(i, Math.min(end, i + 8192)));
+    return s;
+  }
   let s = '';
   for (let i = start; i < end; i++) s += String.fromCharCode(bytes[i]);
   return s;
 }
 
-/** The bytes of a binary-string key. */
+/** The bytes of a binary-string key (throws on a character above U+00FF). */
 export function keyBytes(key) {
   const out = new Uint8Array(key.length);
-  for (let i = 0; i < key.length; i++) out[i] = key.charCodeAt(i);
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c > 0xff) throw new RangeError(`a key string has the character U+${c.toString(16).padStart(4, '0')} (above U+00FF)`);
+    out[i] = c;
+  }
   return out;
 }
 

@@ -1,11 +1,12 @@
-// A tiny MessagePack encoder/decoder: nil, bool, int (uint/int up to 64 bits), str, bin,
-// array and map. Enough for Weir keys, values and state entries; no ext types or floats
-// on the encoding side (floats decode).
+// A tiny MessagePack encoder/decoder: nil, bool, int (uint/int up to 64 bits), float, str,
+// bin, array and map (no ext types). Enough for Weir keys, values and state entries.
 //
 // Integers decode to Number when they are safe integers and to BigInt otherwise; the
-// encoder takes either. Maps decode to `Map` when `opts.maps` is true and to plain objects
-// otherwise (keys in their encoded order). To encode a map in a fixed field order, pass a
-// `Map` or a plain object (insertion order is kept).
+// encoder takes either, and writes a Number that is not a safe integer as a float64 (the
+// rule the host applies to numbers in the JSON documents of `encoded-batches`). Maps decode
+// to `Map` when `opts.maps` is true, as JSON.parse would give them when `opts.json` is true
+// (see `Reader`), and to plain objects otherwise (keys in their encoded order). To encode a
+// map in a fixed field order, pass a `Map` or a plain object (insertion order is kept).
 
 const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
@@ -39,6 +40,7 @@ export class ByteWriter {
   u16(v) { this.reserve(2); this.view.setUint16(this.len, v); this.len += 2; }
   u32(v) { this.reserve(4); this.view.setUint32(this.len, v); this.len += 4; }
   u64(v) { this.reserve(8); this.view.setBigUint64(this.len, BigInt(v)); this.len += 8; }
+  f64(v) { this.reserve(8); this.view.setFloat64(this.len, v); this.len += 8; }
   i64(v) { this.reserve(8); this.view.setBigInt64(this.len, BigInt(v)); this.len += 8; }
   /** The bytes written so far (a copy, so the writer can be reused). */
   toBytes() { return this.buf.slice(0, this.len); }
@@ -88,6 +90,24 @@ function writeStrHeader(w, n) {
 }
 
 export function writeStr(w, s) {
+  const n = s.length;
+  if (n < 32) {
+    // A short ASCII string: written byte by byte (no TextEncoder call, no new array).
+    w.reserve(n + 1);
+    const buf = w.buf;
+    let p = w.len + 1;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[p++] = c;
+    }
+    if (i === n) {
+      buf[w.len] = 0xa0 | n;
+      w.len = p;
+      return;
+    }
+  }
   const bytes = utf8Encoder.encode(s);
   writeStrHeader(w, bytes.length);
   w.bytes(bytes);
@@ -103,7 +123,7 @@ function writeLenHeader(w, n, fix, fixMax, b16, b32) {
 export function write(w, value) {
   switch (typeof value) {
     case 'number':
-      if (!Number.isSafeInteger(value)) throw new MsgpackError(`cannot encode the number ${value} (integers only)`);
+      if (!Number.isSafeInteger(value)) { w.byte(0xcb); w.f64(value); return; }
       return value >= 0 ? writeUint(w, value) : writeInt(w, value);
     case 'bigint':
       return value >= 0n ? writeUint(w, value) : writeInt(w, value);
@@ -150,7 +170,71 @@ export function encode(value) {
   return w.toBytes();
 }
 
-/** A reader over `bytes[start, end)`. */
+/**
+ * The MessagePack encoding of `value` as JSON.stringify and then the host would make it
+ * (the `encoded-batches` JSON rule), so that a batch operator's output has the same bytes
+ * whichever path ran it: a safe integer is an int, any other finite number a float64, NaN
+ * and the infinities nil; an object property whose value is undefined, a function or a
+ * symbol is left out (nil in an array or on its own); an object with a `toJSON` method is
+ * written as what that returns. Beyond JSON, as `write` does: a BigInt is an int, a
+ * Uint8Array bin, a Map a map with its keys as they are (the JSON path refuses these).
+ */
+export function writeJsonLike(w, value) {
+  switch (typeof value) {
+    case 'number':
+      if (Number.isSafeInteger(value)) return value >= 0 ? writeUint(w, value) : writeInt(w, value);
+      if (!Number.isFinite(value)) return w.byte(0xc0);
+      w.byte(0xcb);
+      w.f64(value);
+      return;
+    case 'string':
+      return writeStr(w, value);
+    case 'boolean':
+      return w.byte(value ? 0xc3 : 0xc2);
+    case 'bigint':
+      return value >= 0n ? writeUint(w, value) : writeInt(w, value);
+    case 'object': {
+      if (value === null) return w.byte(0xc0);
+      if (Array.isArray(value)) {
+        const n = value.length;
+        writeLenHeader(w, n, 0x90, 16, 0xdc, 0xdd);
+        for (let i = 0; i < n; i++) writeJsonLike(w, value[i]);
+        return;
+      }
+      if (value instanceof Uint8Array || value instanceof Map) return write(w, value);
+      if (typeof value.toJSON === 'function') {
+        const replaced = value.toJSON();
+        if (replaced !== value) return writeJsonLike(w, replaced);
+      }
+      const keys = Object.keys(value);
+      let n = 0;
+      for (let i = 0; i < keys.length; i++) if (isJsonValue(value[keys[i]])) n++;
+      writeLenHeader(w, n, 0x80, 16, 0xde, 0xdf);
+      for (let i = 0; i < keys.length; i++) {
+        const v = value[keys[i]];
+        if (!isJsonValue(v)) continue;
+        writeStr(w, keys[i]);
+        writeJsonLike(w, v);
+      }
+      return;
+    }
+    default: // undefined, function, symbol: JSON.stringify writes null
+      return w.byte(0xc0);
+  }
+}
+
+/** Whether JSON.stringify writes an object property with this value (or leaves it out). */
+function isJsonValue(v) {
+  const t = typeof v;
+  return t !== 'undefined' && t !== 'function' && t !== 'symbol';
+}
+
+/**
+ * A reader over `bytes[start, end)`. Options: `maps` decodes every map to a `Map`; `json`
+ * decodes values to what JSON.parse gives for the host's JSON document of them (a map
+ * whose keys are all strings to a plain object, keys in their encoded order and a repeated
+ * key's last value winning; any other map to a `Map`), and the types JSON lacks as usual.
+ */
 export class Reader {
   constructor(bytes, start = 0, end = bytes.length, opts = {}) {
     this.bytes = bytes;
@@ -158,6 +242,7 @@ export class Reader {
     this.pos = start;
     this.end = end;
     this.maps = !!opts.maps;
+    this.json = !!opts.json;
   }
   need(n) {
     if (this.pos + n > this.end) throw new MsgpackError('unexpected end of MessagePack data');
@@ -167,15 +252,30 @@ export class Reader {
   u32() { this.need(4); const v = this.view.getUint32(this.pos); this.pos += 4; return v; }
   u64() {
     this.need(8);
+    // Two u32 halves while the value is below 2^53 (no BigInt for the common case).
+    const hi = this.view.getUint32(this.pos);
+    if (hi < 0x200000) {
+      const v = hi * 0x100000000 + this.view.getUint32(this.pos + 4);
+      this.pos += 8;
+      return v;
+    }
     const v = this.view.getBigUint64(this.pos);
     this.pos += 8;
-    return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+    return v;
   }
   i64() {
     this.need(8);
+    const hi = this.view.getInt32(this.pos);
+    if (hi >= -0x200000 && hi < 0x200000) {
+      const v = hi * 0x100000000 + this.view.getUint32(this.pos + 4);
+      if (Number.isSafeInteger(v)) {
+        this.pos += 8;
+        return v;
+      }
+    }
     const v = this.view.getBigInt64(this.pos);
     this.pos += 8;
-    return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+    return v;
   }
   raw(n) {
     this.need(n);
@@ -184,6 +284,23 @@ export class Reader {
     return out;
   }
   str(n) {
+    if (n <= 24) {
+      // Short ASCII strings without a TextDecoder call (and without a subarray).
+      this.need(n);
+      const bytes = this.bytes;
+      const end = this.pos + n;
+      let s = '';
+      let i = this.pos;
+      for (; i < end; i++) {
+        const c = bytes[i];
+        if (c >= 0x80) break;
+        s += String.fromCharCode(c);
+      }
+      if (i === end) {
+        this.pos = end;
+        return s;
+      }
+    }
     const raw = this.raw(n);
     try {
       return utf8Decoder.decode(raw);
@@ -284,6 +401,7 @@ export class Reader {
     return out;
   }
   map(n) {
+    if (this.json) return this.jsonMap(n);
     if (this.maps) {
       const out = new Map();
       for (let i = 0; i < n; i++) { const k = this.value(); out.set(k, this.value()); }
@@ -293,6 +411,26 @@ export class Reader {
     for (let i = 0; i < n; i++) {
       const k = this.value();
       out[typeof k === 'string' ? k : String(k)] = this.value();
+    }
+    return out;
+  }
+  /** A map as JSON.parse would give it: a plain object if every key is a string, else a Map. */
+  jsonMap(n) {
+    const start = this.pos;
+    const out = {};
+    for (let i = 0; i < n; i++) {
+      const k = this.value();
+      if (typeof k !== 'string') {
+        // Read it again as a Map (rare: JSON cannot carry such a map).
+        this.pos = start;
+        const map = new Map();
+        for (let j = 0; j < n; j++) { const key = this.value(); map.set(key, this.value()); }
+        return map;
+      }
+      const v = this.value();
+      // JSON.parse makes `__proto__` an own property; an assignment would set the prototype.
+      if (k === '__proto__') Object.defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
+      else out[k] = v;
     }
     return out;
   }

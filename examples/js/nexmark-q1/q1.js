@@ -2,16 +2,16 @@
 // from dollars to euros (price * 908 / 1000, integer), equivalent to the Rust
 // examples/nexmark-q1. Stateless.
 //
-// Values are bids as MessagePack maps with named fields (auction, bidder, price, channel,
-// url, date_time, extra — written in that order; arrays of the seven fields in that order
-// are read too). Each output record keeps the input record's key bytes and timestamp.
+// Values are bids as maps with named fields (auction, bidder, price, channel, url,
+// date_time, extra — written in that order; arrays of the seven fields in that order are
+// read too). Each output record keeps the input record's key and timestamp. Written on the
+// batch API (lib/records.js): the per-record work is the field checks and the new object.
 
-import { ByteWriter, Reader, write, writeStr, MsgpackError } from '../lib/msgpack.js';
-import { forEachRecord, toWitError } from '../lib/batch.js';
+import { batchOperator } from '../lib/records.js';
 import { operatorDefaults } from '../lib/operator.js';
 
 const FIELDS = ['auction', 'bidder', 'price', 'channel', 'url', 'date_time', 'extra'];
-const INTS = new Set(['auction', 'bidder', 'price', 'date_time']);
+const INTS = [true, true, true, false, false, true, false];
 
 /** price * 908 / 1000 in integers (Number while exact, BigInt beyond). */
 export function dollarsToEuros(price) {
@@ -24,29 +24,63 @@ export function dollarsToEuros(price) {
   return euros <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(euros) : euros;
 }
 
-function checkField(name, v) {
-  if (v === undefined) throw new MsgpackError(`missing field \`${name}\``);
-  if (INTS.has(name)) {
-    const ok = (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n);
-    if (!ok) throw new MsgpackError(`field \`${name}\`: expected u64, found ${String(v)}`);
-  } else if (typeof v !== 'string') {
-    throw new MsgpackError(`field \`${name}\`: expected a string`);
-  }
-  return v;
+function invalid(message) {
+  return { tag: 'invalid-input', val: `cannot decode MessagePack: ${message}` };
 }
 
-/** Decodes a bid from data[start, end) into an array of the seven field values. */
-function readBid(data, start, end) {
-  const r = new Reader(data, start, end, { maps: true });
-  const v = r.value();
-  if (r.pos !== end) throw new MsgpackError('trailing bytes after the bid');
-  if (v instanceof Map) return FIELDS.map((name) => checkField(name, v.get(name)));
-  if (Array.isArray(v)) {
-    if (v.length !== FIELDS.length) throw new MsgpackError(`a bid array has ${v.length} elements, expected 7`);
-    return FIELDS.map((name, i) => checkField(name, v[i]));
+/**
+ * The slow check of the seven field values `v` (only when the quick one failed): throws
+ * the error of the first wrong field, or returns when they are right after all (a u64
+ * past 2^53 − 1 is a BigInt).
+ */
+function checkFields(v) {
+  for (let i = 0; i < FIELDS.length; i++) {
+    const name = FIELDS[i];
+    const x = v[i];
+    if (x === undefined) throw invalid(`missing field \`${name}\``);
+    if (INTS[i]) {
+      const ok = (typeof x === 'number' && Number.isInteger(x) && x >= 0) || (typeof x === 'bigint' && x >= 0n);
+      if (!ok) throw invalid(`field \`${name}\`: expected u64, found ${String(x)}`);
+    } else if (typeof x !== 'string') {
+      throw invalid(`field \`${name}\`: expected a string`);
+    }
   }
-  throw new MsgpackError('a bid is neither a map nor an array');
 }
+
+const isU = (x) => typeof x === 'number' && x >= 0 && x % 1 === 0;
+
+export function processBatch(_input, records, out) {
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i];
+    const bid = record[1];
+    let auction, bidder, price, channel, url, dateTime, extra;
+    if (typeof bid !== 'object' || bid === null || bid instanceof Uint8Array) {
+      throw invalid('a bid is neither a map nor an array');
+    } else if (Array.isArray(bid)) {
+      if (bid.length !== 7) throw invalid(`a bid array has ${bid.length} elements, expected 7`);
+      [auction, bidder, price, channel, url, dateTime, extra] = bid;
+    } else if (bid instanceof Map) {
+      // A map with a key that is not a string: read it by name as well.
+      auction = bid.get('auction'); bidder = bid.get('bidder'); price = bid.get('price');
+      channel = bid.get('channel'); url = bid.get('url'); dateTime = bid.get('date_time');
+      extra = bid.get('extra');
+    } else {
+      auction = bid.auction; bidder = bid.bidder; price = bid.price; channel = bid.channel;
+      url = bid.url; dateTime = bid.date_time; extra = bid.extra;
+    }
+    if (!(isU(auction) && isU(bidder) && isU(price) && isU(dateTime)
+      && typeof channel === 'string' && typeof url === 'string' && typeof extra === 'string')) {
+      checkFields([auction, bidder, price, channel, url, dateTime, extra]);
+    }
+    out.push([record[0], {
+      auction, bidder, price: dollarsToEuros(price), channel, url, date_time: dateTime, extra,
+    }, record[2]]);
+  }
+}
+
+const batch = batchOperator(processBatch);
+
+export const encodedBatches = batch.encodedBatches;
 
 export const operator = {
   ...operatorDefaults(null, { stateVersion: 0, name: 'nexmark-q1' }),
@@ -55,31 +89,5 @@ export const operator = {
     return { name: 'nexmark-q1-js', stateVersion: 0, migratesFrom: [] };
   },
 
-  process(_input, batch) {
-    try {
-      const out = new ByteWriter(batch.data.length + 64);
-      const entries = [];
-      forEachRecord(batch, (data, keyStart, keyEnd, valueEnd, timestamp) => {
-        let bid;
-        try {
-          bid = readBid(data, keyEnd, valueEnd);
-        } catch (e) {
-          throw { tag: 'invalid-input', val: `cannot decode MessagePack: ${e.message}` };
-        }
-        bid[2] = dollarsToEuros(bid[2]);
-        const start = out.len;
-        out.bytes(data.subarray(keyStart, keyEnd));
-        const valueStart = out.len;
-        out.byte(0x80 | FIELDS.length);
-        for (let i = 0; i < FIELDS.length; i++) {
-          writeStr(out, FIELDS[i]);
-          write(out, bid[i]);
-        }
-        entries.push({ keyLen: valueStart - start, valueLen: out.len - valueStart, timestamp });
-      });
-      return { data: out.toBytes(), entries };
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
+  process: batch.process,
 };

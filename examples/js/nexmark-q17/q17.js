@@ -14,20 +14,15 @@
 //   avg_price, sum_price} (in that order; avg_price = sum_price / total_bids, rounded down).
 //
 // Numbers are Numbers while exact and BigInt beyond 2^53 (the codec decodes them so).
+// Written on the batch API (lib/records.js): the record's key string is the state key.
 
-import { KeyedState, States, keyString } from '../lib/keyed-state.js';
-import { ByteWriter, Reader, write, encode, decode, MsgpackError } from '../lib/msgpack.js';
-import { forEachRecord, toWitError } from '../lib/batch.js';
+import { KeyedState, States } from '../lib/keyed-state.js';
+import { write, decode, MsgpackError } from '../lib/msgpack.js';
+import { batchOperator } from '../lib/records.js';
 import { operatorDefaults } from '../lib/operator.js';
 
 const STATE_VERSION = 0;
 const U64_MAX = 0xffffffffffffffffn;
-const OUTPUT_FIELDS = ['auction', 'total_bids', 'rank1_bids', 'rank2_bids', 'rank3_bids',
-  'min_price', 'max_price', 'avg_price', 'sum_price'];
-/** The encoded names of the output fields (fixstr), written before each value. */
-const FIELD_BYTES = OUTPUT_FIELDS.map((name) => encode(name));
-const AUCTION = new TextEncoder().encode('auction');
-const PRICE = new TextEncoder().encode('price');
 
 const isU64 = (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'bigint' && v >= 0n && v <= U64_MAX);
 
@@ -43,43 +38,32 @@ function readStats(bytes) {
 const stats = new KeyedState({ write: (w, value) => write(w, value), read: readStats });
 const states = new States({ stats });
 
-/** Whether data[start, end) holds exactly the bytes of `name`. */
-function bytesEqual(data, start, end, name) {
-  if (end - start !== name.length) return false;
-  for (let i = 0; i < name.length; i++) if (data[start + i] !== name[i]) return false;
-  return true;
+function invalid(message) {
+  return { tag: 'invalid-input', val: `cannot decode MessagePack: ${message}` };
 }
 
-/** Reads the `auction` and `price` of the bid at data[start, end) (a map with named fields). */
-export function readBid(data, start, end) {
-  const r = new Reader(data, start, end);
-  const n = r.mapLength();
-  if (n < 0) throw new MsgpackError('a bid is not a map with named fields');
-  let auction;
-  let price;
-  for (let i = 0; i < n; i++) {
-    const name = r.strBytes();
-    let field = null;
-    if (name !== null) {
-      if (bytesEqual(data, name[0], name[1], AUCTION)) field = 'auction';
-      else if (bytesEqual(data, name[0], name[1], PRICE)) field = 'price';
-    } else {
-      r.skip();
-    }
-    if (field === null) { r.skip(); continue; }
-    const v = r.value();
-    if (!isU64(v)) throw new MsgpackError(`field \`${field}\`: expected u64, found ${String(v)}`);
-    if (field === 'auction') {
-      if (auction !== undefined) throw new MsgpackError('duplicate field `auction`');
-      auction = v;
-    } else {
-      if (price !== undefined) throw new MsgpackError('duplicate field `price`');
-      price = v;
-    }
+/** The slow check of a bid field's value (the quick one failed): throws unless a u64. */
+function checkU64(field, v) {
+  if (v === undefined) throw invalid(`missing field \`${field}\``);
+  if (!isU64(v)) throw invalid(`field \`${field}\`: expected u64, found ${String(v)}`);
+}
+
+const isU = (x) => typeof x === 'number' && x >= 0 && x % 1 === 0;
+
+/**
+ * The `auction` and `price` of a bid value (a map with named fields; other fields are not
+ * looked at). Throws `invalid-input` for anything else.
+ */
+export function readBid(bid) {
+  if (typeof bid !== 'object' || bid === null || Array.isArray(bid) || bid instanceof Uint8Array) {
+    throw invalid('a bid is not a map with named fields');
   }
-  if (r.pos !== end) throw new MsgpackError('trailing bytes after the bid');
-  if (auction === undefined) throw new MsgpackError('missing field `auction`');
-  if (price === undefined) throw new MsgpackError('missing field `price`');
+  // A Map has a key that is not a string: read the named fields all the same.
+  const map = bid instanceof Map;
+  const auction = map ? bid.get('auction') : bid.auction;
+  const price = map ? bid.get('price') : bid.price;
+  if (!isU(auction)) checkU64('auction', auction);
+  if (!isU(price)) checkU64('price', price);
   return { auction, price };
 }
 
@@ -115,6 +99,46 @@ export function addBid(s, price) {
   s[6] = saturatingAdd(s[6], price);
 }
 
+export function processBatch(_input, records, out) {
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i];
+    const bid = record[1];
+    if (typeof bid !== 'object' || bid === null) readBid(bid); // throws
+    let auction = bid.auction;
+    let price = bid.price;
+    // The careful reading (and its errors) when the quick one does not find two numbers.
+    if (!(isU(auction) && isU(price))) ({ auction, price } = readBid(bid));
+    const key = record[0];
+    if (key === '') {
+      throw { tag: 'invalid-input', val: 'q17 expects bids keyed by auction (source config "key": "auction")' };
+    }
+    let s = stats.get(key);
+    if (s === undefined) {
+      s = [0, 0, 0, 0, price, price, 0];
+      addBid(s, price);
+      stats.set(key, s);
+    } else {
+      addBid(s, price);
+      stats.touch(key);
+    }
+    out.push([key, {
+      auction,
+      total_bids: s[0],
+      rank1_bids: s[1],
+      rank2_bids: s[2],
+      rank3_bids: s[3],
+      min_price: s[4],
+      max_price: s[5],
+      avg_price: divide(s[6], s[0]),
+      sum_price: s[6],
+    }, record[2]]);
+  }
+}
+
+const batch = batchOperator(processBatch);
+
+export const encodedBatches = batch.encodedBatches;
+
 export const operator = {
   ...operatorDefaults(states, { stateVersion: STATE_VERSION }),
 
@@ -122,46 +146,7 @@ export const operator = {
     return { name: 'nexmark-q17-js', stateVersion: STATE_VERSION, migratesFrom: [] };
   },
 
-  process(_input, batch) {
-    try {
-      const out = new ByteWriter(batch.entries.length * 64 + 64);
-      const entries = [];
-      forEachRecord(batch, (data, keyStart, keyEnd, valueEnd, timestamp) => {
-        let bid;
-        try {
-          bid = readBid(data, keyEnd, valueEnd);
-        } catch (e) {
-          throw { tag: 'invalid-input', val: `cannot decode MessagePack: ${e.message}` };
-        }
-        if (keyStart === keyEnd) {
-          throw { tag: 'invalid-input', val: 'q17 expects bids keyed by auction (source config "key": "auction")' };
-        }
-        const key = keyString(data, keyStart, keyEnd);
-        let s = stats.get(key);
-        if (s === undefined) {
-          s = [0, 0, 0, 0, bid.price, bid.price, 0];
-          addBid(s, bid.price);
-          stats.set(key, s);
-        } else {
-          addBid(s, bid.price);
-          stats.touch(key);
-        }
-        const start = out.len;
-        out.bytes(data.subarray(keyStart, keyEnd));
-        const valueStart = out.len;
-        out.byte(0x80 | OUTPUT_FIELDS.length);
-        const row = [bid.auction, s[0], s[1], s[2], s[3], s[4], s[5], divide(s[6], s[0]), s[6]];
-        for (let i = 0; i < row.length; i++) {
-          out.bytes(FIELD_BYTES[i]);
-          write(out, row[i]);
-        }
-        entries.push({ keyLen: valueStart - start, valueLen: out.len - valueStart, timestamp });
-      });
-      return { data: out.toBytes(), entries };
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
+  process: batch.process,
 };
 
 // For tests under Node (not part of the component's interface).

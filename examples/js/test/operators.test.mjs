@@ -25,7 +25,33 @@ test('msgpack encodes like rmp (shortest forms) and round-trips', () => {
   const value = { a: [1, 'b', null, false], n: 18446744073709551615n, neg: -70000, bin: new Uint8Array([9]) };
   assert.deepEqual(decode(encode(value)), value);
   assert.throws(() => decode(new Uint8Array([0xa3, 0x61])), /end of MessagePack data/);
+  // Integers: Number up to ±(2^53 − 1), BigInt beyond, whatever the width they came in.
+  const u64 = (v) => new Uint8Array([0xcf, ...hexBytes(v.toString(16).padStart(16, '0'))]);
+  const i64 = (v) => new Uint8Array([0xd3, ...hexBytes(BigInt.asUintN(64, v).toString(16).padStart(16, '0'))]);
+  assert.equal(decode(u64(2n ** 53n - 1n)), 2 ** 53 - 1);
+  assert.equal(decode(u64(2n ** 53n)), 2n ** 53n);
+  assert.equal(decode(u64(5n)), 5);
+  assert.equal(decode(i64(-(2n ** 53n) + 1n)), -(2 ** 53) + 1);
+  assert.equal(decode(i64(-(2n ** 53n))), -(2n ** 53n));
+  assert.equal(decode(i64(2n ** 53n)), 2n ** 53n);
+  assert.equal(decode(i64(-1n)), -1);
+  assert.equal(decode(i64(-(2n ** 63n))), -(2n ** 63n));
+  // Strings: ASCII and not, short and long, both ways.
+  for (const str of ['', 'a', 'x'.repeat(24), 'x'.repeat(31), 'x'.repeat(32), 'é', 'aé', 'a'.repeat(23) + '☂', '😀'.repeat(20)]) {
+    assert.equal(decode(encode(str)), str);
+    assert.equal(hex(encode(str)), hex(encodeStrReference(str)));
+  }
 });
+
+const hexBytes = (h) => h.match(/../g).map((b) => parseInt(b, 16));
+
+/** A str encoded the straightforward way (TextEncoder, shortest header). */
+function encodeStrReference(s) {
+  const b = new TextEncoder().encode(s);
+  const n = b.length;
+  const head = n < 32 ? [0xa0 | n] : n < 256 ? [0xd9, n] : [0xda, n >> 8, n & 0xff];
+  return new Uint8Array([...head, ...b]);
+}
 
 test('KeyedState snapshots only the changes, deletes only what the host holds', () => {
   const s = new KeyedState();

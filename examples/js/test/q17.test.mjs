@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { encode, write, ByteWriter } from '../lib/msgpack.js';
+import { encode, decode, write, ByteWriter } from '../lib/msgpack.js';
 import { operator as q17, readBid, rank } from '../nexmark-q17/q17.js';
 import { hex, batchOf, recordsOf, changesOf } from './helpers.mjs';
 
@@ -136,12 +136,20 @@ test('q17 reads auction and price from a map and skips every other field', () =>
   const bytes = mapBytes([['extra', [1, [2, 'x'], { k: new Uint8Array(300) }]], ['price', 3], ['n', null],
     ['f', f64], ['g', f32], ['t', true], ['neg', -70000], ['big', U64_MAX], ['s', 'y'.repeat(300)],
     ['auction', 4]]);
-  assert.deepEqual(readBid(bytes, 0, bytes.length), { auction: 4, price: 3 });
+  const value = (b) => decode(b, 0, b.length, { json: true });
+  assert.deepEqual(readBid(value(bytes)), { auction: 4, price: 3 });
   // A map keyed by integers is not a bid with named fields.
   const ints = encode(new Map([[0, 4], [1, 3]]));
-  assert.throws(() => readBid(ints, 0, ints.length), /missing field `auction`/);
+  assert.throws(() => readBid(value(ints)), (e) => /missing field `auction`/.test(e.val));
+  // A map with some keys that are not strings is read by name all the same.
+  assert.deepEqual(readBid(value(encode(new Map([[0, 4], ['auction', 1], ['price', 2]])))), { auction: 1, price: 2 });
+  // A repeated field: the last value counts (as JSON.parse has it, on either path).
   const dup = mapBytes([['auction', 1], ['price', 1], ['auction', 2]]);
-  assert.throws(() => readBid(dup, 0, dup.length), /duplicate field `auction`/);
+  assert.deepEqual(readBid(value(dup)), { auction: 2, price: 1 });
+  assert.deepEqual(readBid({ auction: U64_MAX, price: 1 }), { auction: U64_MAX, price: 1 });
+  assert.throws(() => readBid({ auction: U64_MAX + 1n, price: 1 }), (e) => /`auction`: expected u64/.test(e.val));
+  assert.throws(() => readBid({ auction: 1.5, price: 1 }), (e) => /`auction`: expected u64/.test(e.val));
+  assert.throws(() => readBid(new Uint8Array(3)), (e) => /not a map/.test(e.val));
 });
 
 test('q17 fails the batch on a value that is not a bid, or an unkeyed record', async () => {

@@ -8,9 +8,11 @@
 // one record per distinct word of the batch, in first-seen order: key = the word, value =
 // its new total, timestamp = the latest timestamp of the word's records in the batch.
 
-import { KeyedState, States, keyString } from '../lib/keyed-state.js';
-import { Reader, strSpan, writeStrHeader, write, MsgpackError } from '../lib/msgpack.js';
-import { BatchWriter, forEachRecord, toWitError } from '../lib/batch.js';
+// Written on the batch API (lib/records.js): a record's key string is its state key.
+
+import { KeyedState, States, keyString, keyBytes } from '../lib/keyed-state.js';
+import { strSpan, writeStrHeader } from '../lib/msgpack.js';
+import { batchOperator } from '../lib/records.js';
 import { operatorDefaults } from '../lib/operator.js';
 
 const STATE_VERSION = 0;
@@ -19,13 +21,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const counts = new KeyedState();
 const states = new States({ counts });
 
-function readIncrement(data, start, end) {
-  const r = new Reader(data, start, end);
-  const v = r.value();
-  if (r.pos !== end) throw new MsgpackError('trailing bytes after the increment');
-  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
-  if (typeof v === 'bigint' && v >= 0n) return v;
-  throw new MsgpackError(`the increment is not an unsigned integer: ${String(v)}`);
+function invalid(message) {
+  return { tag: 'invalid-input', val: `cannot decode MessagePack: ${message}` };
 }
 
 const U64_MAX = 0xffffffffffffffffn;
@@ -40,23 +37,58 @@ function add(total, inc) {
   return sum > U64_MAX ? U64_MAX : sum;
 }
 
-/** The canonical key of the word at data[start, end) (a MessagePack str). */
-function wordKey(data, start, end) {
-  const span = strSpan(data, start, end);
-  if (span.canonical) return keyString(data, start, end);
-  // Re-encode a non-shortest header so that the key equals what an encoder writes.
+/**
+ * The canonical key of a word's key string (a MessagePack str, valid UTF-8): itself, or
+ * re-encoded with the shortest header so that it equals what an encoder writes. Run for
+ * the keys the state does not hold yet; throws `invalid-input` for anything else.
+ */
+function wordKey(key) {
+  const bytes = keyBytes(key);
+  let span;
+  try {
+    span = strSpan(bytes, 0, bytes.length);
+  } catch (e) {
+    throw invalid(e.message);
+  }
+  try {
+    utf8.decode(bytes.subarray(span.start, span.end));
+  } catch (e) {
+    throw invalid('a key is not valid UTF-8');
+  }
+  if (span.canonical) return key;
   const n = span.end - span.start;
   const w = { out: [], byte(b) { this.out.push(b); }, u16(v) { this.out.push(v >> 8, v & 0xff); },
     u32(v) { this.out.push(v >>> 24, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff); } };
   writeStrHeader(w, n);
-  return String.fromCharCode(...w.out) + keyString(data, span.start, span.end);
+  return String.fromCharCode(...w.out) + keyString(bytes, span.start, span.end);
 }
 
-function keyToBytes(key) {
-  const out = new Uint8Array(key.length);
-  for (let i = 0; i < key.length; i++) out[i] = key.charCodeAt(i);
-  return out;
+export function processBatch(_input, records, out) {
+  // Distinct words of the batch in first-seen order, with their latest timestamp.
+  const seen = new Map();
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i];
+    let key = record[0];
+    let total = counts.get(key);
+    if (total === undefined) {
+      key = wordKey(key);
+      total = counts.get(key);
+    }
+    const inc = record[1];
+    if (!(typeof inc === 'number' && inc >= 0 && inc % 1 === 0) && !(typeof inc === 'bigint' && inc >= 0n)) {
+      throw invalid(`the increment is not an unsigned integer: ${String(inc)}`);
+    }
+    counts.set(key, add(total === undefined ? 0 : total, inc));
+    const timestamp = record[2];
+    const latest = seen.get(key);
+    if (latest === undefined || timestamp > latest) seen.set(key, timestamp);
+  }
+  seen.forEach((timestamp, key) => out.push([key, counts.get(key), timestamp]));
 }
+
+const batch = batchOperator(processBatch);
+
+export const encodedBatches = batch.encodedBatches;
 
 export const operator = {
   ...operatorDefaults(states, { stateVersion: STATE_VERSION }),
@@ -65,50 +97,8 @@ export const operator = {
     return { name: 'wordcount-js', stateVersion: STATE_VERSION, migratesFrom: [] };
   },
 
-  process(_input, batch) {
-    try {
-      // Distinct words of the batch in first-seen order, with their latest timestamp.
-      const seen = new Map();
-      forEachRecord(batch, (data, keyStart, keyEnd, valueEnd, timestamp) => {
-        let key;
-        let inc;
-        try {
-          key = wordKey(data, keyStart, keyEnd);
-          inc = readIncrement(data, keyEnd, valueEnd);
-        } catch (e) {
-          throw { tag: 'invalid-input', val: `cannot decode MessagePack: ${e.message}` };
-        }
-        const total = counts.get(key);
-        if (total === undefined) {
-          // A new word: check that it is valid UTF-8, as the Rust operator's &str does.
-          try {
-            const span = strSpan(data, keyStart, keyEnd);
-            utf8.decode(data.subarray(span.start, span.end));
-          } catch (e) {
-            throw { tag: 'invalid-input', val: 'cannot decode MessagePack: a key is not valid UTF-8' };
-          }
-          counts.set(key, add(0, inc));
-        } else {
-          counts.set(key, add(total, inc));
-        }
-        const latest = seen.get(key);
-        if (latest === undefined || timestamp > latest) seen.set(key, timestamp);
-      });
-      const out = new BatchWriter();
-      for (const [key, timestamp] of seen) {
-        const total = counts.get(key);
-        out.emitWith(
-          (w) => { for (let i = 0; i < key.length; i++) w.byte(key.charCodeAt(i)); },
-          (w) => write(w, total),
-          timestamp,
-        );
-      }
-      return out.finish();
-    } catch (e) {
-      throw toWitError(e);
-    }
-  },
+  process: batch.process,
 };
 
 // For tests under Node (not part of the component's interface).
-export const _internal = { counts, keyToBytes };
+export const _internal = { counts, keyToBytes: keyBytes };
