@@ -8,7 +8,9 @@
 //! - the word count is savepointed and restored, then savepointed again and restored into the
 //!   *Rust* word count (the state layout is the same in every language);
 //! - components built against an older or a different world are refused at upload, naming
-//!   the missing export or the unknown import.
+//!   the missing export or the unknown import;
+//! - JavaScript: q1 on the batch API (the host's JSON batch path) gives the bytes of the
+//!   per-record q1 fixture and of the Rust q1 (issue 20).
 //!
 //! The harness builds each language with `examples/<lang>/build.sh --with-test-fixtures` into
 //! `<target>/lang/<lang>` (once: a stamp records the build, a file lock serialises test

@@ -49,6 +49,7 @@ function checkU64(field, v) {
 }
 
 const isU = (x) => typeof x === 'number' && x >= 0 && x % 1 === 0;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 /**
  * The `auction` and `price` of a bid value (a map with named fields; other fields are not
@@ -107,19 +108,35 @@ export function processBatch(_input, records, out) {
     let auction = bid.auction;
     let price = bid.price;
     // The careful reading (and its errors) when the quick one does not find two numbers.
-    if (!(isU(auction) && isU(price))) ({ auction, price } = readBid(bid));
+    if (!(typeof auction === 'number' && auction >= 0 && auction % 1 === 0
+      && typeof price === 'number' && price >= 0 && price % 1 === 0)) ({ auction, price } = readBid(bid));
     const key = record[0];
     if (key === '') {
       throw { tag: 'invalid-input', val: 'q17 expects bids keyed by auction (source config "key": "auction")' };
     }
-    let s = stats.get(key);
+    let s = stats.modify(key);
     if (s === undefined) {
       s = [0, 0, 0, 0, price, price, 0];
-      addBid(s, price);
       stats.set(key, s);
+    }
+    // Numbers while the sums stay below 2^53 (written out: calls cost in the interpreter);
+    // else the BigInt-aware addBid.
+    const total = s[0];
+    const sum = s[6];
+    const r = price < 10_000 ? 1 : price < 1_000_000 ? 2 : 3;
+    const count = s[r];
+    let avg;
+    if (typeof price === 'number' && typeof total === 'number' && typeof sum === 'number' && typeof count === 'number'
+      && total < MAX_SAFE && count < MAX_SAFE && sum + price <= MAX_SAFE) {
+      s[0] = total + 1;
+      s[r] = count + 1;
+      if (price < s[4]) s[4] = price;
+      if (price > s[5]) s[5] = price;
+      s[6] = sum + price;
+      avg = (s[6] - (s[6] % s[0])) / s[0];
     } else {
       addBid(s, price);
-      stats.touch(key);
+      avg = divide(s[6], s[0]);
     }
     out.push([key, {
       auction,
@@ -129,7 +146,7 @@ export function processBatch(_input, records, out) {
       rank3_bids: s[3],
       min_price: s[4],
       max_price: s[5],
-      avg_price: divide(s[6], s[0]),
+      avg_price: avg,
       sum_price: s[6],
     }, record[2]]);
   }
