@@ -2,6 +2,7 @@
 //! ([`GuestHost`], [`OperatorModule`]) and running them ([`OperatorInstance`]).
 
 pub mod bindings;
+mod encoded;
 mod error;
 mod host;
 mod host_state;
