@@ -7,12 +7,12 @@
 //! others float64; object members keep their order (duplicates too).
 
 use super::super::bindings::Batch;
-use super::msgpack::Out;
+use super::msgpack::{Out, valid_utf8};
 use super::to_json::MAX_SAFE;
 use super::{DecodeError, MAX_DEPTH};
 
 pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
-    let mut p = Parser { doc, pos: 0, out: Out::new(max), text: Vec::new() };
+    let mut p = Parser { doc, pos: 0, out: Out::new(max, doc.len()), text: Vec::new() };
     p.ws();
     p.expect(b'[', "the document is not an array of records")?;
     p.ws();
@@ -81,21 +81,32 @@ impl Parser<'_> {
         if self.peek() != Some(b'"') {
             return Err(self.error("a record's key is not a string"));
         }
-        self.string(true)?;
-        let mut key = std::mem::take(&mut self.text);
-        let latin1 = latin1(&mut key);
-        let result =
-            match latin1 {
-                Some(n) => {
-                    key.truncate(n);
-                    self.out.start_record(&key)
+        let key_len = match self.string(true)? {
+            Some((start, end)) if self.doc[start..end].is_ascii() => {
+                self.out.start_record(&self.doc[start..end])?;
+                end - start
+            }
+            text => {
+                if let Some((start, end)) = text {
+                    self.text.clear();
+                    self.text.extend_from_slice(&self.doc[start..end]);
                 }
-                None => Err(self
-                    .error("a record's key has a character above U+00FF (keys are one byte per character)")),
-            };
-        self.text = key;
-        result?;
-        let key_len = self.text.len();
+                let mut key = std::mem::take(&mut self.text);
+                let result = match latin1(&mut key) {
+                    Some(n) => {
+                        key.truncate(n);
+                        self.out.start_record(&key)
+                    }
+                    None => Err(self.error(
+                        "a record's key has a character above U+00FF (keys are one byte per character)",
+                    )),
+                };
+                let key_len = key.len();
+                self.text = key;
+                result?;
+                key_len
+            }
+        };
         self.ws();
         self.expect(b',', "a record is not an array [key, value, timestamp]")?;
         self.ws();
@@ -120,13 +131,15 @@ impl Parser<'_> {
             Some(b'n') => self.literal(b"null").and_then(|()| self.out.nil()),
             Some(b't') => self.literal(b"true").and_then(|()| self.out.bool(true)),
             Some(b'f') => self.literal(b"false").and_then(|()| self.out.bool(false)),
-            Some(b'"') => {
-                self.string(false)?;
-                let text = std::mem::take(&mut self.text);
-                let result = self.out.str(&text);
-                self.text = text;
-                result
-            }
+            Some(b'"') => match self.string(false)? {
+                Some((start, end)) => self.out.str(&self.doc[start..end]),
+                None => {
+                    let text = std::mem::take(&mut self.text);
+                    let result = self.out.str(&text);
+                    self.text = text;
+                    result
+                }
+            },
             Some(b'-' | b'0'..=b'9') => match self.number()? {
                 Number::Int(v) => self.out.int(i128::from(v)),
                 Number::Float(v) => self.out.f64(v),
@@ -207,14 +220,17 @@ impl Parser<'_> {
     /// A number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
     fn number(&mut self) -> Result<Number, DecodeError> {
         let start = self.pos;
-        if self.peek() == Some(b'-') {
+        let negative = self.peek() == Some(b'-');
+        if negative {
             self.pos += 1;
         }
+        let int_start = self.pos;
         match self.bump() {
             Some(b'0') => {}
             Some(b'1'..=b'9') => self.digits(),
             _ => return Err(self.error("expected a number")),
         }
+        let int_end = self.pos;
         let mut integer = true;
         if self.peek() == Some(b'.') {
             self.pos += 1;
@@ -229,16 +245,15 @@ impl Parser<'_> {
             }
             self.some_digits()?;
         }
-        // ASCII by construction.
-        let text = std::str::from_utf8(&self.doc[start..self.pos]).unwrap_or_default();
-        if integer {
-            // More than 16 digits is beyond 2^53 − 1 (16 digits) anyway.
-            if let Ok(v) = text.parse::<i64>()
-                && (-MAX_SAFE..=MAX_SAFE).contains(&v)
-            {
-                return Ok(Number::Int(v));
+        // More than 16 digits is beyond 2^53 − 1 (16 digits) anyway, and 16 fit an i64.
+        if integer && int_end - int_start <= 16 {
+            let v = self.doc[int_start..int_end].iter().fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
+            if v <= MAX_SAFE {
+                return Ok(Number::Int(if negative { -v } else { v }));
             }
         }
+        // ASCII by construction.
+        let text = std::str::from_utf8(&self.doc[start..self.pos]).unwrap_or_default();
         match text.parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(Number::Float(v)),
             _ => Err(self.error(&format!("the number {text} is out of the range of a float64"))),
@@ -260,28 +275,39 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Parses a string into `self.text` as UTF-8, which stays within what the output can
-    /// still take: as many bytes for a value, half as many for a key (whose characters
-    /// become one byte each from up to two).
-    fn string(&mut self, key: bool) -> Result<(), DecodeError> {
-        self.text.clear();
+    /// Parses a string: `Some(range)` of the document when it has no escapes (the common
+    /// case, copied once), else `None` with its text in `self.text`. Either stays within what
+    /// the output can still take: as many bytes for a value, half as many for a key (whose
+    /// characters become one byte each from up to two). The text is valid UTF-8.
+    fn string(&mut self, key: bool) -> Result<Option<(usize, usize)>, DecodeError> {
         self.pos += 1; // the opening quote
+        let first = self.pos;
+        let mut escaped = false;
         loop {
             let run = self.pos;
-            while let Some(b) = self.peek() {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
+            let rest = &self.doc[run..];
+            self.pos += rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len());
             let chunk = &self.doc[run..self.pos];
-            std::str::from_utf8(chunk).map_err(|_| self.error("a string is not valid UTF-8"))?;
-            let len = self.text.len() + chunk.len();
+            if !valid_utf8(chunk) {
+                return Err(self.error("a string is not valid UTF-8"));
+            }
+            let len = if escaped { self.text.len() } else { 0 } + chunk.len();
             self.out.room(if key { len / 2 } else { len })?;
-            self.text.extend_from_slice(chunk);
+            let end = self.pos;
             match self.bump() {
-                Some(b'"') => return Ok(()),
-                Some(b'\\') => self.escape()?,
+                Some(b'"') if !escaped => return Ok(Some((first, end))),
+                Some(b'"') => {
+                    self.text.extend_from_slice(chunk);
+                    return Ok(None);
+                }
+                Some(b'\\') => {
+                    if !escaped {
+                        self.text.clear();
+                        escaped = true;
+                    }
+                    self.text.extend_from_slice(chunk);
+                    self.escape()?;
+                }
                 Some(_) => return Err(self.error("a control character inside a string must be escaped")),
                 None => return Err(self.error("a string is not terminated")),
             }

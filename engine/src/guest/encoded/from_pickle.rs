@@ -16,7 +16,7 @@
 //! than the limit.
 
 use super::super::bindings::Batch;
-use super::msgpack::{Out, int_fits};
+use super::msgpack::{Out, int_fits, valid_utf8};
 use super::{DecodeError, MAX_DEPTH};
 
 /// A callable that CPython's pickles of bytes and bytearray name (protocols 2 to 4).
@@ -42,8 +42,8 @@ enum Obj {
     Str(usize, usize),
     /// A range of the document.
     Bytes(usize, usize),
-    /// Bytes made by `_codecs.encode`.
-    OwnedBytes(Vec<u8>),
+    /// Bytes made by `_codecs.encode`: an index into `Parser::owned`.
+    OwnedBytes(u32),
     List(Vec<u32>),
     Tuple(Vec<u32>),
     /// Keys and values alternating, in insertion order.
@@ -99,6 +99,9 @@ struct Parser<'a> {
     stack: Vec<u32>,
     marks: Vec<usize>,
     memo: Vec<u32>,
+    /// The bytes `_codecs.encode` made, and their total length.
+    owned: Vec<Vec<u8>>,
+    owned_len: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -155,8 +158,9 @@ impl<'a> Parser<'a> {
     fn str_range(&mut self, size: usize) -> Result<Obj, DecodeError> {
         let n = self.len(size)?;
         let (start, end) = self.take(n)?;
-        std::str::from_utf8(&self.doc[start..end])
-            .map_err(|_| malformed("a pickled str is not valid UTF-8"))?;
+        if !valid_utf8(&self.doc[start..end]) {
+            return Err(malformed("a pickled str is not valid UTF-8"));
+        }
         Ok(Obj::Str(start, end))
     }
 
@@ -227,9 +231,9 @@ impl<'a> Parser<'a> {
         let Obj::Tuple(args) = &self.arena[args as usize] else { return Err(not_allowed()) };
         let obj = match (callable, args.as_slice()) {
             (Callable::Bytes | Callable::Bytearray, []) => Obj::Bytes(0, 0),
-            (Callable::Bytearray, &[b]) => match &self.arena[b as usize] {
-                &Obj::Bytes(start, end) => Obj::Bytes(start, end),
-                Obj::OwnedBytes(bytes) => Obj::OwnedBytes(bytes.clone()),
+            (Callable::Bytearray, &[b]) => match self.arena[b as usize] {
+                Obj::Bytes(start, end) => Obj::Bytes(start, end),
+                Obj::OwnedBytes(bytes) => Obj::OwnedBytes(bytes),
                 _ => return Err(not_allowed()),
             },
             (Callable::Encode, &[s, encoding]) => {
@@ -237,8 +241,17 @@ impl<'a> Parser<'a> {
                     return Err(not_allowed());
                 };
                 let s = std::str::from_utf8(s).map_err(|_| not_allowed())?;
+                // CPython encodes each bytes object once, from a str written for it, so
+                // all of them together are shorter than the document; more means the same
+                // str is encoded again and again (a memory bomb).
+                if self.owned_len + s.len() > self.doc.len() {
+                    return Err(malformed("the pickle builds bytes from the same str over and over"));
+                }
                 let bytes: Option<Vec<u8>> = s.chars().map(|c| u8::try_from(c).ok()).collect();
-                Obj::OwnedBytes(bytes.ok_or_else(not_allowed)?)
+                let bytes = bytes.ok_or_else(not_allowed)?;
+                self.owned_len += s.len();
+                self.owned.push(bytes);
+                Obj::OwnedBytes(self.owned.len() as u32 - 1)
             }
             _ => return Err(not_allowed()),
         };
@@ -435,7 +448,7 @@ impl<'a> Parser<'a> {
             &Obj::Float(v) => out.f64(v),
             &Obj::Str(start, end) => out.str(&self.doc[start..end]),
             &Obj::Bytes(start, end) => out.bin(&self.doc[start..end]),
-            Obj::OwnedBytes(bytes) => out.bin(bytes),
+            &Obj::OwnedBytes(bytes) => out.bin(&self.owned[bytes as usize]),
             Obj::List(items) | Obj::Tuple(items) => {
                 nest(depth)?;
                 out.array(items.len())?;
@@ -459,18 +472,27 @@ fn nest(depth: usize) -> Result<(), DecodeError> {
 }
 
 pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
-    let mut p =
-        Parser { doc, pos: 0, arena: Vec::new(), stack: Vec::new(), marks: Vec::new(), memo: Vec::new() };
+    // Every object takes at least one byte, most take several.
+    let mut p = Parser {
+        doc,
+        pos: 0,
+        arena: Vec::with_capacity(doc.len() / 8),
+        stack: Vec::new(),
+        marks: Vec::new(),
+        memo: Vec::new(),
+        owned: Vec::new(),
+        owned_len: 0,
+    };
     let result = p.run()?;
     let records = p.items(result).ok_or_else(|| malformed("the pickle is not a list of records"))?;
-    let mut out = Out::new(max);
+    let mut out = Out::new(max, doc.len());
     for (i, &record) in records.iter().enumerate() {
         let shape =
             || malformed(format!("record {i} is not a (key: bytes, value, timestamp: int) tuple or list"));
         let &[key, value, timestamp] = p.items(record).ok_or_else(shape)? else { return Err(shape()) };
-        let key = match &p.arena[key as usize] {
-            &Obj::Bytes(start, end) => &doc[start..end],
-            Obj::OwnedBytes(bytes) => bytes.as_slice(),
+        let key = match p.arena[key as usize] {
+            Obj::Bytes(start, end) => &doc[start..end],
+            Obj::OwnedBytes(bytes) => p.owned[bytes as usize].as_slice(),
             _ => return Err(malformed(format!("record {i}'s key is not bytes"))),
         };
         let timestamp = match p.arena[timestamp as usize] {

@@ -38,13 +38,12 @@ impl<'a> Reader<'a> {
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        match self.data.get(self.pos..self.pos.saturating_add(n)) {
-            Some(bytes) if self.pos.checked_add(n).is_some() => {
-                self.pos += n;
-                Ok(bytes)
-            }
-            _ => Err(format!("the value is truncated at byte {}", self.pos)),
+        if n > self.data.len() - self.pos {
+            return Err(format!("the value is truncated at byte {}", self.pos));
         }
+        let bytes = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(bytes)
     }
 
     fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
@@ -112,22 +111,35 @@ pub(super) struct Out {
     pub(super) data: Vec<u8>,
     entries: Vec<Entry>,
     max: usize,
+    /// How long `data` may grow: `max` less the cost of the entries, the current one
+    /// included (0 when even they do not fit).
+    data_limit: usize,
     /// Start of the record being written.
     record_start: usize,
 }
 
 impl Out {
-    pub(super) fn new(max: usize) -> Self {
-        Self { data: Vec::new(), entries: Vec::new(), max, record_start: 0 }
+    /// An empty batch of at most `max` bytes, with room reserved for `expected` data bytes
+    /// (at most `max`).
+    pub(super) fn new(max: usize, expected: usize) -> Self {
+        let data = Vec::with_capacity(expected.min(max));
+        let mut out = Self { data, entries: Vec::new(), max, data_limit: 0, record_start: 0 };
+        out.data_limit = out.max.saturating_sub(ENTRY_COST);
+        out
     }
 
     /// Fails with `TooLarge` unless `extra` more bytes fit.
     pub(super) fn room(&self, extra: usize) -> Result<(), DecodeError> {
-        let used = (self.entries.len() + 1).saturating_mul(ENTRY_COST).saturating_add(self.data.len());
-        match used.checked_add(extra) {
-            Some(total) if total <= self.max => Ok(()),
-            _ => Err(DecodeError::TooLarge),
+        if extra <= self.data_limit.saturating_sub(self.data.len()) && self.entries_fit() {
+            Ok(())
+        } else {
+            Err(DecodeError::TooLarge)
         }
+    }
+
+    /// Whether the entries so far and the one being written fit at all.
+    fn entries_fit(&self) -> bool {
+        (self.entries.len() + 1).saturating_mul(ENTRY_COST) <= self.max
     }
 
     pub(super) fn put(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
@@ -149,6 +161,7 @@ impl Out {
         let value_len = u32::try_from(value_len).map_err(|_| DecodeError::TooLarge)?;
         self.room(0)?;
         self.entries.push(Entry { key_len, value_len, timestamp });
+        self.data_limit = self.data_limit.saturating_sub(ENTRY_COST);
         Ok(())
     }
 
@@ -178,13 +191,25 @@ impl Out {
     }
 
     pub(super) fn str(&mut self, s: &[u8]) -> Result<(), DecodeError> {
-        self.header(s.len(), [Some((0xa0, 31)), Some((0xd9, 0xff)), Some((0xda, 0xffff)), Some((0xdb, 0))])?;
-        self.put(s)
+        self.sized(s, [Some((0xa0, 31)), Some((0xd9, 0xff)), Some((0xda, 0xffff)), Some((0xdb, 0))])
     }
 
     pub(super) fn bin(&mut self, b: &[u8]) -> Result<(), DecodeError> {
-        self.header(b.len(), [None, Some((0xc4, 0xff)), Some((0xc5, 0xffff)), Some((0xc6, 0))])?;
-        self.put(b)
+        self.sized(b, [None, Some((0xc4, 0xff)), Some((0xc5, 0xffff)), Some((0xc6, 0))])
+    }
+
+    /// A header and `bytes`, checked against the limit once.
+    fn sized(&mut self, bytes: &[u8], forms: [Option<(u8, usize)>; 4]) -> Result<(), DecodeError> {
+        let mut buf = [0u8; 5];
+        let len = header_bytes(bytes.len(), forms, &mut buf).ok_or(DecodeError::TooLarge)?;
+        self.room(len + bytes.len())?;
+        if len == 1 {
+            self.data.push(buf[0]);
+        } else {
+            self.data.extend_from_slice(&buf[..len]);
+        }
+        self.data.extend_from_slice(bytes);
+        Ok(())
     }
 
     pub(super) fn array(&mut self, n: usize) -> Result<(), DecodeError> {
@@ -238,6 +263,7 @@ const ARRAY: [Option<(u8, usize)>; 4] = [Some((0x90, 15)), None, Some((0xdc, 0xf
 const MAP: [Option<(u8, usize)>; 4] = [Some((0x80, 15)), None, Some((0xde, 0xffff)), Some((0xdf, 0))];
 
 /// The header of `n` items in `buf`, returning its length; `None` beyond 32 bits.
+#[inline]
 fn header_bytes(n: usize, forms: [Option<(u8, usize)>; 4], buf: &mut [u8; 5]) -> Option<usize> {
     let [fix, b8, b16, b32] = forms;
     if let Some((marker, _)) = fix.filter(|&(_, max)| n <= max) {
@@ -304,6 +330,11 @@ pub(super) fn int_bytes(v: i128, buf: &mut [u8; 9]) -> usize {
             9
         }
     }
+}
+
+/// Whether `s` is valid UTF-8 (ASCII checked first: it is the common case and much faster).
+pub(super) fn valid_utf8(s: &[u8]) -> bool {
+    s.is_ascii() || std::str::from_utf8(s).is_ok()
 }
 
 /// Whether `v` fits a MessagePack integer (i64 or u64).

@@ -294,7 +294,10 @@ fn pickle_keeps_what_python_reads_exactly() {
 
 #[test]
 fn long_ints_use_the_minimal_twos_complement_bytes() {
-    use super::to_pickle::long_bytes;
+    let long_bytes = |v: i128| {
+        let (bytes, n) = super::to_pickle::long_bytes(v);
+        bytes[..n].to_vec()
+    };
     assert_eq!(long_bytes(255), [0xff, 0x00]);
     assert_eq!(long_bytes(1 << 31), [0, 0, 0, 0x80, 0]);
     assert_eq!(long_bytes(-(1 << 31) - 1), [0xff, 0xff, 0xff, 0x7f, 0xff]);
@@ -302,4 +305,8 @@ fn long_ints_use_the_minimal_twos_complement_bytes() {
     assert_eq!(long_bytes(-256), [0x00, 0xff]);
     assert_eq!(long_bytes(i128::from(u64::MAX)), [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]);
     assert_eq!(long_bytes(i128::from(i64::MIN)), [0, 0, 0, 0, 0, 0, 0, 0x80]);
+    assert_eq!(long_bytes(i128::from(i64::MIN) - 1), [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff]);
+    assert_eq!(long_bytes(1 << 40), [0, 0, 0, 0, 0, 1]);
+    assert_eq!(long_bytes(127), [0x7f]);
+    assert_eq!(long_bytes(0), [0]);
 }

@@ -117,6 +117,22 @@ fn pickle_memo_cycles_and_bombs_stop_cheaply() {
     let started = Instant::now();
     assert_eq!(decode_batch(BatchFormat::Pickle, &doc, LIMIT), Err(DecodeError::TooLarge));
     assert!(started.elapsed().as_secs() < 5, "the bomb took {:?}", started.elapsed());
+    // One long str encoded to bytes again and again (protocol 2's way of pickling bytes):
+    // each REDUCE would allocate its length.
+    let mut doc = b"\x80\x02](c_codecs\nencode\n\x94X\xe8\x03\x00\x00".to_vec();
+    doc.extend_from_slice(&[b'a'; 1000]);
+    doc.extend_from_slice(b"\x94X\x06\x00\x00\x00latin1\x94");
+    for _ in 0..200 {
+        doc.extend_from_slice(b"h\x00h\x01h\x02\x86RNK\x00\x87");
+    }
+    doc.extend_from_slice(b"e.");
+    let why = pickle_malformed(&doc);
+    assert!(why.contains("over and over"), "{why}");
+    // Once is fine (and shared through the memo, it is not copied).
+    let once = b"\x80\x02](c_codecs\nencode\nX\x03\x00\x00\x00\xc3\xbfaX\x06\x00\x00\x00latin1\x86R\x94\
+                 NK\x00\x87h\x00NK\x01\x87e.";
+    let batch = decode_batch(BatchFormat::Pickle, once, LIMIT).unwrap();
+    assert_eq!(batch, batch_of(&[(vec![0xff, b'a'], vec![0xc0], 0), (vec![0xff, b'a'], vec![0xc0], 1)]));
 }
 
 #[test]

@@ -7,13 +7,15 @@
 use std::fmt::Write as _;
 
 use super::super::bindings::Batch;
-use super::msgpack::{Reader, Token};
+use super::msgpack::{Reader, Token, valid_utf8};
 use super::{MAX_DEPTH, Unrepresentable, at_record, records};
 
 /// The largest integer a double holds exactly along with all smaller ones: 2^53 − 1.
 pub(super) const MAX_SAFE: i64 = (1 << 53) - 1;
 
 pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
+    // Values grow by about a half (quotes, separators, decimal digits); escapes may add more.
+    out.reserve(batch.data.len() + batch.data.len() / 2 + 32 * batch.entries.len());
     out.push(b'[');
     for (i, record) in records(batch).enumerate() {
         let (key, value, timestamp) = record?;
@@ -35,7 +37,7 @@ pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresent
             return Err(at_record(i)(format!("the timestamp {timestamp} is beyond ±(2^53 − 1)")));
         }
         out.push(b',');
-        decimal(out, i128::from(timestamp));
+        decimal(out, timestamp);
         out.push(b']');
     }
     out.push(b']');
@@ -73,7 +75,10 @@ fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Resu
                 match reader.next()? {
                     Token::Str(s) => utf8_string(out, s)?,
                     other => {
-                        return Err(format!("a map key is not a string ({}), which JSON lacks", kind(&other)));
+                        return Err(format!(
+                            "a map key is not a string ({}), which JSON lacks",
+                            kind(&other)
+                        ));
                     }
                 }
                 out.push(b':');
@@ -106,14 +111,16 @@ fn nest(depth: usize) -> Result<(), String> {
 }
 
 fn int(out: &mut Vec<u8>, v: i128) -> Result<(), String> {
-    if !(i128::from(-MAX_SAFE)..=i128::from(MAX_SAFE)).contains(&v) {
-        return Err(format!("the integer {v} is beyond ±(2^53 − 1), which JSON.parse cannot read exactly"));
+    match i64::try_from(v) {
+        Ok(v) if (-MAX_SAFE..=MAX_SAFE).contains(&v) => {
+            decimal(out, v);
+            Ok(())
+        }
+        _ => Err(format!("the integer {v} is beyond ±(2^53 − 1), which JSON.parse cannot read exactly")),
     }
-    decimal(out, v);
-    Ok(())
 }
 
-fn decimal(out: &mut Vec<u8>, v: i128) {
+fn decimal(out: &mut Vec<u8>, v: i64) {
     let mut buf = [0u8; 24];
     let mut i = buf.len();
     let negative = v < 0;
@@ -150,9 +157,21 @@ fn float(out: &mut Vec<u8>, v: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether byte `b` must be escaped inside a JSON string.
+/// The bytes that must be escaped inside a JSON string: controls, `"` and `\`.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 fn escaped(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
+    ESCAPED[usize::from(b)]
 }
 
 fn escape(out: &mut Vec<u8>, b: u8) {
@@ -175,7 +194,9 @@ fn escape(out: &mut Vec<u8>, b: u8) {
 }
 
 fn utf8_string(out: &mut Vec<u8>, s: &[u8]) -> Result<(), String> {
-    std::str::from_utf8(s).map_err(|e| format!("a string is not valid UTF-8 ({e})"))?;
+    if !valid_utf8(s) {
+        return Err("a string is not valid UTF-8".into());
+    }
     out.push(b'"');
     let mut run = 0;
     for (i, &b) in s.iter().enumerate() {

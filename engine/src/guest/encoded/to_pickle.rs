@@ -6,7 +6,7 @@
 //! stays hashable, and a map there is refused.
 
 use super::super::bindings::Batch;
-use super::msgpack::{Reader, Token};
+use super::msgpack::{Reader, Token, valid_utf8};
 use super::{MAX_DEPTH, Unrepresentable, at_record, records};
 
 // The opcodes written (names as in CPython's pickle.py).
@@ -34,6 +34,8 @@ const EMPTY_DICT: u8 = b'}';
 const SETITEMS: u8 = b'u';
 
 pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
+    // Values grow by about a quarter (opcodes, lengths); each record adds about 16 bytes.
+    out.reserve(batch.data.len() + batch.data.len() / 4 + 16 * batch.entries.len());
     out.extend_from_slice(&[PROTO, 5, EMPTY_LIST]);
     if !batch.entries.is_empty() {
         out.push(MARK);
@@ -70,7 +72,9 @@ fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize, in_key:
         Token::F32(v) => float(out, f64::from(v)),
         Token::F64(v) => float(out, v),
         Token::Str(s) => {
-            std::str::from_utf8(s).map_err(|e| format!("a string is not valid UTF-8 ({e})"))?;
+            if !valid_utf8(s) {
+                return Err("a string is not valid UTF-8".into());
+            }
             sized(out, s, SHORT_BINUNICODE, BINUNICODE);
         }
         Token::Bin(b) => bytes(out, b),
@@ -135,20 +139,18 @@ fn int(out: &mut Vec<u8>, v: i128) {
         out.push(BININT);
         out.extend_from_slice(&v.to_le_bytes());
     } else {
-        let bytes = long_bytes(v);
-        out.extend_from_slice(&[LONG1, bytes.len() as u8]);
-        out.extend_from_slice(&bytes);
+        let (bytes, n) = long_bytes(v);
+        out.extend_from_slice(&[LONG1, n as u8]);
+        out.extend_from_slice(&bytes[..n]);
     }
 }
 
-/// The minimal little-endian two's-complement bytes of `v` (pickle's `encode_long`).
-pub(super) fn long_bytes(v: i128) -> Vec<u8> {
-    let b = v.to_le_bytes();
-    let mut n = b.len();
-    while n > 1 && ((b[n - 1] == 0 && b[n - 2] & 0x80 == 0) || (b[n - 1] == 0xff && b[n - 2] & 0x80 != 0)) {
-        n -= 1;
-    }
-    b[..n].to_vec()
+/// The minimal little-endian two's-complement bytes of `v` (pickle's `encode_long`): its
+/// significant bits plus a sign bit, rounded up to whole bytes.
+pub(super) fn long_bytes(v: i128) -> ([u8; 16], usize) {
+    let magnitude = if v < 0 { !v } else { v };
+    let bits = 128 - magnitude.leading_zeros() as usize;
+    (v.to_le_bytes(), bits / 8 + 1)
 }
 
 fn float(out: &mut Vec<u8>, v: f64) {
