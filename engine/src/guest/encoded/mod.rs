@@ -31,6 +31,13 @@ pub use super::bindings::encoded::BatchFormat;
 /// How many containers a record's value may nest (64 nested arrays pass, 65 do not).
 pub const MAX_DEPTH: usize = 64;
 
+/// Bounds of a document's size (see [`encode_batch`]).
+#[allow(dead_code)]
+pub const MAX_GROWTH: usize = 6;
+/// Bounds of a document's size (see [`encode_batch`]).
+#[allow(dead_code)]
+pub const RECORD_OVERHEAD: usize = 32;
+
 /// What one output entry costs besides its bytes, as the plain path counts output.
 const ENTRY_COST: usize = 16;
 
@@ -51,7 +58,8 @@ pub enum DecodeError {
 }
 
 /// The document for `batch` (its entries are already validated: lengths add up).
-/// `out` is cleared first.
+/// `out` is cleared first. The document is at most [`MAX_GROWTH`] times the batch's data
+/// plus [`RECORD_OVERHEAD`] bytes per record and 8 (JSON escapes a control byte in six).
 #[allow(dead_code)]
 pub fn encode_batch(format: BatchFormat, batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
     out.clear();

@@ -5,7 +5,9 @@ use rand::{Rng, SeedableRng};
 use rmpv::Value;
 
 use super::super::bindings::{Batch, Entry};
-use super::{BatchFormat, MAX_DEPTH, Unrepresentable, decode_batch, encode_batch};
+use super::{
+    BatchFormat, MAX_DEPTH, MAX_GROWTH, RECORD_OVERHEAD, Unrepresentable, decode_batch, encode_batch,
+};
 
 /// Which values a generator may produce.
 #[derive(Clone, Copy)]
@@ -148,6 +150,10 @@ pub(super) fn cost(batch: &Batch) -> usize {
 fn round_trip(format: BatchFormat, batch: &Batch) -> Result<Batch, String> {
     let mut doc = Vec::new();
     encode_batch(format, batch, &mut doc).map_err(|e| format!("encode: {e}"))?;
+    let bound = MAX_GROWTH * batch.data.len() + RECORD_OVERHEAD * batch.entries.len() + 8;
+    if doc.len() > bound {
+        return Err(format!("a document of {} bytes is over its bound {bound}", doc.len()));
+    }
     decode_batch(format, &doc, cost(batch))
         .map_err(|e| format!("decode: {e} of {}", String::from_utf8_lossy(&doc)))
 }
@@ -265,6 +271,20 @@ fn values_no_format_carries_exactly_are_refused() {
         let batch = batch_of(&[(vec![], vec![0xc0], timestamp)]);
         let why = encode_batch(json, &batch, &mut Vec::new()).unwrap_err().0;
         assert!(why.contains("timestamp"), "{why}");
+    }
+    // The worst growth passes the bound: control bytes in keys and strings, -1s.
+    let worst = [
+        (vec![0x01; 100], pack(&Value::from("\u{1}".repeat(100))), -(1 << 53) + 1),
+        (vec![0x00; 3], pack(&Value::Array(vec![Value::from(-1); 100])), i64::MIN),
+        (vec![], pack(&Value::Array(vec![Value::Map(vec![]); 100])), 0),
+    ];
+    for format in [BatchFormat::Pickle, json] {
+        for record in &worst {
+            let batch = batch_of(std::slice::from_ref(record));
+            if let Err(why) = round_trip(format, &batch) {
+                assert!(!why.contains("bound") && why.contains("timestamp"), "{format:?}: {why}");
+            }
+        }
     }
     // Entries that run past the data are refused, not a panic.
     let mut batch = batch_of(&[(vec![], vec![0xc0], 0)]);
