@@ -60,7 +60,6 @@ pub enum DecodeError {
 /// The document for `batch` (its entries are already validated: lengths add up).
 /// `out` is cleared first. The document is at most [`MAX_GROWTH`] times the batch's data
 /// plus [`RECORD_OVERHEAD`] bytes per record and 8 (JSON escapes a control byte in six).
-#[allow(dead_code)]
 pub fn encode_batch(format: BatchFormat, batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
     out.clear();
     match format {
@@ -72,7 +71,6 @@ pub fn encode_batch(format: BatchFormat, batch: &Batch, out: &mut Vec<u8>) -> Re
 /// The MessagePack batch for a guest's document. The batch's size counted like the plain
 /// path counts output (data bytes + 16 per entry) stays <= `max_output_bytes`, checked as it
 /// is built.
-#[allow(dead_code)]
 pub fn decode_batch(format: BatchFormat, doc: &[u8], max_output_bytes: usize) -> Result<Batch, DecodeError> {
     match format {
         BatchFormat::Pickle => from_pickle::decode(doc, max_output_bytes),
