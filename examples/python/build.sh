@@ -14,8 +14,8 @@
 #   WEIR_TOOLS      tools dir (default <repo>/target/tools); componentize-py goes into the
 #                   venv $WEIR_TOOLS/py-venv, created when missing
 #   WEIR_BUILD_DIR  output dir (default examples/python/build): wordcount.wasm,
-#                   nexmark-q1.wasm, nexmark-q17.wasm, window-count.wasm, join-pairs.wasm
-#                   and bindings/ (the Python bindings of the WIT world, for the unit tests)
+#                   nexmark-q1.wasm, nexmark-q17.wasm, window-count.wasm, join-pairs.wasm,
+#                   nexmark-q1-records.wasm (q1 on the per-record API) and bindings/ (the Python bindings of the WIT world, for the unit tests)
 #   PYTHON          the interpreter that creates the venv (default python3.11, else python3;
 #                   3.10 or newer)
 #
@@ -35,7 +35,10 @@ WORLDS="$REPO/engine/test-guests/worlds"
 COMPONENTIZE_PY_VERSION="0.25.1"
 # module in operators/ -> component name
 OPERATORS=(wordcount:wordcount nexmark_q1:nexmark-q1 nexmark_q17:nexmark-q17
-           window_count:window-count join_pairs:join-pairs)
+           window_count:window-count join_pairs:join-pairs
+           nexmark_q1_records:nexmark-q1-records)
+# The operators' world: the operator interface plus the encoded-batches fast path.
+WORLD=encoded-operator-world
 # wrong-world fixtures: tests/wrong-worlds/<world>/<module>.py against $WORLDS/<world>
 FIXTURES=(v0.1.0:wordcount_v0_1_0 incomplete:passthrough foreign-import:passthrough)
 
@@ -114,14 +117,14 @@ rm "$STAGE/src/weirpy/testing.py"   # the simulated host of the unit tests
 find "$STAGE/src" -name __pycache__ -prune -exec rm -rf {} +
 
 rm -rf "$OUT/bindings"
-"$CPY" -q -d "$WIT" -w operator-world bindings "$OUT/bindings" \
+"$CPY" -q -d "$WIT" -w "$WORLD" bindings "$OUT/bindings" \
     || die "componentize-py could not generate the bindings of $WIT"
 
-# componentize <wit dir> <module> <python path> <output .wasm>
+# componentize <wit dir> <world> <module> <python path> <output .wasm>
 componentize() {
-    local wit="$1" module="$2" path="$3" wasm="$4"
+    local wit="$1" world="$2" module="$3" path="$4" wasm="$5"
     rm -f "$wasm.tmp"
-    if ! (cd "$STAGE/empty" && env -u VIRTUAL_ENV "$CPY" -q -d "$wit" -w operator-world \
+    if ! (cd "$STAGE/empty" && env -u VIRTUAL_ENV "$CPY" -q -d "$wit" -w "$world" \
             componentize "$module" -p "$path" -o "$wasm.tmp"); then
         rm -f "$wasm.tmp"
         die "componentize-py failed to build $wasm from $module.py"
@@ -135,7 +138,7 @@ for pair in "${OPERATORS[@]}"; do
     if [ "${#ONLY[@]}" -gt 0 ] && [[ " ${ONLY[*]} " != *" $name "* ]]; then
         continue
     fi
-    componentize "$WIT" "${pair%%:*}" "$STAGE/src" "$OUT/$name.wasm"
+    componentize "$WIT" "$WORLD" "${pair%%:*}" "$STAGE/src" "$OUT/$name.wasm"
 done
 
 if [ "$WITH_FIXTURES" = 1 ]; then
@@ -149,6 +152,6 @@ if [ "$WITH_FIXTURES" = 1 ]; then
         cp -r "$HERE/weirpy" "$src/weirpy"
         cp "$HERE/tests/wrong-worlds/$world/$module.py" "$src/" || die "missing fixture source tests/wrong-worlds/$world/$module.py"
         find "$src" -name __pycache__ -prune -exec rm -rf {} +
-        componentize "$WORLDS/$world" "$module" "$src" "$OUT/wrong-worlds/$world.wasm"
+        componentize "$WORLDS/$world" operator-world "$module" "$src" "$OUT/wrong-worlds/$world.wasm"
     done
 fi

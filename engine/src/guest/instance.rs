@@ -3,7 +3,9 @@
 
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 
+use super::bindings::encoded::{BatchFormat, EncodedBatches};
 use super::bindings::{Batch, Context, Entry, OperatorInfo, OperatorWorld, StateDelta};
+use super::encoded::{self as codec, DecodeError};
 use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
 use super::host_state::{HostState, Limiter};
@@ -69,9 +71,26 @@ impl Context {
 pub struct OperatorInstance {
     store: Store<HostState>,
     world: OperatorWorld,
+    /// The `encoded-batches` fast path, when the component exports it.
+    encoded: Option<Encoded>,
     who: Who,
     poisoned: Option<String>,
 }
+
+/// The fast path of an instance whose component exports `encoded-batches`.
+struct Encoded {
+    exports: EncodedBatches,
+    /// The format the guest asked for after `open` (none: only `process` is called).
+    format: Option<BatchFormat>,
+    /// The last input document, kept for its allocation.
+    doc: Vec<u8>,
+}
+
+/// The counter of batches that went as a document through `process-encoded`.
+pub const ENCODED_BATCHES: &str = "encoded_batches";
+/// The counter of batches the instance's document format could not carry exactly, which
+/// went through the plain `process` instead.
+pub const ENCODED_FALLBACK_BATCHES: &str = "encoded_fallback_batches";
 
 /// Which instance, and the limits it runs with: what its errors name.
 struct Who {
@@ -151,12 +170,9 @@ impl OperatorInstance {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        let mut inst = OperatorInstance {
-            world: instantiate(module, &mut store, &who).await?,
-            store,
-            who,
-            poisoned: None,
-        };
+        let (world, encoded) = instantiate(module, &mut store, &who).await?;
+        let encoded = encoded.map(|exports| Encoded { exports, format: None, doc: Vec::new() });
+        let mut inst = OperatorInstance { world, encoded, store, who, poisoned: None };
         inst.store.data_mut().ticks_in_call = 0;
         Ok(inst)
     }
@@ -212,7 +228,8 @@ impl OperatorInstance {
         self.finish(Call::Describe, r.map(Ok::<_, super::bindings::GuestOperatorError>))
     }
 
-    /// Calls `open`.
+    /// Calls `open`, then asks a component with the `encoded-batches` export which document
+    /// format it wants.
     pub async fn open(&mut self, context: &Context) -> Result<(), GuestError> {
         self.begin(Call::Open)?;
         let r = within(
@@ -220,11 +237,29 @@ impl OperatorInstance {
             self.world.weir_operator_operator().call_open(&mut self.store, context),
         )
         .await;
-        self.finish(Call::Open, r)
+        self.finish(Call::Open, r)?;
+        let Some(exports) = self.encoded.as_ref().map(|e| e.exports.clone()) else { return Ok(()) };
+        self.begin(Call::Open)?;
+        let r = within(self.who.limits.wall_limit_ms, exports.call_wanted_format(&mut self.store)).await;
+        let format = self.finish(Call::Open, r.map(Ok::<_, super::bindings::GuestOperatorError>))?;
+        if let Some(encoded) = &mut self.encoded {
+            encoded.format = format;
+        }
+        Ok(())
     }
 
-    /// Calls `process` with a batch that arrived on input `input`; returns the output.
+    /// The document format the instance's `process-encoded` takes, if it asked for one.
+    pub fn batch_format(&self) -> Option<BatchFormat> {
+        self.encoded.as_ref().and_then(|e| e.format)
+    }
+
+    /// Calls `process` with a batch that arrived on input `input`; returns the output. An
+    /// instance that asked for a document format gets the batch through `process-encoded`
+    /// when the format carries it exactly.
     pub async fn process(&mut self, input: u32, batch: &Batch) -> Result<Batch, GuestError> {
+        if let Some(out) = self.process_encoded(input, batch).await {
+            return out;
+        }
         self.begin(Call::Process)?;
         let r = within(
             self.who.limits.wall_limit_ms,
@@ -233,6 +268,56 @@ impl OperatorInstance {
         .await;
         let out = self.finish(Call::Process, r)?;
         self.check_batch(Call::Process, out)
+    }
+
+    /// The fast path of [`Self::process`]: `None` when the instance has no document format
+    /// or the format cannot carry `batch` (the plain `process` then takes it).
+    async fn process_encoded(&mut self, input: u32, batch: &Batch) -> Option<Result<Batch, GuestError>> {
+        let encoded = self.encoded.as_mut()?;
+        let format = encoded.format?;
+        let mut doc = std::mem::take(&mut encoded.doc);
+        if codec::encode_batch(format, batch, &mut doc).is_err() {
+            encoded.doc = doc;
+            self.count(ENCODED_FALLBACK_BATCHES);
+            return None;
+        }
+        let exports = encoded.exports.clone();
+        self.count(ENCODED_BATCHES);
+        Some(self.call_encoded(&exports, format, input, doc).await)
+    }
+
+    async fn call_encoded(
+        &mut self,
+        exports: &EncodedBatches,
+        format: BatchFormat,
+        input: u32,
+        doc: Vec<u8>,
+    ) -> Result<Batch, GuestError> {
+        self.begin(Call::Process)?;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            exports.call_process_encoded(&mut self.store, input, &doc),
+        )
+        .await;
+        if let Some(encoded) = &mut self.encoded {
+            encoded.doc = doc;
+        }
+        let out = self.finish(Call::Process, r)?;
+        match codec::decode_batch(format, &out, self.who.limits.max_output_bytes) {
+            Ok(batch) => self.check_batch(Call::Process, batch),
+            Err(DecodeError::Malformed(reason)) => {
+                Err(self.malformed(Call::Process, format!("its {} output document: {reason}", format_name(format))))
+            }
+            Err(DecodeError::TooLarge) => {
+                let err = self.who.output_limit(Call::Process);
+                self.poisoned = Some(err.to_string());
+                Err(err)
+            }
+        }
+    }
+
+    fn count(&mut self, counter: &str) {
+        super::bindings::weir::operator::metrics::Host::counter_add(self.store.data_mut(), counter.to_string(), 1);
     }
 
     /// Calls `on-watermark`.
@@ -467,6 +552,14 @@ fn innermost_function(backtrace: &wasmtime::WasmBacktrace) -> Option<String> {
     Some(function.to_string())
 }
 
+/// A document format as the WIT names it.
+fn format_name(format: BatchFormat) -> &'static str {
+    match format {
+        BatchFormat::Pickle => "pickle",
+        BatchFormat::Json => "json",
+    }
+}
+
 /// The calls whose result is a batch of records.
 fn returns_records(call: Call) -> bool {
     matches!(call, Call::Process | Call::OnWatermark | Call::OnTimer)
@@ -476,11 +569,15 @@ async fn instantiate(
     module: &OperatorModule,
     store: &mut Store<HostState>,
     who: &Who,
-) -> Result<OperatorWorld, GuestError> {
+) -> Result<(OperatorWorld, Option<EncodedBatches>), GuestError> {
     store.set_epoch_deadline(1);
-    within(who.limits.wall_limit_ms, module.pre().instantiate_async(&mut *store))
+    let instance = within(who.limits.wall_limit_ms, module.pre().instance_pre().instantiate_async(&mut *store))
         .await
-        .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))
+        .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))?;
+    let wrong = |e: wasmtime::Error| GuestError::WrongWorld { module: module.name().to_string(), reason: format!("{e:#}") };
+    let world = module.indices().load(&mut *store, &instance).map_err(wrong)?;
+    let encoded = module.encoded().map(|i| i.load(&mut *store, &instance)).transpose().map_err(wrong)?;
+    Ok((world, encoded))
 }
 
 fn check_delta(delta: &StateDelta) -> Result<(), String> {

@@ -2,6 +2,7 @@
 //! ([`GuestHost`], [`OperatorModule`]) and running them ([`OperatorInstance`]).
 
 pub mod bindings;
+mod encoded;
 mod error;
 mod host;
 mod host_state;
@@ -19,7 +20,7 @@ pub use host::{
     TABLES_PER_INSTANCE,
 };
 pub use host_state::HostState;
-pub use instance::{InstanceLimits, OperatorInstance};
+pub use instance::{ENCODED_BATCHES, ENCODED_FALLBACK_BATCHES, InstanceLimits, OperatorInstance};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
 pub use side_output::SideOutputs;
 pub use timers::TimerService;

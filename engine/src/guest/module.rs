@@ -4,7 +4,8 @@ use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
 
-use super::bindings::OperatorWorldPre;
+use super::bindings::encoded::EncodedBatchesIndices;
+use super::bindings::{OperatorWorldIndices, OperatorWorldPre};
 use super::error::GuestError;
 use super::host::PoolingOptions;
 use super::host_state::HostState;
@@ -15,6 +16,9 @@ pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
 /// The operator export without its version: a component exporting it with another version
 /// was built against another version of the contract.
 pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
+
+/// The optional fast-path export of interpreted guests (`wit/encoded.wit`).
+pub const ENCODED_EXPORT: &str = "weir:operator/encoded-batches@0.2.0";
 
 /// Host imports an operator may use besides WASI.
 pub(crate) const HOST_IMPORTS: [&str; 6] = [
@@ -33,6 +37,9 @@ pub struct OperatorModule {
     sha256: [u8; 32],
     component: Component,
     pre: OperatorWorldPre<HostState>,
+    indices: OperatorWorldIndices,
+    /// Where the optional `encoded-batches` export is, when the component has it.
+    encoded: Option<EncodedBatchesIndices>,
     pool: Option<PoolingOptions>,
 }
 
@@ -68,8 +75,11 @@ impl OperatorModule {
             .unwrap_or(linker)
             .instantiate_pre(&component)
             .map_err(|e| wrong(format!("{e:#}")))?;
+        let indices = OperatorWorldIndices::new(&pre).map_err(|e| wrong(format!("{e:#}")))?;
+        let encoded = exports.iter().any(|(n, _)| n == ENCODED_EXPORT).then(|| EncodedBatchesIndices::new(&pre));
+        let encoded = encoded.transpose().map_err(|e| wrong(format!("{e:#}")))?;
         let pre = OperatorWorldPre::new(pre).map_err(|e| wrong(format!("{e:#}")))?;
-        Ok(OperatorModule { name: name.to_string(), sha256, component, pre, pool: None })
+        Ok(OperatorModule { name: name.to_string(), sha256, component, pre, indices, encoded, pool: None })
     }
 
     /// The same module, instantiated from the engine's instance pool of this size.
@@ -94,6 +104,20 @@ impl OperatorModule {
 
     pub(crate) fn pre(&self) -> &OperatorWorldPre<HostState> {
         &self.pre
+    }
+
+    pub(crate) fn indices(&self) -> &OperatorWorldIndices {
+        &self.indices
+    }
+
+    /// The `encoded-batches` export, when the component has it.
+    pub(crate) fn encoded(&self) -> Option<&EncodedBatchesIndices> {
+        self.encoded.as_ref()
+    }
+
+    /// Whether the component exports the `encoded-batches` fast path.
+    pub fn has_encoded_batches(&self) -> bool {
+        self.encoded.is_some()
     }
 
     /// The engine's instance pool, if instances come from one.

@@ -1,7 +1,9 @@
 //! Operators written in Python, JavaScript and C, uploaded through the API and run in jobs
 //! beside the Rust examples (issue 7). For each language:
 //!
-//! - the word count and Nexmark q17 give the same output as the Rust ones, record for record;
+//! - the word count, Nexmark q1 and q17 give the same output as the Rust ones, record for
+//!   record, and so does q1 on the language SDK's per-record API where there is one (Python's
+//!   and JavaScript's q1 use their batch API);
 //! - a server killed with SIGKILL at seeded random points, twice, still gives exactly-once
 //!   output: q17 equals the failure-free Rust run record for record, and every word's counts
 //!   rise strictly to their totals;
@@ -165,6 +167,25 @@ fn q17(name: &str, module: &str, out: &str, rate: Option<u64>) -> Value {
     })
 }
 
+/// Nexmark bids without a key → q1 (parallelism 1) → stream `out` (one partition): the
+/// output order is the input order.
+fn q1(name: &str, module: &str, out: &str) -> Value {
+    json!({
+        "name": name,
+        "nodes": [
+            { "id": "bids", "kind": "source", "connector": "nexmark",
+              "config": { "event_type": "bid", "count": BIDS } },
+            { "id": "q1", "kind": "operator", "module": module },
+            { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": out, "partitions": 1 } }
+        ],
+        "edges": [
+            { "from": "bids", "to": "q1", "partitioning": "forward" },
+            { "from": "q1", "to": "out", "partitioning": "forward" }
+        ],
+        "settings": { "checkpoint": { "interval_ms": 200 } }
+    })
+}
+
 /// Stream `name` as each key's values in the order they were written.
 async fn per_key(api: &Api, name: &str) -> BTreeMap<String, Vec<Value>> {
     let mut records = api.read_all(name).await;
@@ -259,6 +280,22 @@ async fn language(lang: &str, default_seed: u64) {
     let q17_reference = per_key(&api, "q17-rust").await;
     assert_eq!(q17_reference.values().map(Vec::len).sum::<usize>(), BIDS as usize);
     assert_same(&format!("{lang} q17 vs Rust"), &q17_reference, &per_key(&api, "q17-lang").await);
+
+    // Nexmark q1; where the language has a second q1 on its per-record API (the first one
+    // on its batch API), that one too: all equal.
+    let rust_q1 = api.upload_guest("nexmark-q1").await;
+    run_to_end(&api, &q1("q1-rust", &rust_q1, "q1-rust")).await;
+    let q1_reference = per_key(&api, "q1-rust").await;
+    assert_eq!(q1_reference.values().map(Vec::len).sum::<usize>(), BIDS as usize);
+    for variant in ["nexmark-q1", "nexmark-q1-records"] {
+        if variant.ends_with("records") && !built.join(format!("{variant}.wasm")).is_file() {
+            continue;
+        }
+        let module = upload(&api, &format!("{variant}-{lang}"), component(&built, variant)).await;
+        run_to_end(&api, &q1(&format!("{variant}-{lang}"), &module, &format!("{variant}-{lang}"))).await;
+        let seen = per_key(&api, &format!("{variant}-{lang}")).await;
+        assert_same(&format!("{lang} {variant} vs Rust"), &q1_reference, &seen);
+    }
 
     // 2. SIGKILL twice at seeded random points, with a live word count and a paced q17.
     let (_, api2) = server.tenant("chaos").await;

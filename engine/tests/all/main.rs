@@ -23,6 +23,7 @@ mod checkpoint_unaligned_view;
 mod cli_client;
 mod coordinator;
 mod disk_full;
+mod encoded_batches;
 mod event_time_rescale;
 mod event_windows;
 mod exactly_once;

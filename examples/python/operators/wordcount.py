@@ -36,30 +36,26 @@ class Operator(OperatorBase):
         super().__init__()
         self.counts = KeyedState("counts", decode=_decode_u64)
         self.states = States(self.counts)
-        # The distinct words of the batch being processed -> their latest timestamp
-        # (a dict keeps first-seen order).
-        self.batch_words = {}
 
-    def process_record(self, key, value, timestamp, out):
-        # Fast path: an increment below 128 is one byte (positive fixint).
-        if len(value) == 1 and value[0] < 0x80:
-            increment = value[0]
-        else:
-            increment = _decode_u64(value)
+    def process_batch(self, records, out):
+        # The batch API (weirpy.batches): increments arrive decoded; keys stay the word's
+        # MessagePack bytes, which key the state.
         counts = self.counts
-        current = counts.get(key)
-        if current is None:
-            _check_word(key)
-            current = 0
-        total = current + increment
-        counts.put(key, total if total <= U64_MAX else U64_MAX)
-        seen = self.batch_words
-        latest = seen.get(key)
-        if latest is None or timestamp > latest:
-            seen[key] = timestamp
-
-    def end_batch(self, input, out):
-        counts = self.counts
-        for key, timestamp in self.batch_words.items():
-            out.emit_raw(key, msgpack.pack_uint(counts.get(key)), timestamp)
-        self.batch_words = {}
+        get, put = counts.get, counts.put
+        # The distinct words of the batch -> their latest timestamp (first-seen order).
+        seen = {}
+        for key, increment, timestamp in records:
+            if increment.__class__ is not int or increment < 0:
+                raise InvalidInput("the value of a word record is not an unsigned integer: %r" % (increment,))
+            current = get(key)
+            if current is None:
+                _check_word(key)
+                current = 0
+            total = current + increment
+            put(key, total if total <= U64_MAX else U64_MAX)
+            latest = seen.get(key)
+            if latest is None or timestamp > latest:
+                seen[key] = timestamp
+        append = out.append
+        for key, timestamp in seen.items():
+            append((key, get(key), timestamp))

@@ -33,7 +33,7 @@ def _bindings_dir():
         )
     tmp = tempfile.mkdtemp(prefix="weirpy-bindings-")
     atexit.register(shutil.rmtree, tmp, True)
-    subprocess.run([cpy, "-q", "-d", WIT, "-w", "operator-world", "bindings", tmp], check=True)
+    subprocess.run([cpy, "-q", "-d", WIT, "-w", "encoded-operator-world", "bindings", tmp], check=True)
     return tmp
 
 

@@ -131,5 +131,67 @@ class Q1Test(unittest.TestCase):
         self.assertEqual(nexmark_q1.dollars_to_euros(2**64 - 1), 16_749_643_618_928_272_866)
 
 
+def _random_bids(seed, n):
+    import random
+    rng = random.Random(seed)
+    bids = []
+    for i in range(n):
+        bid = {
+            "auction": rng.randrange(1000, 1 << 64 if i % 17 == 0 else 2000),
+            "bidder": rng.randrange(0, 1 << 40),
+            "price": rng.choice([0, 1, 999, 10_000, (1 << 64) - 1, rng.randrange(0, 1 << 32)]),
+            "channel": rng.choice(["web", "app", "ünïcode", ""]),
+            "url": "https://x/" + "y" * rng.randrange(0, 300),
+            "date_time": rng.randrange(0, 1 << 45),
+            "extra": "",
+        }
+        if i % 5 == 0:
+            bid["unknown"] = [1, {"a": None}]
+        bids.append(bid)
+    return bids
+
+
+class BatchApiTest(unittest.TestCase):
+    """`process_batch` against `process_record`, and the pickle path against the plain one
+    (the host's transcoding emulated with pickle and weirpy.msgpack)."""
+
+    def test_q1_batch_and_record_apis_agree_on_both_paths(self):
+        import pickle
+
+        import nexmark_q1
+        import nexmark_q1_records
+        from weirpy import batches
+
+        seed = 2020
+        records = [(b"" if i % 3 else msgpack.packb(i), bid, 1000 + i) for i, bid in enumerate(_random_bids(seed, 300))]
+        plain_in = batch(*[(None if not k else msgpack.unpackb(k), v, ts) for k, v, ts in records])
+        by_record = list(iter_records(nexmark_q1_records.Operator().process(0, plain_in)))
+        by_batch = list(iter_records(nexmark_q1.Operator().process(0, plain_in)))
+        self.assertEqual(by_batch, by_record, "seed %d" % seed)
+        doc = pickle.dumps([(k, v, ts) for k, v, ts in records], protocol=5)
+        out = pickle.loads(nexmark_q1.Operator().process_encoded(0, doc))
+        self.assertEqual([(k, msgpack.packb(v), ts) for k, v, ts in out], by_record, "seed %d" % seed)
+        self.assertEqual(len(by_record), 300)
+        self.assertIs(nexmark_q1.EncodedBatches().wanted_format(), batches.BatchFormat.PICKLE)
+        self.assertIsNone(nexmark_q1_records.EncodedBatches().wanted_format())
+
+    def test_bad_bids_fail_both_apis_alike(self):
+        import nexmark_q1
+        import nexmark_q1_records
+
+        good = _random_bids(7, 1)[0]
+        for bad in ({**good, "price": -1}, {**good, "url": 5}, {**good, "bidder": True}, "text",
+                    {k: v for k, v in good.items() if k != "extra"}):
+            for module in (nexmark_q1, nexmark_q1_records):
+                with self.assertRaises(Err) as e:
+                    module.Operator().process(0, batch((None, bad, 0)))
+                self.assertIsInstance(e.exception.value, types.Error_InvalidInput, (module.__name__, bad))
+
+    def test_array_map_keys_decode_as_tuples(self):
+        data = b"\x81\x92\x01\x91\x02\xa1x"   # {[1, [2]]: "x"}
+        self.assertEqual(msgpack.unpackb(data), {(1, (2,)): "x"})
+        self.assertEqual(msgpack.packb(msgpack.unpackb(data)), data)
+
+
 if __name__ == "__main__":
     unittest.main()

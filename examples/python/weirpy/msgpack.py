@@ -7,7 +7,8 @@ operator writes for the same value (this matters: the host hashes key bytes to k
 
 `packb(obj) -> bytes`, `unpackb(data) -> obj` (the whole buffer must be one value) and
 `unpack_from(data, offset) -> (obj, new_offset)`. Strings decode to `str`, bin to `bytes`,
-arrays to `list`, maps to `dict` (insertion order = encoded order).
+arrays to `list` (to `tuple` as a map key, so that the dict can hold it), maps to `dict`
+(insertion order = encoded order).
 """
 
 import struct
@@ -214,11 +215,19 @@ def unpack_from(data, pos=0):
     for _ in range(n):
         k, pos = unpack_from(data, pos)
         v, pos = unpack_from(data, pos)
+        if k.__class__ is list:
+            k = _hashable(k)
         try:
             result[k] = v
         except TypeError:
             raise MsgpackError("unhashable map key of type %s" % type(k).__name__) from None
     return result, pos
+
+
+def _hashable(items):
+    """An array used as a map key, as a tuple (arrays inside it too), so the dict can hold
+    it; a map inside it stays unhashable."""
+    return tuple(_hashable(i) if i.__class__ is list else i for i in items)
 
 
 def unpackb(data):

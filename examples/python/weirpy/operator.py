@@ -11,7 +11,13 @@ class componentize-py exports):
         def process_record(self, key, value, timestamp, out):
             out.emit_raw(key, value, timestamp)
 
-Per batch the base class calls `process_record(key, value, timestamp, out)` for every record
+Fast path: define `process_batch(self, records, out)` instead (see `weirpy.batches`): the
+whole batch at once, values decoded natively, keys as bytes; append `(key, value, timestamp)`
+tuples to the list `out`. With it the component asks the host for pickled batches, and an
+operator's Python code runs only its own logic per record. Prefer it for anything that reads
+values.
+
+Per-record API: per batch the base class calls `process_record(key, value, timestamp, out)` for every record
 (key and value are the raw MessagePack bytes; `out` is a `BatchWriter`), then
 `end_batch(input, out)`, and returns what `out` collected. An operator with several inputs
 defines `process_record(self, key, value, timestamp, out, input)` instead: with a sixth
@@ -37,13 +43,14 @@ trapping the instance.
 """
 
 import json
+import sys
 import traceback
 
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import logging, types
 
-from . import host
+from . import batches, host
 from .msgpack import MsgpackError
 from .records import BatchWriter, empty_batch, iter_records
 from .state import StateError, States
@@ -160,10 +167,14 @@ class OperatorBase(exports.Operator):
     _weir_watermark_hook = None
     # `process_record` takes the input index as its sixth argument.
     _weir_record_input = False
+    # The class defines `process_batch`; it takes the input index as its fourth argument.
+    _weir_batch = False
+    _weir_batch_input = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._weir_hooks()
+        _export_encoded_batches(cls.__module__)
         init = cls.__dict__.get("__init__")
         if init is None:
             return
@@ -200,6 +211,10 @@ class OperatorBase(exports.Operator):
         fn = d.get("process_record")
         if fn is not None:
             cls._weir_record_input = _positional(fn) >= 6
+        fn = d.get("process_batch")
+        if fn is not None:
+            cls._weir_batch = True
+            cls._weir_batch_input = _positional(fn) >= 4
 
     def __init__(self):
         done = self.__dict__["_weir_initialized"]
@@ -250,6 +265,10 @@ class OperatorBase(exports.Operator):
 
     @_guard
     def process(self, input, batch):
+        if self._weir_batch:
+            out = []
+            self._run_batch(input, batches.decode_batch(batch), out)
+            return batches.encode_records(out)
         out = BatchWriter()
         handle = self.process_record
         if self._weir_record_input:
@@ -260,6 +279,19 @@ class OperatorBase(exports.Operator):
                 handle(key, value, timestamp, out)
         self.end_batch(input, out)
         return out.finish()
+
+    @_guard
+    def process_encoded(self, input, data):
+        """`encoded-batches.process-encoded`: a pickled batch in, a pickled batch out."""
+        out = []
+        self._run_batch(input, batches.loads(data), out)
+        return batches.dumps(out)
+
+    def _run_batch(self, input, records, out):
+        if self._weir_batch_input:
+            self.process_batch(records, out, input)
+        else:
+            self.process_batch(records, out)
 
     @_guard
     def on_watermark(self, timestamp):
@@ -294,3 +326,29 @@ class OperatorBase(exports.Operator):
                 "state schema version %d cannot be restored by this operator (version %d, migrates from %s)"
                 % (state_version, self.STATE_VERSION, list(self.MIGRATES_FROM))
             )
+
+
+class _EncodedBatches:
+    """The `encoded-batches` export of a module whose `Operator` derives from `OperatorBase`:
+    asks for pickled batches when the operator defines `process_batch`."""
+
+    _weir_module = None
+
+    def _operator(self):
+        return getattr(sys.modules[self._weir_module], "Operator")()
+
+    def wanted_format(self):
+        return batches.BatchFormat.PICKLE if self._operator()._weir_batch else None
+
+    def process_encoded(self, input, data):
+        return self._operator().process_encoded(input, data)
+
+
+def _export_encoded_batches(module_name):
+    """componentize-py exports a module's class `EncodedBatches` as the `encoded-batches`
+    interface: give every operator module one (unless it defines its own, or the world has no
+    such export)."""
+    module = sys.modules.get(module_name)
+    if batches.BatchFormat is None or module is None or hasattr(module, "EncodedBatches"):
+        return
+    module.EncodedBatches = type("EncodedBatches", (_EncodedBatches,), {"_weir_module": module_name})

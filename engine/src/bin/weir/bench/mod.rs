@@ -6,6 +6,7 @@ mod backpressure;
 mod checkpoints;
 mod kafka;
 mod languages;
+mod languages_e2e;
 mod nexmark;
 mod pipeline;
 mod queries;
@@ -190,11 +191,13 @@ pub enum Suite {
         #[arg(long)]
         only_stream: bool,
     },
-    /// Word count and Nexmark q17 per core in Python, JavaScript and C beside Rust.
+    /// Nexmark q1, word count and Nexmark q17 per core in Python, JavaScript and C beside
+    /// Rust.
     Languages {
-        /// `NAME=DIR`, a language's build directory holding `wordcount.wasm` and
-        /// `nexmark-q17.wasm` (repeatable; default: `examples/{python,js,c}/build` where
-        /// they exist).
+        /// `NAME=DIR`, a language's build directory holding `nexmark-q1.wasm`,
+        /// `wordcount.wasm`, `nexmark-q17.wasm` and optionally `<name>-records.wasm`
+        /// variants on the per-record API (repeatable; default: `examples/{python,js,c}/build`
+        /// where they exist).
         #[arg(long = "lang", value_name = "NAME=DIR")]
         languages: Vec<String>,
         /// Records per measured pass.
@@ -206,6 +209,13 @@ pub enum Suite {
         /// Minimum seconds per measurement.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Bids of the end-to-end q1 runs (file of JSON bids → q1 → blackhole, parallelism
+        /// 1, per language); 0 skips them.
+        #[arg(long, default_value_t = 500_000)]
+        end_to_end_bids: u64,
+        /// Rounds of the end-to-end runs (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
 }
 
@@ -223,8 +233,14 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             };
             queries::run_and_print(&host, &options).await
         }
-        Suite::Languages { languages, records, batch, seconds } => {
-            languages_table(&host, languages, records, batch, seconds).await
+        Suite::Languages { languages, records, batch, seconds, end_to_end_bids, runs } => {
+            let dirs = languages_table(&host, languages, records, batch, seconds).await?;
+            if end_to_end_bids > 0 {
+                let cache = pipeline::default_cache(data_dir);
+                let results = languages_e2e::run(&host, &dirs, end_to_end_bids, runs, &cache).await?;
+                print_end_to_end(end_to_end_bids, runs, &results);
+            }
+            Ok(())
         }
         Suite::Checkpoints { job_records, job_keys, runs, state_keys, incremental_keys, value_bytes } => {
             let dir = data_dir.join("bench");
@@ -401,13 +417,14 @@ async fn kafka_table(
     Ok(())
 }
 
+/// The per-core table; returns the language directories it measured.
 async fn languages_table(
     host: &GuestHost,
     languages: Vec<String>,
     records: usize,
     batch_size: usize,
     seconds: f64,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let dirs: Vec<(String, PathBuf)> = if languages.is_empty() {
         ["python", "js", "c"]
             .into_iter()
@@ -428,19 +445,12 @@ async fn languages_table(
             "no language builds found: build them with examples/<lang>/build.sh, or pass --lang NAME=DIR"
         );
     }
-    let found = |dir: &Path, file: &str| Some(dir.join(file)).filter(|p| p.is_file());
-    let mut measured = Vec::new();
     for (name, dir) in &dirs {
-        let (wordcount, q17) = (found(dir, "wordcount.wasm"), found(dir, "nexmark-q17.wasm"));
-        anyhow::ensure!(
-            wordcount.is_some() || q17.is_some(),
-            "{name}: {} holds neither wordcount.wasm nor nexmark-q17.wasm",
-            dir.display()
-        );
-        measured.push((name.clone(), wordcount, q17));
+        let any = languages::WORKLOADS.iter().any(|(_, c)| dir.join(format!("{c}.wasm")).is_file());
+        anyhow::ensure!(any, "{name}: {} holds none of nexmark-q1.wasm, wordcount.wasm, nexmark-q17.wasm", dir.display());
     }
     let options = languages::LanguageBenchOptions {
-        languages: measured,
+        languages: dirs.clone(),
         records,
         batch_size,
         min: std::time::Duration::from_secs_f64(seconds),
@@ -452,6 +462,7 @@ async fn languages_table(
         "language",
         "records/s",
         "vs Rust",
+        "encoded batches",
         "component",
     ]);
     for r in &results {
@@ -461,6 +472,7 @@ async fn languages_table(
             r.language.clone(),
             format!("{:.0} k", r.rate / 1e3),
             rust.map(|rust| format!("{:.3}", r.rate / rust)).unwrap_or_default(),
+            format!("{:.0} %", r.encoded * 100.0),
             if r.size >= 1_000_000 {
                 format!("{:.1} MB", r.size as f64 / 1e6)
             } else {
@@ -472,5 +484,33 @@ async fn languages_table(
         "One operator instance per module, one core, {batch_size} records per batch, {records} records per pass:"
     );
     println!("{table}");
-    Ok(())
+    Ok(dirs)
+}
+
+fn print_end_to_end(bids: u64, runs: usize, results: &[languages_e2e::EndToEnd]) {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "language",
+        "records/s",
+        "per CPU-s",
+        "× PyFlink process mode (127 K)",
+        "× PyFlink thread mode (376 K)",
+        "each run, records/s",
+    ]);
+    for r in results {
+        let fmt = |v: f64| format!("{:.0} K", v / 1e3);
+        table.add_row([
+            r.language.clone(),
+            fmt(r.rate),
+            fmt(r.per_cpu),
+            format!("{:.2}", r.rate / languages_e2e::PYFLINK[0].1),
+            format!("{:.2}", r.rate / languages_e2e::PYFLINK[1].1),
+            r.runs.iter().map(|x| fmt(*x)).collect::<Vec<_>>().join(", "),
+        ]);
+    }
+    println!(
+        "Nexmark q1 end to end: {bids} JSON bids, file → q1 → blackhole, parallelism 1, no checkpoints, median of {runs} runs \
+         (PyFlink: q1 with the price conversion as a Python UDF, from issue 20, same machine and data):"
+    );
+    println!("{table}");
 }

@@ -1,0 +1,175 @@
+//! MessagePack batch → pickle document (protocol 5 opcodes, no FRAME, no memo).
+//!
+//! `pickle.loads` of the document gives `[(key: bytes, value, timestamp: int), ...]` where
+//! each value equals what weirpy's `msgpack.unpackb` returns for the record's value bytes;
+//! an array in map-key position (at any depth of the key) becomes a tuple, so the dict
+//! stays hashable, and a map there is refused.
+
+use super::super::bindings::Batch;
+use super::msgpack::{Reader, Token, valid_utf8};
+use super::{MAX_DEPTH, Unrepresentable, at_record, records};
+
+// The opcodes written (names as in CPython's pickle.py).
+const PROTO: u8 = 0x80;
+const STOP: u8 = b'.';
+const MARK: u8 = b'(';
+const NONE: u8 = b'N';
+const NEWTRUE: u8 = 0x88;
+const NEWFALSE: u8 = 0x89;
+const BININT: u8 = b'J';
+const BININT1: u8 = b'K';
+const BININT2: u8 = b'M';
+const LONG1: u8 = 0x8a;
+const BINFLOAT: u8 = b'G';
+const SHORT_BINUNICODE: u8 = 0x8c;
+const BINUNICODE: u8 = b'X';
+const SHORT_BINBYTES: u8 = b'C';
+const BINBYTES: u8 = b'B';
+const EMPTY_LIST: u8 = b']';
+const APPENDS: u8 = b'e';
+const EMPTY_TUPLE: u8 = b')';
+const TUPLE: u8 = b't';
+const TUPLE3: u8 = 0x87;
+const EMPTY_DICT: u8 = b'}';
+const SETITEMS: u8 = b'u';
+
+pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
+    // Values grow by about a quarter (opcodes, lengths); each record adds about 16 bytes.
+    out.reserve(batch.data.len() + batch.data.len() / 4 + 16 * batch.entries.len());
+    out.extend_from_slice(&[PROTO, 5, EMPTY_LIST]);
+    if !batch.entries.is_empty() {
+        out.push(MARK);
+    }
+    for (i, record) in records(batch).enumerate() {
+        let (key, value, timestamp) = record?;
+        bytes(out, key);
+        if value.is_empty() {
+            return Err(at_record(i)("the value is empty".into()));
+        }
+        let mut reader = Reader::new(value);
+        write_value(&mut reader, out, 0, false).map_err(at_record(i))?;
+        if !reader.at_end() {
+            return Err(at_record(i)("the value has trailing bytes after one MessagePack value".into()));
+        }
+        int(out, i128::from(timestamp));
+        out.push(TUPLE3);
+    }
+    if !batch.entries.is_empty() {
+        out.push(APPENDS);
+    }
+    out.push(STOP);
+    Ok(())
+}
+
+/// Writes the value the reader is at; `depth` containers enclose it; `in_key` when it is
+/// (inside) a map key.
+fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize, in_key: bool) -> Result<(), String> {
+    match reader.next()? {
+        Token::Nil => out.push(NONE),
+        Token::Bool(b) => out.push(if b { NEWTRUE } else { NEWFALSE }),
+        Token::Uint(v) => int(out, i128::from(v)),
+        Token::Int(v) => int(out, i128::from(v)),
+        Token::F32(v) => float(out, f64::from(v)),
+        Token::F64(v) => float(out, v),
+        Token::Str(s) => {
+            if !valid_utf8(s) {
+                return Err("a string is not valid UTF-8".into());
+            }
+            sized(out, s, SHORT_BINUNICODE, BINUNICODE);
+        }
+        Token::Bin(b) => bytes(out, b),
+        Token::Array(n) => {
+            nest(depth)?;
+            if in_key {
+                // A tuple: `(` items `t`, or `)` when empty.
+                if n == 0 {
+                    out.push(EMPTY_TUPLE);
+                } else {
+                    out.push(MARK);
+                    for _ in 0..n {
+                        write_value(reader, out, depth + 1, true)?;
+                    }
+                    out.push(TUPLE);
+                }
+            } else {
+                out.push(EMPTY_LIST);
+                if n > 0 {
+                    out.push(MARK);
+                    for _ in 0..n {
+                        write_value(reader, out, depth + 1, false)?;
+                    }
+                    out.push(APPENDS);
+                }
+            }
+        }
+        Token::Map(n) => {
+            if in_key {
+                return Err("a map key is (or holds) a map, which Python cannot hash".into());
+            }
+            nest(depth)?;
+            out.push(EMPTY_DICT);
+            if n > 0 {
+                out.push(MARK);
+                for _ in 0..n {
+                    write_value(reader, out, depth + 1, true)?;
+                    write_value(reader, out, depth + 1, false)?;
+                }
+                out.push(SETITEMS);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn nest(depth: usize) -> Result<(), String> {
+    if depth >= MAX_DEPTH {
+        return Err(format!("the value nests containers deeper than {MAX_DEPTH}"));
+    }
+    Ok(())
+}
+
+/// An int as CPython's pickler writes it at protocol 2 and above.
+fn int(out: &mut Vec<u8>, v: i128) {
+    if (0..=0xff).contains(&v) {
+        out.extend_from_slice(&[BININT1, v as u8]);
+    } else if (0..=0xffff).contains(&v) {
+        out.push(BININT2);
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+    } else if let Ok(v) = i32::try_from(v) {
+        out.push(BININT);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        let (bytes, n) = long_bytes(v);
+        out.extend_from_slice(&[LONG1, n as u8]);
+        out.extend_from_slice(&bytes[..n]);
+    }
+}
+
+/// The minimal little-endian two's-complement bytes of `v` (pickle's `encode_long`): its
+/// significant bits plus a sign bit, rounded up to whole bytes.
+pub(super) fn long_bytes(v: i128) -> ([u8; 16], usize) {
+    let magnitude = if v < 0 { !v } else { v };
+    let bits = 128 - magnitude.leading_zeros() as usize;
+    (v.to_le_bytes(), bits / 8 + 1)
+}
+
+fn float(out: &mut Vec<u8>, v: f64) {
+    out.push(BINFLOAT);
+    out.extend_from_slice(&v.to_be_bytes());
+}
+
+fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+    sized(out, b, SHORT_BINBYTES, BINBYTES);
+}
+
+/// `short` with a one-byte length below 256 bytes, else `long` with a 4-byte one
+/// (MessagePack lengths are at most 32 bits).
+fn sized(out: &mut Vec<u8>, b: &[u8], short: u8, long: u8) {
+    if let Ok(n) = u8::try_from(b.len()) {
+        out.extend_from_slice(&[short, n]);
+    } else {
+        out.push(long);
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(b);
+}
