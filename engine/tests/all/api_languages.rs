@@ -10,9 +10,7 @@
 //! - the word count is savepointed and restored, then savepointed again and restored into the
 //!   *Rust* word count (the state layout is the same in every language);
 //! - components built against an older or a different world are refused at upload, naming
-//!   the missing export or the unknown import;
-//! - JavaScript: q1 on the batch API (the host's JSON batch path) gives the bytes of the
-//!   per-record q1 fixture and of the Rust q1 (issue 20).
+//!   the missing export or the unknown import.
 //!
 //! The harness builds each language with `examples/<lang>/build.sh --with-test-fixtures` into
 //! `<target>/lang/<lang>` (once: a stamp records the build, a file lock serialises test
@@ -31,10 +29,6 @@ use rand::{Rng as _, SeedableRng as _};
 use serde_json::{Value, json};
 use server::wordcount::{check_exactly_once, lines, push, wait_output};
 use server::{Api, TestServer, wait_for};
-use weir::connectors::nexmark::{KeyField, NexmarkSourceConfig, push_keyed_event};
-use weir::guest::bindings::Context;
-use weir::guest::{InstanceLimits, OperatorInstance};
-use weir::record::Batch;
 
 const LONG: Duration = Duration::from_secs(300);
 /// Bids of the q17 jobs.
@@ -414,109 +408,4 @@ async fn javascript_components_of_other_worlds_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c_components_of_other_worlds_are_refused() {
     wrong_worlds("c").await;
-}
-
-// ---------------------------------------------------------------------------------------
-// JavaScript q1: the batch API against the per-record fixture.
-
-/// `n` Nexmark bids in batches of `size`, keyed by auction when `keyed`.
-fn bid_batches(n: usize, size: usize, keyed: bool) -> Vec<Batch> {
-    let config: NexmarkSourceConfig =
-        serde_json::from_value(json!({ "event_type": "bid", "count": n })).unwrap();
-    let mut events = config.generator(0, 1);
-    let key = keyed.then_some(KeyField::Auction);
-    let mut out = Vec::new();
-    for _ in 0..n.div_ceil(size) {
-        let mut batch = Batch::with_capacity(size, size * 200);
-        for _ in 0..size {
-            push_keyed_event(&mut batch, &events.next().expect("endless"), key);
-        }
-        out.push(batch);
-    }
-    out
-}
-
-/// The JavaScript q1 written on the batch API (the host calls its JSON path for every batch
-/// JSON can carry) and the per-record q1 fixture (`nexmark-q1-records`: plain `process`,
-/// MessagePack decoded and encoded record by record) give the same output: batch for batch
-/// and byte for byte when called directly (also the Rust q1's bytes on Nexmark bids), and
-/// record for record as jobs through the API.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn javascript_q1_batch_api_matches_the_per_record_fixture() {
-    let built = build("js");
-    let host = crate::common::host();
-    let load = |name: &str| host.load(name, &component(&built, name)).unwrap();
-    let rust_module = host.load("builtin:nexmark-q1", weir::builtin::get("nexmark-q1").unwrap()).unwrap();
-    let modules =
-        [("rust", rust_module), ("batch", load("nexmark-q1")), ("records", load("nexmark-q1-records"))];
-    let mut instances = Vec::new();
-    for (name, module) in &modules {
-        let mut inst = OperatorInstance::new(module, name, 0, InstanceLimits::default()).await.unwrap();
-        inst.open(&Context::standalone(name, "{}", 128)).await.unwrap();
-        instances.push(inst);
-    }
-
-    // Nexmark bids, keyed and not; then bids of other shapes (Rust reads these otherwise):
-    // a u64 price past 2^53 and a timestamp past 2^53 (JSON cannot carry them: the host
-    // calls the plain `process`), a price written as a float (JSON carries it).
-    let mut batches = bid_batches(3000, 512, true);
-    batches.extend(bid_batches(700, 700, false));
-    let nexmark = batches.len();
-    let bid = |price: Value| {
-        let fields = json!({ "auction": 7, "bidder": 8, "price": price, "channel": "web", "url": "u",
-            "date_time": 1_700_000_000_000u64, "extra": "é" });
-        rmp_serde::to_vec(&fields).unwrap()
-    };
-    for (key, price, timestamp) in
-        [(&[0x07][..], json!(1u64 << 60), 1), (&[][..], json!(12345.0), 2), (&[0x07][..], json!(5), i64::MAX)]
-    {
-        let mut batch = Batch::empty();
-        batch.push(key, &bid(price), timestamp);
-        batches.push(batch);
-    }
-    for (i, batch) in batches.iter().enumerate() {
-        // Rust refuses the odd bids (a float price, a price that overflows).
-        let skip = if i < nexmark { 0 } else { 1 };
-        let mut outputs = Vec::new();
-        for inst in instances.iter_mut().skip(skip) {
-            outputs.push(inst.process(0, batch).await.unwrap());
-        }
-        let [.., batch_q1, records_q1] = &outputs[..] else { unreachable!() };
-        assert_eq!(batch_q1.len(), batch.len(), "batch {i}: one record per bid");
-        assert!(batch_q1 == records_q1, "batch {i}: the batch q1 and the per-record q1 differ");
-        if skip == 0 {
-            assert!(outputs[0] == *batch_q1, "batch {i}: the JavaScript q1 and the Rust q1 differ");
-        }
-    }
-
-    // As jobs: Nexmark bids → q1 → stream, for the three modules (parallelism 1, so the
-    // order of a key's records is the same in every run).
-    let server = TestServer::start(|_| {}).await;
-    let (_, api) = server.tenant("acme").await;
-    let rust = api.upload_guest("nexmark-q1").await;
-    let batch = upload(&api, "nexmark-q1-js", component(&built, "nexmark-q1")).await;
-    let records = upload(&api, "nexmark-q1-records-js", component(&built, "nexmark-q1-records")).await;
-    let job = |name: &str, module: &str| {
-        json!({
-            "name": name,
-            "nodes": [
-                { "id": "bids", "kind": "source", "connector": "nexmark",
-                  "config": { "event_type": "bid", "count": 10_000, "key": "auction" } },
-                { "id": "q1", "kind": "operator", "module": module },
-                { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": name, "partitions": 1 } }
-            ],
-            "edges": [
-                { "from": "bids", "to": "q1", "partitioning": "forward" },
-                { "from": "q1", "to": "out", "partitioning": "forward" }
-            ],
-            "settings": { "checkpoint": { "interval_ms": null } }
-        })
-    };
-    for (name, module) in [("q1-rust", &rust), ("q1-batch", &batch), ("q1-records", &records)] {
-        run_to_end(&api, &job(name, module)).await;
-    }
-    let reference = per_key(&api, "q1-rust").await;
-    assert_eq!(reference.values().map(Vec::len).sum::<usize>(), 10_000);
-    assert_same("JavaScript batch q1 vs Rust", &reference, &per_key(&api, "q1-batch").await);
-    assert_same("JavaScript per-record q1 vs Rust", &reference, &per_key(&api, "q1-records").await);
 }
