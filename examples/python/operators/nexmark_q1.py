@@ -42,29 +42,55 @@ class Operator(OperatorBase):
 
     def process_batch(self, records, out):
         append = out.append
-        for key, bid, timestamp in records:
+        for record in records:
+            bid = record[1]
+            # The usual bid: exactly the seven fields, in order, of the right types (checked
+            # by C loops: `type(True) is bool`, so bools fail), the integers unsigned. Convert
+            # it in place and emit the input record itself.
+            if bid.__class__ is dict and [*bid] == FIELD_LIST and (*map(type, bid.values()),) == TYPES:
+                price = bid["price"]
+                if min(bid["auction"], bid["bidder"], price, bid["date_time"]) >= 0:
+                    bid["price"] = price * 908 // 1000  # dollars_to_euros, inlined
+                    append(record)
+                    continue
+            # Anything else: other field orders, unknown fields, arrays, errors.
+            key, bid, timestamp = record
             if bid.__class__ is list and len(bid) == 7:
-                # Rust's serde also accepts a struct encoded as an array; answer with named fields.
+                # Rust's serde also accepts a struct encoded as an array; answer with named
+                # fields.
                 bid = dict(zip(FIELDS, bid))
             elif bid.__class__ is not dict:
                 raise InvalidInput("a bid is not a MessagePack map: %r" % (bid,))
-            get = bid.get
-            auction, bidder, price, date_time = get("auction"), get("bidder"), get("price"), get("date_time")
-            channel, url, extra = get("channel"), get("url"), get("extra")
-            # One test for all seven fields; `type(True) is not int`, so bools fail it too.
-            if not (
-                auction.__class__ is int and bidder.__class__ is int and price.__class__ is int
-                and date_time.__class__ is int and auction >= 0 and bidder >= 0 and price >= 0
-                and date_time >= 0 and channel.__class__ is str and url.__class__ is str
-                and extra.__class__ is str
-            ):
-                raise _field_error(bid)
-            append((key, {
-                "auction": auction,
-                "bidder": bidder,
-                "price": price * 908 // 1000,  # dollars_to_euros, inlined
-                "channel": channel,
-                "url": url,
-                "date_time": date_time,
-                "extra": extra,
-            }, timestamp))
+            append((key, _converted(bid), timestamp))
+
+
+TYPES = (int, int, int, str, str, int, str)
+FIELD_LIST = list(FIELDS)
+
+
+def _check(bid):
+    """Raises `InvalidInput` unless the four u64 fields are unsigned ints and the three
+    others strings (`type(True) is not int`, so bools fail too)."""
+    get = bid.get
+    auction, bidder, price, date_time = get("auction"), get("bidder"), get("price"), get("date_time")
+    if not (
+        auction.__class__ is int and bidder.__class__ is int and price.__class__ is int
+        and date_time.__class__ is int and auction >= 0 and bidder >= 0 and price >= 0
+        and date_time >= 0 and get("channel").__class__ is str and get("url").__class__ is str
+        and get("extra").__class__ is str
+    ):
+        raise _field_error(bid)
+
+
+def _converted(bid):
+    """A new bid of the seven fields in order, price converted (unknown fields dropped)."""
+    _check(bid)
+    return {
+        "auction": bid["auction"],
+        "bidder": bid["bidder"],
+        "price": bid["price"] * 908 // 1000,
+        "channel": bid["channel"],
+        "url": bid["url"],
+        "date_time": bid["date_time"],
+        "extra": bid["extra"],
+    }

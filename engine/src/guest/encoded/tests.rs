@@ -294,7 +294,8 @@ fn values_no_format_carries_exactly_are_refused() {
 
 #[test]
 fn pickle_keeps_what_python_reads_exactly() {
-    // Array map keys become tuples; bin stays bytes; f32 becomes the same double.
+    // Array map keys become tuples; bin stays bytes; f32 becomes the same double; a short
+    // string in a key goes into the memo.
     let value = Value::Map(vec![
         (Value::Array(vec![]), Value::Nil),
         (Value::Array(vec![Value::from(1), Value::Array(vec![Value::from("a")])]), Value::Binary(vec![7])),
@@ -305,7 +306,7 @@ fn pickle_keeps_what_python_reads_exactly() {
     assert_eq!(
         doc,
         [
-            &b"\x80\x05](C\x00}()N(K\x01(\x8c\x01attC\x01\x07u\x8a\x06\x00\x00\x00\x00\x00\x01\x87"[..],
+            &b"\x80\x05](C\x00}()N(K\x01(\x8c\x01a\x94ttC\x01\x07u\x8a\x06\x00\x00\x00\x00\x00\x01\x87"[..],
             b"C\x01\x01G\x3f\xf8\x00\x00\x00\x00\x00\x00J\xff\xff\xff\xff\x87e."
         ]
         .concat()
@@ -329,4 +330,21 @@ fn long_ints_use_the_minimal_twos_complement_bytes() {
     assert_eq!(long_bytes(1 << 40), [0, 0, 0, 0, 0, 1]);
     assert_eq!(long_bytes(127), [0x7f]);
     assert_eq!(long_bytes(0), [0]);
+}
+
+#[test]
+fn map_key_strings_are_written_once_and_then_referenced() {
+    let bid = |price: u64| {
+        pack(&Value::Map(vec![(Value::from("price"), Value::from(price)), (Value::from("url"), Value::from("price"))]))
+    };
+    let batch = batch_of(&[(vec![], bid(1), 0), (vec![], bid(2), 0)]);
+    let mut doc = Vec::new();
+    encode_batch(BatchFormat::Pickle, &batch, &mut doc).unwrap();
+    let text = String::from_utf8_lossy(&doc).to_string();
+    // "price" as a key: once, memoized; as a value: every time (values are not memoized).
+    assert_eq!(text.matches("price").count(), 3, "{doc:?}");
+    assert_eq!(doc.iter().filter(|&&b| b == 0x94).count(), 2, "two keys memoized: {doc:?}");
+    assert!(doc.windows(2).any(|w| w == [b'h', 0]) && doc.windows(2).any(|w| w == [b'h', 1]), "{doc:?}");
+    let back = round_trip(BatchFormat::Pickle, &batch);
+    assert!(back.is_ok(), "{back:?}");
 }
