@@ -294,20 +294,17 @@ impl OperatorInstance {
         doc: Vec<u8>,
     ) -> Result<Batch, GuestError> {
         self.begin(Call::Process)?;
-        let r = within(
-            self.who.limits.wall_limit_ms,
-            exports.call_process_encoded(&mut self.store, input, &doc),
-        )
-        .await;
+        let r =
+            within(self.who.limits.wall_limit_ms, exports.call_process_encoded(&mut self.store, input, &doc))
+                .await;
         if let Some(encoded) = &mut self.encoded {
             encoded.doc = doc;
         }
         let out = self.finish(Call::Process, r)?;
         match codec::decode_batch(format, &out, self.who.limits.max_output_bytes) {
             Ok(batch) => self.check_batch(Call::Process, batch),
-            Err(DecodeError::Malformed(reason)) => {
-                Err(self.malformed(Call::Process, format!("its {} output document: {reason}", format_name(format))))
-            }
+            Err(DecodeError::Malformed(reason)) => Err(self
+                .malformed(Call::Process, format!("its {} output document: {reason}", format_name(format)))),
             Err(DecodeError::TooLarge) => {
                 let err = self.who.output_limit(Call::Process);
                 self.poisoned = Some(err.to_string());
@@ -317,7 +314,11 @@ impl OperatorInstance {
     }
 
     fn count(&mut self, counter: &str) {
-        super::bindings::weir::operator::metrics::Host::counter_add(self.store.data_mut(), counter.to_string(), 1);
+        super::bindings::weir::operator::metrics::Host::counter_add(
+            self.store.data_mut(),
+            counter.to_string(),
+            1,
+        );
     }
 
     /// Calls `on-watermark`.
@@ -571,10 +572,14 @@ async fn instantiate(
     who: &Who,
 ) -> Result<(OperatorWorld, Option<EncodedBatches>), GuestError> {
     store.set_epoch_deadline(1);
-    let instance = within(who.limits.wall_limit_ms, module.pre().instance_pre().instantiate_async(&mut *store))
-        .await
-        .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))?;
-    let wrong = |e: wasmtime::Error| GuestError::WrongWorld { module: module.name().to_string(), reason: format!("{e:#}") };
+    let instance =
+        within(who.limits.wall_limit_ms, module.pre().instance_pre().instantiate_async(&mut *store))
+            .await
+            .map_err(|e| who.failure(Call::Instantiate, store.data_mut(), e))?;
+    let wrong = |e: wasmtime::Error| GuestError::WrongWorld {
+        module: module.name().to_string(),
+        reason: format!("{e:#}"),
+    };
     let world = module.indices().load(&mut *store, &instance).map_err(wrong)?;
     let encoded = module.encoded().map(|i| i.load(&mut *store, &instance)).transpose().map_err(wrong)?;
     Ok((world, encoded))

@@ -76,7 +76,8 @@ impl OperatorModule {
             .instantiate_pre(&component)
             .map_err(|e| wrong(format!("{e:#}")))?;
         let indices = OperatorWorldIndices::new(&pre).map_err(|e| wrong(format!("{e:#}")))?;
-        let encoded = exports.iter().any(|(n, _)| n == ENCODED_EXPORT).then(|| EncodedBatchesIndices::new(&pre));
+        let encoded =
+            exports.iter().any(|(n, _)| n == ENCODED_EXPORT).then(|| EncodedBatchesIndices::new(&pre));
         let encoded = encoded.transpose().map_err(|e| wrong(format!("{e:#}")))?;
         let pre = OperatorWorldPre::new(pre).map_err(|e| wrong(format!("{e:#}")))?;
         Ok(OperatorModule { name: name.to_string(), sha256, component, pre, indices, encoded, pool: None })

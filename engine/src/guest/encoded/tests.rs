@@ -335,7 +335,10 @@ fn long_ints_use_the_minimal_twos_complement_bytes() {
 #[test]
 fn map_key_strings_are_written_once_and_then_referenced() {
     let bid = |price: u64| {
-        pack(&Value::Map(vec![(Value::from("price"), Value::from(price)), (Value::from("url"), Value::from("price"))]))
+        pack(&Value::Map(vec![
+            (Value::from("price"), Value::from(price)),
+            (Value::from("url"), Value::from("price")),
+        ]))
     };
     let batch = batch_of(&[(vec![], bid(1), 0), (vec![], bid(2), 0)]);
     let mut doc = Vec::new();

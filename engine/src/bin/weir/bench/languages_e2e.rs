@@ -68,7 +68,9 @@ pub async fn run(
     let input = bid_files(cache, bids)?;
     let mut variants = vec![("rust".to_string(), "builtin:nexmark-q1".to_string())];
     for (language, dir) in languages {
-        for (file, label) in [("nexmark-q1", language.clone()), ("nexmark-q1-records", format!("{language} per record"))] {
+        for (file, label) in
+            [("nexmark-q1", language.clone()), ("nexmark-q1-records", format!("{language} per record"))]
+        {
             let path = dir.join(format!("{file}.wasm"));
             if path.is_file() {
                 variants.push((label, std::path::absolute(&path)?.display().to_string()));
@@ -93,7 +95,11 @@ pub async fn run(
                 report.source_records()
             );
             let (rate, per_cpu) = (bids as f64 / seconds, bids as f64 / cpu.max(0.01));
-            eprintln!("  run {round} q1 {label:<20} {:>6.0} k records/s, {:>6.0} k per CPU-s", rate / 1e3, per_cpu / 1e3);
+            eprintln!(
+                "  run {round} q1 {label:<20} {:>6.0} k records/s, {:>6.0} k per CPU-s",
+                rate / 1e3,
+                per_cpu / 1e3
+            );
             measured[i].push((rate, per_cpu));
         }
     }

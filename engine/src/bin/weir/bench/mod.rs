@@ -447,7 +447,11 @@ async fn languages_table(
     }
     for (name, dir) in &dirs {
         let any = languages::WORKLOADS.iter().any(|(_, c)| dir.join(format!("{c}.wasm")).is_file());
-        anyhow::ensure!(any, "{name}: {} holds none of nexmark-q1.wasm, wordcount.wasm, nexmark-q17.wasm", dir.display());
+        anyhow::ensure!(
+            any,
+            "{name}: {} holds none of nexmark-q1.wasm, wordcount.wasm, nexmark-q17.wasm",
+            dir.display()
+        );
     }
     let options = languages::LanguageBenchOptions {
         languages: dirs.clone(),
