@@ -147,6 +147,8 @@ def _random_bids(seed, n):
         }
         if i % 5 == 0:
             bid["unknown"] = [1, {"a": None}]
+        elif i % 3 == 1:
+            bid = dict(sorted(bid.items()))   # the order a JSON file source gives
         bids.append(bid)
     return bids
 
