@@ -130,8 +130,11 @@ impl<E> Out<E> {
     }
 
     /// Fails with `TooLarge` unless `extra` more bytes fit.
+    /// (Also when `extra` is 0: an entry of no bytes, a state delete of an empty key, still
+    /// costs its 16 bytes, which earlier data may have taken.)
     pub(super) fn room(&self, extra: usize) -> Result<(), DecodeError> {
-        if extra <= self.data_limit.saturating_sub(self.data.len()) && self.entries_fit() {
+        let end = self.data.len().checked_add(extra);
+        if end.is_some_and(|end| end <= self.data_limit) && self.entries_fit() {
             Ok(())
         } else {
             Err(DecodeError::TooLarge)
