@@ -34,7 +34,7 @@ pub mod encoded {
     });
 
     pub use exports::weir::operator::encoded_batches::{
-        BatchFormat, EncodedDelta, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices, RestorePlan,
-        ValueForm,
+        BatchFormat, EncodedDelta, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices,
+        RestorePlan, ValueForm,
     };
 }

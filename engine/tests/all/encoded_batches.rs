@@ -137,7 +137,7 @@ async fn q1_paths_agree(lang: &str, seed: u64, all_carried: bool) {
     // A batch the document cannot carry (an ext value) goes through `process`: the SDK's
     // own decoder refuses it, as the per-record operator's does.
     let mut odd = Batch::with_capacity(2, 64);
-    odd.push(&[], &batches[0].iter().next().unwrap().value.to_vec(), 1);
+    odd.push(&[], batches[0].iter().next().unwrap().value, 1);
     odd.push(&[], &encode(&Value::Ext(1, vec![1, 2])), 2);
     let a = invalid_input(fast.process(0, &odd).await);
     let b = invalid_input(plain.process(0, &odd).await);

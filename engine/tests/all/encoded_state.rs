@@ -56,8 +56,11 @@ struct Case {
     module: &'static str,
     config: &'static str,
     inputs: u32,
-    rounds: Vec<(Vec<(u32, Batch)>, Option<i64>)>,
+    rounds: Vec<Round>,
 }
+
+/// Batches with their input, then the watermark to advance to.
+type Round = (Vec<(u32, Batch)>, Option<i64>);
 
 /// Bids on `auctions` auctions from `first` on, one per auction, as Rust's serde writes them.
 fn bids(first: u64, auctions: u64, price: u64) -> Batch {
@@ -87,7 +90,11 @@ fn words(round: u64) -> Batch {
 fn ids(keys: u64, t0: i64, n: u64) -> Batch {
     let mut batch = Batch::with_capacity(n as usize, n as usize * 8);
     for i in 0..n {
-        batch.push(&encode(&Value::from(i % keys)), &encode(&Value::from(i * 1_000_003)), t0 + (i as i64 % 50) * 7);
+        batch.push(
+            &encode(&Value::from(i % keys)),
+            &encode(&Value::from(i * 1_000_003)),
+            t0 + (i as i64 % 50) * 7,
+        );
     }
     batch
 }
@@ -113,10 +120,7 @@ fn cases() -> Vec<Case> {
             module: "window-count",
             config: r#"{"window": {"kind": "sliding", "size_ms": 100, "slide_ms": 40}}"#,
             inputs: 1,
-            rounds: vec![
-                (vec![(0, ids(9, 0, 200))], Some(150)),
-                (vec![(0, ids(9, 300, 200))], Some(700)),
-            ],
+            rounds: vec![(vec![(0, ids(9, 0, 200))], Some(150)), (vec![(0, ids(9, 300, 200))], Some(700))],
         },
         Case {
             module: "join-pairs",
@@ -154,7 +158,8 @@ async fn python_state_documents_keep_the_plain_snapshot_bytes_and_restore_alike(
         let mut plain = instance(&host, name, &bytes).await;
         fast.open(&open(false)).await.unwrap();
         plain.open(&open(false)).await.unwrap();
-        let deletes = |d: &StateDelta| d.entries.iter().filter(|e| matches!(e.kind, ChangeKind::Delete)).count();
+        let deletes =
+            |d: &StateDelta| d.entries.iter().filter(|e| matches!(e.kind, ChangeKind::Delete)).count();
         let (mut snapshots, mut deleted) = (0, 0);
         for (round, (batches, watermark)) in case.rounds.iter().enumerate() {
             for (input, batch) in batches {
@@ -177,7 +182,11 @@ async fn python_state_documents_keep_the_plain_snapshot_bytes_and_restore_alike(
         let full = plain.snapshot_plain(9, true).await.unwrap();
         assert_eq!(flat(&fast.snapshot(9, true).await.unwrap()), flat(&full), "{name}: full snapshot");
         assert_eq!(deletes(&full), 0);
-        assert_eq!(counter(&fast, ENCODED_SNAPSHOTS), snapshots + 1, "{name}: every snapshot went as a document");
+        assert_eq!(
+            counter(&fast, ENCODED_SNAPSHOTS),
+            snapshots + 1,
+            "{name}: every snapshot went as a document"
+        );
         assert_eq!(counter(&plain, ENCODED_SNAPSHOTS), 0);
 
         // Restore the full snapshot through a document and plainly: the same behaviour after.
@@ -196,7 +205,11 @@ async fn python_state_documents_keep_the_plain_snapshot_bytes_and_restore_alike(
         }
         let changed = b.snapshot_plain(11, false).await.unwrap();
         assert_eq!(flat(&a.snapshot(11, false).await.unwrap()), flat(&changed), "{name}: after restore");
-        eprintln!("{name}: {} live entries ({} bytes), {deleted} deletes", full.entries.len(), full.data.len());
+        eprintln!(
+            "{name}: {} live entries ({} bytes), {deleted} deletes",
+            full.entries.len(),
+            full.data.len()
+        );
     }
 }
 
@@ -311,10 +324,18 @@ async fn state_document_cost() {
         };
         let us = start.elapsed().as_secs_f64() * 1e6 / N as f64;
         assert_eq!(delta.entries.len(), N as usize);
-        if run % 2 == 0 { plain.push(us) } else { fast.push(us) }
+        if run % 2 == 0 {
+            plain.push(us)
+        } else {
+            fast.push(us)
+        }
         chunk = Some(delta);
     }
-    eprintln!("snapshot of {N} changed keys: plain {:.2} µs/entry, documents {:.2} µs/entry", median(plain), median(fast));
+    eprintln!(
+        "snapshot of {N} changed keys: plain {:.2} µs/entry, documents {:.2} µs/entry",
+        median(plain),
+        median(fast)
+    );
     let chunk = chunk.unwrap();
     let (mut plain, mut fast) = (Vec::new(), Vec::new());
     for run in 0..2 * RUNS {
@@ -328,5 +349,9 @@ async fn state_document_cost() {
             fast.push(start.elapsed().as_secs_f64() * 1e6 / N as f64);
         }
     }
-    eprintln!("restore of {N} entries: plain {:.2} µs/entry, documents {:.2} µs/entry", median(plain), median(fast));
+    eprintln!(
+        "restore of {N} entries: plain {:.2} µs/entry, documents {:.2} µs/entry",
+        median(plain),
+        median(fast)
+    );
 }

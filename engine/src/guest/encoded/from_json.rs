@@ -52,7 +52,10 @@ pub(super) fn decode_state(doc: &[u8], max: usize) -> Result<(Vec<u8>, Vec<State
 
 impl Parser<'_, StateEntry> {
     /// The items of a list whose `[` was read, each parsed by `item`, up to its `]`.
-    fn list(&mut self, mut item: impl FnMut(&mut Self) -> Result<(), DecodeError>) -> Result<(), DecodeError> {
+    fn list(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
         self.ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
@@ -123,7 +126,12 @@ impl Parser<'_, StateEntry> {
             self.expect(b']', PAIR)?;
         }
         let change = if delete { ChangeKind::Delete } else { ChangeKind::Put };
-        self.out.end_entry(key_len, |key_len, value_len| StateEntry { state, kind: change, key_len, value_len })
+        self.out.end_entry(key_len, |key_len, value_len| StateEntry {
+            state,
+            kind: change,
+            key_len,
+            value_len,
+        })
     }
 }
 
@@ -175,7 +183,11 @@ impl<E> Parser<'_, E> {
             && self.doc[start..end].is_ascii()
         {
             let bytes = &self.doc[start..end];
-            if key { self.out.start_record(bytes)? } else { self.out.put(bytes)? }
+            if key {
+                self.out.start_record(bytes)?
+            } else {
+                self.out.put(bytes)?
+            }
             return Ok(end - start);
         }
         if let Some((start, end)) = text {
@@ -188,7 +200,9 @@ impl<E> Parser<'_, E> {
                 bytes.truncate(n);
                 if key { self.out.start_record(&bytes) } else { self.out.put(&bytes) }
             }
-            None => Err(self.error("a key or raw value has a character above U+00FF (one byte per character)")),
+            None => {
+                Err(self.error("a key or raw value has a character above U+00FF (one byte per character)"))
+            }
         };
         let len = bytes.len();
         self.text = bytes;

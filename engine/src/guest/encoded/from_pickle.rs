@@ -567,7 +567,12 @@ pub(super) fn decode_state(doc: &[u8], max: usize) -> Result<(Vec<u8>, Vec<State
                 Some(value) => p.write(value, 0, &mut out)?,
                 None => {}
             }
-            out.end_entry(key.len(), |key_len, value_len| StateEntry { state, kind: change, key_len, value_len })?;
+            out.end_entry(key.len(), |key_len, value_len| StateEntry {
+                state,
+                kind: change,
+                key_len,
+                value_len,
+            })?;
         }
     }
     Ok(out.into_parts())

@@ -30,9 +30,9 @@ mod tests_python;
 #[cfg(test)]
 mod tests_state;
 
+pub use super::bindings::encoded::BatchFormat;
 use super::bindings::encoded::ValueForm;
 use super::bindings::{Batch, ChangeKind, StateDelta};
-pub use super::bindings::encoded::BatchFormat;
 
 /// How many containers a record's value may nest (64 nested arrays pass, 65 do not).
 pub const MAX_DEPTH: usize = 64;
@@ -114,7 +114,8 @@ pub fn encode_state(
         }
         let form = forms.get(e.state as usize).ok_or_else(|| refuse("it names a state without a form"))?;
         let key_end = pos.checked_add(e.key_len as usize);
-        let end = key_end.and_then(|k| k.checked_add(e.value_len as usize)).filter(|&end| end <= chunk.data.len());
+        let end =
+            key_end.and_then(|k| k.checked_add(e.value_len as usize)).filter(|&end| end <= chunk.data.len());
         let (Some(key_end), Some(end)) = (key_end, end) else {
             return Err(refuse("it runs past the chunk's data"));
         };

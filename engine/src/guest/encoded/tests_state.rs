@@ -22,10 +22,16 @@ fn flat(delta: &StateDelta) -> Flat {
     (delta.names.clone(), delta.data.clone(), entries)
 }
 
-/// A chunk of `(state, key, value)` puts (`None`: a delete).
-fn chunk(names: &[&str], entries: &[(u32, Vec<u8>, Option<Vec<u8>>)]) -> StateDelta {
-    let mut delta =
-        StateDelta { names: names.iter().map(|n| n.to_string()).collect(), data: Vec::new(), entries: Vec::new() };
+/// One change: `(state, key, value)`, `None` for a delete.
+type Change = (u32, Vec<u8>, Option<Vec<u8>>);
+
+/// A chunk of changes.
+fn chunk(names: &[&str], entries: &[Change]) -> StateDelta {
+    let mut delta = StateDelta {
+        names: names.iter().map(|n| n.to_string()).collect(),
+        data: Vec::new(),
+        entries: Vec::new(),
+    };
     for (state, key, value) in entries {
         delta.data.extend_from_slice(key);
         let value = value.as_deref();
@@ -83,7 +89,11 @@ fn restore_documents_read_back_as_snapshots_byte_for_byte() {
             assert_eq!(flat(&back), flat(&delta), "seed {seed} {format:?}");
             if cost(&delta) > 0 {
                 let over = decode_state(format, delta.names.clone(), &doc, cost(&delta) - 1);
-                assert_eq!(over.map(|d| flat(&d)), Err(DecodeError::TooLarge), "seed {seed}: the limit is exact");
+                assert_eq!(
+                    over.map(|d| flat(&d)),
+                    Err(DecodeError::TooLarge),
+                    "seed {seed}: the limit is exact"
+                );
             }
         }
     }
@@ -124,15 +134,24 @@ fn restore_chunks_a_format_cannot_carry_are_refused() {
         (BatchFormat::Json, pack(&rmpv::Value::Binary(vec![1]))),
         (BatchFormat::Json, pack(&rmpv::Value::from(u64::MAX))),
     ] {
-        assert!(encode_state(format, &put(value.clone()), &decoded, &mut doc).is_err(), "{format:?} {value:?}");
+        assert!(
+            encode_state(format, &put(value.clone()), &decoded, &mut doc).is_err(),
+            "{format:?} {value:?}"
+        );
         // Raw, the same bytes pass.
         encode_state(format, &put(value.clone()), &[ValueForm::Raw], &mut doc).unwrap();
         let back = decode_state(format, vec!["s".into()], &doc, LIMIT).unwrap();
         assert_eq!(flat(&back), flat(&put(value)));
     }
     let delete = chunk(&["s"], &[(0, vec![1], None)]);
-    assert!(encode_state(BatchFormat::Pickle, &delete, &decoded, &mut doc).is_err(), "restore has no deletes");
-    assert!(encode_state(BatchFormat::Pickle, &put(vec![1]), &[], &mut doc).is_err(), "a state without a form");
+    assert!(
+        encode_state(BatchFormat::Pickle, &delete, &decoded, &mut doc).is_err(),
+        "restore has no deletes"
+    );
+    assert!(
+        encode_state(BatchFormat::Pickle, &put(vec![1]), &[], &mut doc).is_err(),
+        "a state without a form"
+    );
     let mut short = put(vec![1]);
     short.entries[0].value_len = 2;
     assert!(encode_state(BatchFormat::Json, &short, &decoded, &mut doc).is_err(), "entries past the data");
@@ -201,7 +220,10 @@ fn hostile_state_documents_stop_at_the_limit_without_panics() {
             encode_state(format, &delta, &FORMS, &mut doc).unwrap();
             for end in (0..doc.len()).step_by(doc.len() / 100 + 1) {
                 let got = decode_state(format, vec![], &doc[..end], LIMIT).map(|d| flat(&d));
-                assert!(matches!(got, Err(DecodeError::Malformed(_))), "seed {seed}: prefix {end} gave {got:?}");
+                assert!(
+                    matches!(got, Err(DecodeError::Malformed(_))),
+                    "seed {seed}: prefix {end} gave {got:?}"
+                );
             }
             for _ in 0..20 {
                 let mut damaged = doc.clone();

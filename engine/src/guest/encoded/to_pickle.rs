@@ -138,11 +138,12 @@ fn write_value<'a>(
         Token::F32(v) => float(out, f64::from(v)),
         Token::F64(v) => float(out, v),
         Token::Str(s) => {
-            if in_key && s.len() <= MEMO_STR_BYTES {
-                if let Some(&index) = memo.get(s) {
-                    get(out, index);
-                    return Ok(());
-                }
+            if in_key
+                && s.len() <= MEMO_STR_BYTES
+                && let Some(&index) = memo.get(s)
+            {
+                get(out, index);
+                return Ok(());
             }
             if !valid_utf8(s) {
                 return Err("a string is not valid UTF-8".into());

@@ -63,7 +63,11 @@ impl OperatorInstance {
     /// `restore-encoded` of `chunk`, when the component plans it for the chunk's version and
     /// names and the planned format carries the chunk exactly; `false` when the plain
     /// `restore` must take it.
-    pub(super) async fn restore_encoded(&mut self, state_version: u32, chunk: &StateDelta) -> Result<bool, GuestError> {
+    pub(super) async fn restore_encoded(
+        &mut self,
+        state_version: u32,
+        chunk: &StateDelta,
+    ) -> Result<bool, GuestError> {
         let Some(exports) = self.encoded_exports() else { return Ok(false) };
         let Some(plan) = self.restore_plan(&exports, state_version, &chunk.names).await? else {
             return Ok(false);
@@ -104,15 +108,20 @@ impl OperatorInstance {
             return Ok(plan.clone());
         }
         self.begin(Call::Restore)?;
-        let r =
-            within(self.who.limits.wall_limit_ms, exports.call_plan_restore(&mut self.store, state_version, names))
-                .await;
+        let r = within(
+            self.who.limits.wall_limit_ms,
+            exports.call_plan_restore(&mut self.store, state_version, names),
+        )
+        .await;
         let plan = self.finish(Call::Restore, r.map(Ok::<_, GuestOperatorError>))?;
         if let Some(p) = &plan
             && p.forms.len() != names.len()
         {
-            let reason =
-                format!("its restore plan gives {} value forms for {} state names", p.forms.len(), names.len());
+            let reason = format!(
+                "its restore plan gives {} value forms for {} state names",
+                p.forms.len(),
+                names.len()
+            );
             return Err(self.malformed(Call::Restore, reason));
         }
         if let Some(encoded) = &mut self.encoded {
