@@ -34,6 +34,7 @@ pub mod encoded {
     });
 
     pub use exports::weir::operator::encoded_batches::{
-        BatchFormat, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices,
+        BatchFormat, EncodedDelta, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices,
+        RestorePlan, ValueForm,
     };
 }

@@ -13,6 +13,10 @@ use super::module::OperatorModule;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
+mod encoded_state;
+
+pub use encoded_state::{ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS, ENCODED_SNAPSHOTS};
+
 /// Resource limits of one instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstanceLimits {
@@ -84,6 +88,9 @@ struct Encoded {
     format: Option<BatchFormat>,
     /// The last input document, kept for its allocation.
     doc: Vec<u8>,
+    /// The last restore plan asked (`plan-restore`), with the state version and names it
+    /// was asked for.
+    plan: Option<(u32, Vec<String>, Option<super::bindings::encoded::RestorePlan>)>,
 }
 
 /// The counter of batches that went as a document through `process-encoded`.
@@ -171,7 +178,7 @@ impl OperatorInstance {
             }
         });
         let (world, encoded) = instantiate(module, &mut store, &who).await?;
-        let encoded = encoded.map(|exports| Encoded { exports, format: None, doc: Vec::new() });
+        let encoded = encoded.map(|exports| Encoded { exports, format: None, doc: Vec::new(), plan: None });
         let mut inst = OperatorInstance { world, encoded, store, who, poisoned: None };
         inst.store.data_mut().ticks_in_call = 0;
         Ok(inst)
@@ -345,8 +352,18 @@ impl OperatorInstance {
         self.check_batch(Call::OnTimer, out)
     }
 
-    /// Calls `snapshot`.
+    /// Calls `snapshot`: through `snapshot-encoded` when the component exports
+    /// `encoded-batches` and answers with a state document, else the plain `snapshot`.
     pub async fn snapshot(&mut self, checkpoint_id: u64, full: bool) -> Result<StateDelta, GuestError> {
+        if let Some(delta) = self.snapshot_encoded(checkpoint_id, full).await? {
+            return Ok(delta);
+        }
+        self.snapshot_plain(checkpoint_id, full).await
+    }
+
+    /// Calls the plain `snapshot`, never `snapshot-encoded` (tests and benchmarks compare
+    /// the two).
+    pub async fn snapshot_plain(&mut self, checkpoint_id: u64, full: bool) -> Result<StateDelta, GuestError> {
         self.begin(Call::Snapshot)?;
         let r = within(
             self.who.limits.wall_limit_ms,
@@ -361,7 +378,17 @@ impl OperatorInstance {
     /// Calls `restore` with one chunk of live entries written by an operator of state schema
     /// version `state_version`: the operator's own version restores the entries as they are,
     /// a version it lists in `migrates-from` migrates them, any other fails (`invalid-state`).
+    /// Goes through `restore-encoded` when the component plans it for the chunk's version and
+    /// names and the planned format carries the chunk exactly.
     pub async fn restore(&mut self, state_version: u32, chunk: &StateDelta) -> Result<(), GuestError> {
+        if self.restore_encoded(state_version, chunk).await? {
+            return Ok(());
+        }
+        self.restore_plain(state_version, chunk).await
+    }
+
+    /// Calls the plain `restore`, never `restore-encoded`.
+    pub async fn restore_plain(&mut self, state_version: u32, chunk: &StateDelta) -> Result<(), GuestError> {
         self.begin(Call::Restore)?;
         let r = within(
             self.who.limits.wall_limit_ms,

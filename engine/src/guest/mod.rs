@@ -20,7 +20,10 @@ pub use host::{
     TABLES_PER_INSTANCE,
 };
 pub use host_state::HostState;
-pub use instance::{ENCODED_BATCHES, ENCODED_FALLBACK_BATCHES, InstanceLimits, OperatorInstance};
+pub use instance::{
+    ENCODED_BATCHES, ENCODED_FALLBACK_BATCHES, ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS,
+    ENCODED_SNAPSHOTS, InstanceLimits, OperatorInstance,
+};
 pub use module::{OPERATOR_EXPORT, OperatorModule};
 pub use side_output::SideOutputs;
 pub use timers::TimerService;

@@ -24,6 +24,7 @@ mod cli_client;
 mod coordinator;
 mod disk_full;
 mod encoded_batches;
+mod encoded_state;
 mod event_time_rescale;
 mod event_windows;
 mod exactly_once;

@@ -181,6 +181,17 @@ export function batchOperator(processBatch) {
           throw toWitError(e);
         }
       },
+      // State documents (wit/encoded.wit) are not used yet: snapshots and restores go
+      // through the operator's own `snapshot` and `restore` (none = the plain call).
+      snapshotEncoded() {
+        return undefined;
+      },
+      planRestore() {
+        return undefined;
+      },
+      restoreEncoded() {
+        throw toWitError(other('restore-encoded was called without a restore plan'));
+      },
     },
   };
 }

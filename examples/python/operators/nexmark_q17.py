@@ -16,7 +16,6 @@ max_price, avg_price (sum_price // total_bids), sum_price. Ranks: rank1 price < 
 rank2 10_000 <= price < 1_000_000, rank3 price >= 1_000_000. sum_price saturates at 2**64-1.
 """
 
-from weirpy import msgpack
 from weirpy.operator import InvalidInput, OperatorBase
 from weirpy.state import KeyedState, States
 
@@ -29,14 +28,9 @@ def _is_u64(v):
     return v.__class__ is int and 0 <= v <= U64_MAX
 
 
-def encode_stats(stats):
-    """A stats tuple as the MessagePack array of 7 uints."""
-    return msgpack.packb(stats)
-
-
-def decode_stats(value):
-    """Decodes (and checks) a saved stats entry; returns the 7-tuple."""
-    stats = msgpack.unpackb(value)
+def stats_from_plain(stats):
+    """Checks a saved stats entry (decoded: a list); returns the 7-tuple. A tuple is saved as
+    the MessagePack array of 7 uints, so the state needs no `to_plain`."""
     if not isinstance(stats, list) or len(stats) != 7 or not all(_is_u64(v) for v in stats):
         raise ValueError("not an array of 7 unsigned integers: %r" % (stats,))
     return tuple(stats)
@@ -71,7 +65,7 @@ class Operator(OperatorBase):
 
     def __init__(self):
         super().__init__()
-        self.stats = KeyedState("stats", encode=encode_stats, decode=decode_stats)
+        self.stats = KeyedState("stats", from_plain=stats_from_plain)
         self.states = States(self.stats)
 
     def process_batch(self, records, out):

@@ -15,8 +15,8 @@ from weirpy.state import KeyedState, States
 U64_MAX = (1 << 64) - 1
 
 
-def _decode_u64(value):
-    n = msgpack.unpackb(value)
+def _check_u64(n):
+    """Checks a restored count (`from_plain` of the state)."""
     if n is True or n is False or not isinstance(n, int) or n < 0:
         raise InvalidInput("the value of a word record is not an unsigned integer: %r" % (n,))
     return n
@@ -34,7 +34,7 @@ class Operator(OperatorBase):
 
     def __init__(self):
         super().__init__()
-        self.counts = KeyedState("counts", decode=_decode_u64)
+        self.counts = KeyedState("counts", from_plain=_check_u64)
         self.states = States(self.counts)
 
     def process_batch(self, records, out):

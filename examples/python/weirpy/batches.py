@@ -26,9 +26,9 @@ from . import msgpack
 from .records import BatchWriter, iter_records
 
 try:  # Components of the plain operator world (old builds, test fixtures) have no such export.
-    from wit_world.exports.encoded_batches import BatchFormat
+    from wit_world.exports.encoded_batches import BatchFormat, EncodedDelta, RestorePlan, ValueForm
 except ImportError:
-    BatchFormat = None
+    BatchFormat = EncodedDelta = RestorePlan = ValueForm = None
 
 __all__ = ["BatchFormat", "decode_batch", "dumps", "encode_records", "loads"]
 

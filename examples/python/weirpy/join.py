@@ -168,8 +168,8 @@ class JoinSpec:
         return "JoinSpec(%r)" % (self.to_config(),)
 
 
-def _decode_buffers(value):
-    b = msgpack.unpackb(value)
+def _check_buffers(b):
+    """Checks a decoded entry (`from_plain` of the state)."""
     if not (isinstance(b, list) and len(b) == 3 and isinstance(b[0], list) and isinstance(b[1], list)
             and b[2].__class__ is int
             and all(isinstance(e, list) and len(e) == 2 and e[0].__class__ is int for e in b[0])
@@ -187,7 +187,7 @@ class KeyedJoin:
         self.spec = None
         self._lo = self._hi = None
         # key bytes -> [left [[ts, item], ...], right [[ts, item], ...], earliest expiry]
-        self._buffers = KeyedState(name, decode=_decode_buffers)
+        self._buffers = KeyedState(name, from_plain=_check_buffers)
 
     def configure(self, spec):
         """Sets what matches and the late policy: a `JoinSpec`, or its JSON configuration
@@ -297,6 +297,16 @@ class KeyedJoin:
 
     def restore(self, key, value):
         self._buffers.restore(key, value)
+
+    @property
+    def native(self):
+        return self._buffers.native
+
+    def snapshot_decoded(self, full):
+        return self._buffers.snapshot_decoded(full)
+
+    def restore_decoded(self, items):
+        self._buffers.restore_decoded(items)
 
     def forget(self, key):
         self._buffers.forget(key)

@@ -34,7 +34,8 @@ replaces them.)
 
 Keyed state: create `KeyedState`s (or `ValueState`, `KeyedWindows`, `KeyedJoin`) in
 `__init__` and list them in `self.states = States(...)`; snapshots and restores are then
-handled here.
+handled here, as pickled state documents whose values the host encodes and decodes (see
+`weirpy.state`), unless the class overrides `snapshot` or `restore` (then those run).
 
 Errors: raise `InvalidInput`, `InvalidConfig`, `InvalidState` or `OtherError` (or let a
 `MsgpackError` / `StateError` escape); they become the matching WIT `error`. Any other
@@ -315,6 +316,40 @@ class OperatorBase(exports.Operator):
     def snapshot(self, checkpoint_id, full):
         return self.states.snapshot(full)
 
+    def _state_documents(self, export):
+        """Whether `export` (`snapshot` or `restore`) may go as a state document: the class
+        keeps the base class's and its states are a `States`."""
+        return getattr(type(self), export) is getattr(OperatorBase, export) and isinstance(self.states, States)
+
+    @_guard
+    def snapshot_encoded(self, checkpoint_id, full):
+        """`encoded-batches.snapshot-encoded`: `snapshot` as a pickled state document."""
+        if not self._state_documents("snapshot"):
+            return None
+        names, doc = self.states.snapshot_document(full)
+        return batches.EncodedDelta(format=batches.BatchFormat.PICKLE, names=names, doc=doc)
+
+    def plan_restore(self, state_version, names):
+        """`encoded-batches.plan-restore`: pickled documents for this operator's own state
+        version, native states' values decoded."""
+        try:
+            if state_version != self.STATE_VERSION or not self._state_documents("restore"):
+                return None
+            forms = self.states.plan_restore(names)
+        except Exception:  # no error to return: the plain restore will report it
+            return None
+        if forms is None:
+            return None
+        decoded, raw = batches.ValueForm.DECODED, batches.ValueForm.RAW
+        return batches.RestorePlan(format=batches.BatchFormat.PICKLE, forms=[decoded if f else raw for f in forms])
+
+    @_guard
+    def restore_encoded(self, state_version, names, doc):
+        """`encoded-batches.restore-encoded`: a chunk as a pickled state document."""
+        if state_version != self.STATE_VERSION:
+            raise InvalidState("state version %d was not planned for a restore document" % state_version)
+        self.states.restore_document(names, doc)
+
     @_guard
     def restore(self, state_version, chunk):
         if state_version == self.STATE_VERSION:
@@ -330,7 +365,8 @@ class OperatorBase(exports.Operator):
 
 class _EncodedBatches:
     """The `encoded-batches` export of a module whose `Operator` derives from `OperatorBase`:
-    asks for pickled batches when the operator defines `process_batch`."""
+    asks for pickled batches when the operator defines `process_batch`, and takes snapshots
+    and restores as pickled state documents."""
 
     _weir_module = None
 
@@ -342,6 +378,15 @@ class _EncodedBatches:
 
     def process_encoded(self, input, data):
         return self._operator().process_encoded(input, data)
+
+    def snapshot_encoded(self, checkpoint_id, full):
+        return self._operator().snapshot_encoded(checkpoint_id, full)
+
+    def plan_restore(self, state_version, names):
+        return self._operator().plan_restore(state_version, names)
+
+    def restore_encoded(self, state_version, names, doc):
+        return self._operator().restore_encoded(state_version, names, doc)
 
 
 def _export_encoded_batches(module_name):

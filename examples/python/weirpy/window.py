@@ -308,8 +308,8 @@ class AggregateFunction:
         return acc
 
 
-def _decode_panes(value):
-    panes = msgpack.unpackb(value)
+def _check_panes(panes):
+    """Checks a decoded entry (`from_plain` of the state)."""
     if not isinstance(panes, list) or not panes or not all(
             isinstance(p, list) and len(p) == 3 and p[0].__class__ is int and p[1].__class__ is int
             for p in panes):
@@ -326,7 +326,7 @@ class KeyedWindows:
         self.function = function
         self.spec = None
         # key bytes -> [[start, end, acc], ...], sorted by (start, end), never empty.
-        self._panes = KeyedState(name, decode=_decode_panes)
+        self._panes = KeyedState(name, from_plain=_check_panes)
 
     def configure(self, spec):
         """Sets the assigner, lateness and late policy: a `WindowSpec`, or its JSON
@@ -487,6 +487,16 @@ class KeyedWindows:
 
     def restore(self, key, value):
         self._panes.restore(key, value)
+
+    @property
+    def native(self):
+        return self._panes.native
+
+    def snapshot_decoded(self, full):
+        return self._panes.snapshot_decoded(full)
+
+    def restore_decoded(self, items):
+        self._panes.restore_decoded(items)
 
     def forget(self, key):
         self._panes.forget(key)

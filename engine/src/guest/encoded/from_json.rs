@@ -6,13 +6,13 @@
 //! Numbers written without fraction or exponent within ±(2^53 − 1) become integers, all
 //! others float64; object members keep their order (duplicates too).
 
-use super::super::bindings::Batch;
+use super::super::bindings::{Batch, ChangeKind, Entry, StateEntry};
 use super::msgpack::{Out, valid_utf8};
 use super::to_json::MAX_SAFE;
-use super::{DecodeError, MAX_DEPTH};
+use super::{DecodeError, MAX_DEPTH, kind};
 
 pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
-    let mut p = Parser { doc, pos: 0, out: Out::new(max, doc.len()), text: Vec::new() };
+    let mut p: Parser<'_> = Parser { doc, pos: 0, out: Out::new(max, doc.len()), text: Vec::new() };
     p.ws();
     p.expect(b'[', "the document is not an array of records")?;
     p.ws();
@@ -36,21 +36,120 @@ pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
     Ok(p.out.finish())
 }
 
+/// A state document (`[[state, kind, items], ...]`, wit/encoded.wit) → the data and
+/// entries of a state delta, in document order.
+pub(super) fn decode_state(doc: &[u8], max: usize) -> Result<(Vec<u8>, Vec<StateEntry>), DecodeError> {
+    let mut p = Parser { doc, pos: 0, out: Out::<StateEntry>::new(max, doc.len()), text: Vec::new() };
+    p.ws();
+    p.expect(b'[', "the document is not an array of sections")?;
+    p.list(|p| p.section())?;
+    p.ws();
+    if p.pos != doc.len() {
+        return Err(p.error("trailing characters after the document"));
+    }
+    Ok(p.out.into_parts())
+}
+
+impl Parser<'_, StateEntry> {
+    /// The items of a list whose `[` was read, each parsed by `item`, up to its `]`.
+    fn list(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            item(self)?;
+            self.ws();
+            match self.bump() {
+                Some(b',') => {}
+                Some(b']') => return Ok(()),
+                _ => return Err(self.error("expected ',' or ']' in a list")),
+            }
+        }
+    }
+
+    fn small_int(&mut self, max: u32, what: &str) -> Result<u32, DecodeError> {
+        match self.number()? {
+            Number::Int(v) => u32::try_from(v).ok().filter(|&v| v <= max).ok_or_else(|| self.error(what)),
+            Number::Float(_) => Err(self.error(what)),
+        }
+    }
+
+    fn section(&mut self) -> Result<(), DecodeError> {
+        const SHAPE: &str = "a section is not an array [state, kind (0, 1 or 2), items]";
+        self.expect(b'[', SHAPE)?;
+        self.ws();
+        let state = self.small_int(u32::MAX, SHAPE)?;
+        self.ws();
+        self.expect(b',', SHAPE)?;
+        self.ws();
+        let section_kind = self.small_int(2, SHAPE)? as u8;
+        self.ws();
+        self.expect(b',', SHAPE)?;
+        self.ws();
+        self.expect(b'[', SHAPE)?;
+        self.list(|p| p.state_item(state, section_kind))?;
+        self.ws();
+        self.expect(b']', SHAPE)
+    }
+
+    /// One item of a section: a key (deletes) or a `[key, value]` pair.
+    fn state_item(&mut self, state: u32, section_kind: u8) -> Result<(), DecodeError> {
+        const PAIR: &str = "a put is not an array [key, value]";
+        let delete = section_kind == kind::DELETE;
+        if !delete {
+            self.expect(b'[', PAIR)?;
+            self.ws();
+        }
+        if self.peek() != Some(b'"') {
+            return Err(self.error("a key is not a string"));
+        }
+        let key_len = self.latin1_bytes(true)?;
+        if !delete {
+            self.ws();
+            self.expect(b',', PAIR)?;
+            self.ws();
+            if section_kind == kind::RAW {
+                if self.peek() != Some(b'"') {
+                    return Err(self.error("a raw value is not a string"));
+                }
+                self.latin1_bytes(false)?;
+            } else {
+                self.value(0)?;
+            }
+            self.ws();
+            self.expect(b']', PAIR)?;
+        }
+        let change = if delete { ChangeKind::Delete } else { ChangeKind::Put };
+        self.out.end_entry(key_len, |key_len, value_len| StateEntry {
+            state,
+            kind: change,
+            key_len,
+            value_len,
+        })
+    }
+}
+
 /// A JSON number, as MessagePack will carry it.
 enum Number {
     Int(i64),
     Float(f64),
 }
 
-struct Parser<'a> {
+struct Parser<'a, E = Entry> {
     doc: &'a [u8],
     pos: usize,
-    out: Out,
+    out: Out<E>,
     /// Scratch for unescaped string text.
     text: Vec<u8>,
 }
 
-impl Parser<'_> {
+impl<E> Parser<'_, E> {
     fn error(&self, what: &str) -> DecodeError {
         DecodeError::Malformed(format!("JSON at byte {}: {what}", self.pos))
     }
@@ -75,38 +174,50 @@ impl Parser<'_> {
         if self.bump() == Some(b) { Ok(()) } else { Err(self.error(what)) }
     }
 
+    /// Parses a string of characters U+0000 to U+00FF (the parser is at its quote) as one
+    /// byte each: the key of a new record (`key`) or raw bytes of the current one. Returns
+    /// the byte length.
+    fn latin1_bytes(&mut self, key: bool) -> Result<usize, DecodeError> {
+        let text = self.string(true)?;
+        if let Some((start, end)) = text
+            && self.doc[start..end].is_ascii()
+        {
+            let bytes = &self.doc[start..end];
+            if key {
+                self.out.start_record(bytes)?
+            } else {
+                self.out.put(bytes)?
+            }
+            return Ok(end - start);
+        }
+        if let Some((start, end)) = text {
+            self.text.clear();
+            self.text.extend_from_slice(&self.doc[start..end]);
+        }
+        let mut bytes = std::mem::take(&mut self.text);
+        let result = match latin1(&mut bytes) {
+            Some(n) => {
+                bytes.truncate(n);
+                if key { self.out.start_record(&bytes) } else { self.out.put(&bytes) }
+            }
+            None => {
+                Err(self.error("a key or raw value has a character above U+00FF (one byte per character)"))
+            }
+        };
+        let len = bytes.len();
+        self.text = bytes;
+        result.map(|()| len)
+    }
+}
+
+impl Parser<'_, Entry> {
     fn record(&mut self) -> Result<(), DecodeError> {
         self.expect(b'[', "a record is not an array [key, value, timestamp]")?;
         self.ws();
         if self.peek() != Some(b'"') {
             return Err(self.error("a record's key is not a string"));
         }
-        let key_len = match self.string(true)? {
-            Some((start, end)) if self.doc[start..end].is_ascii() => {
-                self.out.start_record(&self.doc[start..end])?;
-                end - start
-            }
-            text => {
-                if let Some((start, end)) = text {
-                    self.text.clear();
-                    self.text.extend_from_slice(&self.doc[start..end]);
-                }
-                let mut key = std::mem::take(&mut self.text);
-                let result = match latin1(&mut key) {
-                    Some(n) => {
-                        key.truncate(n);
-                        self.out.start_record(&key)
-                    }
-                    None => Err(self.error(
-                        "a record's key has a character above U+00FF (keys are one byte per character)",
-                    )),
-                };
-                let key_len = key.len();
-                self.text = key;
-                result?;
-                key_len
-            }
-        };
+        let key_len = self.latin1_bytes(true)?;
         self.ws();
         self.expect(b',', "a record is not an array [key, value, timestamp]")?;
         self.ws();
@@ -124,7 +235,9 @@ impl Parser<'_> {
         self.expect(b']', "a record has more than three items")?;
         self.out.end_record(key_len, timestamp)
     }
+}
 
+impl<E> Parser<'_, E> {
     /// Parses one value into the output; `depth` containers enclose it.
     fn value(&mut self, depth: usize) -> Result<(), DecodeError> {
         match self.peek() {

@@ -15,9 +15,9 @@
 //! writes at least one byte per object it visits, so a shared-subtree bomb costs no more
 //! than the limit.
 
-use super::super::bindings::Batch;
+use super::super::bindings::{Batch, ChangeKind, StateEntry};
 use super::msgpack::{Out, int_fits, valid_utf8};
-use super::{DecodeError, MAX_DEPTH};
+use super::{DecodeError, MAX_DEPTH, kind};
 
 /// A callable that CPython's pickles of bytes and bytearray name (protocols 2 to 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -439,8 +439,25 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The bytes of a `bytes` or `bytearray` object.
+    fn bytes_of(&self, idx: u32) -> Option<&[u8]> {
+        match self.arena[idx as usize] {
+            Obj::Bytes(start, end) => Some(&self.doc[start..end]),
+            Obj::OwnedBytes(bytes) => Some(self.owned[bytes as usize].as_slice()),
+            _ => None,
+        }
+    }
+
+    /// A non-negative int that fits `u32`.
+    fn u32_of(&self, idx: u32) -> Option<u32> {
+        match self.arena[idx as usize] {
+            Obj::Int(v) => u32::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
     /// Writes the object at `idx`, which `depth` containers enclose.
-    fn write(&self, idx: u32, depth: usize, out: &mut Out) -> Result<(), DecodeError> {
+    fn write<E>(&self, idx: u32, depth: usize, out: &mut Out<E>) -> Result<(), DecodeError> {
         match &self.arena[idx as usize] {
             Obj::None => out.nil(),
             &Obj::Bool(b) => out.bool(b),
@@ -471,21 +488,27 @@ fn nest(depth: usize) -> Result<(), DecodeError> {
     Ok(())
 }
 
+impl<'a> Parser<'a> {
+    fn new(doc: &'a [u8]) -> Self {
+        // Every object takes at least one byte, most take several.
+        Parser {
+            doc,
+            pos: 0,
+            arena: Vec::with_capacity(doc.len() / 8),
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Vec::new(),
+            owned: Vec::new(),
+            owned_len: 0,
+        }
+    }
+}
+
 pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
-    // Every object takes at least one byte, most take several.
-    let mut p = Parser {
-        doc,
-        pos: 0,
-        arena: Vec::with_capacity(doc.len() / 8),
-        stack: Vec::new(),
-        marks: Vec::new(),
-        memo: Vec::new(),
-        owned: Vec::new(),
-        owned_len: 0,
-    };
+    let mut p = Parser::new(doc);
     let result = p.run()?;
     let records = p.items(result).ok_or_else(|| malformed("the pickle is not a list of records"))?;
-    let mut out = Out::new(max, doc.len());
+    let mut out: Out = Out::new(max, doc.len());
     for (i, &record) in records.iter().enumerate() {
         let shape =
             || malformed(format!("record {i} is not a (key: bytes, value, timestamp: int) tuple or list"));
@@ -506,4 +529,51 @@ pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
         out.end_record(key.len(), timestamp)?;
     }
     Ok(out.finish())
+}
+
+/// A state document (`[(state, kind, items), ...]`, wit/encoded.wit) → the data and entries
+/// of a state delta, in document order.
+pub(super) fn decode_state(doc: &[u8], max: usize) -> Result<(Vec<u8>, Vec<StateEntry>), DecodeError> {
+    let mut p = Parser::new(doc);
+    let result = p.run()?;
+    let sections = p.items(result).ok_or_else(|| malformed("the pickle is not a list of sections"))?;
+    let mut out = Out::<StateEntry>::new(max, doc.len());
+    for (i, &section) in sections.iter().enumerate() {
+        let shape = || {
+            malformed(format!(
+                "section {i} is not a (state: int, kind: 0, 1 or 2, items: list) tuple or list"
+            ))
+        };
+        let &[state, section_kind, items] = p.items(section).ok_or_else(shape)? else { return Err(shape()) };
+        let state = p.u32_of(state).ok_or_else(shape)?;
+        let section_kind = p.u32_of(section_kind).filter(|&k| k <= 2).ok_or_else(shape)? as u8;
+        let change = if section_kind == kind::DELETE { ChangeKind::Delete } else { ChangeKind::Put };
+        for (j, &item) in p.items(items).ok_or_else(shape)?.iter().enumerate() {
+            let at = |what: &str| malformed(format!("section {i}, item {j}: {what}"));
+            let (key, value) = if section_kind == kind::DELETE {
+                (item, None)
+            } else {
+                match p.items(item) {
+                    Some(&[key, value]) => (key, Some(value)),
+                    _ => return Err(at("a put is not a (key, value) pair")),
+                }
+            };
+            let key = p.bytes_of(key).ok_or_else(|| at("the key is not bytes"))?;
+            out.start_record(key)?;
+            match value {
+                Some(value) if section_kind == kind::RAW => {
+                    out.put(p.bytes_of(value).ok_or_else(|| at("a raw value is not bytes"))?)?
+                }
+                Some(value) => p.write(value, 0, &mut out)?,
+                None => {}
+            }
+            out.end_entry(key.len(), |key_len, value_len| StateEntry {
+                state,
+                kind: change,
+                key_len,
+                value_len,
+            })?;
+        }
+    }
+    Ok(out.into_parts())
 }

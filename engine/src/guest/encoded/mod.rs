@@ -11,6 +11,9 @@
 //!   per entry), and never allocates more than that or in proportion to lengths the document
 //!   claims; it never panics on any input.
 //! - Values nest at most [`MAX_DEPTH`] containers deep, both ways.
+//! - State documents (`encode_state`, `decode_state`) follow the same rules for decoded
+//!   values; raw values and keys pass through byte for byte. `decode_state` yields exactly
+//!   the entries, in document order, that the guest's plain `snapshot` would have.
 
 mod from_json;
 mod from_pickle;
@@ -24,9 +27,12 @@ mod tests;
 mod tests_decode;
 #[cfg(test)]
 mod tests_python;
+#[cfg(test)]
+mod tests_state;
 
-use super::bindings::Batch;
 pub use super::bindings::encoded::BatchFormat;
+use super::bindings::encoded::ValueForm;
+use super::bindings::{Batch, ChangeKind, StateDelta};
 
 /// How many containers a record's value may nest (64 nested arrays pass, 65 do not).
 pub const MAX_DEPTH: usize = 64;
@@ -76,6 +82,94 @@ pub fn decode_batch(format: BatchFormat, doc: &[u8], max_output_bytes: usize) ->
         BatchFormat::Pickle => from_pickle::decode(doc, max_output_bytes),
         BatchFormat::Json => from_json::decode(doc, max_output_bytes),
     }
+}
+
+/// The section kinds of a state document (wit/encoded.wit).
+mod kind {
+    /// Puts with decoded values.
+    pub const PUT: u8 = 0;
+    /// Deletes: the items are keys.
+    pub const DELETE: u8 = 1;
+    /// Puts whose values are their MessagePack bytes.
+    pub const RAW: u8 = 2;
+}
+
+/// The state document of a restore chunk (puts only, as restore chunks are): the values of
+/// state `names[i]` travel in form `forms[i]`. `out` is cleared first. Refuses the chunk
+/// when a decoded value cannot be carried exactly (the plain `restore` then takes it), or
+/// when it holds deletes, names a state past `forms` or its entries do not add up.
+pub fn encode_state(
+    format: BatchFormat,
+    chunk: &StateDelta,
+    forms: &[ValueForm],
+    out: &mut Vec<u8>,
+) -> Result<(), Unrepresentable> {
+    out.clear();
+    let mut sections: Vec<Section<'_>> = Vec::new();
+    let mut pos = 0usize;
+    for (i, e) in chunk.entries.iter().enumerate() {
+        let refuse = |why: &str| Unrepresentable(format!("state entry {i}: {why}"));
+        if !matches!(e.kind, ChangeKind::Put) {
+            return Err(refuse("a restore chunk holds a delete"));
+        }
+        let form = forms.get(e.state as usize).ok_or_else(|| refuse("it names a state without a form"))?;
+        let key_end = pos.checked_add(e.key_len as usize);
+        let end =
+            key_end.and_then(|k| k.checked_add(e.value_len as usize)).filter(|&end| end <= chunk.data.len());
+        let (Some(key_end), Some(end)) = (key_end, end) else {
+            return Err(refuse("it runs past the chunk's data"));
+        };
+        let kind = match form {
+            ValueForm::Decoded => kind::PUT,
+            ValueForm::Raw => kind::RAW,
+        };
+        let item = Item { key: &chunk.data[pos..key_end], value: &chunk.data[key_end..end], entry: i };
+        match sections.last_mut() {
+            Some(s) if s.state == e.state && s.kind == kind => s.items.push(item),
+            _ => sections.push(Section { state: e.state, kind, items: vec![item] }),
+        }
+        pos = end;
+    }
+    match format {
+        BatchFormat::Pickle => to_pickle::encode_state(&sections, out),
+        BatchFormat::Json => to_json::encode_state(&sections, out),
+    }
+}
+
+/// A run of puts of one state and kind: one section of a restore document.
+struct Section<'a> {
+    state: u32,
+    kind: u8,
+    items: Vec<Item<'a>>,
+}
+
+/// One put of a restore document: its key and value bytes, and its index in the chunk.
+struct Item<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
+    entry: usize,
+}
+
+/// Prefixes a per-entry reason with the entry's index.
+fn at_entry(i: usize) -> impl Fn(String) -> Unrepresentable {
+    move |why| Unrepresentable(format!("state entry {i}: {why}"))
+}
+
+/// The state delta of a guest's state document: the sections' items as entries, in
+/// document order. The delta's size counted like output (data bytes + 16 per entry) stays
+/// <= `max_bytes`. State indices are not checked against `names` here (the caller checks
+/// the delta as it checks a plain one).
+pub fn decode_state(
+    format: BatchFormat,
+    names: Vec<String>,
+    doc: &[u8],
+    max_bytes: usize,
+) -> Result<StateDelta, DecodeError> {
+    let (data, entries) = match format {
+        BatchFormat::Pickle => from_pickle::decode_state(doc, max_bytes)?,
+        BatchFormat::Json => from_json::decode_state(doc, max_bytes)?,
+    };
+    Ok(StateDelta { names, data, entries })
 }
 
 /// The records of a batch: `(key, value, timestamp)`, or an error when the entries do not

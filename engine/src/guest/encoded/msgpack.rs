@@ -105,11 +105,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A MessagePack batch under construction, kept within `max` bytes (data + 16 per entry,
-/// the record being written included) by checking every write before it is made.
-pub(super) struct Out {
+/// A MessagePack batch (or state delta, `E = StateEntry`) under construction, kept within
+/// `max` bytes (data + 16 per entry, the record being written included) by checking every
+/// write before it is made.
+pub(super) struct Out<E = Entry> {
     pub(super) data: Vec<u8>,
-    entries: Vec<Entry>,
+    entries: Vec<E>,
     max: usize,
     /// How long `data` may grow: `max` less the cost of the entries, the current one
     /// included (0 when even they do not fit).
@@ -118,7 +119,7 @@ pub(super) struct Out {
     record_start: usize,
 }
 
-impl Out {
+impl<E> Out<E> {
     /// An empty batch of at most `max` bytes, with room reserved for `expected` data bytes
     /// (at most `max`).
     pub(super) fn new(max: usize, expected: usize) -> Self {
@@ -129,8 +130,11 @@ impl Out {
     }
 
     /// Fails with `TooLarge` unless `extra` more bytes fit.
+    /// (Also when `extra` is 0: an entry of no bytes, a state delete of an empty key, still
+    /// costs its 16 bytes, which earlier data may have taken.)
     pub(super) fn room(&self, extra: usize) -> Result<(), DecodeError> {
-        if extra <= self.data_limit.saturating_sub(self.data.len()) && self.entries_fit() {
+        let end = self.data.len().checked_add(extra);
+        if end.is_some_and(|end| end <= self.data_limit) && self.entries_fit() {
             Ok(())
         } else {
             Err(DecodeError::TooLarge)
@@ -154,19 +158,25 @@ impl Out {
         self.put(key)
     }
 
-    /// Ends the record started last: its value is everything written after the key.
-    pub(super) fn end_record(&mut self, key_len: usize, timestamp: i64) -> Result<(), DecodeError> {
+    /// Ends the record started last: its value is everything written after the key;
+    /// `entry` makes its entry from the key and value lengths.
+    pub(super) fn end_entry(
+        &mut self,
+        key_len: usize,
+        entry: impl FnOnce(u32, u32) -> E,
+    ) -> Result<(), DecodeError> {
         let value_len = self.data.len() - self.record_start - key_len;
         let key_len = u32::try_from(key_len).map_err(|_| DecodeError::TooLarge)?;
         let value_len = u32::try_from(value_len).map_err(|_| DecodeError::TooLarge)?;
         self.room(0)?;
-        self.entries.push(Entry { key_len, value_len, timestamp });
+        self.entries.push(entry(key_len, value_len));
         self.data_limit = self.data_limit.saturating_sub(ENTRY_COST);
         Ok(())
     }
 
-    pub(super) fn finish(self) -> Batch {
-        Batch { data: self.data, entries: self.entries }
+    /// The data and entries written.
+    pub(super) fn into_parts(self) -> (Vec<u8>, Vec<E>) {
+        (self.data, self.entries)
     }
 
     pub(super) fn nil(&mut self) -> Result<(), DecodeError> {
@@ -256,6 +266,17 @@ impl Out {
         let mut buf = [0u8; 5];
         let len = header_bytes(n, forms, &mut buf).ok_or(DecodeError::TooLarge)?;
         self.put(&buf[..len])
+    }
+}
+
+impl Out<Entry> {
+    /// Ends the record started last (see [`Out::end_entry`]).
+    pub(super) fn end_record(&mut self, key_len: usize, timestamp: i64) -> Result<(), DecodeError> {
+        self.end_entry(key_len, |key_len, value_len| Entry { key_len, value_len, timestamp })
+    }
+
+    pub(super) fn finish(self) -> Batch {
+        Batch { data: self.data, entries: self.entries }
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::super::bindings::Batch;
 use super::msgpack::{Reader, Token, valid_utf8};
-use super::{MAX_DEPTH, Unrepresentable, at_record, records};
+use super::{MAX_DEPTH, Section, Unrepresentable, at_entry, at_record, kind, records};
 
 /// The largest integer a double holds exactly along with all smaller ones: 2^53 − 1.
 pub(super) const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -39,6 +39,47 @@ pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresent
         out.push(b',');
         decimal(out, timestamp);
         out.push(b']');
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// The restore document `[[state, kind, [[key, value], ...]], ...]` of `sections`; raw
+/// values are strings of one character per byte, like keys.
+pub(super) fn encode_state(sections: &[Section<'_>], out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
+    out.push(b'[');
+    for (n, section) in sections.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        decimal(out, i64::from(section.state));
+        out.push(b',');
+        decimal(out, i64::from(section.kind));
+        out.extend_from_slice(b",[");
+        for (i, item) in section.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'[');
+            latin1_string(out, item.key);
+            out.push(b',');
+            if section.kind == kind::RAW {
+                latin1_string(out, item.value);
+            } else {
+                let at = at_entry(item.entry);
+                if item.value.is_empty() {
+                    return Err(at("the value is empty".into()));
+                }
+                let mut reader = Reader::new(item.value);
+                write_value(&mut reader, out, 0).map_err(&at)?;
+                if !reader.at_end() {
+                    return Err(at("the value has trailing bytes after one MessagePack value".into()));
+                }
+            }
+            out.push(b']');
+        }
+        out.extend_from_slice(b"]]");
     }
     out.push(b']');
     Ok(())

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::super::bindings::Batch;
 use super::msgpack::{Reader, Token, valid_utf8};
-use super::{MAX_DEPTH, Unrepresentable, at_record, records};
+use super::{MAX_DEPTH, Section, Unrepresentable, at_entry, at_record, kind, records};
 
 // The opcodes written (names as in CPython's pickle.py).
 const PROTO: u8 = 0x80;
@@ -35,6 +35,7 @@ const EMPTY_LIST: u8 = b']';
 const APPENDS: u8 = b'e';
 const EMPTY_TUPLE: u8 = b')';
 const TUPLE: u8 = b't';
+const TUPLE2: u8 = 0x86;
 const TUPLE3: u8 = 0x87;
 const EMPTY_DICT: u8 = b'}';
 const SETITEMS: u8 = b'u';
@@ -73,6 +74,47 @@ pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresent
         out.push(TUPLE3);
     }
     if !batch.entries.is_empty() {
+        out.push(APPENDS);
+    }
+    out.push(STOP);
+    Ok(())
+}
+
+/// The restore document `[(state, kind, [(key, value), ...]), ...]` of `sections`.
+pub(super) fn encode_state(sections: &[Section<'_>], out: &mut Vec<u8>) -> Result<(), Unrepresentable> {
+    let items = sections.iter().flat_map(|s| &s.items);
+    let bytes_len: usize = items.clone().map(|i| i.key.len() + i.value.len()).sum();
+    out.reserve(bytes_len + bytes_len / 4 + 16 * items.count() + 16 * sections.len());
+    out.extend_from_slice(&[PROTO, 5, EMPTY_LIST]);
+    if !sections.is_empty() {
+        out.push(MARK);
+    }
+    let mut memo = Memo::new();
+    for section in sections {
+        int(out, i128::from(section.state));
+        int(out, i128::from(section.kind));
+        out.push(EMPTY_LIST);
+        out.push(MARK);
+        for item in &section.items {
+            bytes(out, item.key);
+            if section.kind == kind::RAW {
+                bytes(out, item.value);
+            } else {
+                let at = at_entry(item.entry);
+                if item.value.is_empty() {
+                    return Err(at("the value is empty".into()));
+                }
+                let mut reader = Reader::new(item.value);
+                write_value(&mut reader, out, &mut memo, 0, false).map_err(&at)?;
+                if !reader.at_end() {
+                    return Err(at("the value has trailing bytes after one MessagePack value".into()));
+                }
+            }
+            out.push(TUPLE2);
+        }
+        out.extend_from_slice(&[APPENDS, TUPLE3]);
+    }
+    if !sections.is_empty() {
         out.push(APPENDS);
     }
     out.push(STOP);
