@@ -7,6 +7,7 @@ mod checkpoints;
 mod kafka;
 mod languages;
 mod languages_e2e;
+mod languages_state;
 mod nexmark;
 mod pipeline;
 mod queries;
@@ -213,9 +214,14 @@ pub enum Suite {
         /// 1, per language); 0 skips them.
         #[arg(long, default_value_t = 500_000)]
         end_to_end_bids: u64,
-        /// Rounds of the end-to-end runs (the median is reported).
+        /// Rounds of the end-to-end runs and of the state measurements (medians are
+        /// reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Keys of the q17 state snapshotted and restored per language (plain and through
+        /// state documents); 0 skips it.
+        #[arg(long, default_value_t = 10_000)]
+        state_keys: u64,
     },
 }
 
@@ -233,8 +239,12 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             };
             queries::run_and_print(&host, &options).await
         }
-        Suite::Languages { languages, records, batch, seconds, end_to_end_bids, runs } => {
+        Suite::Languages { languages, records, batch, seconds, end_to_end_bids, runs, state_keys } => {
             let dirs = languages_table(&host, languages, records, batch, seconds).await?;
+            if state_keys > 0 {
+                let results = languages_state::run(&host, &dirs, state_keys, runs).await?;
+                print_state_costs(state_keys, runs, &results);
+            }
             if end_to_end_bids > 0 {
                 let cache = pipeline::default_cache(data_dir);
                 let results = languages_e2e::run(&host, &dirs, end_to_end_bids, runs, &cache).await?;
@@ -489,6 +499,33 @@ async fn languages_table(
     );
     println!("{table}");
     Ok(dirs)
+}
+
+fn print_state_costs(keys: u64, runs: usize, results: &[languages_state::StateCost]) {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "language",
+        "snapshot, plain",
+        "snapshot, as in a job",
+        "restore, plain",
+        "restore, as in a job",
+        "as in a job =",
+    ]);
+    for r in results {
+        let us = |v: f64| format!("{v:.2} µs");
+        table.add_row([
+            r.language.clone(),
+            us(r.snapshot_plain),
+            us(r.snapshot_doc),
+            us(r.restore_plain),
+            us(r.restore_doc),
+            (if r.documents { "state documents" } else { "plain" }).to_string(),
+        ]);
+    }
+    println!(
+        "Nexmark q17 state: a snapshot of {keys} changed keys and its restore, per entry, median of {runs} runs of each, alternating:"
+    );
+    println!("{table}");
 }
 
 fn print_end_to_end(bids: u64, runs: usize, results: &[languages_e2e::EndToEnd]) {
