@@ -274,6 +274,9 @@ fn python_windows_match_the_same_reference() {
     );
     let report = result.expect("job runs");
     assert_eq!(injector.fired(), 2);
-    assert!(report.restored_from.len() >= 2, "{:?}", report.restored_from);
+    // Both faults may fire in one attempt (a snapshot fails while another task's batch
+    // panics before the attempt is torn down), so one restore at least, not two. The
+    // injector is armed by the first completed checkpoint: every restart restores one.
+    assert!(report.restarts >= 1 && !report.restored_from.is_empty(), "{report:?}");
     check(&case, &common::read_committed(&out), &common::read_committed(&late), "python sessions, failures");
 }
