@@ -35,7 +35,10 @@ replaces them.)
 Keyed state: create `KeyedState`s (or `ValueState`, `KeyedWindows`, `KeyedJoin`) in
 `__init__` and list them in `self.states = States(...)`; snapshots and restores are then
 handled here, as pickled state documents whose values the host encodes and decodes (see
-`weirpy.state`), unless the class overrides `snapshot` or `restore` (then those run).
+`weirpy.state`), unless the class overrides `snapshot` or `restore` (then those run). Host
+states (`HostKeyedState`, `HostMapState`) listed there are kept out of snapshots; every
+exported call that runs operator code reads the batch's keys before it and hands the changes
+over after it (`weirpy.host_state`).
 
 Errors: raise `InvalidInput`, `InvalidConfig`, `InvalidState` or `OtherError` (or let a
 `MsgpackError` / `StateError` escape); they become the matching WIT `error`. Any other
@@ -272,13 +275,16 @@ class OperatorBase(exports.Operator):
             return batches.encode_records(out)
         out = BatchWriter()
         handle = self.process_record
-        if self._weir_record_input:
-            for key, value, timestamp in iter_records(batch):
-                handle(key, value, timestamp, out, input)
-        else:
-            for key, value, timestamp in iter_records(batch):
-                handle(key, value, timestamp, out)
-        self.end_batch(input, out)
+        records = iter_records(batch)
+        with _HostCall(self, records) as call:
+            records = call.records
+            if self._weir_record_input:
+                for key, value, timestamp in records:
+                    handle(key, value, timestamp, out, input)
+            else:
+                for key, value, timestamp in records:
+                    handle(key, value, timestamp, out)
+            self.end_batch(input, out)
         return out.finish()
 
     @_guard
@@ -289,10 +295,11 @@ class OperatorBase(exports.Operator):
         return batches.dumps(out)
 
     def _run_batch(self, input, records, out):
-        if self._weir_batch_input:
-            self.process_batch(records, out, input)
-        else:
-            self.process_batch(records, out)
+        with _HostCall(self, records):
+            if self._weir_batch_input:
+                self.process_batch(records, out, input)
+            else:
+                self.process_batch(records, out)
 
     @_guard
     def on_watermark(self, timestamp):
@@ -300,7 +307,8 @@ class OperatorBase(exports.Operator):
         if hook is None:
             return empty_batch()
         out = BatchWriter()
-        hook(timestamp, out)
+        with _HostCall(self, ()):
+            hook(timestamp, out)
         return out.finish()
 
     @_guard
@@ -309,7 +317,8 @@ class OperatorBase(exports.Operator):
         if hook is None:
             return empty_batch()
         out = BatchWriter()
-        hook(key, timestamp, out)
+        with _HostCall(self, ((key,),)):
+            hook(key, timestamp, out)
         return out.finish()
 
     @_guard
@@ -361,6 +370,38 @@ class OperatorBase(exports.Operator):
                 "state schema version %d cannot be restored by this operator (version %d, migrates from %s)"
                 % (state_version, self.STATE_VERSION, list(self.MIGRATES_FROM))
             )
+
+
+class _HostCall:
+    """Brackets one exported call for the operator's host states (`States.host`): before
+    it, they read the values of the records' keys (one multi-get each); after it, they hand
+    their changes over (one apply each), or drop them when the call raised. `records` holds
+    the call's records (`(key, ...)` tuples, an iterable), materialized as a list when there
+    are host states."""
+
+    __slots__ = ("states", "records")
+
+    def __init__(self, operator, records):
+        states = operator.states
+        if isinstance(states, States) and states.host:
+            records = records if isinstance(records, (list, tuple)) else list(records)
+            states.begin_call(map(_first, records))
+            self.states = states
+        else:
+            self.states = None
+        self.records = records
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.states is not None:
+            self.states.end_call(exc_type is None)
+        return False
+
+
+def _first(record):
+    return record[0]
 
 
 class _EncodedBatches:

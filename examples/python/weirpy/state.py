@@ -23,6 +23,10 @@ without a custom `encode`/`decode`; `to_plain`/`from_plain` convert and check va
 way) and passes the bytes of every other state through. The stored bytes are the same either
 way. States with their own `snapshot_decoded(full)` / `restore_decoded(items)` and a true
 `native` attribute take part too (`KeyedWindows`, `KeyedJoin`).
+
+Host state: `HostKeyedState` and `HostMapState` (`weirpy.host_state`, re-exported here) keep
+their entries on the host's disk instead (the `keyed-state` import), with the API and codec
+arguments of `KeyedState`; `States` keeps them out of snapshots and restores.
 """
 
 import io
@@ -286,14 +290,45 @@ class ValueState:
 
 class States:
     """The named states of an operator, in registration order (their index in the
-    `names` of a snapshot's `state-delta`)."""
+    `names` of a snapshot's `state-delta`).
+
+    States kept by the host (`HostKeyedState`, `HostMapState`: a true `host_state`
+    attribute) register here too but never take part in snapshots or restores (the host
+    checkpoints them itself): `begin_call(keys)` and `end_call(commit)` bracket every
+    exported call with them instead (`OperatorBase` does)."""
 
     def __init__(self, *states):
         names = [s.name for s in states]
         if len(set(names)) != len(names):
             raise ValueError("duplicate state names: %r" % names)
-        self._states = list(states)
-        self._by_name = {s.name: s for s in states}
+        self._states = [s for s in states if not getattr(s, "host_state", False)]
+        self._by_name = {s.name: s for s in self._states}
+        #: The states kept by the host.
+        self.host = [s for s in states if getattr(s, "host_state", False)]
+
+    def begin_call(self, keys=()):
+        """Before an exported call: the host states read the values of `keys` (the record
+        keys of a batch, a timer's key) in one multi-get each."""
+        keys = list(keys)
+        try:
+            for state in self.host:
+                state.begin_call(keys)
+        except BaseException:
+            for state in self.host:
+                state.end_call(False)
+            raise
+
+    def end_call(self, commit):
+        """After an exported call: the host states hand their changes over in one apply each
+        when `commit` (the call succeeded), else drop them."""
+        error = None
+        for state in self.host:
+            try:
+                state.end_call(commit and error is None)
+            except Exception as e:
+                error = error or e
+        if error is not None:
+            raise error
 
     def snapshot(self, full):
         """A `state-delta` with the changes of every state (see `KeyedState.snapshot`)."""
@@ -424,3 +459,7 @@ def _dumps_plain(obj):
     pickler.fast = True
     pickler.dump(obj)
     return buf.getvalue()
+
+
+# Keyed state kept by the host (imported last: it builds on `_codec` and `StateError`).
+from .host_state import HostKeyedState, HostMapState  # noqa: E402,F401

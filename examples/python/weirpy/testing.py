@@ -2,7 +2,7 @@
 SDK's `weir_guest::testing::Harness`.
 
 `SimulatedHost` stands in for the world's imports (timers, event time, side outputs,
-metrics, logging) by replacing the functions of the generated `wit_world.imports` modules;
+keyed state, metrics, logging) by replacing the functions of the generated `wit_world.imports` modules;
 `Harness` drives an `OperatorBase` subclass the way Weir does — open, batches per input,
 watermarks and the timers they fire (in time order, then `on_watermark`), snapshots,
 restores and restarts from a checkpoint.
@@ -17,9 +17,15 @@ key and value as MessagePack (key None: no key). Only for tests: it changes the 
 the whole process.
 """
 
+import collections
 import json
 
 from wit_world.imports import event_time, logging, metrics, side_output, timers, types
+
+try:  # bindings of a WIT from before the keyed-state import
+    from wit_world.imports import keyed_state
+except ImportError:
+    keyed_state = None
 
 from . import msgpack
 from .host import I64_MIN
@@ -49,6 +55,7 @@ class SimulatedHost:
         self.side_output_names = set()
         self.counters = {}
         self.logs = []                  # (level, message)
+        self.keyed_state = SimulatedKeyedState()
 
     def install(self):
         timers.register = self._register
@@ -58,6 +65,8 @@ class SimulatedHost:
         side_output.emit = self._emit
         metrics.counter_add = self._counter_add
         logging.log = lambda level, message: self.logs.append((level, message))
+        if keyed_state is not None:
+            self.keyed_state.install()
         return self
 
     def _register(self, key, timestamp):
@@ -85,6 +94,131 @@ class SimulatedHost:
 
     def _counter_add(self, name, delta):
         self.counters[name] = self.counters.get(name, 0) + delta
+
+
+class HostStateError(BaseException):
+    """A keyed-state call the host refuses. On Weir the call traps (the instance is
+    poisoned, recovery restores the last checkpoint): no guest code can catch it, so neither
+    does `OperatorBase` (a `BaseException`, not an `Exception`)."""
+
+
+class SimulatedKeyedState:
+    """The host's keyed state (the `keyed-state` import) in memory, with the host's limits,
+    counting the calls. It belongs to the host: it outlives instances (`Harness.restart`)."""
+
+    MAX_NAME = 64
+    MAX_STATES = 16
+    MAX_KEY = 4096
+    MAX_VALUE = 16 << 20
+
+    def __init__(self):
+        self.names = []                     # handle -> state name
+        self.data = {}                      # name -> {key: {field: value}}
+        #: Calls per function (`open_state`, `get`, `multi_get`, `put`, `delete`, `clear`,
+        #: `apply`, `scan`).
+        self.calls = collections.Counter()
+
+    def install(self):
+        for name in ("open_state", "get", "multi_get", "put", "delete", "clear", "apply", "scan"):
+            setattr(keyed_state, name, getattr(self, "_" + name))
+        return self
+
+    def entries(self, name):
+        """`{(key, field): value bytes}` of state `name`."""
+        return {(k, f): v for k, fields in self.data.get(name, {}).items() for f, v in fields.items()}
+
+    def values(self, name):
+        """`{key: value bytes}` of the empty field (`HostKeyedState`'s values) of `name`."""
+        return {k: fields[b""] for k, fields in self.data.get(name, {}).items() if b"" in fields}
+
+    # The import's functions.
+
+    def _state(self, handle):
+        if handle.__class__ is not int or not 0 <= handle < len(self.names):
+            raise HostStateError("no host state has handle %r" % (handle,))
+        return self.data[self.names[handle]]
+
+    def _check(self, what, b, limit):
+        if b.__class__ is not bytes:
+            raise HostStateError("a %s is list<u8> (bytes), got %s" % (what, type(b).__name__))
+        if len(b) > limit:
+            raise HostStateError("a %s of %d bytes is over the limit of %d" % (what, len(b), limit))
+
+    def _open_state(self, name):
+        self.calls["open_state"] += 1
+        if not isinstance(name, str) or not 1 <= len(name.encode()) <= self.MAX_NAME:
+            raise HostStateError("a host state name is 1 to 64 bytes, got %r" % (name,))
+        if name in self.names:
+            return self.names.index(name)
+        if len(self.names) >= self.MAX_STATES:
+            raise HostStateError("an instance opens at most %d host states" % self.MAX_STATES)
+        self.names.append(name)
+        self.data.setdefault(name, {})
+        return len(self.names) - 1
+
+    def _read(self, state, key, field):
+        self._check("key", key, self.MAX_KEY)
+        self._check("field", field, self.MAX_KEY)
+        fields = state.get(key)
+        return None if fields is None else fields.get(field)
+
+    def _write(self, state, key, field, value):
+        self._check("key", key, self.MAX_KEY)
+        self._check("field", field, self.MAX_KEY)
+        if value is None:
+            fields = state.get(key)
+            if fields is not None:
+                fields.pop(field, None)
+                if not fields:
+                    del state[key]
+        else:
+            self._check("value", value, self.MAX_VALUE)
+            state.setdefault(key, {})[field] = value
+
+    def _get(self, handle, key, field):
+        self.calls["get"] += 1
+        return self._read(self._state(handle), key, field)
+
+    def _multi_get(self, handle, lookups):
+        self.calls["multi_get"] += 1
+        state = self._state(handle)
+        return [self._read(state, lookup.key, lookup.field) for lookup in lookups]
+
+    def _put(self, handle, key, field, value):
+        self.calls["put"] += 1
+        if value is None:
+            raise HostStateError("put takes a value")
+        self._write(self._state(handle), key, field, value)
+
+    def _delete(self, handle, key, field):
+        self.calls["delete"] += 1
+        self._write(self._state(handle), key, field, None)
+
+    def _clear(self, handle, key):
+        self.calls["clear"] += 1
+        self._check("key", key, self.MAX_KEY)
+        self._state(handle).pop(key, None)
+
+    def _apply(self, handle, changes):
+        self.calls["apply"] += 1
+        state = self._state(handle)
+        for change in changes:
+            self._write(state, change.key, change.field, change.value)
+
+    def _scan(self, handle, key, start, limit):
+        self.calls["scan"] += 1
+        self._check("key", key, self.MAX_KEY)
+        if start is not None:
+            self._check("field", start, self.MAX_KEY)
+        fields = self._state(handle).get(key, {})
+        out = []
+        for field in sorted(fields):
+            if start is not None and field < start:
+                continue
+            if len(out) >= limit:
+                break
+            out.append(keyed_state.FieldValue(field=field, value=fields[field]))
+        return out
 
 
 def _batch(records):
