@@ -15,7 +15,9 @@
 #                   venv $WEIR_TOOLS/py-venv, created when missing
 #   WEIR_BUILD_DIR  output dir (default examples/python/build): wordcount.wasm,
 #                   nexmark-q1.wasm, nexmark-q17.wasm, window-count.wasm, join-pairs.wasm,
-#                   nexmark-q1-records.wasm (q1 on the per-record API) and bindings/ (the Python bindings of the WIT world, for the unit tests)
+#                   nexmark-q1-records.wasm (q1 on the per-record API), counter-host.wasm
+#                   (a keyed counter on host state) and bindings/ (the Python bindings of the
+#                   WIT world, for the unit tests)
 #   PYTHON          the interpreter that creates the venv (default python3.11, else python3;
 #                   3.10 or newer)
 #
@@ -36,7 +38,7 @@ COMPONENTIZE_PY_VERSION="0.25.1"
 # module in operators/ -> component name
 OPERATORS=(wordcount:wordcount nexmark_q1:nexmark-q1 nexmark_q17:nexmark-q17
            window_count:window-count join_pairs:join-pairs
-           nexmark_q1_records:nexmark-q1-records)
+           nexmark_q1_records:nexmark-q1-records counter_host:counter-host)
 # The operators' world: the operator interface plus the encoded-batches fast path.
 WORLD=encoded-operator-world
 # wrong-world fixtures: tests/wrong-worlds/<world>/<module>.py against $WORLDS/<world>
@@ -49,7 +51,7 @@ for arg in "$@"; do
     case "$arg" in
         --tools-only) TOOLS_ONLY=1 ;;
         --with-test-fixtures) WITH_FIXTURES=1 ;;
-        -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown argument '$arg' (usage: build.sh [--tools-only] [--with-test-fixtures] [COMPONENT...])" ;;
         *)
             known=0

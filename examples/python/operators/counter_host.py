@@ -1,0 +1,77 @@
+"""A keyed running counter whose state the host keeps on disk (`HostKeyedState`): the Python
+twin of the Rust test guest engine/test-guests/counter, for host-state tests.
+
+Input: records whose value is an unsigned id, or an array of unsigned ints whose first
+element is the id. Keyed state "counts", per record key, holds `{"count": n}` (with
+`"pad": "x" * pad` when the config asks for padding): the bytes the Rust counter stores. With
+`reset_at: n` a key whose count reaches `n` is removed (its entry deleted). Each record is
+emitted with value `[id, count]` (the count after this record, before any reset) and key
+`id % out_keys` (u64) when `out_keys` is set, else the input key.
+
+Config (JSON, every field optional): `out_keys`, `reset_at`, `pad` (as the Rust counter's).
+
+The state is a `HostKeyedState`: the host checkpoints it, so the guest's snapshots are empty.
+Replace it with `KeyedState("counts")` and the operator keeps the same state in guest memory
+instead; nothing else changes.
+"""
+
+from weirpy import msgpack
+from weirpy.operator import InvalidConfig, InvalidInput, OperatorBase
+from weirpy.state import HostKeyedState, States
+
+U64_MAX = (1 << 64) - 1
+
+
+def _is_u64(v):
+    return v.__class__ is int and 0 <= v <= U64_MAX
+
+
+def read_id(value):
+    """The id of an input value: a u64, or the first of an array of u64s."""
+    if value.__class__ is int and 0 <= value <= U64_MAX:
+        return value
+    if value.__class__ is list:
+        if not value:
+            raise InvalidInput("empty tuple")
+        if all(_is_u64(v) for v in value):
+            return value[0]
+    raise InvalidInput("not an unsigned id or an array of them: %r" % (value,))
+
+
+class Operator(OperatorBase):
+    NAME = "counter"
+
+    def __init__(self):
+        super().__init__()
+        self.counts = HostKeyedState("counts")
+        self.states = States(self.counts)
+
+    def on_open(self, context, config):
+        if not isinstance(config, dict):
+            raise InvalidConfig("the config is a JSON object")
+        unknown = set(config) - {"out_keys", "reset_at", "pad"}
+        if unknown:
+            raise InvalidConfig("unknown config fields: %s" % ", ".join(sorted(unknown)))
+        out_keys, reset_at, pad = config.get("out_keys"), config.get("reset_at"), config.get("pad", 0)
+        for name, v in (("out_keys", out_keys), ("reset_at", reset_at)):
+            if v is not None and not _is_u64(v):
+                raise InvalidConfig("%s is an unsigned integer" % name)
+        if out_keys == 0:
+            raise InvalidConfig("out_keys must be at least 1")
+        if not _is_u64(pad):
+            raise InvalidConfig("pad is an unsigned integer")
+        self.out_keys, self.reset_at, self.pad = out_keys, reset_at, "x" * pad
+
+    def process_batch(self, records, out):
+        counts = self.counts
+        get, put, remove, append = counts.get, counts.put, counts.remove, out.append
+        out_keys, reset_at, pad = self.out_keys, self.reset_at, self.pad
+        for key, value, timestamp in records:
+            id = read_id(value)
+            entry = get(key)
+            count = 1 if entry is None else entry["count"] + 1
+            if count == reset_at:
+                remove(key)
+            else:
+                put(key, {"count": count, "pad": pad} if pad else {"count": count})
+            append((key if out_keys is None else msgpack.packb(id % out_keys), [id, count], timestamp))
