@@ -14,6 +14,7 @@ pub mod clock;
 pub mod connectors;
 pub mod guest;
 pub mod key_groups;
+pub mod local_state;
 pub mod modules;
 pub mod plan;
 pub mod record;

@@ -39,6 +39,7 @@ use crate::connectors::SourceConfig;
 use crate::guest::bindings::Context;
 use crate::guest::{OperatorInstance, OperatorModule};
 use crate::key_groups::{key_group, key_group_range, subtask_for_key_group};
+use crate::local_state::record_key;
 use crate::plan::{JobSpec, NodeBody, NodeKind, Plan};
 use crate::runtime::instance_limits;
 use crate::runtime::{TaskState, restore_chunks, split_into_scopes};
@@ -545,12 +546,14 @@ async fn write_checkpoint(
                     let entries = blocking(move || st.read_savepoint_scope(&sp, &op, scope)).await?;
                     if scope < OPERATOR_SCOPE_BASE {
                         // Each entry goes to the subtask of its scope: it must be its key's group.
-                        if let Some(e) = entries.iter().find(|e| key_group(&e.key, max_parallelism) != scope)
+                        if let Some(e) = entries
+                            .iter()
+                            .find(|e| key_group(record_key(&e.state, &e.key), max_parallelism) != scope)
                         {
                             return Err(RestoreError::Incompatible(format!(
                                 "the savepoint is inconsistent: node `{}` keeps a key of key group {} in key group {scope}",
                                 node.id,
-                                key_group(&e.key, max_parallelism)
+                                key_group(record_key(&e.state, &e.key), max_parallelism)
                             )));
                         }
                         keyed_entries += entries.len() as u64;
@@ -654,8 +657,16 @@ async fn migrate_subtask(
     let mut instance = OperatorInstance::new(module, &node.id, s, instance_limits(&plan.spec.settings))
         .await
         .map_err(|e| fail(e.to_string()))?;
+    // Host keyed state is the host's, not the guest's: it is carried over as it is (the
+    // guest's migration never sees it).
+    let mut host: Vec<ScopeDelta> = Vec::new();
     for scope in scopes {
-        for chunk in restore_chunks(scope.entries, 4 << 20) {
+        let (kept, guest): (Vec<StateEntry>, Vec<StateEntry>) =
+            scope.entries.into_iter().partition(|e| crate::local_state::is_host_state(&e.state));
+        if !kept.is_empty() {
+            host.push(ScopeDelta { scope: scope.scope, entries: kept });
+        }
+        for chunk in restore_chunks(guest, 4 << 20) {
             instance.restore(old_version, &chunk).await.map_err(|e| fail(e.to_string()))?;
         }
     }
@@ -675,13 +686,14 @@ async fn migrate_subtask(
     let delta = instance.snapshot(0, true).await.map_err(|e| fail(e.to_string()))?;
     let scopes = split_into_scopes(&delta, max_parallelism, s).map_err(|e| fail(e.to_string()))?;
     // A full snapshot holds puts only.
-    Ok(scopes
-        .into_iter()
-        .map(|scope| ScopeDelta {
-            scope: scope.scope,
-            entries: scope.entries.into_iter().filter(|e: &StateEntry| e.value.is_some()).collect(),
-        })
-        .collect())
+    let mut by_scope: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
+    for scope in scopes.into_iter().chain(host) {
+        by_scope
+            .entry(scope.scope)
+            .or_default()
+            .extend(scope.entries.into_iter().filter(|e| e.value.is_some()));
+    }
+    Ok(by_scope.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect())
 }
 
 fn kind_name(kind: NodeKind) -> &'static str {

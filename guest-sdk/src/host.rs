@@ -208,6 +208,8 @@ pub(crate) mod native {
         pub(crate) side_outputs: Vec<(String, crate::testing::TestRecord)>,
         pub(crate) logs: Vec<(Level, String)>,
         pub(crate) counters: BTreeMap<String, u64>,
+        /// Host keyed state.
+        pub(crate) keyed: crate::state::host::NativeKeyedState,
     }
 
     impl Default for NativeHost {
@@ -219,6 +221,7 @@ pub(crate) mod native {
                 side_outputs: Vec::new(),
                 logs: Vec::new(),
                 counters: BTreeMap::new(),
+                keyed: Default::default(),
             }
         }
     }

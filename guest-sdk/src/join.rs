@@ -335,6 +335,10 @@ where
         self.buffers.snapshot(full, delta)
     }
 
+    fn snapshot_part(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        self.buffers.snapshot_part(full, delta)
+    }
+
     fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.buffers.restore(key, value)
     }

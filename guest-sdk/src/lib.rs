@@ -1,5 +1,6 @@
 //! The Weir guest SDK: write a stream operator in Rust and build it as a WebAssembly
-//! component for the `weir:operator/operator-world` world.
+//! component for the `weir:operator/operator-world` world (exactly: its extension
+//! `chunked-operator-world`, whose `chunked-snapshot` export hands snapshots over in parts).
 //!
 //! A stateless operator is one function with an attribute:
 //!
@@ -93,7 +94,10 @@ pub use crate::context::{Context, parse_config};
 pub use crate::error::{Error, Result};
 pub use crate::host::{event_time, logging, metrics, side_output, timers};
 pub use crate::operator::Operator;
-pub use crate::state::{DeltaWriter, KeyedState, RawKey, StateRegistry, StateStore, States, ValueState};
+pub use crate::state::{
+    DeltaWriter, HostKeyedState, HostMapState, KeyedState, PART_BYTES, RawKey, StateRegistry, StateStore, States,
+    ValueState,
+};
 
 /// Exports an [`Operator`] type as the component's operator (once per crate).
 ///
@@ -146,7 +150,7 @@ pub mod __private {
 pub mod __bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "operator-world",
+        world: "chunked-operator-world",
         pub_export_macro: true,
         export_macro_name: "__export_operator_world",
         default_bindings_module: "::weir_guest::__bindings",

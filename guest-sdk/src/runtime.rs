@@ -5,13 +5,14 @@ use std::sync::Once;
 
 use serde::Serialize;
 
+use crate::__bindings::exports::weir::operator::chunked_snapshot::{Guest as ChunkedSnapshot, Part};
 use crate::__bindings::exports::weir::operator::operator::Guest;
 use crate::__bindings::weir::operator::types::{
     Batch, Context as WitContext, Error as WitError, OperatorInfo, StateDelta,
 };
 use crate::batch::Records;
-use crate::state::Migration;
-use crate::state::tracking::Owner;
+use crate::state::tracking::{Epoch, Owner};
+use crate::state::{Migration, PART_BYTES, Parts};
 use crate::{Context, Error, Operator, Output, Record, Result, StateRegistry};
 
 /// What [`export_operator!`](crate::export_operator) defines for an operator type: where
@@ -36,6 +37,21 @@ pub struct Instance<T> {
     /// Size of the last `process` output, to preallocate the next.
     out_records: usize,
     out_bytes: usize,
+    /// The operator has host states (`HostKeyedState`, ...): calls fetch and hand over
+    /// their entries.
+    host_states: bool,
+    /// The snapshot in parts under way. Any other call gives it up: the next part starts a
+    /// new snapshot.
+    parts: Option<UnderWay>,
+}
+
+/// A snapshot in parts between two of its parts.
+struct UnderWay {
+    checkpoint_id: u64,
+    full: bool,
+    progress: Parts,
+    /// Begun with the first part, checked after the last.
+    epoch: Epoch,
 }
 
 impl<T: Operator + Default> Default for Instance<T> {
@@ -45,7 +61,7 @@ impl<T: Operator + Default> Default for Instance<T> {
             let _in = owner.enter();
             T::default()
         };
-        Self { operator, owner, out_records: 0, out_bytes: 0 }
+        Self { operator, owner, out_records: 0, out_bytes: 0, host_states: false, parts: None }
     }
 }
 
@@ -57,23 +73,37 @@ impl<T: Operator> Instance<T> {
 
     /// Opens the instance: checks the state names, then calls the operator's `open`.
     pub fn open(&mut self, context: &Context) -> Result<()> {
+        self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
         let mut states = StateRegistry::new();
         self.operator.states(&mut states);
         states.check()?;
-        self.operator.open(context)
+        self.host_states = states.bind();
+        self.operator.open(context)?;
+        self.after_call()
     }
 
     /// Runs the operator over every record of `batch`, then its `end_batch`.
     pub fn process(&mut self, input: u32, batch: &Batch) -> Result<Batch> {
+        self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
+        if self.host_states {
+            // One fetch per host state for the batch's record keys.
+            let keys: Vec<&[u8]> = Records::new(input, batch)
+                .map(|r| r.map(|r| r.key_bytes()))
+                .collect::<Result<_>>()?;
+            let mut states = StateRegistry::new();
+            self.operator.states(&mut states);
+            states.before_batch(&keys)?;
+        }
         let mut out = Output::with_capacity(self.out_records, self.out_bytes);
         for record in Records::new(input, batch) {
             self.operator.process(record?, &mut out)?;
         }
         self.operator.end_batch(input, &mut out)?;
+        self.after_call()?;
         let batch = out.into_batch();
         self.out_records = batch.entries.len();
         self.out_bytes = batch.data.len();
@@ -82,25 +112,40 @@ impl<T: Operator> Instance<T> {
 
     /// Calls the operator's `on_watermark`.
     pub fn on_watermark(&mut self, timestamp: i64) -> Result<Batch> {
+        self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_watermark(timestamp, &mut out)?;
+        self.after_call()?;
         Ok(out.into_batch())
     }
 
     /// Calls the operator's `on_timer`.
     pub fn on_timer(&mut self, key: &[u8], timestamp: i64) -> Result<Batch> {
+        self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
         let mut out = Output::with_capacity(0, 0);
         self.operator.on_timer(key, timestamp, &mut out)?;
+        self.after_call()?;
         Ok(out.into_batch())
+    }
+
+    /// Host states hand the call's changes to the host.
+    fn after_call(&mut self) -> Result<()> {
+        if !self.host_states {
+            return Ok(());
+        }
+        let mut states = StateRegistry::new();
+        self.operator.states(&mut states);
+        states.after_call()
     }
 
     /// The changes of every registered state since the last snapshot, or all of it. Fails
     /// when a state the operator created is alive but not registered (so not saved).
     pub fn snapshot(&mut self, full: bool) -> Result<StateDelta> {
+        self.parts = None;
         let _in = self.owner.enter();
         let epoch = self.owner.begin_snapshot();
         let mut states = StateRegistry::new();
@@ -110,11 +155,39 @@ impl<T: Operator> Instance<T> {
         Ok(delta)
     }
 
+    /// The next part of the snapshot of `checkpoint_id` (`full` or not) in parts of about
+    /// `budget` bytes, and whether it is the last: continues the snapshot under way when it
+    /// has the same arguments and nothing else was called since its last part, else starts
+    /// a new one. Each part forgets the changes it holds; the check that every state was
+    /// reached runs after the last.
+    pub fn snapshot_part(&mut self, checkpoint_id: u64, full: bool, budget: usize) -> Result<(StateDelta, bool)> {
+        let _in = self.owner.enter();
+        let mut under_way = match self.parts.take() {
+            Some(p) if p.checkpoint_id == checkpoint_id && p.full == full => p,
+            _ => UnderWay {
+                checkpoint_id,
+                full,
+                progress: Parts::default(),
+                epoch: self.owner.begin_snapshot(),
+            },
+        };
+        let mut states = StateRegistry::new();
+        self.operator.states(&mut states);
+        let (delta, last) = states.snapshot_part(full, &mut under_way.progress, budget)?;
+        if last {
+            under_way.epoch.check(&states.names())?;
+        } else {
+            self.parts = Some(under_way);
+        }
+        Ok((delta, last))
+    }
+
     /// Applies one restored chunk, written by an operator of state schema version
     /// `state_version`, to the registered states: as it is when that is the operator's
     /// own version, through [`Operator::migrate`] when it is one of its
     /// [`Operator::MIGRATES_FROM`]; any other version is refused.
     pub fn restore(&mut self, state_version: u32, chunk: &StateDelta) -> Result<()> {
+        self.parts = None;
         let migrate = |state: &str, key: &[u8], value: &[u8]| T::migrate(state_version, state, key, value);
         let migration: Option<&Migration<'_>> = if state_version == T::STATE_VERSION {
             None
@@ -184,6 +257,15 @@ impl<E: Export> Guest for E {
 
     fn restore(state_version: u32, chunk: StateDelta) -> Result<(), WitError> {
         enter::<E, _>(|instance| instance.restore(state_version, &chunk))
+    }
+}
+
+impl<E: Export> ChunkedSnapshot for E {
+    fn snapshot_part(checkpoint_id: u64, full: bool) -> Result<Part, WitError> {
+        enter::<E, _>(|instance| {
+            let (delta, last) = instance.snapshot_part(checkpoint_id, full, PART_BYTES)?;
+            Ok(Part { delta, last })
+        })
     }
 }
 

@@ -5,13 +5,22 @@
 //! not the state. An entry that was created and removed between two snapshots produces
 //! nothing (the host never saw it); an entry that a snapshot saw and that was removed since
 //! produces a delete.
+//!
+//! A snapshot is taken whole (`operator.snapshot`) or in parts (`chunked-snapshot`'s
+//! `snapshot-part`, which the host prefers): the SDK then hands over at most
+//! [`PART_BYTES`] of entries per call, walking the states in order and each state's entries
+//! from where the previous part stopped, so a state close to the memory limit never needs a
+//! second copy of itself in guest memory. A part forgets the changes it holds when it is
+//! handed over, as a whole snapshot does.
 
+pub(crate) mod host;
 mod keyed;
 pub(crate) mod tracking;
 mod value;
 
 use serde::Serialize;
 
+pub use self::host::{HostKeyedState, HostMapState};
 pub use self::keyed::{KeyedState, RawKey};
 pub use self::value::ValueState;
 use weir_flat::Reader;
@@ -22,6 +31,13 @@ use crate::{Error, Result};
 
 weir_flat::impl_flat_entry!(StateEntry);
 
+/// How many key and value bytes (plus 16 per entry) one part of a snapshot in parts holds,
+/// about: a part ends at the first entry that reaches it, and holds at least one entry.
+pub const PART_BYTES: usize = 4 << 20;
+
+/// Bytes an entry costs in a part besides its key and value (its `state-entry`).
+const ENTRY_BYTES: usize = 16;
+
 /// A state that checkpoints itself as keyed entries.
 ///
 /// [`ValueState`] and [`KeyedState`] implement it; implement it for a state of your own
@@ -31,19 +47,85 @@ pub trait StateStore {
     /// put when `full`, and forgets the changes.
     fn snapshot(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<()>;
 
+    /// Writes the next entries of a snapshot taken in parts: what [`StateStore::snapshot`]
+    /// would write, from where the previous call of the same snapshot stopped, while
+    /// `delta` [has room](DeltaWriter::has_room) (at least one entry: the SDK calls it only
+    /// with room). Returns `true` once the state has written everything; until then the SDK
+    /// calls it again, in the next part, with a writer of the same
+    /// [`snapshot`](DeltaWriter::snapshot). Forgets the changes it writes, as `snapshot` does.
+    /// A writer of another snapshot means the previous one was given up: start over, from
+    /// the changes not yet written.
+    ///
+    /// The default writes everything at once with `snapshot` (the part may then grow past
+    /// its budget), so a state of your own kind works unchanged.
+    fn snapshot_part(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        self.snapshot(full, delta)?;
+        Ok(true)
+    }
+
     /// Applies one saved entry (`restore` runs before `open`). `value` is `None` for a
     /// delete, which a restore normally never carries.
     fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()>;
+
+    /// Tells the state its registered name (at `open`). Host states open their host state
+    /// under it; others need not care.
+    fn bind(&mut self, _name: &str) {}
+
+    /// Whether the host keeps this state (`HostKeyedState`, `HostMapState`): the SDK then
+    /// calls [`StateStore::before_batch`] and [`StateStore::after_call`] around every call.
+    fn is_host_state(&self) -> bool {
+        false
+    }
+
+    /// Before a batch: the batch's record keys, to fetch in one call.
+    fn before_batch(&mut self, _keys: &[&[u8]]) -> Result<()> {
+        Ok(())
+    }
+
+    /// After a call (`process`, `on-timer`, `on-watermark`): hand the call's changes over.
+    fn after_call(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
-/// Writes one state's entries into a snapshot.
+/// Writes one state's entries into a snapshot, or into one part of a snapshot in parts.
 #[derive(Debug)]
 pub struct DeltaWriter<'d> {
     delta: &'d mut StateDelta,
     state: u32,
+    /// Which snapshot this is (a new number for every snapshot, whole or in parts).
+    snapshot: u64,
+    /// Bytes the part may hold (`usize::MAX` for a whole snapshot).
+    budget: usize,
+}
+
+thread_local! {
+    static LAST_SNAPSHOT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A number for a new snapshot, never given before on this thread.
+fn next_snapshot() -> u64 {
+    LAST_SNAPSHOT.with(|last| {
+        last.set(last.get() + 1);
+        last.get()
+    })
 }
 
 impl DeltaWriter<'_> {
+    /// Identifies the snapshot being written: the same for every part of one snapshot in
+    /// parts, another for every snapshot (whole or in parts). A state that keeps its place
+    /// between parts ([`StateStore::snapshot_part`]) starts over when it changes.
+    pub fn snapshot(&self) -> u64 {
+        self.snapshot
+    }
+
+    /// False once the part being written holds its budget (about [`PART_BYTES`] of keys and
+    /// values, 16 bytes per entry); always true in a whole snapshot.
+    pub fn has_room(&self) -> bool {
+        let used = self.delta.data.len().saturating_add(self.delta.entries.len().saturating_mul(ENTRY_BYTES));
+        used < self.budget
+    }
+
     /// Records that `key` (encoded; empty for operator state) now holds `value`, encoded as
     /// MessagePack.
     pub fn put<V: Serialize + ?Sized>(&mut self, key: &[u8], value: &V) -> Result<()> {
@@ -79,6 +161,15 @@ impl DeltaWriter<'_> {
             value_len: u32::try_from(value_len).expect("a state value larger than 4 GiB"),
         });
     }
+}
+
+/// Where a snapshot in parts stands: the state it is at. `Default` starts a new snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct Parts {
+    /// The snapshot's number, given at its first part.
+    snapshot: Option<u64>,
+    /// Index of the registered state the next part starts with.
+    state: usize,
 }
 
 /// Converts one saved entry (state name, key, old value) to the current schema: the new
@@ -159,6 +250,40 @@ impl<'a> StateRegistry<'a> {
         self
     }
 
+    /// Names every state (at `open`); returns whether any is a host state.
+    pub(crate) fn bind(&mut self) -> bool {
+        let mut host = false;
+        for (name, state) in &mut self.list {
+            state.bind(name);
+            host |= state.is_host_state();
+        }
+        host
+    }
+
+    /// Host states fetch the values of `keys` (a batch's record keys).
+    pub(crate) fn before_batch(&mut self, keys: &[&[u8]]) -> Result<()> {
+        for (name, state) in &mut self.list {
+            if state.is_host_state() {
+                state
+                    .before_batch(keys)
+                    .map_err(|e| Error::other(format!("host state \"{name}\": {}", e.message())))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Host states hand the call's changes to the host.
+    pub(crate) fn after_call(&mut self) -> Result<()> {
+        for (name, state) in &mut self.list {
+            if state.is_host_state() {
+                state
+                    .after_call()
+                    .map_err(|e| Error::other(format!("host state \"{name}\": {}", e.message())))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The registered names, in order.
     pub(crate) fn names(&self) -> Vec<&'a str> {
         self.list.iter().map(|(name, _)| *name).collect()
@@ -180,18 +305,58 @@ impl<'a> StateRegistry<'a> {
     /// The changes of every state since the last snapshot, or every live entry when `full`.
     pub(crate) fn snapshot(&mut self, full: bool) -> Result<StateDelta> {
         self.check()?;
-        let mut delta = StateDelta {
-            names: self.list.iter().map(|(name, _)| (*name).to_owned()).collect(),
-            data: Vec::new(),
-            entries: Vec::new(),
-        };
+        let mut delta = self.empty_delta(0);
+        let snapshot = next_snapshot();
         for (index, (name, state)) in self.list.iter_mut().enumerate() {
-            let mut writer = DeltaWriter { delta: &mut delta, state: index as u32 };
+            let mut writer = DeltaWriter { delta: &mut delta, state: index as u32, snapshot, budget: usize::MAX };
             state
                 .snapshot(full, &mut writer)
                 .map_err(|e| Error::other(format!("snapshot of state \"{name}\": {}", e.message())))?;
         }
         Ok(delta)
+    }
+
+    /// The next part of the snapshot `progress` keeps the place of (a new one when it is
+    /// [`Parts::default`]): entries of the states in order, about `budget` bytes, and whether
+    /// this is the last part. Every part names every state.
+    pub(crate) fn snapshot_part(
+        &mut self,
+        full: bool,
+        progress: &mut Parts,
+        budget: usize,
+    ) -> Result<(StateDelta, bool)> {
+        self.check()?;
+        let snapshot = *progress.snapshot.get_or_insert_with(next_snapshot);
+        let budget = budget.max(1);
+        let mut delta = self.empty_delta(budget.saturating_add(64 << 10));
+        while let Some((name, state)) = self.list.get_mut(progress.state) {
+            let mut writer = DeltaWriter { delta: &mut delta, state: progress.state as u32, snapshot, budget };
+            if !writer.has_room() {
+                return Ok((delta, false));
+            }
+            let entries = writer.delta.entries.len();
+            let done = state
+                .snapshot_part(full, &mut writer)
+                .map_err(|e| Error::other(format!("snapshot of state \"{name}\": {}", e.message())))?;
+            if done {
+                progress.state += 1;
+            } else if delta.entries.len() == entries {
+                return Err(Error::other(format!(
+                    "snapshot of state \"{name}\": a part with room for entries got none, but the state \
+                     is not done"
+                )));
+            }
+        }
+        Ok((delta, true))
+    }
+
+    /// A delta naming every registered state, without entries.
+    fn empty_delta(&self, capacity: usize) -> StateDelta {
+        StateDelta {
+            names: self.list.iter().map(|(name, _)| (*name).to_owned()).collect(),
+            data: Vec::with_capacity(capacity),
+            entries: Vec::new(),
+        }
     }
 
     /// Applies one restored chunk. With `migration` (the chunk's state schema version and

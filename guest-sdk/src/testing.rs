@@ -106,6 +106,8 @@ pub struct Harness<T> {
     instance: Instance<T>,
     /// Number of inputs (from the context it opened with).
     inputs: u32,
+    /// Snapshots taken, the id of the last.
+    checkpoints: u64,
 }
 
 impl<T: Operator + Default> Default for Harness<T> {
@@ -118,7 +120,7 @@ impl<T: Operator + Default> Harness<T> {
     /// A fresh instance, with the simulated host of this thread reset.
     pub fn new() -> Self {
         native::with(|host| *host = native::NativeHost::default());
-        Self { instance: Instance::default(), inputs: 1 }
+        Self { instance: Instance::default(), inputs: 1, checkpoints: 0 }
     }
 
     /// The instance after a failure and a restore from a checkpoint taken now: a fresh
@@ -130,7 +132,7 @@ impl<T: Operator + Default> Harness<T> {
     pub fn restart(mut self) -> Result<Self> {
         let saved = self.snapshot(true)?;
         drop(self.instance);
-        let mut next = Self { instance: Instance::default(), inputs: self.inputs };
+        let mut next = Self { instance: Instance::default(), inputs: self.inputs, checkpoints: self.checkpoints };
         next.restore(&saved)?;
         Ok(next)
     }
@@ -243,7 +245,31 @@ impl<T: Operator + Default> Harness<T> {
     }
 
     /// Takes a snapshot: the changes since the last one, or every live entry when `full`.
+    /// Taken in parts of [`PART_BYTES`](crate::PART_BYTES), as Weir's host takes it, and
+    /// joined.
     pub fn snapshot(&mut self, full: bool) -> Result<Vec<StateChange>> {
+        Ok(self.snapshot_parts(full, crate::PART_BYTES)?.concat())
+    }
+
+    /// Takes a snapshot in parts of about `part_bytes` of keys and values (16 bytes per
+    /// entry counted too) and returns the parts: every part but the last holds at least one
+    /// entry and ends at the first entry that reaches `part_bytes`.
+    pub fn snapshot_parts(&mut self, full: bool, part_bytes: usize) -> Result<Vec<Vec<StateChange>>> {
+        self.checkpoints += 1;
+        let mut parts = Vec::new();
+        loop {
+            let (delta, last) = self.instance.snapshot_part(self.checkpoints, full, part_bytes)?;
+            parts.push(changes_of(&delta));
+            if last {
+                return Ok(parts);
+            }
+        }
+    }
+
+    /// Takes a snapshot in one call (`operator.snapshot`, which a host without
+    /// `chunked-snapshot` calls): the same changes as [`Harness::snapshot`].
+    pub fn snapshot_whole(&mut self, full: bool) -> Result<Vec<StateChange>> {
+        self.checkpoints += 1;
         Ok(changes_of(&self.instance.snapshot(full)?))
     }
 

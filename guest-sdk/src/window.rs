@@ -497,6 +497,10 @@ impl<A: AggregateFunction> StateStore for KeyedWindows<A> {
         self.panes.snapshot(full, delta)
     }
 
+    fn snapshot_part(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        self.panes.snapshot_part(full, delta)
+    }
+
     fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.panes.restore(key, value)
     }

@@ -28,6 +28,7 @@ pub mod encoded {
             "weir:operator/timers": super::weir::operator::timers,
             "weir:operator/event-time": super::weir::operator::event_time,
             "weir:operator/side-output": super::weir::operator::side_output,
+            "weir:operator/keyed-state": super::weir::operator::keyed_state,
             "weir:operator/logging": super::weir::operator::logging,
             "weir:operator/metrics": super::weir::operator::metrics,
         },
@@ -36,5 +37,28 @@ pub mod encoded {
     pub use exports::weir::operator::encoded_batches::{
         BatchFormat, EncodedDelta, Guest as EncodedBatches, GuestIndices as EncodedBatchesIndices,
         RestorePlan, ValueForm,
+    };
+}
+
+/// The optional `chunked-snapshot` export (`chunked-operator-world`, the Rust guest SDK's
+/// world). Only its export side is used, as for `encoded`.
+pub mod chunked {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "chunked-operator-world",
+        exports: { default: async },
+        with: {
+            "weir:operator/types": super::weir::operator::types,
+            "weir:operator/timers": super::weir::operator::timers,
+            "weir:operator/event-time": super::weir::operator::event_time,
+            "weir:operator/side-output": super::weir::operator::side_output,
+            "weir:operator/keyed-state": super::weir::operator::keyed_state,
+            "weir:operator/logging": super::weir::operator::logging,
+            "weir:operator/metrics": super::weir::operator::metrics,
+        },
+    });
+
+    pub use exports::weir::operator::chunked_snapshot::{
+        Guest as ChunkedSnapshot, GuestIndices as ChunkedSnapshotIndices, Part,
     };
 }

@@ -132,6 +132,19 @@ pub enum GuestError {
         /// The limit and what was emitted.
         reason: String,
     },
+    /// A request on host keyed state was refused (a limit, a key of another subtask's key
+    /// group, the storage quota, the local store failing).
+    #[error("operator `{operator}` (subtask {subtask}) failed in {call}: host keyed state: {reason}")]
+    KeyedState {
+        /// The operator's node id.
+        operator: String,
+        /// The subtask index.
+        subtask: u32,
+        /// The call that made the request.
+        call: Call,
+        /// What was refused and why.
+        reason: String,
+    },
     /// The guest grew its linear memory past the instance's limit and was stopped.
     #[error(
         "operator `{operator}` (subtask {subtask}) trapped in {call}: it reached its memory limit of {} MiB ({limit})",

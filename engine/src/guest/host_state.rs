@@ -7,6 +7,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
+use super::keyed_state::KeyedStates;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
@@ -25,6 +26,8 @@ pub struct HostState {
     pub input_watermarks: Vec<i64>,
     /// Records emitted on side outputs during the current call.
     pub side_outputs: SideOutputs,
+    /// Host keyed state (`keyed-state`), in a local store.
+    pub keyed: KeyedStates,
     /// The last error-level log line (a panic message, with the guest SDK).
     pub last_error: Option<String>,
     /// `job/operator/subtask`, for log lines.
@@ -38,6 +41,7 @@ pub struct HostState {
 impl HostState {
     pub(crate) fn new(label: String, limits: Limiter, max_ticks: u64) -> Self {
         let timer_bytes = limits.memory_limit / 4;
+        let memory_limit = limits.memory_limit;
         // Sandbox: no files, no environment, no network; output is discarded (operators
         // report through the logging import).
         let wasi = wasmtime_wasi::WasiCtxBuilder::new()
@@ -53,6 +57,7 @@ impl HostState {
             watermark: i64::MIN,
             input_watermarks: Vec::new(),
             side_outputs: SideOutputs::default(),
+            keyed: KeyedStates::new(memory_limit),
             last_error: None,
             label,
             ticks_in_call: 0,

@@ -3,6 +3,7 @@
 
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 
+use super::bindings::chunked::ChunkedSnapshot;
 use super::bindings::encoded::{BatchFormat, EncodedBatches};
 use super::bindings::{Batch, Context, Entry, OperatorInfo, OperatorWorld, StateDelta};
 use super::encoded::{self as codec, DecodeError};
@@ -13,6 +14,7 @@ use super::module::OperatorModule;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
+mod chunked;
 mod encoded_state;
 
 pub use encoded_state::{ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS, ENCODED_SNAPSHOTS};
@@ -77,6 +79,8 @@ pub struct OperatorInstance {
     world: OperatorWorld,
     /// The `encoded-batches` fast path, when the component exports it.
     encoded: Option<Encoded>,
+    /// Snapshots in parts, when the component exports `chunked-snapshot`.
+    chunked: Option<ChunkedSnapshot>,
     who: Who,
     poisoned: Option<String>,
 }
@@ -177,9 +181,9 @@ impl OperatorInstance {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        let (world, encoded) = instantiate(module, &mut store, &who).await?;
+        let (world, encoded, chunked) = instantiate(module, &mut store, &who).await?;
         let encoded = encoded.map(|exports| Encoded { exports, format: None, doc: Vec::new(), plan: None });
-        let mut inst = OperatorInstance { world, encoded, store, who, poisoned: None };
+        let mut inst = OperatorInstance { world, encoded, chunked, store, who, poisoned: None };
         inst.store.data_mut().ticks_in_call = 0;
         Ok(inst)
     }
@@ -218,6 +222,11 @@ impl OperatorInstance {
         self.store.data_mut().side_outputs.drain(route);
     }
 
+    /// The instance's host keyed state (`keyed-state`).
+    pub fn keyed_states(&mut self) -> &mut super::KeyedStates {
+        &mut self.store.data_mut().keyed
+    }
+
     /// The instance's metric counters.
     pub fn counters(&self) -> &std::collections::BTreeMap<String, u64> {
         &self.store.data().counters
@@ -238,6 +247,12 @@ impl OperatorInstance {
     /// Calls `open`, then asks a component with the `encoded-batches` export which document
     /// format it wants.
     pub async fn open(&mut self, context: &Context) -> Result<(), GuestError> {
+        self.store.data_mut().keyed.default_place(
+            &self.who.operator,
+            self.who.subtask,
+            context.max_parallelism,
+            context.key_group_start..context.key_group_end,
+        );
         self.begin(Call::Open)?;
         let r = within(
             self.who.limits.wall_limit_ms,
@@ -361,9 +376,19 @@ impl OperatorInstance {
         self.snapshot_plain(checkpoint_id, full).await
     }
 
-    /// Calls the plain `snapshot`, never `snapshot-encoded` (tests and benchmarks compare
-    /// the two).
+    /// Takes the snapshot without `snapshot-encoded` (tests and benchmarks compare the
+    /// two): in parts (`snapshot-part`) when the component exports `chunked-snapshot`, else
+    /// with the plain `snapshot`.
     pub async fn snapshot_plain(&mut self, checkpoint_id: u64, full: bool) -> Result<StateDelta, GuestError> {
+        if let Some(delta) = self.snapshot_parts(checkpoint_id, full).await? {
+            return Ok(delta);
+        }
+        self.snapshot_whole(checkpoint_id, full).await
+    }
+
+    /// Calls the plain `snapshot` alone, even when the component could hand the snapshot
+    /// over in parts (tests: a state near the memory limit cannot be snapshotted whole).
+    pub async fn snapshot_whole(&mut self, checkpoint_id: u64, full: bool) -> Result<StateDelta, GuestError> {
         self.begin(Call::Snapshot)?;
         let r = within(
             self.who.limits.wall_limit_ms,
@@ -422,17 +447,18 @@ impl OperatorInstance {
         // A host import refused something during the call: the call fails, and the instance
         // (whose guest saw the import return normally) cannot be trusted again.
         let state = self.store.data_mut();
-        let refused = match (state.timers.take_refusal(), state.side_outputs.take_refusal()) {
-            (Some(reason), _) => Some((reason, true)),
-            (None, Some(reason)) => Some((reason, false)),
-            (None, None) => None,
+        let refused = match (state.timers.take_refusal(), state.side_outputs.take_refusal(), state.keyed.take_refusal()) {
+            (Some(reason), _, _) => Some((reason, 0)),
+            (None, Some(reason), _) => Some((reason, 1)),
+            (None, None, Some(reason)) => Some((reason, 2)),
+            (None, None, None) => None,
         };
-        if let Some((reason, timers)) = refused {
+        if let Some((reason, kind)) = refused {
             let (operator, subtask) = (self.who.operator.clone(), self.who.subtask);
-            let err = if timers {
-                GuestError::TimerLimit { operator, subtask, call, reason }
-            } else {
-                GuestError::SideOutputLimit { operator, subtask, call, reason }
+            let err = match kind {
+                0 => GuestError::TimerLimit { operator, subtask, call, reason },
+                1 => GuestError::SideOutputLimit { operator, subtask, call, reason },
+                _ => GuestError::KeyedState { operator, subtask, call, reason },
             };
             self.poisoned = Some(err.to_string());
             return Err(err);
@@ -593,11 +619,10 @@ fn returns_records(call: Call) -> bool {
     matches!(call, Call::Process | Call::OnWatermark | Call::OnTimer)
 }
 
-async fn instantiate(
-    module: &OperatorModule,
-    store: &mut Store<HostState>,
-    who: &Who,
-) -> Result<(OperatorWorld, Option<EncodedBatches>), GuestError> {
+/// The world's exports and the optional ones the component has.
+type Exports = (OperatorWorld, Option<EncodedBatches>, Option<ChunkedSnapshot>);
+
+async fn instantiate(module: &OperatorModule, store: &mut Store<HostState>, who: &Who) -> Result<Exports, GuestError> {
     store.set_epoch_deadline(1);
     let instance =
         within(who.limits.wall_limit_ms, module.pre().instance_pre().instantiate_async(&mut *store))
@@ -609,7 +634,8 @@ async fn instantiate(
     };
     let world = module.indices().load(&mut *store, &instance).map_err(wrong)?;
     let encoded = module.encoded().map(|i| i.load(&mut *store, &instance)).transpose().map_err(wrong)?;
-    Ok((world, encoded))
+    let chunked = module.chunked().map(|i| i.load(&mut *store, &instance)).transpose().map_err(wrong)?;
+    Ok((world, encoded, chunked))
 }
 
 fn check_delta(delta: &StateDelta) -> Result<(), String> {

@@ -8,6 +8,7 @@ mod host;
 mod host_state;
 mod imports;
 mod instance;
+mod keyed_state;
 mod module;
 mod side_output;
 mod timers;
@@ -20,6 +21,7 @@ pub use host::{
     TABLES_PER_INSTANCE,
 };
 pub use host_state::HostState;
+pub use keyed_state::KeyedStates;
 pub use instance::{
     ENCODED_BATCHES, ENCODED_FALLBACK_BATCHES, ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS,
     ENCODED_SNAPSHOTS, InstanceLimits, OperatorInstance,

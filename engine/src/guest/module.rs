@@ -4,6 +4,7 @@ use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
 
+use super::bindings::chunked::ChunkedSnapshotIndices;
 use super::bindings::encoded::EncodedBatchesIndices;
 use super::bindings::{OperatorWorldIndices, OperatorWorldPre};
 use super::error::GuestError;
@@ -20,12 +21,17 @@ pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
 /// The optional fast-path export of interpreted guests (`wit/encoded.wit`).
 pub const ENCODED_EXPORT: &str = "weir:operator/encoded-batches@0.2.0";
 
+/// The optional export that hands snapshots over in parts (`chunked-snapshot` in
+/// `wit/operator.wit`; every guest of the Rust SDK has it).
+pub const CHUNKED_EXPORT: &str = "weir:operator/chunked-snapshot@0.2.0";
+
 /// Host imports an operator may use besides WASI.
-pub(crate) const HOST_IMPORTS: [&str; 6] = [
+pub(crate) const HOST_IMPORTS: [&str; 7] = [
     "weir:operator/types@0.2.0",
     "weir:operator/timers@0.2.0",
     "weir:operator/event-time@0.2.0",
     "weir:operator/side-output@0.2.0",
+    "weir:operator/keyed-state@0.2.0",
     "weir:operator/logging@0.2.0",
     "weir:operator/metrics@0.2.0",
 ];
@@ -40,6 +46,8 @@ pub struct OperatorModule {
     indices: OperatorWorldIndices,
     /// Where the optional `encoded-batches` export is, when the component has it.
     encoded: Option<EncodedBatchesIndices>,
+    /// Where the optional `chunked-snapshot` export is, when the component has it.
+    chunked: Option<ChunkedSnapshotIndices>,
     pool: Option<PoolingOptions>,
 }
 
@@ -79,8 +87,20 @@ impl OperatorModule {
         let encoded =
             exports.iter().any(|(n, _)| n == ENCODED_EXPORT).then(|| EncodedBatchesIndices::new(&pre));
         let encoded = encoded.transpose().map_err(|e| wrong(format!("{e:#}")))?;
+        let chunked =
+            exports.iter().any(|(n, _)| n == CHUNKED_EXPORT).then(|| ChunkedSnapshotIndices::new(&pre));
+        let chunked = chunked.transpose().map_err(|e| wrong(format!("{e:#}")))?;
         let pre = OperatorWorldPre::new(pre).map_err(|e| wrong(format!("{e:#}")))?;
-        Ok(OperatorModule { name: name.to_string(), sha256, component, pre, indices, encoded, pool: None })
+        Ok(OperatorModule {
+            name: name.to_string(),
+            sha256,
+            component,
+            pre,
+            indices,
+            encoded,
+            chunked,
+            pool: None,
+        })
     }
 
     /// The same module, instantiated from the engine's instance pool of this size.
@@ -119,6 +139,16 @@ impl OperatorModule {
     /// Whether the component exports the `encoded-batches` fast path.
     pub fn has_encoded_batches(&self) -> bool {
         self.encoded.is_some()
+    }
+
+    /// The `chunked-snapshot` export, when the component has it.
+    pub(crate) fn chunked(&self) -> Option<&ChunkedSnapshotIndices> {
+        self.chunked.as_ref()
+    }
+
+    /// Whether the component exports `chunked-snapshot` (hands snapshots over in parts).
+    pub fn has_chunked_snapshot(&self) -> bool {
+        self.chunked.is_some()
     }
 
     /// The engine's instance pool, if instances come from one.

@@ -34,6 +34,7 @@ use crate::connectors::ConnectorEnv;
 use crate::guest::bindings::Context;
 use crate::guest::{InstanceLimits, OperatorInstance};
 use crate::key_groups::key_group_range;
+use crate::local_state::{LocalPlace, LocalStateConfig};
 use crate::plan::{NodeBody, NodeKind, Partitioning, Plan, PlanNode};
 
 /// The limits every operator instance of a job with `settings` runs under.
@@ -381,6 +382,16 @@ impl Subtask<'_> {
                     inputs: node.inputs.len() as u32,
                     restored: false,
                 };
+                let local = LocalPlace {
+                    config: match env {
+                        Some(e) => LocalStateConfig::beside(&e.store, &e.job_id),
+                        None => LocalStateConfig::temporary(&job_id),
+                    },
+                    operator: node.id.clone(),
+                    subtask: s,
+                    max_parallelism: settings.max_parallelism,
+                    owned: range.clone(),
+                };
                 let (module, id) = (module.clone(), node.id.clone());
                 let job_replay = job_id.clone();
                 let storage = env.map(|e| (e.storage.clone(), e.job_id.clone()));
@@ -389,6 +400,7 @@ impl Subtask<'_> {
                 let limits = instance_limits(settings);
                 tasks.spawn(name, s, async move {
                     let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
+                    instance.keyed_states().set_place(local);
                     let state_version = instance.describe().await?.state_version;
                     if let (Some((storage, job)), true) = (storage, restoring) {
                         let version = match &checkpointing {

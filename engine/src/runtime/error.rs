@@ -40,6 +40,9 @@ pub enum TaskError {
     /// The operator handed over a state delta that does not describe its data.
     #[error("cannot write the snapshot: {0}")]
     Delta(#[from] DeltaError),
+    /// The local store of host keyed state failed (reading a checkpoint's changes, restoring).
+    #[error("host keyed state: {0}")]
+    LocalState(#[from] crate::local_state::LocalStateError),
     /// Work on the blocking pool (a store call, a snapshot write) panicked or was cancelled.
     #[error("a blocking call failed: {0}")]
     Blocking(#[from] tokio::task::JoinError),

@@ -29,6 +29,9 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
 pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport, JobError> {
     let restart = &plan.spec.settings.restart;
     let mut restarts = 0u32;
+    // Local stores of host keyed state left by a process that died: working copies only.
+    let local = crate::local_state::LocalStateConfig::beside(&env.store, &env.job_id);
+    crate::local_state::remove_job_dirs(&local.base, &env.job_id);
     let mut restored_from = Vec::new();
     loop {
         let storage = env.storage.clone();

@@ -17,6 +17,10 @@ pub enum DeltaError {
     /// The entries describe more bytes than the delta's data holds.
     #[error("delta data too short")]
     DataTooShort,
+    /// A guest state is named like host keyed state (`@host/...`), which only the host
+    /// writes.
+    #[error("state names starting with `@host/` are reserved for host keyed state")]
+    ReservedName,
 }
 
 /// Splits a guest's delta by key group (keyed entries) and into the subtask's operator
@@ -31,6 +35,9 @@ pub fn split_into_scopes(
     for entry in weir_flat::Reader::new(&delta.data, &delta.entries) {
         let (key, value, e) = entry.map_err(|_| DeltaError::DataTooShort)?;
         let name = delta.names.get(e.state as usize).ok_or(DeltaError::StateIndex)?;
+        if crate::local_state::is_host_state(name) {
+            return Err(DeltaError::ReservedName);
+        }
         let value = match e.kind {
             ChangeKind::Put => Some(value.to_vec()),
             ChangeKind::Delete => None,

@@ -17,6 +17,7 @@ use super::scopes::split_into_scopes;
 use super::task_state::TaskState;
 use crate::clock::unix_ms;
 use crate::guest::bindings::StateDelta;
+use crate::local_state::LocalChanges;
 
 /// A snapshot handed from a task to its writer.
 #[derive(Debug)]
@@ -25,6 +26,9 @@ pub struct WriteRequest {
     pub id: u64,
     /// The guest's changes since its previous snapshot (operators).
     pub delta: Option<StateDelta>,
+    /// The changes of the instance's host keyed state since its previous snapshot, with a
+    /// snapshot of its local store to read them from (operators that use host state).
+    pub host: Option<LocalChanges>,
     /// The task's other state.
     pub state: TaskState,
     /// Statistics of the sync part (the writer adds the async duration and sizes).
@@ -39,7 +43,13 @@ pub struct WriteRequest {
 impl WriteRequest {
     /// A snapshot with no channel state (yet), not declined.
     pub fn new(id: u64, delta: Option<StateDelta>, state: TaskState, stats: SubtaskStats) -> Self {
-        WriteRequest { id, delta, state, stats, channels: Vec::new(), decline: None }
+        WriteRequest { id, delta, host: None, state, stats, channels: Vec::new(), decline: None }
+    }
+
+    /// The same snapshot with the changes of the instance's host keyed state.
+    pub fn with_host(mut self, host: Option<LocalChanges>) -> Self {
+        self.host = host;
+        self
     }
 }
 
@@ -157,17 +167,27 @@ pub fn snapshot_writer(
             let shared2 = shared.clone();
             let previous = base.clone();
             let earlier: Vec<Arc<Vec<ScopeDelta>>> = deltas.iter().map(|(_, d)| d.clone()).collect();
-            let WriteRequest { delta, state, mut stats, channels, decline: given_up, .. } = request;
+            let WriteRequest { delta, host, state, mut stats, channels, decline: given_up, .. } = request;
             let decline_reason = given_up.clone();
             let (max_parallelism, subtask) = (config.max_parallelism, config.subtask);
             // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
             // blocking pool, off the threads that process records.
             let result = tokio::task::spawn_blocking(move || {
-                let split = match &delta {
-                    Some(d) => Some(Arc::new(split_into_scopes(d, max_parallelism, subtask)?)),
+                let mut split = match &delta {
+                    Some(d) => Some(split_into_scopes(d, max_parallelism, subtask)?),
                     None => None,
                 };
                 drop(delta);
+                // Host keyed state: the values of the changed keys, read from the local
+                // store's snapshot of the barrier.
+                if let Some(host) = host {
+                    let scopes = host.into_scopes()?;
+                    split = Some(match split {
+                        Some(guest) => join_scopes(guest, scopes),
+                        None => scopes,
+                    });
+                }
+                let split = split.map(Arc::new);
                 let mut all = earlier;
                 all.extend(split.clone());
                 let scopes = merge(&all);
@@ -235,6 +255,19 @@ pub fn snapshot_writer(
         Ok(())
     };
     (SnapshotWriter { tx }, fut)
+}
+
+/// The scopes of two deltas of one snapshot that change disjoint states (guest and host
+/// state), one delta per scope.
+fn join_scopes(a: Vec<ScopeDelta>, b: Vec<ScopeDelta>) -> Vec<ScopeDelta> {
+    if b.is_empty() {
+        return a;
+    }
+    let mut by_scope: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
+    for s in a.into_iter().chain(b) {
+        by_scope.entry(s.scope).or_default().extend(s.entries);
+    }
+    by_scope.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect()
 }
 
 /// Merges deltas in order (a later change of a key wins) into one delta per scope.

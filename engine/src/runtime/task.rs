@@ -502,6 +502,9 @@ pub async fn run_operator(
             // Also after the guest handed its changes over (and forgot them): recovery must
             // not depend on this instance's memory.
             c.hit(FaultPoint::Snapshot)?;
+            // Host keyed state: the keys changed since the last barrier and a snapshot of the
+            // local store (the writer reads the values).
+            let host = instance.keyed_states().checkpoint();
             let state = TaskState {
                 watermarks: watermarks.channels().to_vec(),
                 timers: instance.timers().iter().cloned().collect(),
@@ -510,7 +513,7 @@ pub async fn run_operator(
             };
             let stats = c.stats(Some(&s), s.barrier.triggered, started);
             output.barrier(s.barrier, s.unaligned)?;
-            taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats));
+            taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats).with_host(host));
         }
         if let Some(f) = steps.finished {
             c.finish(&mut taken, f, &gate)?;

@@ -43,8 +43,13 @@ pub struct StateItem {
     pub subtask: Option<u32>,
     /// The state's name.
     pub state: String,
-    /// The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack).
+    /// The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). For
+    /// host keyed state (`@host/<name>`), the record key.
     pub key: serde_json::Value,
+    /// Host keyed state: the entry's field within its record key, decoded likewise (absent
+    /// for the empty field and for guest state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<serde_json::Value>,
     /// The value, decoded likewise.
     pub value: serde_json::Value,
 }
@@ -93,11 +98,19 @@ pub(crate) fn page(
             } else {
                 (Some(scope), None)
             };
+            let (key, field) = match crate::local_state::is_host_state(&e.state)
+                .then(|| crate::local_state::split_chain_key(&e.key))
+                .flatten()
+            {
+                Some((key, field)) => (key, (!field.is_empty()).then(|| msgpack_to_json(field))),
+                None => (e.key.as_slice(), None),
+            };
             let item = StateItem {
                 key_group,
                 subtask,
                 state: e.state.clone(),
-                key: msgpack_to_json(&e.key),
+                key: msgpack_to_json(key),
+                field,
                 value: msgpack_to_json(e.value.as_deref().unwrap_or_default()),
             };
             let size = json_size(&item) + 1;

@@ -235,6 +235,12 @@ impl Store {
         Ok(())
     }
 
+    /// The owner of job `job`'s data (its tenant), if one is registered.
+    pub fn job_owner(&self, job: &str) -> Result<Option<String>, StoreError> {
+        let txn = self.read_txn()?;
+        owner_of(&txn.open_table(OWNERS)?, Subject::Job(job))
+    }
+
     /// Bytes stored for `owner` (the ledger) plus its reservations. One point read of each.
     pub fn usage(&self, owner: &str) -> Result<u64, StoreError> {
         let txn = self.read_txn()?;

@@ -79,3 +79,45 @@ fn the_operator_bench_compares_wasm_and_native() {
     let out = bench(&["operators", "--records", "2048", "--seconds", "0.05"]);
     assert!(out.contains("q1") && out.contains("q2"), "{out}");
 }
+
+#[test]
+fn the_state_bench_compares_guest_and_host_state() {
+    let out = bench(&[
+        "state",
+        "--keys",
+        "3000",
+        "--runs",
+        "1",
+        "--pad",
+        "20",
+        "--steady-records",
+        "2000",
+        "--checkpoint-records",
+        "2048",
+        "--batch",
+        "256",
+    ]);
+    for line in ["3000 keys", "guest", "host", "host / guest", "records per CPU-second", "restore"] {
+        assert!(out.contains(line), "no `{line}` in:\n{out}");
+    }
+}
+
+#[test]
+fn the_state_bench_reports_a_guest_out_of_memory() {
+    // 20,000 keys of ~1 KiB do not fit a 16 MiB instance; on the host they do.
+    let out = bench(&[
+        "state",
+        "--keys",
+        "20000",
+        "--runs",
+        "1",
+        "--pad",
+        "1000",
+        "--steady-records",
+        "100",
+        "--memory-mib",
+        "16",
+    ]);
+    assert!(out.contains("fails after") && out.contains("memory limit"), "{out}");
+    assert!(out.contains("no pair of runs"), "{out}");
+}

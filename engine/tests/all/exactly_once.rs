@@ -139,6 +139,11 @@ impl Setup {
 }
 
 fn spec(out: &Path, module: &str) -> serde_json::Value {
+    spec_on(out, module, "guest")
+}
+
+/// The job with its counters' state on `backend` (`guest` memory or `host` disk).
+fn spec_on(out: &Path, module: &str, backend: &str) -> serde_json::Value {
     serde_json::json!({
         "name": "chaos",
         "nodes": [
@@ -146,9 +151,9 @@ fn spec(out: &Path, module: &str) -> serde_json::Value {
               "config": { "mode": "sequence", "count": N, "keys": KEYS1, "batch_size": 20,
                           "records_per_second": 20000 } },
             { "id": "count1", "kind": "operator", "module": module, "parallelism": 2,
-              "config": { "out_keys": KEYS2, "reset_at": RESET1 } },
+              "config": { "out_keys": KEYS2, "reset_at": RESET1, "backend": backend } },
             { "id": "count2", "kind": "operator", "module": module, "parallelism": 2,
-              "config": { "reset_at": RESET2 } },
+              "config": { "reset_at": RESET2, "backend": backend } },
             { "id": "out", "kind": "sink", "connector": "file", "parallelism": 2,
               "config": { "path": out } }
         ],
@@ -292,13 +297,13 @@ fn random_faults(rng: &mut SmallRng, mode: Mode) -> Vec<PlannedFault> {
         .collect()
 }
 
-fn in_process_trial(seed: u64, setup: Setup) -> Result<String, String> {
+fn in_process_trial(seed: u64, setup: Setup, backend: &str) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let faults = random_faults(&mut rng, setup.mode);
     let injector = Arc::new(FaultInjector::new(faults.clone()));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut spec = spec(&out, "test:counter");
+    let mut spec = spec_on(&out, "test:counter", backend);
     setup.apply(&mut spec);
     let (result, store) = common::run_checkpointed(spec, &dir.path().join("data"), JOB, |env| {
         env.with_faults(injector.clone())
@@ -326,7 +331,7 @@ fn in_process_trial(seed: u64, setup: Setup) -> Result<String, String> {
 
 /// Runs `weir run` as a child process, kills it with SIGKILL after its `kill_after`-th
 /// completed checkpoint, runs it again to the end and checks.
-fn kill_trial(seed: u64, setup: Setup) -> Result<String, String> {
+fn kill_trial(seed: u64, setup: Setup, backend: &str) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let kill_after = rng.gen_range(1..=5);
     let dir = tempfile::tempdir().unwrap();
@@ -334,7 +339,7 @@ fn kill_trial(seed: u64, setup: Setup) -> Result<String, String> {
     let data = dir.path().join("data");
     let job_file = dir.path().join("chaos.job.json");
     let module = common::guest_path("counter");
-    let mut spec = spec(&out, module.to_str().unwrap());
+    let mut spec = spec_on(&out, module.to_str().unwrap(), backend);
     // Slower than in-process trials: the process must still be running after a few
     // checkpoints even on a loaded machine.
     spec["nodes"][0]["config"]["records_per_second"] = 10_000.into();
@@ -404,12 +409,23 @@ fn kill_trial(seed: u64, setup: Setup) -> Result<String, String> {
 }
 
 fn trials(first: u64) {
+    trials_on(first, "guest");
+}
+
+/// The trials with the counters' state on `backend`. `WEIR_CHAOS_BACKEND` sets the backend
+/// of a replay.
+fn trials_on(first: u64, backend: &str) {
     common::quiet_injected_panics();
     if let Some(seed) = std::env::var("WEIR_CHAOS_REPLAY").ok().and_then(|v| v.parse::<u64>().ok()) {
         if first == 1 {
             let kill = std::env::var("WEIR_CHAOS_KILL").is_ok_and(|v| v == "1");
+            let backend = std::env::var("WEIR_CHAOS_BACKEND").unwrap_or_else(|_| "guest".into());
             let setup = Setup::of(seed);
-            let result = if kill { kill_trial(seed, setup) } else { in_process_trial(seed, setup) };
+            let result = if kill {
+                kill_trial(seed, setup, &backend)
+            } else {
+                in_process_trial(seed, setup, &backend)
+            };
             result.unwrap_or_else(|e| panic!("seed {seed} ({setup}): {e}"));
         }
         return;
@@ -422,7 +438,8 @@ fn trials(first: u64) {
         let kill = t % 5 == 4;
         let setup = Setup::of(seed);
         let started = std::time::Instant::now();
-        let result = if kill { kill_trial(seed, setup) } else { in_process_trial(seed, setup) };
+        let result =
+            if kill { kill_trial(seed, setup, backend) } else { in_process_trial(seed, setup, backend) };
         match result {
             Ok(what) => eprintln!(
                 "trial seed {seed}{} ({setup}): ok in {:.1} s ({what})",
@@ -430,7 +447,8 @@ fn trials(first: u64) {
                 started.elapsed().as_secs_f64()
             ),
             Err(e) => panic!(
-                "chaos trial with seed {seed} ({setup}) failed — replay with WEIR_CHAOS_REPLAY={seed}{} \
+                "chaos trial with seed {seed} ({setup}, {backend} state) failed — replay with \
+                 WEIR_CHAOS_REPLAY={seed}{} WEIR_CHAOS_BACKEND={backend} \
                  cargo nextest run --workspace -E 'test(=exactly_once::chaos_trials_a)': {e}",
                 if kill { " WEIR_CHAOS_KILL=1" } else { "" }
             ),
@@ -461,6 +479,14 @@ fn chaos_trials_d() {
 #[test]
 fn chaos_trials_e() {
     trials(5);
+}
+
+/// The same trials with both counters' state kept by the host on local disk
+/// (`HostKeyedState`): checkpointed by the host at the barrier, restored into a fresh local
+/// store, SIGKILL included (seeds of their own).
+#[test]
+fn chaos_trials_host_state() {
+    trials_on(6, "host");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, LitStr, Type};
 
 /// The types registered without an attribute (the last segment of the field's type path).
-const STATE_TYPES: [&str; 2] = ["KeyedState", "ValueState"];
+const STATE_TYPES: [&str; 4] = ["KeyedState", "ValueState", "HostKeyedState", "HostMapState"];
 
 /// One field to register.
 struct StateField {

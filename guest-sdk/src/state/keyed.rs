@@ -42,7 +42,28 @@ pub struct KeyedState<K: ?Sized, V> {
     entries: Entries<V>,
     scratch: Cell<Vec<u8>>,
     tracked: Tracked,
+    /// Where a snapshot in parts stopped, until it is done or given up.
+    walk: Option<Walk>,
     key: PhantomData<fn(&K)>,
+}
+
+/// A snapshot of one [`KeyedState`] under way, resumable between the parts of a snapshot.
+///
+/// Invariant: what the entries already written hold is forgotten (slots clean and persisted,
+/// deletes out of `deleted`); what is not yet written is tracked exactly as before the
+/// snapshot began. So giving a walk up, at any point, loses no change the host has not got.
+struct Walk {
+    /// The [`DeltaWriter::snapshot`] it belongs to.
+    snapshot: u64,
+    order: Order,
+}
+
+enum Order {
+    /// An incremental snapshot: the deletes, in key order (each still in `deleted` until
+    /// written), then the dirty keys of `Entries::dirty` from `next_dirty` on.
+    Changes { deletes: Vec<Rc<[u8]>>, next_delete: usize, next_dirty: usize },
+    /// A full snapshot: every key live when it began, from `next` on.
+    Full { keys: Vec<Rc<[u8]>>, next: usize },
 }
 
 struct Entries<V> {
@@ -70,6 +91,7 @@ impl<K: ?Sized, V> Default for KeyedState<K, V> {
             entries: Entries { map: FxHashMap::default(), dirty: Vec::new(), deleted: FxHashSet::default() },
             scratch: Cell::new(Vec::new()),
             tracked: Tracked::new::<Self>(),
+            walk: None,
             key: PhantomData,
         }
     }
@@ -277,37 +299,94 @@ fn encode_key<Q: Serialize + ?Sized>(buf: &mut Vec<u8>, key: &Q) {
     }
 }
 
+impl<K: ?Sized, V: Serialize + DeserializeOwned> KeyedState<K, V> {
+    /// Gives up a walk: the dirty keys it went past are written (their slots are clean, or
+    /// dirty again and listed again), so they leave the list; the rest stays tracked.
+    fn settle(&mut self) {
+        if let Some(Walk { order: Order::Changes { next_dirty, .. }, .. }) = self.walk.take() {
+            self.entries.dirty.drain(..next_dirty);
+        }
+    }
+
+    /// Writes entries of the walk of snapshot `delta.snapshot()` (begun now if it is not
+    /// the current one) while `delta` has room, or all of them when not `bounded`; `true`
+    /// once it is done.
+    fn walk(&mut self, full: bool, delta: &mut DeltaWriter<'_>, bounded: bool) -> Result<bool> {
+        self.tracked.reach();
+        if self.walk.as_ref().is_some_and(|w| w.snapshot != delta.snapshot()) {
+            self.settle();
+        }
+        let entries = &mut self.entries;
+        let walk = self.walk.get_or_insert_with(|| {
+            let order = if full {
+                Order::Full { keys: entries.map.keys().cloned().collect(), next: 0 }
+            } else {
+                let mut deletes: Vec<Rc<[u8]>> = entries.deleted.iter().cloned().collect();
+                deletes.sort_unstable();
+                Order::Changes { deletes, next_delete: 0, next_dirty: 0 }
+            };
+            Walk { snapshot: delta.snapshot(), order }
+        });
+        match &mut walk.order {
+            Order::Full { keys, next } => {
+                while let Some(key) = keys.get(*next) {
+                    if bounded && !delta.has_room() {
+                        return Ok(false);
+                    }
+                    if let Some(slot) = entries.map.get_mut(key) {
+                        delta.put(&slot.key, &slot.value)?;
+                        slot.dirty = false;
+                        slot.persisted = true;
+                    }
+                    *next += 1;
+                }
+                // Every live entry is written: the host's copy is now exactly the state.
+                entries.dirty.clear();
+                entries.deleted.clear();
+            }
+            Order::Changes { deletes, next_delete, next_dirty } => {
+                while let Some(key) = deletes.get(*next_delete) {
+                    if bounded && !delta.has_room() {
+                        return Ok(false);
+                    }
+                    if entries.deleted.remove(key) {
+                        delta.delete(key);
+                    }
+                    *next_delete += 1;
+                }
+                while let Some(key) = entries.dirty.get(*next_dirty) {
+                    if bounded && !delta.has_room() {
+                        return Ok(false);
+                    }
+                    // A key removed since it turned dirty is absent (and in `deleted` if the
+                    // host holds it); a key listed twice is written once.
+                    if let Some(slot) = entries.map.get_mut(key)
+                        && slot.dirty
+                    {
+                        delta.put(&slot.key, &slot.value)?;
+                        slot.dirty = false;
+                        slot.persisted = true;
+                    }
+                    *next_dirty += 1;
+                }
+                entries.dirty.clear();
+            }
+        }
+        self.walk = None;
+        Ok(true)
+    }
+}
+
 impl<K: ?Sized, V: Serialize + DeserializeOwned> StateStore for KeyedState<K, V> {
     fn snapshot(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<()> {
-        self.tracked.reach();
-        let entries = &mut self.entries;
-        if full {
-            for slot in entries.map.values_mut() {
-                delta.put(&slot.key, &slot.value)?;
-                slot.dirty = false;
-                slot.persisted = true;
-            }
-            entries.dirty.clear();
-            entries.deleted.clear();
-            return Ok(());
-        }
-        let mut deleted: Vec<Rc<[u8]>> = entries.deleted.drain().collect();
-        deleted.sort_unstable();
-        for key in &deleted {
-            delta.delete(key);
-        }
-        for key in entries.dirty.drain(..) {
-            // A key removed since it turned dirty is absent (and in `deleted` if the host
-            // holds it); a key listed twice is written once.
-            if let Some(slot) = entries.map.get_mut(&key)
-                && slot.dirty
-            {
-                delta.put(&slot.key, &slot.value)?;
-                slot.dirty = false;
-                slot.persisted = true;
-            }
-        }
-        Ok(())
+        // One walk to the end, whatever the writer's room (a state of another kind may call
+        // this inside a part).
+        self.settle();
+        self.walk(full, delta, false).map(drop)
+    }
+
+    fn snapshot_part(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        self.walk(full, delta, true)
     }
 
     fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -448,5 +527,180 @@ mod tests {
         by_struct.insert_raw(&key, 1);
         assert!(by_struct.contains_key_raw(&key));
         assert_eq!(snapshot_of(&mut by_struct, false)[0].key, key);
+    }
+
+    /// A xorshift generator: the model test's random operations, reproducible by seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    type Host = std::collections::BTreeMap<(String, Vec<u8>), Vec<u8>>;
+
+    /// Takes a snapshot in parts of `budget` bytes, applying each part to `host` as it is
+    /// handed over, and gives it up after `give_up` parts (if it has that many). A full
+    /// snapshot that ends replaces what the host held.
+    fn parts_into(
+        host: &mut Host,
+        states: &mut crate::StateRegistry<'_>,
+        full: bool,
+        budget: usize,
+        give_up: usize,
+    ) {
+        let mut progress = crate::state::Parts::default();
+        let mut whole = Host::new();
+        for _ in 0..give_up {
+            let (delta, last) = states.snapshot_part(full, &mut progress, budget).unwrap();
+            let changes = crate::testing::changes_of(&delta);
+            // Every part but the last holds an entry and ends at the first that reaches
+            // the budget.
+            if !last {
+                let before_last: usize =
+                    changes[..changes.len() - 1].iter().map(|c| c.key.len() + c.value.as_ref().map_or(0, Vec::len) + 16).sum();
+                assert!(!changes.is_empty() && before_last < budget, "{before_last} bytes before the last entry");
+            }
+            for c in changes {
+                let at = (c.state, c.key);
+                match c.value {
+                    Some(value) => {
+                        whole.insert(at.clone(), value.clone());
+                        host.insert(at, value);
+                    }
+                    None => {
+                        host.remove(&at);
+                    }
+                }
+            }
+            if last {
+                if full {
+                    *host = whole;
+                }
+                return;
+            }
+        }
+    }
+
+    /// The model test of snapshots in parts: random changes, whole snapshots, snapshots in
+    /// parts of random budgets, some given up halfway (then more changes). Whatever happened,
+    /// one more complete incremental snapshot brings the host — every part applied as it was
+    /// handed over — to exactly the live state: a part forgets only what it hands over, and
+    /// a key the host saw gets its delete.
+    #[test]
+    fn snapshots_in_parts_given_up_anywhere_lose_no_change() {
+        for seed in 1..300u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut counts = KeyedState::<u32, u64>::default();
+            let mut total = crate::ValueState::<u64>::default();
+            let mut host = Host::new();
+            for _ in 0..200 {
+                let key = rng.below(24) as u32;
+                match rng.below(12) {
+                    0..=3 => {
+                        counts.insert(&key, rng.below(1 << 20));
+                    }
+                    4 => {
+                        if let Some(v) = counts.get_mut(&key) {
+                            *v += 1;
+                        }
+                    }
+                    5 | 6 => {
+                        counts.remove(&key);
+                    }
+                    7 => {
+                        if rng.below(3) == 0 {
+                            total.take();
+                        } else {
+                            total.set(rng.below(100));
+                        }
+                    }
+                    op => {
+                        let full = rng.below(5) == 0;
+                        let mut states = crate::StateRegistry::new();
+                        states.register("counts", &mut counts).register("total", &mut total);
+                        match op {
+                            8 | 9 => parts_into(&mut host, &mut states, full, 1 + rng.below(80) as usize, usize::MAX),
+                            10 => parts_into(&mut host, &mut states, full, 1 + rng.below(80) as usize, 1 + rng.below(3) as usize),
+                            _ => {
+                                let delta = states.snapshot(full).unwrap();
+                                parts_into_whole(&mut host, &delta, full);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut states = crate::StateRegistry::new();
+            states.register("counts", &mut counts).register("total", &mut total);
+            parts_into(&mut host, &mut states, false, 50, usize::MAX);
+            drop(states);
+            let mut live = Host::new();
+            for (key, value) in counts.iter_raw() {
+                live.insert(("counts".into(), key.to_vec()), to_msgpack(value).unwrap());
+            }
+            if let Some(value) = total.get() {
+                live.insert(("total".into(), Vec::new()), to_msgpack(value).unwrap());
+            }
+            assert_eq!(host, live, "seed {seed}");
+        }
+    }
+
+    /// Applies a whole snapshot to `host`.
+    fn parts_into_whole(host: &mut Host, delta: &crate::__bindings::weir::operator::types::StateDelta, full: bool) {
+        if full {
+            host.clear();
+        }
+        for c in crate::testing::changes_of(delta) {
+            match c.value {
+                Some(value) => host.insert((c.state, c.key), value),
+                None => host.remove(&(c.state, c.key)),
+            };
+        }
+    }
+
+    #[test]
+    fn parts_hold_the_whole_snapshot_in_order() {
+        let build = || {
+            let mut a = KeyedState::<u32, String>::default();
+            let mut b = KeyedState::<u32, String>::default();
+            for i in 0..100u32 {
+                a.insert(&i, "x".repeat(i as usize));
+                b.insert(&i, "y".repeat(i as usize));
+            }
+            snapshot_of(&mut a, false);
+            for i in (0..100u32).step_by(3) {
+                a.remove(&i);
+                if let Some(v) = a.get_mut(&(i + 1)) {
+                    *v += "!";
+                }
+                b.insert(&(i + 200), "z".into());
+            }
+            (a, b)
+        };
+        let ((mut a, mut b), (mut a2, mut b2)) = (build(), build());
+        let whole = {
+            let mut states = crate::StateRegistry::new();
+            states.register("a", &mut a2).register("b", &mut b2);
+            crate::testing::changes_of(&states.snapshot(false).unwrap())
+        };
+        let mut states = crate::StateRegistry::new();
+        states.register("a", &mut a).register("b", &mut b);
+        let mut progress = crate::state::Parts::default();
+        let mut joined = Vec::new();
+        let mut parts = 0;
+        loop {
+            let (delta, last) = states.snapshot_part(false, &mut progress, 300).unwrap();
+            parts += 1;
+            joined.extend(crate::testing::changes_of(&delta));
+            if last {
+                break;
+            }
+        }
+        assert!(parts > 10, "{parts} parts");
+        assert_eq!(joined, whole);
     }
 }

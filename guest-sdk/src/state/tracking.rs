@@ -96,13 +96,15 @@ impl Owner {
 }
 
 impl Epoch {
-    /// Fails when a state of the instance is alive but the snapshot did not reach it.
-    /// `registered` are the names `states()` registered, for the message.
+    /// Fails when a state of the instance is alive but the snapshot did not reach it (in
+    /// any of its parts, for a snapshot in parts: a part reaches the states it writes, each
+    /// at an epoch at or after the one the snapshot began with). `registered` are the names
+    /// `states()` registered, for the message.
     pub(crate) fn check(self, registered: &[&str]) -> Result<()> {
         let mut missed: Vec<(&'static Location<'static>, &'static str)> = CENSUS.with_borrow(|c| {
             c.live
                 .values()
-                .filter(|s| s.owner == self.owner && s.reached != self.epoch)
+                .filter(|s| s.owner == self.owner && s.reached < self.epoch)
                 .map(|s| (s.at, s.kind))
                 .collect()
         });

@@ -92,6 +92,13 @@ impl<T: Serialize + DeserializeOwned> StateStore for ValueState<T> {
         Ok(())
     }
 
+    /// One entry at most: written whole in the part that reaches the state (a part holds at
+    /// least one entry), so every part call is the whole snapshot of this state.
+    fn snapshot_part(&mut self, full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        self.snapshot(full, delta)?;
+        Ok(true)
+    }
+
     fn restore(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         if !key.is_empty() {
             return Err(Error::invalid_state("a ValueState entry has a key (is it keyed state?)"));

@@ -1629,6 +1629,8 @@ export interface components {
         };
         /** @description One state entry. */
         StateItem: {
+            /** @description Host keyed state: the entry's field within its record key. */
+            field?: unknown;
             /** @description The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). */
             key: unknown;
             /**

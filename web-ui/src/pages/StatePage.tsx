@@ -311,6 +311,14 @@ function StateBrowser({ source, operator, stateName }: { source: StateSource; op
                       <code class={k.hex ? 'hex' : 'json'} title={k.hex ? 'raw bytes (not MessagePack), in hex' : undefined}>
                         {k.text}
                       </code>
+                      {item.field !== undefined && item.field !== null && (
+                        <>
+                          {' · '}
+                          <code class="json" data-testid="state-field" title="field (host keyed state)">
+                            {showStateValue(item.field).text}
+                          </code>
+                        </>
+                      )}
                     </td>
                     <td>
                       <code class={v.hex ? 'hex' : 'json'} title={v.hex ? 'raw bytes (not MessagePack), in hex' : undefined}>

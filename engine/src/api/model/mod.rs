@@ -198,6 +198,7 @@ mod tests {
                 subtask: None,
                 state: "counts".into(),
                 key: json!("to"),
+                field: None,
                 value: json!(2),
             }],
             next: Some("3.1".into()),

@@ -158,15 +158,27 @@ pub struct StateItem {
     pub subtask: Option<u32>,
     /// The state's name.
     pub state: String,
-    /// The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack).
+    /// The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). For
+    /// host keyed state (a state named `@host/<name>`), the record key.
     pub key: serde_json::Value,
+    /// Host keyed state: the entry's field within its record key, decoded likewise (absent
+    /// for the empty field and for guest state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<serde_json::Value>,
     /// The value, decoded likewise.
     pub value: serde_json::Value,
 }
 
 impl From<server::state::StateItem> for StateItem {
     fn from(i: server::state::StateItem) -> Self {
-        StateItem { key_group: i.key_group, subtask: i.subtask, state: i.state, key: i.key, value: i.value }
+        StateItem {
+            key_group: i.key_group,
+            subtask: i.subtask,
+            state: i.state,
+            key: i.key,
+            field: i.field,
+            value: i.value,
+        }
     }
 }
 

@@ -54,7 +54,7 @@ impl OperatorInstance {
     /// A snapshot document that cannot be stored: the guest has already handed its changes
     /// over, so a later snapshot of this instance would miss them. The instance is not
     /// entered again.
-    fn failed_snapshot(&mut self, reason: String) -> GuestError {
+    pub(super) fn failed_snapshot(&mut self, reason: String) -> GuestError {
         let err = self.malformed(Call::Snapshot, reason);
         self.poisoned = Some(err.to_string());
         err

@@ -13,12 +13,20 @@
 //! - `out_keys`: re-key the output by `id % out_keys`;
 //! - `reset_at`: delete a key's state when its count reaches this;
 //! - `pad`: store this many extra bytes with each count (state-size benchmarks);
+//! - `fill`: at `open`, unless restored, create this many keys of the instance's key groups
+//!   with count 0 (and `pad`), without input: a large guest-memory state at once. The keys
+//!   are the u64 ids from 0 on whose key group the instance owns;
+//! - `backend`: `"guest"` (default) keeps the counts in guest memory (`KeyedState`, state
+//!   "counts"), `"host"` on the host's local disk (`HostKeyedState`, host state
+//!   "host_counts"): the same operator with its state on either backend. (With `"host"`, the
+//!   SDK also calls `states` around every batch, so `panic_after_snapshots` counts those.)
 //! - `panic_after_snapshots`: panic at the first record after this many snapshots, unless
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
 
 use serde::{Deserialize, Serialize};
 use weir_guest::{
-    Context, Error, KeyedState, Operator, Output, RawKey, Record, Result, StateRegistry, States,
+    Context, Error, HostKeyedState, KeyedState, Operator, Output, RawKey, Record, Result, StateRegistry,
+    States,
 };
 
 #[derive(Debug, Default, Deserialize)]
@@ -28,6 +36,16 @@ struct Config {
     reset_at: Option<u64>,
     pad: usize,
     panic_after_snapshots: Option<u64>,
+    backend: Backend,
+    fill: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Backend {
+    #[default]
+    Guest,
+    Host,
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -51,6 +69,7 @@ pub struct Counter {
     restored: bool,
     snapshots: u64,
     counts: KeyedState<RawKey, Count>,
+    host_counts: HostKeyedState<RawKey, Count>,
 }
 
 // Written by hand rather than derived: it also counts the calls (one per snapshot after
@@ -58,7 +77,7 @@ pub struct Counter {
 impl States for Counter {
     fn states<'a>(&'a mut self, registry: &mut StateRegistry<'a>) {
         self.snapshots += 1;
-        registry.register("counts", &mut self.counts);
+        registry.register("counts", &mut self.counts).register("host_counts", &mut self.host_counts);
     }
 }
 
@@ -71,6 +90,9 @@ impl Operator for Counter {
         self.restored = context.restored;
         // `states` ran for every restore chunk; count only snapshots taken from now on.
         self.snapshots = 0;
+        if !self.restored {
+            self.fill(context);
+        }
         Ok(())
     }
 
@@ -87,15 +109,49 @@ impl Operator for Counter {
         };
         let key = record.key_bytes();
         let pad = self.config.pad;
-        let entry = self.counts.get_or_insert_with_raw(key, || Count { count: 0, pad: "x".repeat(pad) });
-        entry.count += 1;
-        let count = entry.count;
-        if self.config.reset_at == Some(count) {
-            self.counts.remove_raw(key);
-        }
+        let new = || Count { count: 0, pad: "x".repeat(pad) };
+        let count = match self.config.backend {
+            Backend::Guest => {
+                let entry = self.counts.get_or_insert_with_raw(key, new);
+                entry.count += 1;
+                let count = entry.count;
+                if self.config.reset_at == Some(count) {
+                    self.counts.remove_raw(key);
+                }
+                count
+            }
+            Backend::Host => {
+                let entry = self.host_counts.get_or_insert_with_raw(key, new);
+                entry.count += 1;
+                let count = entry.count;
+                if self.config.reset_at == Some(count) {
+                    self.host_counts.remove_raw(key);
+                }
+                count
+            }
+        };
         match self.config.out_keys {
             Some(k) => out.emit(&(id % k), &[id, count], record.timestamp()),
             None => out.emit_with_key_bytes(record.key_bytes(), &[id, count], record.timestamp()),
+        }
+    }
+}
+
+impl Counter {
+    /// Creates `fill` keys with count 0: the u64 ids from 0 on that fall in the instance's
+    /// key groups (the host's `key_group`: XXH3-64 of the key bytes modulo the key groups).
+    fn fill(&mut self, context: &Context) {
+        let owned = context.key_group_start..context.key_group_end;
+        let groups = u64::from(context.max_parallelism.max(1));
+        let (mut made, mut id) = (0, 0u64);
+        while made < self.config.fill {
+            let key = weir_guest::to_msgpack(&id).expect("a u64 encodes");
+            id += 1;
+            if !owned.contains(&((xxhash_rust::xxh3::xxh3_64(&key) % groups) as u32)) {
+                continue;
+            }
+            self.counts.insert_raw(&key, Count { count: 0, pad: "x".repeat(self.config.pad) });
+            made += 1;
         }
     }
 }

@@ -17,6 +17,8 @@
 //!   512 MiB of guest memory).
 //!
 //! With `tag_input: true` each output record's key is its input index (MessagePack u32).
+//! With `endless_snapshot: true` a snapshot in parts (`snapshot-part`) never ends: the state
+//! "endless" fills every part with entries and is never done.
 //!
 //! A value that is not a u64 fails with the SDK's `invalid-input` error. The keyed state
 //! "seen" counts every value (key = the value, MessagePack u64).
@@ -24,7 +26,7 @@
 use std::hint::black_box;
 
 use serde::Deserialize;
-use weir_guest::{Context, Error, KeyedState, Operator, Output, Record, Result, States};
+use weir_guest::{Context, DeltaWriter, Error, KeyedState, Operator, Output, Record, Result, StateStore, States};
 
 /// Which values make the operator fail, and how.
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +47,7 @@ struct Config {
     side: Option<String>,
     side_names: Option<u64>,
     tag_input: bool,
+    endless_snapshot: bool,
 }
 
 /// Records `flood_at` emits unless `flood_records` says otherwise.
@@ -55,11 +58,37 @@ const FLOOD_RECORDS: u64 = 5_000_000;
 pub struct Faulty {
     config: Config,
     seen: KeyedState<u64, u64>,
+    #[state]
+    endless: Endless,
+}
+
+/// A state whose snapshot in parts never ends when `on` (a guest that never says `last`).
+#[derive(Default)]
+struct Endless {
+    on: bool,
+}
+
+impl StateStore for Endless {
+    fn snapshot(&mut self, _full: bool, _delta: &mut DeltaWriter<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    fn snapshot_part(&mut self, _full: bool, delta: &mut DeltaWriter<'_>) -> Result<bool> {
+        if self.on {
+            delta.put(&[], &0u64)?;
+        }
+        Ok(!self.on)
+    }
+
+    fn restore(&mut self, _key: &[u8], _value: Option<&[u8]>) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Operator for Faulty {
     fn open(&mut self, context: &Context) -> Result<()> {
         self.config = context.config()?;
+        self.endless.on = self.config.endless_snapshot;
         Ok(())
     }
 

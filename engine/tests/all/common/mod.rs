@@ -121,7 +121,8 @@ pub fn read_committed(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 /// The live entries of operator `node`'s keyed state in the job's latest completed
-/// checkpoint (which must be the final one), keys and values decoded from MessagePack.
+/// checkpoint (which must be the final one), keys and values decoded from MessagePack (for
+/// host keyed state, the record key of each entry).
 pub fn final_state(
     store: &weir_store::Store,
     job: &str,
@@ -136,7 +137,9 @@ pub fn final_state(
     for sub in manifest.get(node).ok_or(format!("no state of {node}"))?.values() {
         for chain in sub.chains.values() {
             for e in store.read_chain(job, chain).map_err(|e| e.to_string())? {
-                let key = rmpv::decode::read_value(&mut &e.key[..]).map_err(|e| e.to_string())?;
+                // Host keyed state (`@host/<name>`): the record key is inside the entry's key.
+                let key = weir::local_state::record_key(&e.state, &e.key);
+                let key = rmpv::decode::read_value(&mut &key[..]).map_err(|e| e.to_string())?;
                 let value = e.value.ok_or("a tombstone among live entries")?;
                 let value = rmpv::decode::read_value(&mut &value[..]).map_err(|e| e.to_string())?;
                 state.push((key, value));

@@ -13,6 +13,7 @@ mod pipeline;
 mod queries;
 mod savepoints;
 mod server;
+mod state;
 
 use std::path::{Path, PathBuf};
 
@@ -192,6 +193,34 @@ pub enum Suite {
         #[arg(long)]
         only_stream: bool,
     },
+    /// Keyed state in guest memory versus on the host's local store (issue 21): the keyed
+    /// count's records per second and per CPU-second while loading the keys and on random
+    /// keys, checkpoint duration and size, restore speed. Data goes under the data directory
+    /// (~3 × keys × value bytes of disk) and is deleted after each run.
+    State {
+        /// Key counts (`1000000,50000000` for state that does not fit an instance's memory;
+        /// the 50 M run takes tens of minutes and ~25 GB of disk).
+        #[arg(long, value_delimiter = ',', default_value = "1000000")]
+        keys: Vec<u64>,
+        /// Runs of each backend per key count (medians are reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Padding bytes stored with each count (values of ~pad + 14 bytes).
+        #[arg(long, default_value_t = 190)]
+        pad: usize,
+        /// Records per batch.
+        #[arg(long, default_value_t = 1024)]
+        batch: usize,
+        /// Records on random keys after the load.
+        #[arg(long, default_value_t = 1_000_000)]
+        steady_records: u64,
+        /// The load is checkpointed every this many records (and at its end).
+        #[arg(long, default_value_t = 8_000_000)]
+        checkpoint_records: u64,
+        /// The operator instance's memory limit, MiB.
+        #[arg(long, default_value_t = 1024)]
+        memory_mib: usize,
+    },
     /// Nexmark q1, word count and Nexmark q17 per core in Python, JavaScript and C beside
     /// Rust.
     Languages {
@@ -347,6 +376,21 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             pipeline::run_and_print(&host, &options).await?;
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
+        }
+        Suite::State { keys, runs, pad, batch, steady_records, checkpoint_records, memory_mib } => {
+            let options = state::StateBenchOptions {
+                keys,
+                runs: runs.max(1),
+                pad,
+                batch: batch.max(1),
+                steady_records,
+                checkpoint_records: checkpoint_records.max(1),
+                memory_mib: memory_mib.max(1),
+                dir: data_dir.join("bench-state"),
+            };
+            let result = state::run_and_print(&host, &options).await;
+            let _ = std::fs::remove_dir_all(&options.dir);
+            result
         }
         Suite::Server { instances, history, requests, window, quiet_rate } => {
             let options = server::ServerBenchOptions {

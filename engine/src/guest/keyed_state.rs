@@ -1,0 +1,171 @@
+//! The `keyed-state` import: host state of one instance, in its local store
+//! ([`crate::local_state`]), opened when the guest first asks for a state (or a restore
+//! brings one).
+//!
+//! A refused request (a limit, a foreign key, the quota, a store failure) answers the guest
+//! with nothing and fails the call when it returns, like the timer limits: the guest's
+//! functions stay infallible, and the instance is poisoned (its changes may be partly
+//! applied; recovery restores the last checkpoint).
+
+use std::ops::Range;
+
+use crate::local_state::{LocalChanges, LocalPlace, LocalStateConfig, LocalStateError, LocalStore};
+
+use super::bindings::weir::operator::keyed_state::{self, Change, FieldValue, Lookup};
+use super::host_state::HostState;
+
+/// The host state of one instance.
+#[derive(Debug)]
+pub struct KeyedStates {
+    /// Where the store goes and the instance's key groups, set by the task before restore
+    /// and open (a temporary folder when not set).
+    place: Option<LocalPlace>,
+    store: Option<LocalStore>,
+    refusal: Option<String>,
+    /// Most bytes of changed keys the host holds for the instance between two barriers.
+    dirty_limit: usize,
+}
+
+impl KeyedStates {
+    /// Host state of an instance whose memory limit is `memory_limit` bytes: the keys it
+    /// changes between two barriers, which the host holds in memory until the checkpoint,
+    /// may take half of it.
+    pub(crate) fn new(memory_limit: usize) -> Self {
+        KeyedStates { place: None, store: None, refusal: None, dirty_limit: memory_limit / 2 }
+    }
+
+    /// Sets where the store goes and which key groups the instance owns.
+    pub fn set_place(&mut self, place: LocalPlace) {
+        self.place = Some(place);
+    }
+
+    /// Where the store goes, once set.
+    pub fn place(&self) -> Option<&LocalPlace> {
+        self.place.as_ref()
+    }
+
+    /// Sets the key groups from the instance's context when the task did not set a place.
+    pub(crate) fn default_place(
+        &mut self,
+        operator: &str,
+        subtask: u32,
+        max_parallelism: u32,
+        owned: Range<u32>,
+    ) {
+        if self.place.is_none() {
+            self.set_place(LocalPlace {
+                config: LocalStateConfig::temporary("standalone"),
+                operator: operator.to_string(),
+                subtask,
+                max_parallelism,
+                owned,
+            });
+        }
+    }
+
+    fn open_store(&mut self) -> Result<&mut LocalStore, LocalStateError> {
+        if self.store.is_none() {
+            let place = self.place.as_ref().ok_or_else(|| {
+                LocalStateError::Store("host state is used before the instance was opened".into())
+            })?;
+            self.store = Some(place.open()?);
+        }
+        Ok(self.store.as_mut().expect("just opened"))
+    }
+
+    /// Installs the store a restore filled.
+    pub fn restored(&mut self, store: LocalStore) {
+        self.store = Some(store);
+    }
+
+    /// The sync part of a checkpoint: what changed since the last one (none when nothing
+    /// did or no state was ever opened).
+    pub fn checkpoint(&mut self) -> Option<LocalChanges> {
+        self.store.as_mut().and_then(LocalStore::checkpoint)
+    }
+
+    /// The store, if host state was used.
+    pub fn store(&self) -> Option<&LocalStore> {
+        self.store.as_ref()
+    }
+
+    /// The refusal of the current call, if any (taken: the next call starts clean).
+    pub(crate) fn take_refusal(&mut self) -> Option<String> {
+        self.refusal.take()
+    }
+
+    fn refuse(&mut self, e: LocalStateError) {
+        if self.refusal.is_none() {
+            self.refusal = Some(e.to_string());
+        }
+    }
+
+    fn with<T>(&mut self, default: T, f: impl FnOnce(&mut LocalStore) -> Result<T, LocalStateError>) -> T {
+        if self.refusal.is_some() {
+            return default;
+        }
+        let limit = self.dirty_limit;
+        let result = self.open_store().and_then(|s| {
+            let v = f(s)?;
+            if s.dirty_bytes() > limit {
+                return Err(LocalStateError::Limit(format!(
+                    "the keys changed since the last checkpoint take {} bytes, more than the {limit} bytes \
+                     (half the memory limit) the host holds for an instance between checkpoints; \
+                     checkpoint more often",
+                    s.dirty_bytes()
+                )));
+            }
+            Ok(v)
+        });
+        match result {
+            Ok(v) => v,
+            Err(e) => {
+                self.refuse(e);
+                default
+            }
+        }
+    }
+}
+
+impl keyed_state::Host for HostState {
+    fn open_state(&mut self, name: String) -> u32 {
+        self.keyed.with(0, |s| s.state_id(&name).map(u32::from))
+    }
+
+    fn get(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) -> Option<Vec<u8>> {
+        self.keyed.with(None, |s| s.get(state, &key, &field))
+    }
+
+    fn multi_get(&mut self, state: u32, lookups: Vec<Lookup>) -> Vec<Option<Vec<u8>>> {
+        self.keyed.with(Vec::new(), |s| {
+            s.multi_get(state, lookups.iter().map(|l| (l.key.as_slice(), l.field.as_slice())))
+        })
+    }
+
+    fn put(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>, value: Vec<u8>) {
+        self.keyed.with((), |s| s.put(state, &key, &field, &value));
+    }
+
+    fn delete(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) {
+        self.keyed.with((), |s| s.delete(state, &key, &field));
+    }
+
+    fn clear(&mut self, state: u32, key: Vec<u8>) {
+        self.keyed.with((), |s| s.clear(state, &key));
+    }
+
+    fn apply(&mut self, state: u32, changes: Vec<Change>) {
+        self.keyed.with((), |s| {
+            s.apply(state, changes.iter().map(|c| (c.key.as_slice(), c.field.as_slice(), c.value.as_deref())))
+        });
+    }
+
+    fn scan(&mut self, state: u32, key: Vec<u8>, start: Option<Vec<u8>>, limit: u32) -> Vec<FieldValue> {
+        self.keyed.with(Vec::new(), |s| {
+            Ok(s.scan(state, &key, start.as_deref(), limit)?
+                .into_iter()
+                .map(|(field, value)| FieldValue { field, value })
+                .collect())
+        })
+    }
+}

@@ -1,0 +1,146 @@
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn config(dir: &Path) -> LocalStateConfig {
+    LocalStateConfig { base: dir.to_path_buf(), job: "job".into(), quota: None }
+}
+
+fn open(dir: &Path) -> LocalStore {
+    LocalStore::open(&config(dir), "op", 0, 8, 0..8).unwrap()
+}
+
+/// The live entries of a checkpoint's changes applied to `model` (state, chain key → value).
+fn apply_changes(model: &mut BTreeMap<(String, Vec<u8>), Vec<u8>>, changes: Option<LocalChanges>) {
+    let Some(changes) = changes else { return };
+    for scope in changes.into_scopes().unwrap() {
+        for e in scope.entries {
+            assert_eq!(key_group(record_key(&e.state, &e.key), 8), scope.scope);
+            match e.value {
+                Some(v) => model.insert((e.state, e.key), v),
+                None => model.remove(&(e.state, e.key)),
+            };
+        }
+    }
+}
+
+#[test]
+fn get_put_delete_scan_and_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let a = u32::from(s.state_id("a").unwrap());
+    assert_eq!(s.state_id("a").unwrap(), 0);
+    s.put(a, b"k", b"", b"1").unwrap();
+    s.apply(
+        a,
+        [(&b"k"[..], &b"f2"[..], Some(&b"x"[..])), (b"k", b"f1", Some(b"y")), (b"j", b"", Some(b"2"))],
+    )
+    .unwrap();
+    assert_eq!(s.get(a, b"k", b"").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(
+        s.multi_get(a, [(&b"j"[..], &b""[..]), (b"q", b"")]).unwrap(),
+        vec![Some(b"2".to_vec()), None]
+    );
+    let fields: Vec<Vec<u8>> = s.scan(a, b"k", None, 10).unwrap().into_iter().map(|(f, _)| f).collect();
+    assert_eq!(fields, vec![b"".to_vec(), b"f1".to_vec(), b"f2".to_vec()]);
+    let page: Vec<Vec<u8>> = s.scan(a, b"k", Some(b"f1\0"), 1).unwrap().into_iter().map(|(f, _)| f).collect();
+    assert_eq!(page, vec![b"f2".to_vec()]);
+    s.delete(a, b"k", b"").unwrap();
+    assert_eq!(s.get(a, b"k", b"").unwrap(), None);
+    s.clear(a, b"k").unwrap();
+    assert!(s.scan(a, b"k", None, 10).unwrap().is_empty());
+    assert_eq!(s.get(a, b"j", b"").unwrap(), Some(b"2".to_vec()));
+}
+
+#[test]
+fn limits_and_foreign_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = LocalStore::open(&config(dir.path()), "op", 0, 8, 0..4).unwrap();
+    let a = u32::from(s.state_id("a").unwrap());
+    let foreign = (0u32..).map(|i| i.to_be_bytes()).find(|k| key_group(k, 8) >= 4).unwrap();
+    assert!(matches!(s.put(a, &foreign, b"", b"v"), Err(LocalStateError::ForeignKey { .. })));
+    assert!(matches!(s.put(a, b"", b"", b"v"), Err(LocalStateError::Limit(_))));
+    assert!(matches!(s.get(7, b"k", b""), Err(LocalStateError::Limit(_))));
+    assert!(matches!(s.state_id(&"n".repeat(65)), Err(LocalStateError::Limit(_))));
+    for i in 1..MAX_STATES {
+        s.state_id(&format!("s{i}")).unwrap();
+    }
+    let e = s.state_id("one-more").unwrap_err().to_string();
+    assert!(e.contains("at most 16 host states"), "{e}");
+}
+
+#[test]
+fn a_restored_store_holds_what_the_checkpoints_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let a = u32::from(s.state_id("a").unwrap());
+    let b = u32::from(s.state_id("b").unwrap());
+    let mut model = BTreeMap::new();
+    for i in 0..100u32 {
+        s.put(if i % 3 == 0 { b } else { a }, &i.to_be_bytes(), &[i as u8], &i.to_le_bytes()).unwrap();
+    }
+    apply_changes(&mut model, s.checkpoint());
+    assert!(s.checkpoint().is_none(), "nothing changed since");
+    let mut r = open(dir.path()).restorer();
+    for ((state, key), value) in &model {
+        r.put(state, key, value).unwrap();
+    }
+    let restored = r.finish().unwrap();
+    let all: BTreeMap<(String, Vec<u8>), Vec<u8>> = restored
+        .all_entries()
+        .unwrap()
+        .into_values()
+        .flatten()
+        .map(|e| ((e.state, e.key), e.value.unwrap()))
+        .collect();
+    assert_eq!(all, model);
+    assert_eq!(model.len(), 100);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random changes with checkpoints in between: applying every checkpoint's changes in
+    /// order gives the store's content, and a checkpoint's snapshot is not disturbed by
+    /// writes made after it.
+    #[test]
+    fn checkpoints_carry_exactly_the_changes(ops in prop::collection::vec((0u8..3, 0u8..24, 0u8..3, any::<u8>()), 1..200)) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = open(dir.path());
+        let a = u32::from(s.state_id("a").unwrap());
+        let mut model = BTreeMap::new();
+        let mut pending = Vec::new();
+        for (op, key, field, value) in ops {
+            let key = [key];
+            let field = vec![b'f'; field as usize];
+            match op {
+                0 => s.put(a, &key, &field, &[value]).unwrap(),
+                1 => s.delete(a, &key, &field).unwrap(),
+                _ if value % 4 == 0 => s.clear(a, &key).unwrap(),
+                _ => {
+                    // A checkpoint whose values are read later, after more writes.
+                    pending.extend(s.checkpoint());
+                    if value % 2 == 0 {
+                        for c in pending.drain(..) {
+                            apply_changes(&mut model, Some(c));
+                        }
+                    }
+                }
+            }
+        }
+        for c in pending.drain(..) {
+            apply_changes(&mut model, Some(c));
+        }
+        apply_changes(&mut model, s.checkpoint());
+        let all: BTreeMap<(String, Vec<u8>), Vec<u8>> = s
+            .all_entries()
+            .unwrap()
+            .into_values()
+            .flatten()
+            .map(|e| ((e.state, e.key), e.value.unwrap()))
+            .collect();
+        prop_assert_eq!(all, model);
+    }
+}

@@ -1,0 +1,241 @@
+//! Host keyed state (`keyed-state`, the SDK's `HostKeyedState`) through the real parts:
+//! wasmtime, the local fjall store, the redb checkpoint store. Rescale through savepoints
+//! and export/import between stores, incremental checkpoints, the storage quota. Exactly
+//! once under faults and SIGKILL: `exactly_once::chaos_trials_host_state`.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use weir::guest::OperatorInstance;
+use weir::guest::bindings::Context;
+use weir::local_state::{HOST_STATE_PREFIX, LocalPlace, LocalStateConfig};
+use weir::runtime::RunEnv;
+use weir::savepoint::{RestoreOptions, restore_into};
+use weir_store::{CheckpointMeta, CheckpointStorage as _, ScopeDelta, Store, SubtaskWrite};
+
+const COUNT: u64 = 30_000;
+const KEYS: u64 = 997;
+
+fn spec(parallelism: u32, out: &Path) -> Value {
+    json!({
+        "name": "host-counts",
+        "nodes": [
+            { "id": "ids", "kind": "source", "connector": "generator", "parallelism": 2,
+              "config": { "mode": "sequence", "count": COUNT, "keys": KEYS, "batch_size": 50,
+                          "records_per_second": 30_000 } },
+            { "id": "count", "kind": "operator", "module": "test:counter", "parallelism": parallelism,
+              "config": { "backend": "host", "pad": 40 } },
+            { "id": "out", "kind": "sink", "connector": "file", "config": { "path": out } }
+        ],
+        "edges": [
+            { "from": "ids", "to": "count", "partitioning": "hash" },
+            { "from": "count", "to": "out" }
+        ],
+        "settings": { "checkpoint": { "interval_ms": 30 } }
+    })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// Entries of `node` in savepoint `sp`, by state name.
+fn savepoint_states(store: &Store, sp: &str, node: &str) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for scope in store.savepoint_scopes(sp, node).unwrap() {
+        for e in store.read_savepoint_scope(sp, node, scope).unwrap() {
+            *out.entry(e.state).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Every id exactly once, and per key the running counts 1..n, over all outputs.
+fn check_outputs(lines: &[Value]) {
+    let mut ids: Vec<u64> = Vec::new();
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for l in lines {
+        let id = l["value"][0].as_u64().unwrap();
+        ids.push(id);
+        counts.entry(id % KEYS).or_default().push(l["value"][1].as_u64().unwrap());
+    }
+    ids.sort_unstable();
+    assert!(ids.iter().copied().eq(0..COUNT), "{} ids, not each of 0..{COUNT} once", ids.len());
+    for (key, mut got) in counts {
+        got.sort_unstable();
+        let n = (0..COUNT).filter(|i| i % KEYS == key).count() as u64;
+        assert!(got.iter().copied().eq(1..=n), "key {key}: running counts are not 1..={n}");
+    }
+}
+
+#[test]
+fn host_state_rescales_through_savepoints_and_moves_between_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = ["a", "b"].map(|side| {
+        std::fs::create_dir_all(dir.path().join(side)).unwrap();
+        Store::open(&dir.path().join(side).join("weir.redb")).unwrap()
+    });
+    let rt = runtime();
+    let mut outputs = Vec::new();
+    let mut previous: Option<(usize, String)> = None;
+    // 2 subtasks → 3 → 1, a savepoint between each; the second savepoint is exported from
+    // store a and imported into store b (another server), where the job goes on.
+    for (step, parallelism) in [2u32, 3, 1].into_iter().enumerate() {
+        let store = &stores[usize::from(step == 2)];
+        let out = dir.path().join(format!("out-{step}"));
+        let spec = spec(parallelism, &out);
+        let plan = common::plan_json(spec.clone()).unwrap();
+        let job = format!("job-{step}");
+        if let Some((from, sp)) = &previous {
+            let sp_info = if *from == usize::from(step == 2) {
+                store.savepoint(sp).unwrap().unwrap()
+            } else {
+                let mut file = Vec::new();
+                stores[*from].export_savepoint(sp, &mut file).unwrap();
+                store.import_savepoint(&mut file.as_slice(), "imported", "tests").unwrap()
+            };
+            let report =
+                rt.block_on(restore_into(store, &job, &plan, &sp_info, RestoreOptions::default())).unwrap();
+            let count = report.nodes.iter().find(|n| n.id == "count").unwrap();
+            assert!(count.restored && count.keyed_entries > 0, "{count:?}");
+        }
+        if step < 2 {
+            let checkpoint = rt.block_on(common::run_and_stop(&plan, store, &job));
+            let sp = common::savepoint(store, &spec, &job, checkpoint);
+            let states = savepoint_states(store, &sp.id, "count");
+            let host = states.get(&format!("{HOST_STATE_PREFIX}host_counts")).copied().unwrap_or(0);
+            assert!(host > 0, "step {step}: no host state in the savepoint: {states:?}");
+            assert!(!states.contains_key("counts"), "the guest kept counts itself: {states:?}");
+            previous = Some((usize::from(step == 2), sp.id));
+        } else {
+            let env = RunEnv::new(job.clone(), store.clone());
+            let report = rt.block_on(weir::runtime::run_job_checkpointed(&plan, &env)).unwrap();
+            assert_eq!(report.restored_from, vec![1], "the job restores its first checkpoint");
+            // The final state holds every key's full count.
+            let counts = common::final_counts(store, &job, "count").unwrap();
+            let want: BTreeMap<u64, u64> =
+                (0..KEYS).map(|k| (k, (0..COUNT).filter(|i| i % KEYS == k).count() as u64)).collect();
+            assert_eq!(counts, want);
+        }
+        outputs.extend(common::read_committed(&out));
+    }
+    check_outputs(&outputs);
+    // Local stores are working copies: none is left once the jobs ended.
+    for side in ["a", "b"] {
+        let local = dir.path().join(side).join("local-state");
+        let left: Vec<_> = walk(&local);
+        assert!(left.is_empty(), "local stores left behind: {left:?}");
+    }
+}
+
+/// Files under `dir` (none if it does not exist).
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// A batch of counter records: key = the u64 `id % keys` (MessagePack), value = the id.
+fn ids_batch(ids: impl Iterator<Item = u64>, keys: u64) -> weir::record::Batch {
+    let mut b = weir::record::Batch::empty();
+    for id in ids {
+        b.push(&weir::record::to_msgpack(&(id % keys)), &weir::record::to_msgpack(&id), id as i64);
+    }
+    b
+}
+
+#[test]
+fn host_checkpoints_write_only_the_changed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("weir.redb")).unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        let bytes = std::fs::read(common::guest_path("counter")).unwrap();
+        let module = common::host().load("counter", &bytes).unwrap();
+        let mut instance =
+            OperatorInstance::new(&module, "count", 0, weir::guest::InstanceLimits::default()).await.unwrap();
+        instance.keyed_states().set_place(LocalPlace {
+            config: LocalStateConfig::beside(&store, "inc"),
+            operator: "count".into(),
+            subtask: 0,
+            max_parallelism: 128,
+            owned: 0..128,
+        });
+        let context = Context {
+            config: json!({ "backend": "host", "pad": 200 }).to_string(),
+            ..Context::standalone("count", "{}", 128)
+        };
+        instance.open(&context).await.unwrap();
+        let keys = 20_000u64;
+        let mut chains = BTreeMap::new();
+        let mut sizes = Vec::new();
+        // Checkpoint 1: every key is new. Checkpoints 2 and 3: 1 % and 5 % of them change.
+        for (checkpoint, touched) in [(1u64, keys), (2, keys / 100), (3, keys / 20)] {
+            let step = keys / touched;
+            for chunk in (0..touched).collect::<Vec<_>>().chunks(500) {
+                let batch = ids_batch(chunk.iter().map(|i| i * step), keys);
+                instance.process(0, &batch).await.unwrap();
+            }
+            let delta = instance.snapshot(checkpoint, false).await.unwrap();
+            assert!(delta.entries.is_empty(), "the guest handed over state of its own");
+            let changes = instance.keyed_states().checkpoint().expect("changes");
+            assert_eq!(changes.len() as u64, touched, "changed keys");
+            let scopes: Vec<ScopeDelta> = changes.into_scopes().unwrap();
+            // The changed state: each changed entry's key and value.
+            let changed: u64 = scopes
+                .iter()
+                .flat_map(|s| &s.entries)
+                .map(|e| (e.key.len() + e.value.as_ref().map_or(0, Vec::len)) as u64)
+                .sum();
+            store.begin(&CheckpointMeta::new("inc", checkpoint, 0)).unwrap();
+            let state = store
+                .write_subtask(SubtaskWrite {
+                    job: "inc".into(),
+                    checkpoint,
+                    operator: "count".into(),
+                    subtask: 0,
+                    full: false,
+                    scopes: std::sync::Arc::new(scopes),
+                    previous: chains.clone(),
+                    blob: Vec::new(),
+                    max_chain_length: 100,
+                    channel_state: Vec::new(),
+                })
+                .unwrap();
+            chains = state.chains.clone();
+            let ratio = state.bytes_written as f64 / changed as f64;
+            eprintln!(
+                "checkpoint {checkpoint}: {touched} keys changed, {changed} bytes of changed state, {} bytes written ({ratio:.3}×)",
+                state.bytes_written
+            );
+            assert!((1.0..=1.2).contains(&ratio), "checkpoint {checkpoint}: wrote {ratio:.3}× the changed state");
+            sizes.push(state.bytes_written);
+        }
+        assert!(sizes[1] * 50 < sizes[0], "a 1 % change wrote {} bytes after a full {}", sizes[1], sizes[0]);
+    });
+}
+
+#[test]
+fn host_state_counts_against_the_storage_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut spec = spec(1, &out);
+    spec["nodes"][0]["config"] =
+        json!({ "mode": "sequence", "count": 200_000, "keys": 200_000, "batch_size": 500 });
+    spec["nodes"][1]["config"] = json!({ "backend": "host", "pad": 2000 });
+    spec["settings"] = json!({ "checkpoint": { "interval_ms": null }, "restart": { "attempts": 0 } });
+    let (result, _store) = common::run_checkpointed(spec, &dir.path().join("data"), "quota", |env| {
+        env.store.set_owners(&[("job/quota".into(), "acme".into())]).unwrap();
+        env.store.set_limit("acme", Some(48 << 20)).unwrap();
+        env
+    });
+    let e = result.expect_err("the job passes its owner's quota").to_string();
+    assert!(e.contains("host keyed state") && e.contains("quota"), "{e}");
+}
