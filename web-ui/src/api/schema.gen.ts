@@ -1629,9 +1629,15 @@ export interface components {
         };
         /** @description One state entry. */
         StateItem: {
-            /** @description Host keyed state: the entry's field within its record key. */
+            /**
+             * @description Host keyed state: the entry's field within its record key, decoded likewise (absent
+             *     for the empty field and for guest state).
+             */
             field?: unknown;
-            /** @description The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). */
+            /**
+             * @description The key, decoded from MessagePack (`{"hex": ...}` when it is not MessagePack). For
+             *     host keyed state (a state named `@host/<name>`), the record key.
+             */
             key: unknown;
             /**
              * Format: int32
