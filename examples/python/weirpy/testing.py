@@ -97,9 +97,10 @@ class SimulatedHost:
 
 
 class HostStateError(BaseException):
-    """A keyed-state call the host refuses. On Weir the call traps (the instance is
-    poisoned, recovery restores the last checkpoint): no guest code can catch it, so neither
-    does `OperatorBase` (a `BaseException`, not an `Exception`)."""
+    """A keyed-state request the host refuses. On Weir the import answers with nothing and
+    the host fails the call when it returns, whatever the guest made of it (the instance is
+    poisoned, recovery restores the last checkpoint). Here it is raised at once, as a
+    `BaseException` so that `OperatorBase` does not turn it into the call's own error."""
 
 
 class SimulatedKeyedState:
