@@ -95,8 +95,8 @@ pub use crate::error::{Error, Result};
 pub use crate::host::{event_time, logging, metrics, side_output, timers};
 pub use crate::operator::Operator;
 pub use crate::state::{
-    DeltaWriter, HostKeyedState, HostMapState, KeyedState, PART_BYTES, RawKey, StateRegistry, StateStore, States,
-    ValueState,
+    DeltaWriter, HostKeyedState, HostMapState, KeyedState, PART_BYTES, RawKey, StateRegistry, StateStore,
+    States, ValueState,
 };
 
 /// Exports an [`Operator`] type as the component's operator (once per crate).

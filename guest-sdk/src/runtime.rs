@@ -160,7 +160,12 @@ impl<T: Operator> Instance<T> {
     /// has the same arguments and nothing else was called since its last part, else starts
     /// a new one. Each part forgets the changes it holds; the check that every state was
     /// reached runs after the last.
-    pub fn snapshot_part(&mut self, checkpoint_id: u64, full: bool, budget: usize) -> Result<(StateDelta, bool)> {
+    pub fn snapshot_part(
+        &mut self,
+        checkpoint_id: u64,
+        full: bool,
+        budget: usize,
+    ) -> Result<(StateDelta, bool)> {
         let _in = self.owner.enter();
         let mut under_way = match self.parts.take() {
             Some(p) if p.checkpoint_id == checkpoint_id && p.full == full => p,

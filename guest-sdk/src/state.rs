@@ -308,7 +308,8 @@ impl<'a> StateRegistry<'a> {
         let mut delta = self.empty_delta(0);
         let snapshot = next_snapshot();
         for (index, (name, state)) in self.list.iter_mut().enumerate() {
-            let mut writer = DeltaWriter { delta: &mut delta, state: index as u32, snapshot, budget: usize::MAX };
+            let mut writer =
+                DeltaWriter { delta: &mut delta, state: index as u32, snapshot, budget: usize::MAX };
             state
                 .snapshot(full, &mut writer)
                 .map_err(|e| Error::other(format!("snapshot of state \"{name}\": {}", e.message())))?;
@@ -330,7 +331,8 @@ impl<'a> StateRegistry<'a> {
         let budget = budget.max(1);
         let mut delta = self.empty_delta(budget.saturating_add(64 << 10));
         while let Some((name, state)) = self.list.get_mut(progress.state) {
-            let mut writer = DeltaWriter { delta: &mut delta, state: progress.state as u32, snapshot, budget };
+            let mut writer =
+                DeltaWriter { delta: &mut delta, state: progress.state as u32, snapshot, budget };
             if !writer.has_room() {
                 return Ok((delta, false));
             }

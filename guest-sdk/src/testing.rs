@@ -132,7 +132,8 @@ impl<T: Operator + Default> Harness<T> {
     pub fn restart(mut self) -> Result<Self> {
         let saved = self.snapshot(true)?;
         drop(self.instance);
-        let mut next = Self { instance: Instance::default(), inputs: self.inputs, checkpoints: self.checkpoints };
+        let mut next =
+            Self { instance: Instance::default(), inputs: self.inputs, checkpoints: self.checkpoints };
         next.restore(&saved)?;
         Ok(next)
     }

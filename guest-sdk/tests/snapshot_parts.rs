@@ -15,7 +15,7 @@ impl Operator for Words {
     fn process(&mut self, record: Record<'_>, _out: &mut Output) -> Result<()> {
         let word: String = record.value()?;
         *self.counts.get_or_insert_with(&word, || 0) += 1;
-        if word.len() % 7 == 0 {
+        if word.len().is_multiple_of(7) {
             self.counts.remove(&word);
         }
         self.last.set(word);
@@ -49,7 +49,10 @@ fn parts_cut_at_the_budget_hold_the_whole_snapshot() {
         assert!(parts.len() > 5, "{} parts", parts.len());
         for part in &parts[..parts.len() - 1] {
             let before_last: usize = part[..part.len() - 1].iter().map(bytes).sum();
-            assert!(!part.is_empty() && before_last < 256, "a part ends at the entry that reaches the budget");
+            assert!(
+                !part.is_empty() && before_last < 256,
+                "a part ends at the entry that reaches the budget"
+            );
         }
         assert_eq!(parts.concat(), b.snapshot_whole(full).unwrap(), "full: {full}");
         for h in [&mut a, &mut b] {

@@ -561,9 +561,14 @@ mod tests {
             // Every part but the last holds an entry and ends at the first that reaches
             // the budget.
             if !last {
-                let before_last: usize =
-                    changes[..changes.len() - 1].iter().map(|c| c.key.len() + c.value.as_ref().map_or(0, Vec::len) + 16).sum();
-                assert!(!changes.is_empty() && before_last < budget, "{before_last} bytes before the last entry");
+                let before_last: usize = changes[..changes.len() - 1]
+                    .iter()
+                    .map(|c| c.key.len() + c.value.as_ref().map_or(0, Vec::len) + 16)
+                    .sum();
+                assert!(
+                    !changes.is_empty() && before_last < budget,
+                    "{before_last} bytes before the last entry"
+                );
             }
             for c in changes {
                 let at = (c.state, c.key);
@@ -624,8 +629,20 @@ mod tests {
                         let mut states = crate::StateRegistry::new();
                         states.register("counts", &mut counts).register("total", &mut total);
                         match op {
-                            8 | 9 => parts_into(&mut host, &mut states, full, 1 + rng.below(80) as usize, usize::MAX),
-                            10 => parts_into(&mut host, &mut states, full, 1 + rng.below(80) as usize, 1 + rng.below(3) as usize),
+                            8 | 9 => parts_into(
+                                &mut host,
+                                &mut states,
+                                full,
+                                1 + rng.below(80) as usize,
+                                usize::MAX,
+                            ),
+                            10 => parts_into(
+                                &mut host,
+                                &mut states,
+                                full,
+                                1 + rng.below(80) as usize,
+                                1 + rng.below(3) as usize,
+                            ),
                             _ => {
                                 let delta = states.snapshot(full).unwrap();
                                 parts_into_whole(&mut host, &delta, full);
@@ -650,7 +667,11 @@ mod tests {
     }
 
     /// Applies a whole snapshot to `host`.
-    fn parts_into_whole(host: &mut Host, delta: &crate::__bindings::weir::operator::types::StateDelta, full: bool) {
+    fn parts_into_whole(
+        host: &mut Host,
+        delta: &crate::__bindings::weir::operator::types::StateDelta,
+        full: bool,
+    ) {
         if full {
             host.clear();
         }
