@@ -622,7 +622,11 @@ fn returns_records(call: Call) -> bool {
 /// The world's exports and the optional ones the component has.
 type Exports = (OperatorWorld, Option<EncodedBatches>, Option<ChunkedSnapshot>);
 
-async fn instantiate(module: &OperatorModule, store: &mut Store<HostState>, who: &Who) -> Result<Exports, GuestError> {
+async fn instantiate(
+    module: &OperatorModule,
+    store: &mut Store<HostState>,
+    who: &Who,
+) -> Result<Exports, GuestError> {
     store.set_epoch_deadline(1);
     let instance =
         within(who.limits.wall_limit_ms, module.pre().instance_pre().instantiate_async(&mut *store))

@@ -191,4 +191,3 @@ fn a_job_checkpoints_and_restores_a_large_guest_state() {
         assert_eq!(count, want, "key {key}");
     }
 }
-

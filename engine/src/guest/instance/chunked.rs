@@ -55,12 +55,14 @@ impl OperatorInstance {
                 Err(e) => return Err(e),
             };
             parts += 1;
-            check_delta(&part.delta).map_err(|reason| self.failed_snapshot(format!("part {parts}: {reason}")))?;
+            check_delta(&part.delta)
+                .map_err(|reason| self.failed_snapshot(format!("part {parts}: {reason}")))?;
             if part.delta.entries.is_empty() && !part.last {
                 let reason = format!("part {parts} of its snapshot holds no entry but is not the last");
                 return Err(self.failed_snapshot(reason));
             }
-            let cost = part.delta.data.len().saturating_add(part.delta.entries.len().saturating_mul(ENTRY_COST));
+            let cost =
+                part.delta.data.len().saturating_add(part.delta.entries.len().saturating_mul(ENTRY_COST));
             bytes = bytes.saturating_add(cost).saturating_add(PART_COST);
             if bytes > max {
                 let reason = format!(
@@ -109,7 +111,11 @@ mod tests {
     use crate::guest::bindings::ChangeKind;
 
     fn delta(names: &[&str], entries: &[(u32, &[u8], &[u8])]) -> StateDelta {
-        let mut d = StateDelta { names: names.iter().map(|n| n.to_string()).collect(), data: vec![], entries: vec![] };
+        let mut d = StateDelta {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            data: vec![],
+            entries: vec![],
+        };
         for (state, key, value) in entries {
             d.data.extend_from_slice(key);
             d.data.extend_from_slice(value);

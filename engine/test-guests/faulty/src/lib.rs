@@ -26,7 +26,9 @@
 use std::hint::black_box;
 
 use serde::Deserialize;
-use weir_guest::{Context, DeltaWriter, Error, KeyedState, Operator, Output, Record, Result, StateStore, States};
+use weir_guest::{
+    Context, DeltaWriter, Error, KeyedState, Operator, Output, Record, Result, StateStore, States,
+};
 
 /// Which values make the operator fail, and how.
 #[derive(Debug, Default, Deserialize)]
