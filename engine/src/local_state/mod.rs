@@ -51,6 +51,9 @@ const QUOTA_STEP: u64 = 16 << 20;
 /// Restores write in batches of this many bytes.
 const RESTORE_BATCH_BYTES: usize = 4 << 20;
 
+/// One field of a key and its value, as a scan returns them.
+pub type FieldValue = (Vec<u8>, Vec<u8>);
+
 /// Whether `state` names host state in a checkpoint.
 pub fn is_host_state(state: &str) -> bool {
     state.starts_with(HOST_STATE_PREFIX)
@@ -440,7 +443,7 @@ impl LocalStore {
         key: &[u8],
         start: Option<&[u8]>,
         limit: u32,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, LocalStateError> {
+    ) -> Result<Vec<FieldValue>, LocalStateError> {
         let sid = self.check_state(state)?;
         let prefix = self.key_prefix(sid, key)?;
         let mut from = prefix.clone();

@@ -280,10 +280,11 @@ class HostMapState(_HostState):
         while True:
             self.flush()
             answer = _imports().scan(self._open(), key, start, page)
+            # An empty answer is the end: the host may cut a page short (its byte cap).
+            if not answer:
+                return
             for fv in answer:
                 yield fv.field, decode(fv.value)
-            if len(answer) < page:
-                return
             start = answer[-1].field + b"\x00"
 
     def fields(self, key, start=None):

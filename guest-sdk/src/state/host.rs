@@ -40,7 +40,7 @@ pub(crate) mod calls {
             wit::multi_get(state, &lookups)
         }
         #[cfg(not(target_arch = "wasm32"))]
-        crate::host::native::with(|h| keys.iter().map(|(k, f)| h.keyed.get(state, k, f)).collect())
+        crate::host::native::with(|h| h.keyed.multi_get(state, keys))
     }
 
     pub(crate) fn get(state: u32, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
@@ -108,6 +108,11 @@ impl NativeKeyedState {
         self.entries.get(&(state, key.to_vec(), field.to_vec())).cloned()
     }
 
+    fn multi_get(&mut self, state: u32, keys: &[(&[u8], &[u8])]) -> Vec<Option<Vec<u8>>> {
+        self.calls += 1;
+        keys.iter().map(|(k, f)| self.entries.get(&(state, k.to_vec(), f.to_vec())).cloned()).collect()
+    }
+
     fn apply(&mut self, state: u32, changes: Vec<calls::Change>) {
         self.calls += 1;
         for (key, field, value) in changes {
@@ -135,6 +140,7 @@ impl NativeKeyedState {
     }
 
     /// The entries of state `name` as (key, field, value).
+    #[cfg(test)]
     pub(crate) fn of(&self, name: &str) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
         let Some(state) = self.names.iter().position(|n| n == name) else { return Vec::new() };
         self.entries
@@ -490,7 +496,8 @@ impl<K: ?Sized, F, V: Serialize + DeserializeOwned> HostMapState<K, F, V> {
                 from = Some(next);
                 out.push((field, value));
             }
-            if n < page.max(1) as usize {
+            // An empty page is the end (a page may be cut short by the host's byte cap).
+            if n == 0 {
                 return Ok(out);
             }
         }
@@ -557,5 +564,66 @@ impl<K: ?Sized, F, V: Serialize + DeserializeOwned> StateStore for HostMapState<
 
     fn after_call(&mut self) -> Result<()> {
         self.core.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::native;
+    use crate::to_msgpack;
+
+    fn calls() -> u64 {
+        native::with(|h| h.keyed.calls)
+    }
+
+    #[test]
+    fn a_batch_costs_one_fetch_and_one_hand_over() {
+        let mut s = HostKeyedState::<String, u64>::default();
+        s.bind("counts");
+        let (a, b) = (to_msgpack("a").unwrap(), to_msgpack("b").unwrap());
+        let start = calls();
+        s.before_batch(&[&a, &b, &a]).unwrap();
+        *s.get_or_insert_with("a", || 0) += 1;
+        *s.get_or_insert_with("a", || 0) += 1;
+        s.insert("b", 5);
+        assert_eq!(s.get("b"), Some(&5));
+        s.after_call().unwrap();
+        // open-state, one multi-get, one apply.
+        assert_eq!(calls() - start, 3);
+        let stored = native::with(|h| h.keyed.of("counts"));
+        assert_eq!(
+            stored,
+            vec![(a.clone(), vec![], to_msgpack(&2u64).unwrap()), (b, vec![], to_msgpack(&5u64).unwrap())]
+        );
+
+        // A key outside the batch costs one get; a removal is handed over as a delete; an
+        // untouched read changes nothing.
+        let start = calls();
+        assert_eq!(s.remove("a"), Some(2));
+        assert_eq!(s.get("zz"), None);
+        s.after_call().unwrap();
+        assert_eq!(calls() - start, 3);
+        let stored = native::with(|h| h.keyed.of("counts"));
+        assert_eq!(stored.len(), 1);
+    }
+
+    #[test]
+    fn a_map_state_scans_its_fields_in_order_across_pages() {
+        let mut m = HostMapState::<String, u32, String>::default();
+        m.bind("events");
+        for f in [3u32, 1, 2, 200] {
+            m.insert("k", &f, format!("v{f}")).unwrap();
+        }
+        m.insert("other", &1, "x".into()).unwrap();
+        let fields: Vec<u32> = m.scan("k").unwrap().into_iter().map(|(f, _)| f).collect();
+        // MessagePack order: positive fixints 1, 2, 3 before the u8 200.
+        assert_eq!(fields, vec![1, 2, 3, 200]);
+        let k = to_msgpack("k").unwrap();
+        let paged = m.scan_raw(&k, None, 1).unwrap();
+        assert_eq!(paged.len(), 4);
+        m.clear_raw(&k).unwrap();
+        assert!(m.scan("k").unwrap().is_empty());
+        assert_eq!(m.scan("other").unwrap().len(), 1);
     }
 }
