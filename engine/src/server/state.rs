@@ -171,4 +171,34 @@ mod tests {
         assert_eq!(seen, 30, "every entry once");
         assert!(pages >= 10 + 2, "{pages} pages");
     }
+
+    #[test]
+    fn host_state_shows_its_record_key_and_field() {
+        let mp = |v: &serde_json::Value| rmp_serde::to_vec(v).unwrap();
+        let key = mp(&serde_json::json!("user-7"));
+        let entries = vec![
+            StateEntry {
+                state: "@host/profiles".into(),
+                key: crate::local_state::chain_key(&key, b""),
+                value: Some(mp(&serde_json::json!(1))),
+            },
+            StateEntry {
+                state: "@host/events".into(),
+                key: crate::local_state::chain_key(&key, &mp(&serde_json::json!(42))),
+                value: Some(mp(&serde_json::json!("e"))),
+            },
+            StateEntry { state: "counts".into(), key: key.clone(), value: Some(mp(&serde_json::json!(3))) },
+        ];
+        let page = page("op".into(), &[5], &StateQuery::default(), |_| Ok(entries.clone())).unwrap();
+        let shown: Vec<(String, serde_json::Value, Option<serde_json::Value>)> =
+            page.data.into_iter().map(|i| (i.state, i.key, i.field)).collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("@host/profiles".into(), serde_json::json!("user-7"), None),
+                ("@host/events".into(), serde_json::json!("user-7"), Some(serde_json::json!(42))),
+                ("counts".into(), serde_json::json!("user-7"), None),
+            ]
+        );
+    }
 }

@@ -375,3 +375,58 @@ fn large_host_state_survives_sigkill() {
         meta.full_size
     );
 }
+
+/// The server runs host state in its data directory and the state API shows it: a
+/// finished job's final checkpoint, paged, holds every key's count as `@host/host_counts`
+/// entries with the record key decoded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_api_shows_host_state() {
+    use crate::server::TestServer;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let counter = api.upload_guest("counter").await;
+    let (n, keys) = (3_000u64, 50u64);
+    let spec = json!({
+        "name": "host-api",
+        "nodes": [
+            { "id": "ids", "kind": "source", "connector": "generator", "parallelism": 2,
+              "config": { "mode": "sequence", "count": n, "keys": keys, "batch_size": 100 } },
+            { "id": "count", "kind": "operator", "module": counter, "parallelism": 2,
+              "config": { "backend": "host" } },
+            { "id": "out", "kind": "sink", "connector": "blackhole", "config": {} }
+        ],
+        "edges": [
+            { "from": "ids", "to": "count", "partitioning": "hash" },
+            { "from": "count", "to": "out" }
+        ],
+        "settings": { "checkpoint": { "interval_ms": 100 } }
+    });
+    let job = api.create_job(&spec).await;
+    api.wait_status(&job, "finished", std::time::Duration::from_secs(120)).await;
+    let (status, history) = api.get(&format!("/api/v1/jobs/{job}/checkpoints?limit=1")).await;
+    assert_eq!(status, 200, "{history}");
+    let last = history["data"][0]["id"].as_u64().unwrap();
+    let mut counts = BTreeMap::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) =
+            api.get(&format!("/api/v1/jobs/{job}/checkpoints/{last}/state/count?limit=17{cursor}")).await;
+        assert_eq!(status, 200, "{page}");
+        for e in page["data"].as_array().unwrap() {
+            assert_eq!(e["state"], "@host/host_counts", "{e}");
+            assert!(e.get("field").is_none(), "a plain keyed value has no field: {e}");
+            counts.insert(e["key"].as_u64().unwrap(), e["value"]["count"].as_u64().unwrap());
+        }
+        match page["next"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => break,
+        }
+    }
+    let want: BTreeMap<u64, u64> =
+        (0..keys).map(|k| (k, (0..n).filter(|i| i % keys == k).count() as u64)).collect();
+    assert_eq!(counts, want);
+    // The job's local stores went with its instances.
+    assert!(walk(&dir.path().join("local-state")).is_empty());
+}
