@@ -91,9 +91,8 @@ impl<T: Operator> Instance<T> {
         crate::host::event_time::invalidate();
         if self.host_states {
             // One fetch per host state for the batch's record keys.
-            let keys: Vec<&[u8]> = Records::new(input, batch)
-                .map(|r| r.map(|r| r.key_bytes()))
-                .collect::<Result<_>>()?;
+            let keys: Vec<&[u8]> =
+                Records::new(input, batch).map(|r| r.map(|r| r.key_bytes())).collect::<Result<_>>()?;
             let mut states = StateRegistry::new();
             self.operator.states(&mut states);
             states.before_batch(&keys)?;

@@ -447,7 +447,11 @@ impl OperatorInstance {
         // A host import refused something during the call: the call fails, and the instance
         // (whose guest saw the import return normally) cannot be trusted again.
         let state = self.store.data_mut();
-        let refused = match (state.timers.take_refusal(), state.side_outputs.take_refusal(), state.keyed.take_refusal()) {
+        let refused = match (
+            state.timers.take_refusal(),
+            state.side_outputs.take_refusal(),
+            state.keyed.take_refusal(),
+        ) {
             (Some(reason), _, _) => Some((reason, 0)),
             (None, Some(reason), _) => Some((reason, 1)),
             (None, None, Some(reason)) => Some((reason, 2)),

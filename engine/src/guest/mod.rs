@@ -21,11 +21,11 @@ pub use host::{
     TABLES_PER_INSTANCE,
 };
 pub use host_state::HostState;
-pub use keyed_state::KeyedStates;
 pub use instance::{
     ENCODED_BATCHES, ENCODED_FALLBACK_BATCHES, ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS,
     ENCODED_SNAPSHOTS, InstanceLimits, OperatorInstance,
 };
+pub use keyed_state::KeyedStates;
 pub use module::{OPERATOR_EXPORT, OperatorModule};
 pub use side_output::SideOutputs;
 pub use timers::TimerService;
