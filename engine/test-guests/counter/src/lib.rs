@@ -22,6 +22,7 @@
 //!   SDK also calls `states` around every batch, so `panic_after_snapshots` counts those.)
 //! - `panic_after_snapshots`: panic at the first record after this many snapshots, unless
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
+//!   It counts `states` calls, one per part of a snapshot in parts (one part holds ~4 MiB).
 
 use serde::{Deserialize, Serialize};
 use weir_guest::{
