@@ -124,7 +124,8 @@ async fn a_state_near_the_memory_limit_is_snapshotted_in_parts_and_restored() {
 }
 
 /// A guest that never says `last` fails the snapshot once its parts pass twice its memory
-/// limit (and 64 MiB), and is not entered again: it forgot what it handed over.
+/// limit (and 64 MiB), or its wall-time limit, and is not entered again: it forgot what it
+/// handed over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_that_never_ends_is_cut_off() {
     let module =
@@ -138,6 +139,15 @@ async fn a_snapshot_that_never_ends_is_cut_off() {
     assert!(message.contains(&format!("passed {} bytes", 192 << 20)), "{message}");
     let e = inst.snapshot(2, false).await.unwrap_err().to_string();
     assert!(e.contains("cannot be entered again"), "{e}");
+
+    // All its parts together are one call for the wall-time limit.
+    let limits = InstanceLimits { memory_bytes: 4 << 30, wall_limit_ms: 1000, ..InstanceLimits::default() };
+    let mut inst = OperatorInstance::new(&module, "op", 0, limits).await.unwrap();
+    inst.open(&context(r#"{"endless_snapshot": true}"#, false)).await.unwrap();
+    let started = Instant::now();
+    let e = inst.snapshot(1, false).await.unwrap_err();
+    assert!(matches!(e, GuestError::WallLimit { limit_ms: 1000, .. }), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
 /// A job with a 128 MiB operator holding ~40 MiB of guest state: its checkpoints go in

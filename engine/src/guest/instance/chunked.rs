@@ -8,7 +8,11 @@
 //! bounded ([`max_parts_bytes`]), and a part without entries must be the last, so a guest
 //! that never says `last` fails the snapshot instead of running forever. The guest forgets
 //! what each part hands over, so a snapshot that fails after its first part poisons the
-//! instance (a later snapshot of it would miss those changes).
+//! instance (a later snapshot of it would miss those changes). The snapshot is one call for
+//! the wall-time limit (`wall_limit_ms` over all its parts: a guest cannot stall a barrier
+//! longer by cutting its snapshot small); the CPU limit and the hostcall fuel hold per part.
+
+use std::time::{Duration, Instant};
 
 use super::super::bindings::{StateDelta, StateEntry};
 use super::super::error::{Call, GuestError};
@@ -38,14 +42,12 @@ impl OperatorInstance {
     ) -> Result<Option<StateDelta>, GuestError> {
         let Some(exports) = self.chunked.clone() else { return Ok(None) };
         let max = max_parts_bytes(self.who.memory_bytes);
+        let deadline = Instant::now() + Duration::from_millis(self.who.limits.wall_limit_ms);
         let (mut joined, mut parts, mut bytes): (Option<StateDelta>, u64, usize) = (None, 0, 0);
         loop {
             self.begin(Call::Snapshot)?;
-            let r = within(
-                self.who.limits.wall_limit_ms,
-                exports.call_snapshot_part(&mut self.store, checkpoint_id, full),
-            )
-            .await;
+            let left = deadline.saturating_duration_since(Instant::now()).as_millis() as u64;
+            let r = within(left, exports.call_snapshot_part(&mut self.store, checkpoint_id, full)).await;
             let part = match self.finish(Call::Snapshot, r) {
                 Ok(part) => part,
                 Err(e) if parts > 0 && self.poisoned.is_none() => {
