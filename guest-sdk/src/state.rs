@@ -38,6 +38,14 @@ pub const PART_BYTES: usize = 4 << 20;
 /// Bytes an entry costs in a part besides its key and value (its `state-entry`).
 const ENTRY_BYTES: usize = 16;
 
+/// A part's buffer first holds this much; past half of it, it takes its whole budget and
+/// [`PART_SLACK`] at once (a small snapshot never holds [`PART_BYTES`] of memory; a large
+/// one never doubles a buffer of megabytes, old and new side by side).
+const PART_FIRST: usize = 128 << 10;
+
+/// Room for the entry that reaches a part's budget, past it.
+const PART_SLACK: usize = 64 << 10;
+
 /// A state that checkpoints itself as keyed entries.
 ///
 /// [`ValueState`] and [`KeyedState`] implement it; implement it for a state of your own
@@ -129,6 +137,7 @@ impl DeltaWriter<'_> {
     /// Records that `key` (encoded; empty for operator state) now holds `value`, encoded as
     /// MessagePack.
     pub fn put<V: Serialize + ?Sized>(&mut self, key: &[u8], value: &V) -> Result<()> {
+        self.grow();
         let start = self.delta.data.len();
         self.delta.data.extend_from_slice(key);
         if let Err(e) = write_msgpack(&mut self.delta.data, value) {
@@ -142,6 +151,7 @@ impl DeltaWriter<'_> {
 
     /// Records that `key` now holds the already encoded `value`.
     pub fn put_raw(&mut self, key: &[u8], value: &[u8]) {
+        self.grow();
         self.delta.data.extend_from_slice(key);
         self.delta.data.extend_from_slice(value);
         self.push(ChangeKind::Put, key.len(), value.len());
@@ -149,8 +159,18 @@ impl DeltaWriter<'_> {
 
     /// Records that `key` was removed.
     pub fn delete(&mut self, key: &[u8]) {
+        self.grow();
         self.delta.data.extend_from_slice(key);
         self.push(ChangeKind::Delete, key.len(), 0);
+    }
+
+    /// In a part past half of [`PART_FIRST`], makes room for the whole budget at once.
+    fn grow(&mut self) {
+        let data = &mut self.delta.data;
+        let whole = self.budget.saturating_add(PART_SLACK);
+        if self.budget != usize::MAX && data.len() > data.capacity() / 2 && data.capacity() < whole {
+            data.reserve_exact(whole - data.len());
+        }
     }
 
     fn push(&mut self, kind: ChangeKind, key_len: usize, value_len: usize) {
@@ -329,7 +349,7 @@ impl<'a> StateRegistry<'a> {
         self.check()?;
         let snapshot = *progress.snapshot.get_or_insert_with(next_snapshot);
         let budget = budget.max(1);
-        let mut delta = self.empty_delta(budget.saturating_add(64 << 10));
+        let mut delta = self.empty_delta(PART_FIRST.min(budget.saturating_add(PART_SLACK)));
         while let Some((name, state)) = self.list.get_mut(progress.state) {
             let mut writer =
                 DeltaWriter { delta: &mut delta, state: progress.state as u32, snapshot, budget };
@@ -468,6 +488,26 @@ pub(crate) mod tests {
             delta_of(&[StateChange { state: "counts".into(), key: vec![0xa1, b'k'], value: Some(vec![1]) }]);
         short.data.pop();
         assert!(matches!(states.restore(&short, None), Err(Error::InvalidState(_))));
+    }
+
+    #[test]
+    fn a_part_holds_little_memory_when_small_and_never_doubles_when_large() {
+        let mut counts = KeyedState::<u32, String>::default();
+        counts.insert(&1, "x".into());
+        let mut states = StateRegistry::new();
+        states.register("counts", &mut counts);
+        let (small, last) = states.snapshot_part(true, &mut Parts::default(), PART_BYTES).unwrap();
+        assert!(last && small.data.capacity() <= PART_FIRST, "{}", small.data.capacity());
+        drop(states);
+
+        for i in 0..10_000 {
+            counts.insert(&i, "y".repeat(1000));
+        }
+        let mut states = StateRegistry::new();
+        states.register("counts", &mut counts);
+        let (large, last) = states.snapshot_part(true, &mut Parts::default(), PART_BYTES).unwrap();
+        assert!(!last && large.data.len() >= PART_BYTES - large.entries.len() * ENTRY_BYTES);
+        assert_eq!(large.data.capacity(), PART_BYTES + PART_SLACK, "one reservation, no doubling");
     }
 
     #[test]
