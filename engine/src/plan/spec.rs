@@ -156,7 +156,8 @@ pub struct CheckpointSettings {
     pub tolerable_failures: u32,
     /// Completed checkpoints kept for recovery (older ones are removed with their state).
     pub retained: usize,
-    /// Longest chain of incremental chunks per key group before it is compacted.
+    /// Most increments (checkpoints that added to it, its base one) a key group's chain may
+    /// hold before it is compacted into a new base.
     pub max_chain_length: usize,
     /// `aligned`: a task snapshots when the barrier has arrived on every input, reading
     /// none of the inputs it already arrived on meanwhile. `unaligned`: a task snapshots at

@@ -638,7 +638,8 @@ export interface components {
              */
             interval_ms?: number | null;
             /**
-             * @description Longest chain of incremental chunks per key group before it is compacted.
+             * @description Most increments (checkpoints that added to it, its base one) a key group's chain may
+             *     hold before it is compacted into a new base.
              * @default 8
              */
             max_chain_length?: number;

@@ -46,6 +46,24 @@ impl<'txn> ChunkTables<'txn> {
         }
     }
 
+    /// How many increments `chain` holds: runs of chunks written by one checkpoint (a base
+    /// written by a compaction or a full snapshot is one, however many chunks it has).
+    fn increments(&self, job: &str, chain: &[u64]) -> Result<usize, StoreError> {
+        let mut n = 0;
+        let mut last = None;
+        for &chunk in chain {
+            let owner = match self.index.get((job, chunk))? {
+                Some(entry) => entry.value().0,
+                None => return Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
+            };
+            if last != Some(owner) {
+                n += 1;
+                last = Some(owner);
+            }
+        }
+        Ok(n)
+    }
+
     fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
         let mut pieces = Vec::new();
         for piece in self.chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))? {
@@ -389,21 +407,22 @@ impl CheckpointStorage for Store {
                 }
                 let chain = chains.entry(scope).or_default();
                 let delta = encode_entries(entries.iter().copied(), self.max_chunk_bytes, false);
-                let new_len = chain.len() + delta.len();
+                // The chain's length is counted in increments (one per checkpoint that added
+                // to it, the base one), not chunks: a large state's base spans many chunks,
+                // and counting those would compact — rewrite the whole scope — at every
+                // checkpoint once the base passed `max_chain` chunks.
+                let increments = writer.tables.increments(job, chain)? + 1;
                 let mut compacted = false;
-                if new_len > max_chain {
+                if increments > max_chain {
                     let mut live = LiveState::new();
                     apply_chain(&writer.tables.chunks, job, chain, &mut live)?;
                     for entry in &entries {
                         apply_entry(&mut live, &entry.state, &entry.key, entry.value.as_deref());
                     }
                     let base = encode_live(&live, self.max_chunk_bytes);
-                    // A base that is not shorter than the chain would not help; skip it.
-                    if base.len() < new_len {
-                        *chain = writer.write(base)?;
-                        compactions += 1;
-                        compacted = true;
-                    }
+                    *chain = writer.write(base)?;
+                    compactions += 1;
+                    compacted = true;
                 }
                 if !compacted {
                     let ids = writer.write(delta)?;
