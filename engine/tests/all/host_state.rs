@@ -261,6 +261,8 @@ fn large_host_state_survives_sigkill() {
     };
     let keys = env_u64("WEIR_LARGE_KEYS", 60_000);
     let interval = env_u64("WEIR_LARGE_INTERVAL_MS", 200);
+    // Chains of how many increments before a key group's state is rewritten as a new base.
+    let max_chain = env_u64("WEIR_LARGE_MAX_CHAIN", 8);
     let dir = match std::env::var("WEIR_LARGE_DIR") {
         Ok(d) => tempfile::tempdir_in(d).unwrap(),
         Err(_) => tempfile::tempdir().unwrap(),
@@ -283,7 +285,8 @@ fn large_host_state_survives_sigkill() {
         ],
         "settings": {
             "memory_limit_mb": 256,
-            "checkpoint": { "interval_ms": interval, "timeout_ms": 600_000, "retained": 2 }
+            "checkpoint": { "interval_ms": interval, "timeout_ms": 600_000, "retained": 2,
+                            "max_chain_length": max_chain }
         }
     });
     std::fs::write(&job_file, spec.to_string()).unwrap();
