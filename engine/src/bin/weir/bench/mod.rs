@@ -202,6 +202,9 @@ pub enum Suite {
         /// the 50 M run takes tens of minutes and ~25 GB of disk).
         #[arg(long, value_delimiter = ',', default_value = "1000000")]
         keys: Vec<u64>,
+        /// The backends (both for the ratios; one alone to profile it).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "guest,host")]
+        backends: Vec<state::Backend>,
         /// Runs of each backend per key count (medians are reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -377,9 +380,10 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
         }
-        Suite::State { keys, runs, pad, batch, steady_records, checkpoint_records, memory_mib } => {
+        Suite::State { keys, backends, runs, pad, batch, steady_records, checkpoint_records, memory_mib } => {
             let options = state::StateBenchOptions {
                 keys,
+                backends,
                 runs: runs.max(1),
                 pad,
                 batch: batch.max(1),

@@ -35,7 +35,8 @@ use weir::plan::ModuleLoader;
 use weir::record::{Batch, to_msgpack};
 use weir::runtime::{RESTORE_CHUNK_BYTES, restore_chains, split_into_scopes};
 use weir_store::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, Manifest, ScopeDelta, StateEntry, Store, SubtaskWrite,
+    CheckpointMeta, CheckpointStatus, CheckpointStorage, Manifest, ScopeDelta, StateEntry, Store,
+    SubtaskWrite,
 };
 
 use super::kafka::cpu_seconds;
@@ -57,6 +58,8 @@ const CHECKED_KEYS: u64 = 1024;
 pub struct StateBenchOptions {
     /// Key counts (distinct keys loaded).
     pub keys: Vec<u64>,
+    /// The backends measured (both, for the ratios).
+    pub backends: Vec<Backend>,
     /// Runs of each backend per key count (medians are reported).
     pub runs: usize,
     /// Bytes of padding stored with each count (the value is ~`pad` + 14 bytes).
@@ -74,7 +77,7 @@ pub struct StateBenchOptions {
 }
 
 /// Where the counter keeps its counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// `KeyedState`: in guest memory, checkpointed through the guest's `snapshot`.
     Guest,
@@ -274,7 +277,12 @@ impl Checkpointer {
         manifest.entry("count".into()).or_default().insert(0, state.clone());
         self.store.complete(&meta, &manifest, 2)?;
         self.chains = state.chains;
-        Ok(Checkpoint { keys, sync_ms, async_ms: started.elapsed().as_secs_f64() * 1e3, bytes: state.bytes_written })
+        Ok(Checkpoint {
+            keys,
+            sync_ms,
+            async_ms: started.elapsed().as_secs_f64() * 1e3,
+            bytes: state.bytes_written,
+        })
     }
 }
 
@@ -290,14 +298,57 @@ fn join_scopes(a: Vec<ScopeDelta>, b: Vec<ScopeDelta>) -> Vec<ScopeDelta> {
     by_scope.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect()
 }
 
-/// Processes `batch`, adding its cost to `work`.
-async fn process(inst: &mut OperatorInstance, batch: &Batch, work: &mut Work) -> anyhow::Result<Batch> {
-    let (cpu0, started) = (cpu_seconds("self"), Instant::now());
-    let out = inst.process(0, batch).await?;
-    work.cpu += cpu_seconds("self") - cpu0;
-    work.wall += started.elapsed().as_secs_f64();
-    work.records += batch.len() as u64;
-    Ok(out)
+/// Long loads print a line every this many records.
+const PROGRESS_RECORDS: u64 = 1 << 20;
+
+/// Progress of a long load (stderr): rates since the last line or checkpoint.
+struct Progress {
+    cpu: f64,
+    started: Instant,
+    from: u64,
+}
+
+impl Progress {
+    fn start(from: u64) -> Self {
+        Progress { cpu: cpu_seconds("self"), started: Instant::now(), from }
+    }
+
+    fn report(&mut self, loaded: u64) {
+        let n = (loaded - self.from) as f64;
+        eprintln!(
+            "    {loaded} keys loaded: {:.0} k records/s, {:.0} k per CPU-s",
+            n / self.started.elapsed().as_secs_f64().max(1e-6) / 1e3,
+            n / (cpu_seconds("self") - self.cpu).max(0.01) / 1e3,
+        );
+        *self = Progress::start(loaded);
+    }
+}
+
+/// A stretch of processing between checkpoints: CPU and wall time are read at its ends only
+/// (the process's CPU time comes in 10 ms ticks, too coarse for one batch).
+struct Stretch {
+    cpu: f64,
+    started: Instant,
+    records: u64,
+}
+
+impl Stretch {
+    fn start() -> Self {
+        Stretch { cpu: cpu_seconds("self"), started: Instant::now(), records: 0 }
+    }
+
+    async fn process(&mut self, inst: &mut OperatorInstance, batch: &Batch) -> anyhow::Result<Batch> {
+        let out = inst.process(0, batch).await?;
+        self.records += batch.len() as u64;
+        Ok(out)
+    }
+
+    /// Ends the stretch, adding it to `work`.
+    fn end(self, work: &mut Work) {
+        work.cpu += cpu_seconds("self") - self.cpu;
+        work.wall += self.started.elapsed().as_secs_f64();
+        work.records += self.records;
+    }
 }
 
 /// One run of `backend` with `keys` keys in `dir` (created, and deleted afterwards).
@@ -357,22 +408,41 @@ async fn run_in(
     // 1. Load: each key once, checkpointed every `checkpoint_records`.
     let mut since = 0u64;
     let mut id = 0u64;
+    let mut stretch = Stretch::start();
+    let mut progress = Progress::start(id);
     while id < keys {
         let end = (id + batch).min(keys);
         let records = batch_of(id..end);
         // Only the guest may fail here (its memory limit): the host backend must not.
-        if let Err(e) = process(&mut inst, &records, &mut run.load).await {
+        if let Err(e) = stretch.process(&mut inst, &records).await {
             anyhow::ensure!(backend == Backend::Guest, "host backend: {e:#}");
             run.failed = Some((id, format!("{e:#}")));
             return Ok(run);
         }
         (id..end).for_each(&mut count);
         since += end - id;
+        if keys >= 4 * PROGRESS_RECORDS && id / PROGRESS_RECORDS != end / PROGRESS_RECORDS {
+            progress.report(end);
+        }
         id = end;
         if since >= o.checkpoint_records || id == keys {
             since = 0;
-            match ckpt.take(&mut inst).await {
-                Ok(c) => run.load_checkpoints.push(c),
+            std::mem::replace(&mut stretch, Stretch::start()).end(&mut run.load);
+            let taken = ckpt.take(&mut inst).await;
+            stretch = Stretch::start();
+            match taken {
+                Ok(c) => {
+                    if keys >= 4 * PROGRESS_RECORDS {
+                        eprintln!(
+                            "    checkpoint at {id} keys: sync {:.0} ms, async {:.0} ms, {:.1} MiB",
+                            c.sync_ms,
+                            c.async_ms,
+                            mib(c.bytes)
+                        );
+                        progress = Progress::start(id);
+                    }
+                    run.load_checkpoints.push(c)
+                }
                 Err(e) if backend == Backend::Guest => {
                     run.failed = Some((id, format!("checkpoint: {e:#}")));
                     return Ok(run);
@@ -385,23 +455,27 @@ async fn run_in(
     // 2. Steady: random keys.
     let mut rng = SmallRng::seed_from_u64(SEED);
     let mut left = o.steady_records;
+    let mut stretch = Stretch::start();
     while left > 0 {
         let n = left.min(batch);
         let ids: Vec<u64> = (0..n).map(|_| rng.gen_range(0..keys)).collect();
-        process(&mut inst, &batch_of(ids.iter().copied()), &mut run.steady).await?;
+        stretch.process(&mut inst, &batch_of(ids.iter().copied())).await?;
         ids.into_iter().for_each(&mut count);
         left -= n;
     }
+    stretch.end(&mut run.steady);
     run.steady_checkpoint = ckpt.take(&mut inst).await?;
-    run.local_disk_bytes = inst.keyed_states().store().map(|s| s.disk_bytes());
+    if backend == Backend::Host {
+        run.local_disk_bytes = inst.keyed_states().store().map(|s| s.disk_bytes());
+    }
 
     // 3. 1 % of the keys change.
     let changed = (keys / 100).max(1);
     let step = keys / changed;
     let ids: Vec<u64> = (0..changed).map(|i| i * step).collect();
-    let mut work = Work::default();
+    let mut stretch = Stretch::start();
     for chunk in ids.chunks(batch as usize) {
-        process(&mut inst, &batch_of(chunk.iter().copied()), &mut work).await?;
+        stretch.process(&mut inst, &batch_of(chunk.iter().copied())).await?;
     }
     ids.into_iter().for_each(&mut count);
     run.changed = ckpt.take(&mut inst).await?;
@@ -429,7 +503,12 @@ async fn run_in(
     let out = fresh.process(0, &batch_of(0..expected.len() as u64)).await?;
     for (record, want) in out.iter().zip(&expected) {
         let (id, got): (u64, u64) = rmp_serde::from_slice(record.value)?;
-        anyhow::ensure!(got == want + 1, "{} backend: key {id} counts {got} after the restore, not {}", backend.name(), want + 1);
+        anyhow::ensure!(
+            got == want + 1,
+            "{} backend: key {id} counts {got} after the restore, not {}",
+            backend.name(),
+            want + 1
+        );
     }
     Ok(run)
 }
@@ -440,8 +519,10 @@ pub async fn run(host: &Arc<GuestHost>, o: &StateBenchOptions) -> anyhow::Result
     let mut out = Vec::new();
     for &keys in o.keys.iter().filter(|&&k| k > 0) {
         for r in 0..o.runs.max(1) {
-            let order =
-                if r % 2 == 0 { [Backend::Guest, Backend::Host] } else { [Backend::Host, Backend::Guest] };
+            let mut order = o.backends.clone();
+            if r % 2 == 1 {
+                order.reverse();
+            }
             for backend in order {
                 eprintln!("  {keys} keys, run {}, {} backend", r + 1, backend.name());
                 let dir = o.dir.join(format!("{}-{keys}", backend.name()));
@@ -505,15 +586,17 @@ fn print_keys(keys: u64, runs: &[StateRun]) {
         "restore MiB/s (per CPU-s)",
         "local store on disk",
     ]);
+    let mut failures = Vec::new();
     for (backend, rs) in [(Backend::Guest, &guest), (Backend::Host, &host)] {
+        if rs.is_empty() {
+            continue;
+        }
         let ok: Vec<&&StateRun> = rs.iter().filter(|r| r.failed.is_none()).collect();
         if ok.is_empty() {
-            let why = rs
-                .iter()
-                .find_map(|r| r.failed.as_ref())
-                .map(|(at, e)| format!("fails after {at} keys: {e}"))
-                .unwrap_or_else(|| "not run".into());
-            table.add_row(vec![backend.name().to_string(), why]);
+            let failed = rs.iter().find_map(|r| r.failed.as_ref());
+            let cell = failed.map_or(String::new(), |(at, _)| format!("fails after {at} keys"));
+            table.add_row(vec![backend.name().to_string(), cell]);
+            failures.extend(failed.map(|(_, e)| format!("  {}: {e}", backend.name())));
             continue;
         }
         let m = |f: &dyn Fn(&StateRun) -> f64| median(ok.iter().map(|r| f(r)).collect());
@@ -542,18 +625,27 @@ fn print_keys(keys: u64, runs: &[StateRun]) {
                 m(&|r| r.restore_rate()),
                 m(&|r| mib(r.state_bytes) / r.restore_cpu.max(0.01))
             ),
-            match m(&|r| r.local_disk_bytes.map_or(f64::NAN, |b| mib(b))) {
+            match m(&|r| r.local_disk_bytes.map_or(f64::NAN, mib)) {
                 v if v.is_nan() => "-".to_string(),
                 v => format!("{v:.1} MiB"),
             },
         ]);
     }
-    let live = median(host.iter().chain(&guest).filter(|r| r.failed.is_none()).map(|r| mib(r.state_bytes)).collect());
+    let live = median(
+        host.iter().chain(&guest).filter(|r| r.failed.is_none()).map(|r| mib(r.state_bytes)).collect(),
+    );
     println!("{keys} keys ({live:.1} MiB of live state):");
     println!("{table}");
+    for f in failures {
+        println!("{f}");
+    }
     // Ratios of runs made back to back (run i of each backend).
-    let pairs: Vec<(&StateRun, &StateRun)> =
-        guest.iter().zip(&host).filter(|(g, h)| g.failed.is_none() && h.failed.is_none()).map(|(g, h)| (*g, *h)).collect();
+    let pairs: Vec<(&StateRun, &StateRun)> = guest
+        .iter()
+        .zip(&host)
+        .filter(|(g, h)| g.failed.is_none() && h.failed.is_none())
+        .map(|(g, h)| (*g, *h))
+        .collect();
     if pairs.is_empty() {
         println!("  host / guest: no pair of runs where both backends held the state");
         return;
