@@ -89,7 +89,7 @@ impl<T: Operator> Instance<T> {
         self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
-        if self.host_states {
+        if self.host_states && crate::state::host::used() {
             // One fetch per host state for the batch's record keys.
             let keys: Vec<&[u8]> =
                 Records::new(input, batch).map(|r| r.map(|r| r.key_bytes())).collect::<Result<_>>()?;
@@ -133,7 +133,7 @@ impl<T: Operator> Instance<T> {
 
     /// Host states hand the call's changes to the host.
     fn after_call(&mut self) -> Result<()> {
-        if !self.host_states {
+        if !(self.host_states && crate::state::host::used()) {
             return Ok(());
         }
         let mut states = StateRegistry::new();

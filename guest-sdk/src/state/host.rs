@@ -151,6 +151,19 @@ impl NativeKeyedState {
     }
 }
 
+thread_local! {
+    /// A host state of this instance was opened (used): from then on the SDK fetches and
+    /// hands over around every call.
+    static USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a host state of this instance was ever used. Until one is, the SDK does not
+/// walk the operator's states around calls (an operator that registers a host state but
+/// never touches it, like the counter test guest on its guest backend, costs nothing).
+pub(crate) fn used() -> bool {
+    USED.get()
+}
+
 /// One cached entry of the current call.
 struct Slot<V> {
     value: Option<V>,
@@ -181,6 +194,7 @@ impl<V: Serialize + DeserializeOwned> Core<V> {
         );
         let h = calls::open_state(name);
         self.handle = Some(h);
+        USED.set(true);
         h
     }
 
