@@ -199,7 +199,7 @@ pub enum Suite {
     /// (~3 × keys × value bytes of disk) and is deleted after each run.
     State {
         /// Key counts (`1000000,50000000` for state that does not fit an instance's memory;
-        /// the 50 M run takes tens of minutes and ~25 GB of disk).
+        /// the 50 M run needs ~40 GB free and hours: see docs/benchmarks.md).
         #[arg(long, value_delimiter = ',', default_value = "1000000")]
         keys: Vec<u64>,
         /// The backends (both for the ratios; one alone to profile it).
