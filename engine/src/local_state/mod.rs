@@ -21,6 +21,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use fjall::config::PinningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Readable};
 use weir_store::{ScopeDelta, StateEntry, Store};
 
@@ -243,7 +244,17 @@ impl LocalStore {
             .temporary(true)
             .open()
             .map_err(store_error)?;
-        let data = db.keyspace("state", KeyspaceCreateOptions::default).map_err(store_error)?;
+        // Filter and index blocks pinned at every level: with fjall's default (L0 only) a
+        // large table's filter block (several MB past ~10 M keys) is larger than a block-cache
+        // shard admits and was re-read on every lookup (docs/benchmarks.md, "State larger than
+        // memory"). Pinned blocks live outside the cache: ~1.3 bytes a key of filter.
+        let data = db
+            .keyspace("state", || {
+                KeyspaceCreateOptions::default()
+                    .filter_block_pinning_policy(PinningPolicy::all(true))
+                    .index_block_pinning_policy(PinningPolicy::all(true))
+            })
+            .map_err(store_error)?;
         Ok(LocalStore {
             db,
             data,
