@@ -260,6 +260,12 @@ fn large_host_state_survives_sigkill() {
         std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
     };
     let keys = env_u64("WEIR_LARGE_KEYS", 60_000);
+    // Records per second per source subtask. At the CI size the job is paced so that it
+    // cannot end before the checkpoint it is killed after, however fast the machine: 120 K
+    // records at 2 × 5 K/s take at least 12 s, against ~1 s for three 200 ms checkpoints.
+    // The full-size run is unpaced (0) unless told otherwise.
+    let default_rate = if std::env::var("WEIR_LARGE_KEYS").is_ok() { 0 } else { 5_000 };
+    let rate = env_u64("WEIR_LARGE_RATE", default_rate);
     let interval = env_u64("WEIR_LARGE_INTERVAL_MS", 200);
     // Chains of how many increments before a key group's state is rewritten as a new base.
     let max_chain = env_u64("WEIR_LARGE_MAX_CHAIN", 8);
@@ -270,7 +276,7 @@ fn large_host_state_survives_sigkill() {
     let data = dir.path().join("data");
     let job_file = dir.path().join("large.job.json");
     let module = common::guest_path("counter");
-    let spec = json!({
+    let mut spec = json!({
         "name": "large",
         "nodes": [
             { "id": "ids", "kind": "source", "connector": "generator", "parallelism": 2,
@@ -289,6 +295,9 @@ fn large_host_state_survives_sigkill() {
                             "max_chain_length": max_chain }
         }
     });
+    if rate > 0 {
+        spec["nodes"][0]["config"]["records_per_second"] = rate.into();
+    }
     std::fs::write(&job_file, spec.to_string()).unwrap();
     let weir = std::env::var("WEIR_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_weir").to_string());
     let run = || {
