@@ -21,14 +21,17 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fjall::config::PinningPolicy;
+use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Readable};
 use weir_store::{ScopeDelta, StateEntry, Store};
 
 use crate::key_groups::key_group;
 
+mod restore;
 #[cfg(test)]
 mod tests;
+
+pub use restore::LocalRestorer;
 
 /// State names of host state in checkpoints start with this (`@host/counts`).
 pub const HOST_STATE_PREFIX: &str = "@host/";
@@ -49,8 +52,6 @@ pub const CACHE_BYTES: u64 = 64 << 20;
 /// The store's disk use is checked against the quota every this many written bytes, and
 /// reserved from it in steps of this size.
 const QUOTA_STEP: u64 = 16 << 20;
-/// Restores write in batches of this many bytes.
-const RESTORE_BATCH_BYTES: usize = 4 << 20;
 
 /// One field of a key and its value, as a scan returns them.
 pub type FieldValue = (Vec<u8>, Vec<u8>);
@@ -253,6 +254,11 @@ impl LocalStore {
                 KeyspaceCreateOptions::default()
                     .filter_block_pinning_policy(PinningPolicy::all(true))
                     .index_block_pinning_policy(PinningPolicy::all(true))
+                    // Partitioned from L1 on: tables a restore ingests are never pinned
+                    // (fjall places them in L1 unpinned), and a partitioned filter or index
+                    // is read a small partition at a time through the cache.
+                    .filter_block_partitioning_policy(PartitioningPolicy::new([false, true]))
+                    .index_block_partitioning_policy(PartitioningPolicy::new([false, true]))
             })
             .map_err(store_error)?;
         Ok(LocalStore {
@@ -327,6 +333,14 @@ impl LocalStore {
     }
 
     fn key_prefix(&self, sid: u8, key: &[u8]) -> Result<Vec<u8>, LocalStateError> {
+        let group = self.owned_group(key)?;
+        let mut out = Vec::with_capacity(7 + key.len() + 16);
+        Self::write_key(&mut out, group, sid, key, &[]);
+        Ok(out)
+    }
+
+    /// The key group of record key `key`, after the limit and ownership checks.
+    fn owned_group(&self, key: &[u8]) -> Result<u32, LocalStateError> {
         if key.is_empty() || key.len() > MAX_KEY_BYTES {
             return Err(LocalStateError::Limit(format!(
                 "host state needs a record key of 1 to {MAX_KEY_BYTES} bytes; got {} bytes",
@@ -337,12 +351,16 @@ impl LocalStore {
         if !self.owned.contains(&group) {
             return Err(LocalStateError::ForeignKey { group, start: self.owned.start, end: self.owned.end });
         }
-        let mut out = Vec::with_capacity(7 + key.len() + 16);
+        Ok(group)
+    }
+
+    /// Appends the local key of (`sid`, `key`, `field`) in key group `group` to `out`.
+    fn write_key(out: &mut Vec<u8>, group: u32, sid: u8, key: &[u8], field: &[u8]) {
         out.extend_from_slice(&group.to_be_bytes());
         out.push(sid);
         out.extend_from_slice(&(key.len() as u16).to_be_bytes());
         out.extend_from_slice(key);
-        Ok(out)
+        out.extend_from_slice(field);
     }
 
     fn check_value(value: &[u8]) -> Result<(), LocalStateError> {
@@ -538,7 +556,7 @@ impl LocalStore {
 
     /// A restorer that fills this store from checkpoint entries.
     pub fn restorer(self) -> LocalRestorer {
-        LocalRestorer { store: self, batch: None, bytes: 0 }
+        LocalRestorer::new(self)
     }
 
     /// Every live entry as checkpoint entries by scope (tests, inspection of a live store).
@@ -616,52 +634,5 @@ impl LocalChanges {
             scopes.entry(group).or_default().push(entry);
         }
         Ok(scopes.into_iter().map(|(scope, entries)| ScopeDelta { scope, entries }).collect())
-    }
-}
-
-/// Fills a fresh store from the live entries of a checkpoint (before `open`).
-pub struct LocalRestorer {
-    store: LocalStore,
-    batch: Option<OwnedWriteBatch>,
-    bytes: usize,
-}
-
-impl std::fmt::Debug for LocalRestorer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalRestorer").field("store", &self.store).finish_non_exhaustive()
-    }
-}
-
-impl LocalRestorer {
-    /// Adds the checkpoint entry (`state`, `key`) = `value` of host state (`@host/<name>`).
-    /// The entry is not marked changed: the checkpoint already holds it.
-    pub fn put(&mut self, state: &str, key: &[u8], value: &[u8]) -> Result<(), LocalStateError> {
-        let name = state.strip_prefix(HOST_STATE_PREFIX).unwrap_or(state);
-        let sid = self.store.state_id(name)?;
-        let (record, field) = split_chain_key(key).ok_or_else(|| {
-            LocalStateError::Store(format!("a malformed host state key in state `{state}`"))
-        })?;
-        let k = self.store.local_key(u32::from(sid), record, field)?;
-        self.bytes += k.len() + value.len();
-        let batch = self.batch.get_or_insert_with(|| self.store.db.batch());
-        batch.insert(&self.store.data, k, value);
-        if self.bytes >= RESTORE_BATCH_BYTES {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), LocalStateError> {
-        if let Some(batch) = self.batch.take() {
-            let bytes = std::mem::take(&mut self.bytes) as u64;
-            self.store.commit(batch, bytes)?;
-        }
-        Ok(())
-    }
-
-    /// Writes what is buffered and returns the store.
-    pub fn finish(mut self) -> Result<LocalStore, LocalStateError> {
-        self.flush()?;
-        Ok(self.store)
     }
 }
