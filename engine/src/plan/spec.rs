@@ -157,7 +157,9 @@ pub struct CheckpointSettings {
     /// Completed checkpoints kept for recovery (older ones are removed with their state).
     pub retained: usize,
     /// Most increments (checkpoints that added to it, its base one) a key group's chain may
-    /// hold before it is compacted into a new base.
+    /// hold before it is compacted into a new base. Each chain compacts at a threshold of
+    /// its own between half this and this, so that key groups do not all compact at the
+    /// same checkpoint.
     pub max_chain_length: usize,
     /// `aligned`: a task snapshots when the barrier has arrived on every input, reading
     /// none of the inputs it already arrived on meanwhile. `unaligned`: a task snapshots at

@@ -72,8 +72,9 @@ pub struct SubtaskWrite {
     /// sorted by `(state, key)`: see [`SubtaskState::channel`]. Empty for an aligned
     /// checkpoint.
     pub channel_state: Vec<StateEntry>,
-    /// Compact a scope's chain into one new base when it would exceed this many chunks
-    /// (values below 1 count as 1).
+    /// Compact a scope's chain into one new base when it would pass a threshold between
+    /// `⌊max_chain_length / 2⌋ + 1` and this many increments (checkpoints that added to it),
+    /// drawn for each base from its first chunk id (values below 1 count as 1).
     pub max_chain_length: usize,
 }
 

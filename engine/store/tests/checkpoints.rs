@@ -142,6 +142,53 @@ fn compaction_bounds_chains_and_keeps_content() {
     assert_eq!(store.chunk_usage(JOB).unwrap(), (0, 0));
 }
 
+/// Key groups that all change at every checkpoint do not all compact at the same one: each
+/// base draws its own threshold in the upper half of `max_chain_length`, so checkpoints
+/// rewrite a part of the state each, every chain stays within the limit and every scope is
+/// compacted in turn.
+#[test]
+fn compactions_of_busy_key_groups_are_spread_over_checkpoints() {
+    let (_dir, store) = open();
+    let (scopes, max_chain) = (16u32, 8usize);
+    let mut chains = BTreeMap::new();
+    let mut expected = Model::new();
+    let mut compacted_at: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut per_scope = vec![0u32; scopes as usize];
+    for id in 1..=30u64 {
+        let deltas = (0..scopes)
+            .map(|g| {
+                let key = [g as u8, (id % 4) as u8];
+                let value = format!("{id}").into_bytes();
+                expected.insert(("s".to_owned(), key.to_vec()), value.clone());
+                scope(g, vec![put("s", &key, &value)])
+            })
+            .collect();
+        let state = checkpoint(&store, id, id == 1, deltas, &chains, max_chain, 1);
+        for g in 0..scopes {
+            let chain = &state.chains[&g];
+            // One chunk per increment here: the chain's length is its increments.
+            assert!(chain.len() <= max_chain, "checkpoint {id}, scope {g}: {chain:?}");
+            if id > 1 && chain.len() == 1 {
+                per_scope[g as usize] += 1;
+            }
+        }
+        *compacted_at.entry(id).or_default() += state.compactions;
+        chains = state.chains;
+    }
+    assert_eq!(restore(&store, &chains), expected);
+    let most = compacted_at.values().max().copied().unwrap_or(0);
+    assert!(
+        most <= scopes / 2,
+        "{most} of {scopes} key groups compacted at one checkpoint: {compacted_at:?}"
+    );
+    assert!(per_scope.iter().all(|&n| n >= 2), "every scope compacts in turn: {per_scope:?}");
+    let checkpoints_with = compacted_at.values().filter(|&&n| n > 0).count();
+    assert!(
+        checkpoints_with >= 20,
+        "compactions fell on {checkpoints_with} checkpoints only: {compacted_at:?}"
+    );
+}
+
 #[test]
 fn large_deltas_are_split_into_several_chunks() {
     let dir = tempfile::tempdir().unwrap();

@@ -413,7 +413,7 @@ impl CheckpointStorage for Store {
                 // checkpoint once the base passed `max_chain` chunks.
                 let increments = writer.tables.increments(job, chain)? + 1;
                 let mut compacted = false;
-                if increments > max_chain {
+                if compacts(chain.first().copied().unwrap_or(0), increments, max_chain) {
                     let mut live = LiveState::new();
                     apply_chain(&writer.tables.chunks, job, chain, &mut live)?;
                     for entry in &entries {
@@ -774,4 +774,23 @@ impl Store {
         txn.commit()?;
         Ok(())
     }
+}
+
+/// Whether a chain `increments` long with this checkpoint's delta, whose base starts with
+/// chunk `base`, is compacted now: when it passes a threshold between `⌊max_chain / 2⌋ + 1`
+/// and `max_chain`, drawn afresh for every base from its first chunk id. Every key group of a
+/// busy job gains an increment per checkpoint; with `max_chain` as the one threshold they
+/// would all compact — rewrite the whole state — at the same checkpoint, every `max_chain`
+/// checkpoints. With a threshold per base their compactions fall on different checkpoints
+/// and stay apart (a fixed threshold per key group would realign them at common multiples
+/// of their periods). Chains never pass `max_chain`; short chains are never compacted.
+pub(crate) fn compacts(base: u64, increments: usize, max_chain: usize) -> bool {
+    let max_chain = max_chain.max(1);
+    // splitmix64 of the chunk id: consecutive ids give unrelated thresholds.
+    let mut h = base.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    let spread = (max_chain - max_chain / 2) as u64;
+    increments > max_chain - (h % spread) as usize
 }
