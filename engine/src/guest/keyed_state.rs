@@ -14,6 +14,9 @@ use crate::local_state::{LocalChanges, LocalPlace, LocalStateConfig, LocalStateE
 use super::bindings::weir::operator::keyed_state::{self, Change, FieldValue, Lookup};
 use super::host_state::HostState;
 
+/// Most bytes of changed keys one instance's host state holds in host memory.
+pub const MAX_DIRTY_BYTES: usize = 64 << 20;
+
 /// The host state of one instance.
 #[derive(Debug)]
 pub struct KeyedStates {
@@ -22,16 +25,24 @@ pub struct KeyedStates {
     place: Option<LocalPlace>,
     store: Option<LocalStore>,
     refusal: Option<String>,
-    /// Most bytes of changed keys the host holds for the instance between two barriers.
+    /// Most bytes of changed keys the host holds in memory for the instance; past it they
+    /// are spilled to the store ([`LocalStore::spill`]).
     dirty_limit: usize,
 }
 
 impl KeyedStates {
     /// Host state of an instance whose memory limit is `memory_limit` bytes: the keys it
-    /// changes between two barriers, which the host holds in memory until the checkpoint,
-    /// may take half of it.
+    /// changes between two barriers are held in host memory up to a quarter of that and at
+    /// most [`MAX_DIRTY_BYTES`], then spilled to the local store.
     pub(crate) fn new(memory_limit: usize) -> Self {
-        KeyedStates { place: None, store: None, refusal: None, dirty_limit: memory_limit / 2 }
+        let dirty_limit = (memory_limit / 4).min(MAX_DIRTY_BYTES);
+        KeyedStates { place: None, store: None, refusal: None, dirty_limit }
+    }
+
+    /// The spill threshold instead of the one from the memory limit (tests).
+    #[doc(hidden)]
+    pub fn set_dirty_limit(&mut self, bytes: usize) {
+        self.dirty_limit = bytes;
     }
 
     /// Sets where the store goes and which key groups the instance owns.
@@ -108,12 +119,7 @@ impl KeyedStates {
         let result = self.open_store().and_then(|s| {
             let v = f(s)?;
             if s.dirty_bytes() > limit {
-                return Err(LocalStateError::Limit(format!(
-                    "the keys changed since the last checkpoint take {} bytes, more than the {limit} bytes \
-                     (half the memory limit) the host holds for an instance between checkpoints; \
-                     checkpoint more often",
-                    s.dirty_bytes()
-                )));
+                s.spill()?;
             }
             Ok(v)
         });

@@ -197,9 +197,15 @@ static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 pub struct LocalStore {
     db: Database,
     data: Keyspace,
+    /// Change marks spilled from `dirty`: `epoch u64 BE ‖ local key` → empty.
+    marks: Keyspace,
+    /// The epoch of the changes since the last checkpoint (one per checkpoint).
+    epoch: u64,
+    /// Keys spilled to `marks` in this epoch.
+    spilled: usize,
     dir: PathBuf,
     names: Vec<String>,
-    /// Local keys written or deleted since the last checkpoint.
+    /// Local keys written or deleted since the last checkpoint and not yet spilled.
     dirty: HashSet<Vec<u8>>,
     /// Bytes of the keys in `dirty`.
     dirty_bytes: usize,
@@ -261,9 +267,13 @@ impl LocalStore {
                     .index_block_partitioning_policy(PartitioningPolicy::new([false, true]))
             })
             .map_err(store_error)?;
+        let marks = db.keyspace("changed", KeyspaceCreateOptions::default).map_err(store_error)?;
         Ok(LocalStore {
             db,
             data,
+            marks,
+            epoch: 0,
+            spilled: 0,
             dir,
             names: Vec::new(),
             dirty: HashSet::new(),
@@ -502,10 +512,33 @@ impl LocalStore {
         Ok(out)
     }
 
-    /// Bytes of the keys changed since the last checkpoint (host memory the guest's writes
-    /// hold until the next barrier).
+    /// Bytes of the changed keys held in memory (host memory the guest's writes hold until
+    /// the next barrier or [`LocalStore::spill`]).
     pub fn dirty_bytes(&self) -> usize {
         self.dirty_bytes
+    }
+
+    /// Moves the changed keys held in memory to the store's change marks (on disk, read back
+    /// by the checkpoint's [`LocalChanges::into_scopes`]): host memory per instance stays
+    /// bounded however many keys change between two barriers, say while a long checkpoint
+    /// is written.
+    pub fn spill(&mut self) -> Result<(), LocalStateError> {
+        if self.dirty.is_empty() {
+            return Ok(());
+        }
+        let mut batch = self.db.batch();
+        let mut written = 0u64;
+        let prefix = self.epoch.to_be_bytes();
+        for k in self.dirty.drain() {
+            let mut mark = Vec::with_capacity(8 + k.len());
+            mark.extend_from_slice(&prefix);
+            mark.extend_from_slice(&k);
+            written += mark.len() as u64;
+            batch.insert(&self.marks, mark, []);
+            self.spilled += 1;
+        }
+        self.dirty_bytes = 0;
+        self.commit(batch, written)
     }
 
     /// Bytes the store takes on disk (tables and journal) and in its write buffer.
@@ -542,13 +575,19 @@ impl LocalStore {
     /// snapshot of the store to read their values from (`None` when nothing changed). O(1):
     /// the values are read by the snapshot writer, off the task.
     pub fn checkpoint(&mut self) -> Option<LocalChanges> {
-        if self.dirty.is_empty() {
+        if self.dirty.is_empty() && self.spilled == 0 {
             return None;
         }
         self.dirty_bytes = 0;
+        let spilled = (self.spilled > 0).then_some((self.epoch, self.spilled));
+        self.epoch += 1;
+        self.spilled = 0;
         Some(LocalChanges {
             snapshot: self.db.snapshot(),
+            db: self.db.clone(),
             data: self.data.clone(),
+            marks: self.marks.clone(),
+            spilled,
             names: self.names.clone(),
             keys: std::mem::take(&mut self.dirty),
         })
@@ -600,7 +639,11 @@ fn entry_of(
 /// The changes of one checkpoint: changed keys and a snapshot to read their values from.
 pub struct LocalChanges {
     snapshot: fjall::Snapshot,
+    db: Database,
     data: Keyspace,
+    marks: Keyspace,
+    /// The epoch whose marks were spilled, and how many.
+    spilled: Option<(u64, usize)>,
     names: Vec<String>,
     keys: HashSet<Vec<u8>>,
 }
@@ -612,21 +655,34 @@ impl std::fmt::Debug for LocalChanges {
 }
 
 impl LocalChanges {
-    /// How many keys changed.
+    /// How many keys changed (at most: a key spilled and changed again counts twice).
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.keys.len() + self.spilled.map_or(0, |(_, n)| n)
     }
 
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
     /// The changes as checkpoint entries by key group: a put of the value each key has in
     /// the snapshot, or a delete. Blocking (reads the store).
     pub fn into_scopes(self) -> Result<Vec<ScopeDelta>, LocalStateError> {
         let mut keys: Vec<Vec<u8>> = self.keys.into_iter().collect();
+        if let Some((epoch, _)) = self.spilled {
+            // The spilled marks of the epoch, read from the snapshot, then deleted: the
+            // changes they name are in the entries returned (and the writer keeps those until
+            // a checkpoint holding them completes).
+            let mut done = self.db.batch();
+            for guard in self.snapshot.prefix(&self.marks, epoch.to_be_bytes()) {
+                let mark = guard.key().map_err(store_error)?;
+                keys.push(mark[8..].to_vec());
+                done.remove(&self.marks, mark);
+            }
+            done.commit().map_err(store_error)?;
+        }
         keys.sort_unstable();
+        keys.dedup();
         let mut scopes: BTreeMap<u32, Vec<StateEntry>> = BTreeMap::new();
         for k in keys {
             let value = self.snapshot.get(&self.data, &k).map_err(store_error)?.map(|v| v.to_vec());

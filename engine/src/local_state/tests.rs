@@ -146,11 +146,11 @@ proptest! {
         prop_assert_eq!(restored.get(id, key, field).unwrap(), Some(b"new".to_vec()));
     }
 
-    /// Random changes with checkpoints in between: applying every checkpoint's changes in
-    /// order gives the store's content, and a checkpoint's snapshot is not disturbed by
-    /// writes made after it.
+    /// Random changes with checkpoints and spills of the changed keys in between: applying
+    /// every checkpoint's changes in order gives the store's content, and a checkpoint's
+    /// snapshot is not disturbed by writes made after it.
     #[test]
-    fn checkpoints_carry_exactly_the_changes(ops in prop::collection::vec((0u8..3, 0u8..24, 0u8..3, any::<u8>()), 1..200)) {
+    fn checkpoints_carry_exactly_the_changes(ops in prop::collection::vec((0u8..4, 0u8..24, 0u8..3, any::<u8>()), 1..200)) {
         let dir = tempfile::tempdir().unwrap();
         let mut s = open(dir.path());
         let a = u32::from(s.state_id("a").unwrap());
@@ -162,6 +162,8 @@ proptest! {
             match op {
                 0 => s.put(a, &key, &field, &[value]).unwrap(),
                 1 => s.delete(a, &key, &field).unwrap(),
+                // The changed keys so far go to the change marks on disk.
+                3 => s.spill().unwrap(),
                 _ if value % 4 == 0 => s.clear(a, &key).unwrap(),
                 _ => {
                     // A checkpoint whose values are read later, after more writes.
@@ -186,5 +188,7 @@ proptest! {
             .map(|e| ((e.state, e.key), e.value.unwrap()))
             .collect();
         prop_assert_eq!(all, model);
+        // Every spilled mark was read by its checkpoint and deleted.
+        prop_assert_eq!(s.marks.iter().count(), 0);
     }
 }

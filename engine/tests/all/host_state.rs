@@ -153,6 +153,15 @@ fn ids_batch(ids: impl Iterator<Item = u64>, keys: u64) -> weir::record::Batch {
 
 #[test]
 fn host_checkpoints_write_only_the_changed_state() {
+    // As the keys change in host memory, and spilled to the store every ~4 KiB of them (what
+    // an instance does past its in-memory bound, say while a long checkpoint is written).
+    for spill_at in [None, Some(4096)] {
+        eprintln!("changed keys spilled every {spill_at:?} bytes");
+        only_the_changed_state(spill_at);
+    }
+}
+
+fn only_the_changed_state(spill_at: Option<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("weir.redb")).unwrap();
     let rt = runtime();
@@ -172,6 +181,9 @@ fn host_checkpoints_write_only_the_changed_state() {
             config: json!({ "backend": "host", "pad": 200 }).to_string(),
             ..Context::standalone("count", "{}", 128)
         };
+        if let Some(bytes) = spill_at {
+            instance.keyed_states().set_dirty_limit(bytes);
+        }
         instance.open(&context).await.unwrap();
         let keys = 20_000u64;
         let mut chains = BTreeMap::new();
@@ -188,6 +200,8 @@ fn host_checkpoints_write_only_the_changed_state() {
             let changes = instance.keyed_states().checkpoint().expect("changes");
             assert_eq!(changes.len() as u64, touched, "changed keys");
             let scopes: Vec<ScopeDelta> = changes.into_scopes().unwrap();
+            let entries: usize = scopes.iter().map(|s| s.entries.len()).sum();
+            assert_eq!(entries as u64, touched, "entries of checkpoint {checkpoint}");
             // The changed state: each changed entry's key and value.
             let changed: u64 = scopes
                 .iter()
