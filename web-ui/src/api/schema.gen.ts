@@ -639,7 +639,9 @@ export interface components {
             interval_ms?: number | null;
             /**
              * @description Most increments (checkpoints that added to it, its base one) a key group's chain may
-             *     hold before it is compacted into a new base.
+             *     hold before it is compacted into a new base. Each chain compacts at a threshold of
+             *     its own between half this and this, so that key groups do not all compact at the
+             *     same checkpoint.
              * @default 8
              */
             max_chain_length?: number;
