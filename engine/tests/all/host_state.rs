@@ -260,10 +260,12 @@ fn host_state_counts_against_the_storage_quota() {
 /// exactly 2 (each key gets two records), no key missing.
 ///
 /// In CI at a small size. The full size (50 M keys, ~10 GiB of state, checkpoints
-/// every 10 s) is a manual run with a release binary:
-/// `WEIR_LARGE_KEYS=50000000 WEIR_LARGE_INTERVAL_MS=10000 WEIR_BIN=target/release/weir
-/// cargo nextest run -p weir --test all -E 'test(=host_state::large_host_state_survives_sigkill)'
-/// --no-capture` (docs/benchmarks.md, "State larger than memory", has the figures).
+/// every 10 s; ~35 min here, ~40 GB of disk) is a manual run with a release binary, from the
+/// test binary directly (nextest stops a test at 300 s):
+/// `WEIR_LARGE_KEYS=50000000 WEIR_LARGE_INTERVAL_MS=10000 WEIR_LARGE_MAX_CHAIN=32
+/// WEIR_LARGE_KILL_AFTER=25 WEIR_BIN=target/release/weir target/debug/deps/all-<hash>
+/// host_state::large_host_state_survives_sigkill --exact --nocapture` (docs/benchmarks.md,
+/// "State larger than memory", has the figures).
 #[test]
 fn large_host_state_survives_sigkill() {
     use std::io::{BufRead, BufReader};
