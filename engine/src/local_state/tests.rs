@@ -12,6 +12,17 @@ fn open(dir: &Path) -> LocalStore {
     LocalStore::open(&config(dir), "op", 0, 8, 0..8).unwrap()
 }
 
+/// Every live entry of a store, as (state, chain key) → value.
+fn live(store: &LocalStore) -> BTreeMap<(String, Vec<u8>), Vec<u8>> {
+    store
+        .all_entries()
+        .unwrap()
+        .into_values()
+        .flatten()
+        .map(|e| ((e.state, e.key), e.value.unwrap()))
+        .collect()
+}
+
 /// The live entries of a checkpoint's changes applied to `model` (state, chain key → value).
 fn apply_changes(model: &mut BTreeMap<(String, Vec<u8>), Vec<u8>>, changes: Option<LocalChanges>) {
     let Some(changes) = changes else { return };
@@ -88,13 +99,7 @@ fn a_restored_store_holds_what_the_checkpoints_held() {
         r.put(state, key, value).unwrap();
     }
     let restored = r.finish().unwrap();
-    let all: BTreeMap<(String, Vec<u8>), Vec<u8>> = restored
-        .all_entries()
-        .unwrap()
-        .into_values()
-        .flatten()
-        .map(|e| ((e.state, e.key), e.value.unwrap()))
-        .collect();
+    let all = live(&restored);
     assert_eq!(all, model);
     assert_eq!(model.len(), 100);
 }
@@ -126,13 +131,7 @@ proptest! {
             model.insert((state, k), v);
         }
         let mut restored = r.finish().unwrap();
-        let all: BTreeMap<(String, Vec<u8>), Vec<u8>> = restored
-            .all_entries()
-            .unwrap()
-            .into_values()
-            .flatten()
-            .map(|e| ((e.state, e.key), e.value.unwrap()))
-            .collect();
+        let all = live(&restored);
         prop_assert_eq!(&all, &model);
         // Point reads, scans and writes work on what was ingested.
         let ((state, k), v) = model.iter().next().unwrap();
@@ -180,13 +179,7 @@ proptest! {
             apply_changes(&mut model, Some(c));
         }
         apply_changes(&mut model, s.checkpoint());
-        let all: BTreeMap<(String, Vec<u8>), Vec<u8>> = s
-            .all_entries()
-            .unwrap()
-            .into_values()
-            .flatten()
-            .map(|e| ((e.state, e.key), e.value.unwrap()))
-            .collect();
+        let all = live(&s);
         prop_assert_eq!(all, model);
         // Every spilled mark was read by its checkpoint and deleted.
         prop_assert_eq!(s.marks.iter().count(), 0);
