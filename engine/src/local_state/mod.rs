@@ -332,12 +332,7 @@ impl LocalStore {
     fn local_key(&self, state: u32, key: &[u8], field: &[u8]) -> Result<Vec<u8>, LocalStateError> {
         let sid = self.check_state(state)?;
         let mut out = self.key_prefix(sid, key)?;
-        if field.len() > MAX_FIELD_BYTES {
-            return Err(LocalStateError::Limit(format!(
-                "a host state field is at most {MAX_FIELD_BYTES} bytes; got {}",
-                field.len()
-            )));
-        }
+        Self::check_field(field)?;
         out.extend_from_slice(field);
         Ok(out)
     }
@@ -371,6 +366,16 @@ impl LocalStore {
         out.extend_from_slice(&(key.len() as u16).to_be_bytes());
         out.extend_from_slice(key);
         out.extend_from_slice(field);
+    }
+
+    fn check_field(field: &[u8]) -> Result<(), LocalStateError> {
+        if field.len() > MAX_FIELD_BYTES {
+            return Err(LocalStateError::Limit(format!(
+                "a host state field is at most {MAX_FIELD_BYTES} bytes; got {}",
+                field.len()
+            )));
+        }
+        Ok(())
     }
 
     fn check_value(value: &[u8]) -> Result<(), LocalStateError> {
@@ -487,12 +492,7 @@ impl LocalStore {
         let prefix = self.key_prefix(sid, key)?;
         let mut from = prefix.clone();
         if let Some(start) = start {
-            if start.len() > MAX_FIELD_BYTES {
-                return Err(LocalStateError::Limit(format!(
-                    "a host state field is at most {MAX_FIELD_BYTES} bytes; got {}",
-                    start.len()
-                )));
-            }
+            Self::check_field(start)?;
             from.extend_from_slice(start);
         }
         let mut out = Vec::new();

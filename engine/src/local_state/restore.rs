@@ -1,6 +1,6 @@
 //! Restoring a local store from checkpoint entries by bulk ingestion.
 
-use super::{HOST_STATE_PREFIX, LocalStateError, LocalStore, MAX_FIELD_BYTES, split_chain_key, store_error};
+use super::{HOST_STATE_PREFIX, LocalStateError, LocalStore, split_chain_key, store_error};
 use fjall::Keyspace;
 
 /// Fills a fresh store from the live entries of a checkpoint (before `open`), by bulk
@@ -110,12 +110,7 @@ impl LocalRestorer {
             LocalStateError::Store(format!("a malformed host state key in state `{state}`"))
         })?;
         LocalStore::check_value(value)?;
-        if field.len() > MAX_FIELD_BYTES {
-            return Err(LocalStateError::Limit(format!(
-                "a host state field is at most {MAX_FIELD_BYTES} bytes; got {}",
-                field.len()
-            )));
-        }
+        LocalStore::check_field(field)?;
         let group = self.store.owned_group(record)?;
         if self.group != Some(group) || self.pending.bytes.len() >= self.run_bytes {
             self.send_run()?;
