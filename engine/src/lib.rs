@@ -11,6 +11,7 @@
 pub mod api;
 pub mod builtin;
 pub mod clock;
+pub mod cluster;
 pub mod connectors;
 pub mod guest;
 pub mod key_groups;

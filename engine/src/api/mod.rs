@@ -20,6 +20,7 @@ mod serve;
 mod streams;
 mod tenants;
 pub mod ui;
+mod workers;
 
 use std::sync::Arc;
 
@@ -83,6 +84,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         (name = "savepoints", description = "Savepoints: the user's own, portable snapshots of a job's state"),
         (name = "streams", description = "The built-in partitioned log"),
         (name = "kafka", description = "The server's Kafka connections a tenant may use"),
+        (name = "workers", description = "Workers registered with this server (admin token)"),
         (name = "service", description = "Health, metrics and this document")
     )
 )]
@@ -133,6 +135,7 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(streams::create_stream, streams::list_streams))
         .routes(routes!(streams::get_stream))
         .routes(routes!(streams::append_records, streams::read_records))
+        .routes(routes!(workers::list_workers))
 }
 
 /// The OpenAPI document of the API.

@@ -9,12 +9,13 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use super::tenants::Quotas;
+use crate::cluster::ClusterConfig;
 use crate::connectors::kafka::ConnectionConfig;
 use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -33,6 +34,7 @@ const KEYS: [&str; 18] = [
     "max_compiles",
     "max_page_bytes",
     "kafka_connections",
+    "cluster",
 ];
 
 /// Why the configuration could not be loaded.
@@ -109,6 +111,9 @@ pub struct ServerConfig {
     /// the server. In the environment: `WEIR_KAFKA_CONNECTIONS__<NAME>__BOOTSTRAP_SERVERS`
     /// (names are lower-cased there).
     pub kafka_connections: BTreeMap<String, ConnectionConfig>,
+    /// Workers (`weir worker`): where they register and the secret they present
+    /// (`WEIR_CLUSTER__LISTEN`, `WEIR_CLUSTER__TOKEN`). Without `listen`, none can.
+    pub cluster: ClusterConfig,
 }
 
 impl Default for ServerConfig {
@@ -132,6 +137,7 @@ impl Default for ServerConfig {
             max_compiles: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
             max_page_bytes: 4 << 20,
             kafka_connections: BTreeMap::new(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -177,6 +183,7 @@ impl ServerConfig {
                 .validate()
                 .map_err(|e| ConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
         }
+        self.cluster.validate().map_err(ConfigError::Value)?;
         Ok(())
     }
 }

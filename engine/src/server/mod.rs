@@ -30,6 +30,7 @@ use weir_store::Store;
 pub use config::{ConfigError, ServerConfig};
 pub use error::{ServerError, ServerResult};
 
+use crate::cluster::Workers;
 use crate::guest::GuestHost;
 use checkpoints::Checkpoints;
 use health::{StoreHealth, StoreStatus};
@@ -65,6 +66,8 @@ pub struct Server {
     pub telemetry: Arc<Telemetry>,
     /// Whether the store serves (see [`health`]).
     pub store_health: StoreHealth,
+    /// The workers registered with this server (none without `cluster.listen`).
+    pub workers: Workers,
     admin_token_hash: Option<[u8; 32]>,
 }
 
@@ -102,6 +105,7 @@ impl Server {
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;
         ledger::prepare(&store, &tenants, &jobs)?;
+        let config_cluster = config.cluster.clone();
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
         let server = Arc::new(Server {
             config,
@@ -115,6 +119,7 @@ impl Server {
             streams,
             telemetry,
             store_health: StoreHealth::default(),
+            workers: Workers::new(config_cluster),
             admin_token_hash,
         });
         let resumed = server.jobs.resume_all().await?;

@@ -39,7 +39,8 @@ impl Operation {
 
     /// The admin's routes: tenants and their tokens.
     fn is_admin(&self) -> bool {
-        self.path == "/api/v1/tenants" || self.path.starts_with("/api/v1/tenants/")
+        ["/api/v1/tenants", "/api/v1/workers"].contains(&self.path.as_str())
+            || self.path.starts_with("/api/v1/tenants/")
     }
 
     fn params(&self) -> Vec<&str> {

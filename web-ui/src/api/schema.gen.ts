@@ -566,6 +566,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The live workers (by id), then the most recently lost ones (newest first, at most 64).
+         *     Empty without `cluster.listen`.
+         */
+        get: operations["list_workers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1000,6 +1020,47 @@ export interface components {
                 id: string;
                 /** @description What it is for. */
                 label?: string | null;
+            }[];
+        };
+        /** @description A collection. */
+        Data_Worker: {
+            /** @description The items. */
+            data: {
+                /** @description Where other workers reach its data plane. */
+                data_addr: string;
+                /**
+                 * Format: int64
+                 * @description Milliseconds since its last heartbeat (for a lost worker: when it was lost).
+                 */
+                heartbeat_age_ms: number;
+                /**
+                 * Format: int64
+                 * @description Its id: one per session (a worker that registers again gets a new one).
+                 */
+                id: number;
+                /**
+                 * @description Why it was lost: `no heartbeat for … ms`, `the session closed`, `left: …`,
+                 *     `replaced by a new session of the same worker`; `null` while live.
+                 */
+                lost_reason?: string | null;
+                /** @description Its name (a pod or host name). */
+                name: string;
+                /** @description Where its control session comes from. */
+                peer: string;
+                /**
+                 * Format: int64
+                 * @description When it registered, unix ms.
+                 */
+                registered_ms: number;
+                /**
+                 * Format: int32
+                 * @description Subtasks it runs at once.
+                 */
+                slots: number;
+                /** @description `live`, or `lost` (see `lost_reason`). */
+                status: string;
+                /** @description Its build (`weir` version). */
+                version: string;
             }[];
         };
         /**
@@ -1969,6 +2030,44 @@ export interface components {
             records_out_per_second: number;
             /** @description Per subtask. */
             subtasks: components["schemas"]["SubtaskLive"][];
+        };
+        /** @description A worker registered with this server (`weir worker`), live or lost. */
+        Worker: {
+            /** @description Where other workers reach its data plane. */
+            data_addr: string;
+            /**
+             * Format: int64
+             * @description Milliseconds since its last heartbeat (for a lost worker: when it was lost).
+             */
+            heartbeat_age_ms: number;
+            /**
+             * Format: int64
+             * @description Its id: one per session (a worker that registers again gets a new one).
+             */
+            id: number;
+            /**
+             * @description Why it was lost: `no heartbeat for … ms`, `the session closed`, `left: …`,
+             *     `replaced by a new session of the same worker`; `null` while live.
+             */
+            lost_reason?: string | null;
+            /** @description Its name (a pod or host name). */
+            name: string;
+            /** @description Where its control session comes from. */
+            peer: string;
+            /**
+             * Format: int64
+             * @description When it registered, unix ms.
+             */
+            registered_ms: number;
+            /**
+             * Format: int32
+             * @description Subtasks it runs at once.
+             */
+            slots: number;
+            /** @description `live`, or `lost` (see `lost_reason`). */
+            status: string;
+            /** @description Its build (`weir` version). */
+            version: string;
         };
     };
     responses: never;
@@ -4111,6 +4210,44 @@ export interface operations {
             };
             /** @description No such tenant or token */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_workers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_Worker"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -9,6 +9,7 @@ mod modules;
 mod savepoints;
 mod streams;
 mod tenants;
+mod workers;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -30,6 +31,7 @@ pub use tenants::{
     KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView,
     TenantWithToken, TokenBody, TokenInfo, Usage,
 };
+pub use workers::Worker;
 
 /// A collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

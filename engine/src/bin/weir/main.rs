@@ -1,6 +1,6 @@
 //! The `weir` command: runs jobs on this machine (`run`), hosts them (`serve`, `demo`),
 //! drives a server as its client (`module`, `job`, `checkpoint`, `savepoint`, `stream`,
-//! `tenant`) and measures (`bench <suite>`).
+//! `tenant`), runs as a worker of a server (`worker`) and measures (`bench <suite>`).
 
 mod bench;
 mod checkpoint;
@@ -13,6 +13,7 @@ mod savepoint;
 mod serve;
 mod stream;
 mod tenant;
+mod worker;
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +53,9 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
     },
+    /// A worker: registers with a controller (`weir serve` with `cluster.listen`) and runs
+    /// the subtasks it is given, until Ctrl-C or SIGTERM.
+    Worker(worker::WorkerArgs),
     /// Modules on a server.
     Module {
         #[command(flatten)]
@@ -151,6 +155,7 @@ fn main() -> anyhow::Result<()> {
                 serve::serve(data_dir_given.then_some(data_dir), listen, config).await
             }
             Command::Demo { listen } => serve::demo(data_dir, listen).await,
+            Command::Worker(args) => worker::worker(args).await,
             Command::Module { target, command } => module::run(&target.client(&data_dir)?, command).await,
             Command::Job { target, command } => job::run(&target.client(&data_dir)?, command).await,
             Command::Checkpoint { target, command } => {

@@ -24,6 +24,8 @@ pub struct TestServer {
     pub url: String,
     /// The data directory.
     pub data_dir: PathBuf,
+    /// Where workers register (`weir serve` with `WEIR_CLUSTER__LISTEN`).
+    pub cluster: Option<String>,
     _temp: Option<tempfile::TempDir>,
     child: Option<Child>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -73,6 +75,7 @@ impl TestServer {
         TestServer {
             url: format!("http://{address}"),
             data_dir: data_dir.to_path_buf(),
+            cluster: None,
             _temp: None,
             child: None,
             task: Some(task),
@@ -101,8 +104,12 @@ impl TestServer {
             .expect("weir serve starts");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
+        let mut cluster = None;
         let url = loop {
             let line = lines.next().expect("weir serve printed its address").expect("stdout");
+            if let Some(rest) = line.strip_prefix("weir cluster listening on ") {
+                cluster = Some(rest.trim().to_string());
+            }
             if let Some(rest) = line.strip_prefix("weir server listening on ") {
                 break rest.trim().to_string();
             }
@@ -110,6 +117,7 @@ impl TestServer {
         TestServer {
             url,
             data_dir: data_dir.to_path_buf(),
+            cluster,
             _temp: None,
             child: Some(child),
             task: None,

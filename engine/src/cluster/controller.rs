@@ -1,0 +1,443 @@
+//! The controller's side: the cluster listener, one session per worker, and the registry of
+//! the workers ([`Workers`]) that placement and the API read.
+//!
+//! A worker is *live* from its `Welcome` until its session ends: it said goodbye, the
+//! connection closed or failed, nothing arrived for `heartbeat_timeout_ms`, or a new session
+//! under its name replaced it. It is then *lost*, with the reason, and stays listed as lost
+//! (the newest [`MAX_LOST`]) so an operator can see what happened. A worker that comes back
+//! (a paused process resumed, a restarted pod) registers again and gets a new id: nothing of
+//! its old session is ever taken from it again.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, broadcast, watch};
+
+use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
+
+/// Lost workers kept in the registry (the newest).
+pub const MAX_LOST: usize = 64;
+
+/// The controller's cluster settings (`cluster` in the server's configuration).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Where workers connect (`0.0.0.0:7070`; port 0 picks a free one). Unset (the
+    /// default): no listener, every job runs in the server's process.
+    pub listen: Option<String>,
+    /// The secret a worker presents to register (at least 16 bytes; required with
+    /// `listen`). Whoever holds it receives tenants' modules and data: give it only to
+    /// workers (a Kubernetes secret).
+    pub token: Option<String>,
+    /// How often a worker sends a heartbeat, ms.
+    pub heartbeat_interval_ms: u64,
+    /// A worker from which nothing arrived for this long is lost, ms.
+    pub heartbeat_timeout_ms: u64,
+    /// Time a new connection has to register, ms.
+    pub hello_timeout_ms: u64,
+    /// Most live workers; one more is refused (it may try again later).
+    pub max_workers: u32,
+    /// Largest control message, bytes (either way).
+    pub max_frame_bytes: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            listen: None,
+            token: None,
+            heartbeat_interval_ms: 1_000,
+            heartbeat_timeout_ms: 10_000,
+            hello_timeout_ms: 5_000,
+            max_workers: 256,
+            max_frame_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Without the token.
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterConfig")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "<secret>"))
+            .field("heartbeat_interval_ms", &self.heartbeat_interval_ms)
+            .field("heartbeat_timeout_ms", &self.heartbeat_timeout_ms)
+            .field("hello_timeout_ms", &self.hello_timeout_ms)
+            .field("max_workers", &self.max_workers)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .finish()
+    }
+}
+
+impl ClusterConfig {
+    /// Checks the values (the token is needed only with a listener).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.listen.is_some() && self.token.as_ref().is_none_or(|t| t.len() < 16) {
+            return Err("cluster.listen needs cluster.token, a secret of at least 16 bytes".into());
+        }
+        if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms * 2 > self.heartbeat_timeout_ms {
+            return Err(format!(
+                "cluster.heartbeat_timeout_ms ({}) must be at least twice cluster.heartbeat_interval_ms ({}), which is above 0",
+                self.heartbeat_timeout_ms, self.heartbeat_interval_ms
+            ));
+        }
+        if self.hello_timeout_ms == 0 || self.max_workers == 0 || self.max_frame_bytes < 4096 {
+            return Err("cluster.hello_timeout_ms and cluster.max_workers must be above 0 and cluster.max_frame_bytes at least 4096".into());
+        }
+        Ok(())
+    }
+}
+
+/// A worker as the registry knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerInfo {
+    /// Its id (one per session).
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Where its session comes from.
+    pub peer: String,
+    /// Its data address.
+    pub data_addr: String,
+    /// Subtasks it runs at once.
+    pub slots: u32,
+    /// Its build.
+    pub version: String,
+    /// When it registered (Unix ms).
+    pub registered_ms: u64,
+    /// Milliseconds since its last message (for a lost worker: at the moment it was lost).
+    pub heartbeat_age_ms: u64,
+    /// Why it is lost; `None` while it is live.
+    pub lost: Option<String>,
+}
+
+/// A change of the set of live workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerEvent {
+    /// A worker registered.
+    Joined(u64),
+    /// A worker is lost, and why.
+    Lost(u64, String),
+}
+
+struct Live {
+    info: WorkerInfo,
+    last_seen: Instant,
+    /// Tells its session to end (it was replaced).
+    close: watch::Sender<Option<String>>,
+}
+
+#[derive(Default)]
+struct Registry {
+    next_id: u64,
+    live: BTreeMap<u64, Live>,
+    lost: VecDeque<WorkerInfo>,
+}
+
+/// The registry of workers (cheap to clone; shared by the sessions, placement and the API).
+#[derive(Clone)]
+pub struct Workers {
+    config: Arc<ClusterConfig>,
+    token_hash: Option<[u8; 32]>,
+    registry: Arc<Mutex<Registry>>,
+    events: broadcast::Sender<WorkerEvent>,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workers").field("live", &self.lock().live.len()).finish_non_exhaustive()
+    }
+}
+
+impl Workers {
+    /// An empty registry under `config`.
+    pub fn new(config: ClusterConfig) -> Self {
+        let token_hash = config.token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
+        Workers {
+            config: Arc::new(config),
+            token_hash,
+            registry: Arc::new(Mutex::new(Registry { next_id: 1, ..Registry::default() })),
+            events: broadcast::channel(256).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The live workers (by id), then the lost ones (newest first).
+    pub fn list(&self) -> Vec<WorkerInfo> {
+        let registry = self.lock();
+        let now = Instant::now();
+        let mut out: Vec<WorkerInfo> = registry
+            .live
+            .values()
+            .map(|l| WorkerInfo {
+                heartbeat_age_ms: now.duration_since(l.last_seen).as_millis() as u64,
+                ..l.info.clone()
+            })
+            .collect();
+        out.extend(registry.lost.iter().rev().cloned());
+        out
+    }
+
+    /// Joins and losses from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<WorkerEvent> {
+        self.events.subscribe()
+    }
+
+    /// Registers `hello` from `peer`, or says why not.
+    fn register(
+        &self,
+        hello: &Hello,
+        peer: SocketAddr,
+    ) -> Result<(u64, watch::Receiver<Option<String>>), ToWorker> {
+        let refuse = |reason: String, retry: bool| ToWorker::Refused { reason, retry };
+        if hello.protocol != PROTOCOL_VERSION {
+            return Err(refuse(
+                format!("the controller speaks protocol {PROTOCOL_VERSION}, the worker {}", hello.protocol),
+                false,
+            ));
+        }
+        let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
+        if self.token_hash != Some(presented) {
+            return Err(refuse("the cluster token is not valid".into(), false));
+        }
+        if !valid_name(&hello.name) {
+            return Err(refuse("a worker name is 1 to 64 bytes of [A-Za-z0-9._-]".into(), false));
+        }
+        if hello.data_addr.is_empty() || hello.data_addr.len() > 256 || !hello.data_addr.contains(':') {
+            return Err(refuse("the data address must be host:port (at most 256 bytes)".into(), false));
+        }
+        if !(1..=1024).contains(&hello.slots) {
+            return Err(refuse(format!("a worker has 1 to 1024 slots, not {}", hello.slots), false));
+        }
+        let mut registry = self.lock();
+        // The same name again: the new session replaces the old one.
+        let replaced: Option<u64> =
+            registry.live.values().find(|l| l.info.name == hello.name).map(|l| l.info.id);
+        if let Some(old) = replaced {
+            self.lose(&mut registry, old, "replaced by a new session of the same worker".into());
+        }
+        if registry.live.len() >= self.config.max_workers as usize {
+            return Err(refuse(
+                format!(
+                    "the cluster has its maximum of {} workers (cluster.max_workers)",
+                    self.config.max_workers
+                ),
+                true,
+            ));
+        }
+        let id = registry.next_id;
+        registry.next_id += 1;
+        let (close, closed) = watch::channel(None);
+        let info = WorkerInfo {
+            id,
+            name: hello.name.clone(),
+            peer: peer.to_string(),
+            data_addr: hello.data_addr.clone(),
+            slots: hello.slots,
+            version: hello.version.chars().take(64).collect(),
+            registered_ms: crate::clock::unix_ms(),
+            heartbeat_age_ms: 0,
+            lost: None,
+        };
+        registry.live.insert(id, Live { info, last_seen: Instant::now(), close });
+        let _ = self.events.send(WorkerEvent::Joined(id));
+        Ok((id, closed))
+    }
+
+    fn seen(&self, id: u64) {
+        if let Some(live) = self.lock().live.get_mut(&id) {
+            live.last_seen = Instant::now();
+        }
+    }
+
+    /// Marks `id` lost (if it is live) with `reason`.
+    fn lost(&self, id: u64, reason: String) {
+        let mut registry = self.lock();
+        self.lose(&mut registry, id, reason);
+    }
+
+    fn lose(&self, registry: &mut Registry, id: u64, reason: String) {
+        let Some(live) = registry.live.remove(&id) else { return };
+        tracing::warn!(worker = id, name = %live.info.name, %reason, "worker lost");
+        let _ = live.close.send(Some(reason.clone()));
+        let info = WorkerInfo {
+            heartbeat_age_ms: live.last_seen.elapsed().as_millis() as u64,
+            lost: Some(reason.clone()),
+            ..live.info
+        };
+        registry.lost.push_back(info);
+        while registry.lost.len() > MAX_LOST {
+            registry.lost.pop_front();
+        }
+        let _ = self.events.send(WorkerEvent::Lost(id, reason));
+    }
+}
+
+/// Accepts worker sessions on `listener` for as long as the task runs. Sessions beyond
+/// twice `max_workers` (registered or not) are closed at once.
+pub async fn accept(listener: TcpListener, workers: Workers) {
+    let sessions = Arc::new(Semaphore::new(workers.config.max_workers as usize * 2));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: try again shortly.
+                tracing::warn!(error = %e, "cluster listener: accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = sessions.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "cluster listener: too many sessions, connection closed");
+            continue;
+        };
+        let workers = workers.clone();
+        tokio::spawn(async move {
+            session(stream, peer, &workers).await;
+            drop(permit);
+        });
+    }
+}
+
+/// One worker's session, from its hello to its end.
+async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
+    let config = &workers.config;
+    let _ = stream.set_nodelay(true);
+    let mut session = Session::new(stream, config.max_frame_bytes);
+    let hello = tokio::time::timeout(Duration::from_millis(config.hello_timeout_ms), session.recv()).await;
+    let hello = match hello {
+        Ok(Ok(Some(ToController::Hello(hello)))) => hello,
+        Ok(Ok(Some(other))) => {
+            tracing::warn!(%peer, ?other, "cluster session: the first message is not a hello");
+            return;
+        }
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => {
+            tracing::warn!(%peer, error = %e, "cluster session: a bad hello");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%peer, "cluster session: no hello in time");
+            return;
+        }
+    };
+    let (id, mut closed) = match workers.register(&hello, peer) {
+        Ok(registered) => registered,
+        Err(refusal) => {
+            tracing::warn!(%peer, name = %hello.name, ?refusal, "worker refused");
+            let _ = session.send(&refusal).await;
+            return;
+        }
+    };
+    tracing::info!(worker = id, name = %hello.name, %peer, data = %hello.data_addr, slots = hello.slots, "worker registered");
+    let welcome = ToWorker::Welcome {
+        worker: id,
+        heartbeat_interval_ms: config.heartbeat_interval_ms,
+        heartbeat_timeout_ms: config.heartbeat_timeout_ms,
+    };
+    if let Err(e) = session.send(&welcome).await {
+        workers.lost(id, format!("the session failed: {e}"));
+        return;
+    }
+    let timeout = Duration::from_millis(config.heartbeat_timeout_ms);
+    let reason = loop {
+        tokio::select! {
+            next = tokio::time::timeout(timeout, session.recv::<ToController>()) => match next {
+                Err(_) => break format!("no heartbeat for {} ms", config.heartbeat_timeout_ms),
+                Ok(Ok(None)) => break "the session closed".to_string(),
+                Ok(Err(e)) => break format!("the session failed: {e}"),
+                Ok(Ok(Some(ToController::Heartbeat { seq }))) => {
+                    workers.seen(id);
+                    if let Err(e) = session.send(&ToWorker::HeartbeatAck { seq }).await {
+                        break format!("the session failed: {e}");
+                    }
+                }
+                Ok(Ok(Some(ToController::Goodbye { reason }))) => {
+                    break format!("left: {}", reason.chars().take(256).collect::<String>());
+                }
+                Ok(Ok(Some(ToController::Hello(_)))) => break "a second hello in one session".to_string(),
+            },
+            // Replaced by a new session of the same name: already lost.
+            _ = closed.changed() => return,
+        }
+    };
+    workers.lost(id, reason);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(name: &str, token: &str) -> Hello {
+        Hello {
+            protocol: PROTOCOL_VERSION,
+            token: token.into(),
+            name: name.into(),
+            data_addr: "127.0.0.1:9".into(),
+            slots: 2,
+            version: "test".into(),
+        }
+    }
+
+    const TOKEN: &str = "0123456789abcdef";
+
+    fn workers(max: u32) -> Workers {
+        Workers::new(ClusterConfig {
+            listen: Some("127.0.0.1:0".into()),
+            token: Some(TOKEN.into()),
+            max_workers: max,
+            ..ClusterConfig::default()
+        })
+    }
+
+    #[test]
+    fn registration_is_checked_and_a_name_registered_again_replaces_its_old_session() {
+        let workers = workers(2);
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let refused = |h: &Hello| match workers.register(h, peer) {
+            Err(ToWorker::Refused { reason, retry }) => (reason, retry),
+            other => panic!("not refused: {other:?}"),
+        };
+        assert!(refused(&hello("a", "wrong-token-wrong")).0.contains("token"));
+        assert!(refused(&Hello { protocol: 9, ..hello("a", TOKEN) }).0.contains("protocol"));
+        assert!(refused(&hello("a b", TOKEN)).0.contains("name"));
+        assert!(refused(&Hello { slots: 0, ..hello("a", TOKEN) }).0.contains("slots"));
+        let mut events = workers.subscribe();
+        let (a, mut a_closed) = workers.register(&hello("a", TOKEN), peer).unwrap();
+        let (b, _) = workers.register(&hello("b", TOKEN), peer).unwrap();
+        let (reason, retry) = refused(&hello("c", TOKEN));
+        assert!(reason.contains("maximum of 2") && retry, "{reason}");
+        // `a` again: the old session is told to close and listed as lost.
+        let (a2, _) = workers.register(&hello("a", TOKEN), peer).unwrap();
+        assert!(a2 > b);
+        // The sender is gone with the old entry; its last word stays readable.
+        assert!(a_closed.borrow_and_update().as_deref().unwrap().contains("replaced"));
+        let list = workers.list();
+        let ids: Vec<(u64, bool)> = list.iter().map(|w| (w.id, w.lost.is_none())).collect();
+        assert_eq!(ids, vec![(b, true), (a2, true), (a, false)]);
+        let seen: Vec<WorkerEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+        assert_eq!(seen[..2], [WorkerEvent::Joined(a), WorkerEvent::Joined(b)]);
+        assert!(matches!(&seen[2], WorkerEvent::Lost(id, _) if *id == a));
+        assert_eq!(seen[3], WorkerEvent::Joined(a2));
+    }
+
+    #[test]
+    fn the_config_needs_a_token_and_sane_timeouts() {
+        let mut config = ClusterConfig { listen: Some("0.0.0.0:0".into()), ..ClusterConfig::default() };
+        assert!(config.validate().unwrap_err().contains("token"));
+        config.token = Some(TOKEN.into());
+        config.validate().unwrap();
+        config.heartbeat_timeout_ms = config.heartbeat_interval_ms;
+        assert!(config.validate().unwrap_err().contains("twice"));
+        ClusterConfig::default().validate().unwrap();
+    }
+}

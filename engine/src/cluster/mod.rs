@@ -1,0 +1,12 @@
+//! Beyond one machine (issue 22, docs/design.md §13): `weir serve` is the controller and
+//! `weir worker` processes register with it over a control session each
+//! ([`protocol`]). The controller keeps the registry of workers ([`Workers`]): who is
+//! live, with what data address and slots, and who was lost and why (heartbeat timeout,
+//! broken session, replaced). Without a cluster listener (the default) nothing here runs
+//! and every job runs in the server's process.
+
+mod controller;
+pub mod protocol;
+pub mod worker;
+
+pub use controller::{ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};

@@ -1,0 +1,308 @@
+//! Workers registering with a controller (issue 22): `weir serve` with a cluster listener
+//! and `weir worker` processes, real sockets. Workers are listed in the API (admin), lost
+//! by heartbeat timeout (SIGSTOP), by a closed session (SIGKILL) or by leaving (SIGTERM),
+//! and a paused worker that resumes registers again under a new id. Hostile sessions
+//! (a bad token, garbage, oversized frames, silence, another protocol, a full cluster) are
+//! refused and the controller goes on.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream as StdTcp;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use weir::cluster::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker};
+
+use crate::server::{ADMIN, TestServer};
+
+const TOKEN: &str = "cluster-test-token-0123456789";
+const WAIT: Duration = Duration::from_secs(60);
+
+fn controller(dir: &std::path::Path, extra: &[(&str, &str)]) -> TestServer {
+    let mut env = vec![
+        ("WEIR_CLUSTER__LISTEN", "127.0.0.1:0"),
+        ("WEIR_CLUSTER__TOKEN", TOKEN),
+        ("WEIR_CLUSTER__HEARTBEAT_INTERVAL_MS", "200"),
+        ("WEIR_CLUSTER__HEARTBEAT_TIMEOUT_MS", "2000"),
+    ];
+    env.extend_from_slice(extra);
+    let server = TestServer::spawn_process_with(dir, &env);
+    assert!(server.cluster.is_some(), "weir serve printed no cluster address");
+    server
+}
+
+/// A `weir worker` process; its stdout lines arrive on `lines`.
+struct Worker {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Worker {
+    fn spawn(controller: &str, name: &str, token: &str) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args([
+                "worker",
+                "--controller",
+                controller,
+                "--name",
+                name,
+                "--listen",
+                "127.0.0.1:0",
+                "--slots",
+                "3",
+            ])
+            .env("WEIR_CLUSTER_TOKEN", token)
+            .env("RUST_LOG", "weir=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("weir worker starts");
+        let (tx, lines) = mpsc::channel();
+        for out in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Worker { child, lines }
+    }
+
+    /// The next line containing `text` (panics after [`WAIT`]).
+    fn wait_line(&self, text: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line with `{text}` from the worker: {e}"),
+            }
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success(), "kill {signal}");
+    }
+
+    /// Waits for the process to exit (panics after [`WAIT`]).
+    fn exit_status(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the worker did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The worker id in a `registered as worker N` line.
+fn registered_id(line: &str) -> u64 {
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+async fn workers(server: &TestServer) -> Vec<Value> {
+    let (status, body) = server.client(ADMIN).get("/api/v1/workers").await;
+    assert_eq!(status, 200, "{body}");
+    body["data"].as_array().unwrap().clone()
+}
+
+/// Polls the worker list until `pred` holds for it (panics after [`WAIT`] with the list).
+async fn wait_workers(server: &TestServer, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let list = workers(server).await;
+        if pred(&list) {
+            return list;
+        }
+        assert!(Instant::now() < deadline, "{what}: {list:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn find(list: &[Value], id: u64) -> Option<&Value> {
+    list.iter().find(|w| w["id"] == id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_register_and_are_lost_by_timeout_closed_session_or_leaving() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = controller(dir.path(), &[]);
+    let addr = server.cluster.clone().unwrap();
+    let w1 = Worker::spawn(&addr, "w1", TOKEN);
+    let w2 = Worker::spawn(&addr, "w2", TOKEN);
+    let data1 = w1.wait_line("data plane on");
+    let id1 = registered_id(&w1.wait_line("registered as worker"));
+    let id2 = registered_id(&w2.wait_line("registered as worker"));
+    assert_ne!(id1, id2);
+    let list = wait_workers(&server, "both live", |l| {
+        [id1, id2].iter().all(|id| find(l, *id).is_some_and(|w| w["status"] == "live"))
+    })
+    .await;
+    let w = find(&list, id1).unwrap();
+    assert_eq!((w["name"].as_str(), w["slots"].as_u64()), (Some("w1"), Some(3)));
+    let data_addr = w["data_addr"].as_str().unwrap();
+    assert!(data1.contains(data_addr), "advertised {data_addr}, bound: {data1}");
+    assert!(w["heartbeat_age_ms"].as_u64().unwrap() < 2000, "{w}");
+    // Tenants do not see workers; nobody without a token does.
+    let (_, tenant) = server.tenant("t").await;
+    assert_eq!(tenant.get("/api/v1/workers").await.0, 403);
+    assert_eq!(server.anonymous().get("/api/v1/workers").await.0, 401);
+
+    // A paused worker is lost when its heartbeats stop ...
+    w1.signal("-STOP");
+    let list =
+        wait_workers(&server, "w1 lost", |l| find(l, id1).is_some_and(|w| w["status"] == "lost")).await;
+    assert_eq!(find(&list, id1).unwrap()["lost_reason"], "no heartbeat for 2000 ms");
+    assert_eq!(find(&list, id2).unwrap()["status"], "live");
+    // ... and, resumed, registers again under a new id; the old one stays lost.
+    w1.signal("-CONT");
+    w1.wait_line("session ended");
+    let again = registered_id(&w1.wait_line("registered as worker"));
+    assert!(again > id2, "new id {again}");
+    let list =
+        wait_workers(&server, "w1 back", |l| find(l, again).is_some_and(|w| w["status"] == "live")).await;
+    assert_eq!(find(&list, id1).unwrap()["status"], "lost");
+
+    // A killed worker is lost when its session closes, before any heartbeat timeout.
+    let mut w2 = w2;
+    w2.signal("-KILL");
+    let list =
+        wait_workers(&server, "w2 lost", |l| find(l, id2).is_some_and(|w| w["status"] == "lost")).await;
+    let reason = find(&list, id2).unwrap()["lost_reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("session"), "{reason}");
+    let _ = w2.exit_status();
+
+    // A stopped worker says goodbye and exits cleanly.
+    let mut w1 = w1;
+    w1.signal("-TERM");
+    assert!(w1.exit_status().success());
+    let list =
+        wait_workers(&server, "w1 left", |l| find(l, again).is_some_and(|w| w["status"] == "lost")).await;
+    assert_eq!(find(&list, again).unwrap()["lost_reason"], "left: the worker was asked to stop");
+    assert!(list.iter().all(|w| w["status"] == "lost"), "{list:#?}");
+}
+
+fn hello(name: &str, token: &str) -> ToController {
+    ToController::Hello(Hello {
+        protocol: PROTOCOL_VERSION,
+        token: token.into(),
+        name: name.into(),
+        data_addr: "127.0.0.1:9".into(),
+        slots: 1,
+        version: "test".into(),
+    })
+}
+
+/// Opens a session to `addr`, says `hello` and returns the answer (and the session).
+async fn answer(addr: &str, hello: ToController) -> (ToWorker, Session<tokio::net::TcpStream>) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut session = Session::new(stream, 1 << 20);
+    session.send(&hello).await.unwrap();
+    let answer =
+        tokio::time::timeout(WAIT, session.recv()).await.expect("an answer").unwrap().expect("not closed");
+    (answer, session)
+}
+
+/// Whether the controller closes `stream` (read returns 0 or fails) within [`WAIT`].
+fn closed_by_peer(mut stream: StdTcp) -> bool {
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_sessions_are_refused_and_the_controller_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = controller(
+        dir.path(),
+        &[("WEIR_CLUSTER__MAX_WORKERS", "1"), ("WEIR_CLUSTER__HELLO_TIMEOUT_MS", "500")],
+    );
+    let addr = server.cluster.clone().unwrap();
+
+    // A worker with a bad token is refused for good: it exits with the reason.
+    let mut bad = Worker::spawn(&addr, "intruder", "not-the-cluster-token");
+    bad.wait_line("the cluster token is not valid");
+    assert!(!bad.exit_status().success());
+
+    // Another protocol version, a bad name: refused, not worth retrying.
+    let other = ToController::Hello(Hello {
+        protocol: PROTOCOL_VERSION + 1,
+        ..match hello("x", TOKEN) {
+            ToController::Hello(h) => h,
+            _ => unreachable!(),
+        }
+    });
+    match answer(&addr, other).await.0 {
+        ToWorker::Refused { reason, retry: false } => assert!(reason.contains("protocol"), "{reason}"),
+        a => panic!("{a:?}"),
+    }
+    match answer(&addr, hello("../etc", TOKEN)).await.0 {
+        ToWorker::Refused { reason, retry: false } => assert!(reason.contains("name"), "{reason}"),
+        a => panic!("{a:?}"),
+    }
+
+    // Silence, an oversized frame, garbage: the connection is closed.
+    assert!(closed_by_peer(StdTcp::connect(&addr).unwrap()), "a silent connection stays open");
+    let mut big = StdTcp::connect(&addr).unwrap();
+    big.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    assert!(closed_by_peer(big), "an oversized frame is read");
+    let mut garbage = StdTcp::connect(&addr).unwrap();
+    garbage.write_all(&[0, 0, 0, 4, 0xc1, 0xc1, 0xc1, 0xc1]).unwrap();
+    assert!(closed_by_peer(garbage), "garbage is taken");
+
+    // The cluster holds one worker: a second is told to try again later.
+    let (welcome, mut first) = answer(&addr, hello("first", TOKEN)).await;
+    assert!(matches!(welcome, ToWorker::Welcome { .. }), "{welcome:?}");
+    match answer(&addr, hello("second", TOKEN)).await.0 {
+        ToWorker::Refused { reason, retry: true } => assert!(reason.contains("maximum of 1"), "{reason}"),
+        a => panic!("{a:?}"),
+    }
+    // A second hello in a session ends it.
+    first.send(&hello("first", TOKEN)).await.unwrap();
+    let list = wait_workers(&server, "first lost", |l| {
+        l.iter().any(|w| w["status"] == "lost" && w["name"] == "first")
+    })
+    .await;
+    let lost = list.iter().find(|w| w["name"] == "first").unwrap();
+    assert_eq!(lost["lost_reason"], "a second hello in one session");
+    let (status, health) = server.anonymous().get("/healthz").await;
+    assert_eq!(status, 200, "{health}");
+}
+
+#[test]
+fn a_cluster_listener_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["--data-dir"])
+        .arg(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("WEIR_CLUSTER__LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cluster.listen needs cluster.token"), "{stderr}");
+}
