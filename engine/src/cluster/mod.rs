@@ -6,6 +6,7 @@
 //! and every job runs in the server's process.
 
 mod controller;
+pub mod data;
 pub mod protocol;
 pub mod worker;
 

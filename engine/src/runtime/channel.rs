@@ -14,6 +14,14 @@
 //!   and a task pushes a whole call's output and then waits for room
 //!   ([`Sender::ready`]) before it takes its next input — so a task that waits for room
 //!   can still take a barrier (Flink's output buffer overdraft, for the same reason).
+//!
+//! A channel to a subtask on another worker ([`remote_sender`]) keeps the queue at the
+//! receiving end only: the sender holds **credits** (the capacity less the batches sent and
+//! not yet taken by the receiver, which hands them back as it takes them: [`CreditSink`]),
+//! so `has_room` and `ready` mean what they mean locally, with the network's delay. Its
+//! messages go out in order ([`Outbound`]); an unaligned barrier goes out at once and
+//! overtakes, at the receiving end, what is queued there (what the receiver has not taken
+//! is all in that queue or on the wire before it, and the wire keeps order).
 
 use std::collections::VecDeque;
 use std::pin::pin;
@@ -71,6 +79,69 @@ struct Shared {
     room: Notify,
     capacity: usize,
     stats: Arc<ChannelStats>,
+    /// The remote sender's credits go back through this (the receiving end of a remote
+    /// channel).
+    credit: Option<Arc<dyn CreditSink>>,
+}
+
+/// Where the receiving end of a remote channel hands back credits.
+pub trait CreditSink: Send + Sync + std::fmt::Debug {
+    /// The receiver took `batches` batches: the sender may send as many more.
+    fn taken(&self, batches: u32);
+    /// The receiver is gone: the sender's pushes fail from now on.
+    fn gone(&self);
+}
+
+/// Where a remote channel's messages go: the data plane's connection to the receiving
+/// worker, in order.
+pub trait Outbound: Send + Sync + std::fmt::Debug {
+    /// Sends `message` after everything sent before; fails once the connection is gone.
+    fn send(&self, message: &Message) -> Result<(), Closed>;
+    /// Every clone of the sender is gone: the receiving end's sender goes too.
+    fn close(&self);
+}
+
+/// A remote sender's credits, granted by the data plane as the receiver hands them back.
+#[derive(Debug)]
+pub struct Credits {
+    /// The capacity less the batches sent and not yet taken (below zero after a push
+    /// past the capacity, as a local queue holds more than its capacity then).
+    available: std::sync::atomic::AtomicI64,
+    capacity: usize,
+    closed: std::sync::atomic::AtomicBool,
+    room: Notify,
+}
+
+impl Credits {
+    /// `batches` more may be sent.
+    pub fn grant(&self, batches: u32) {
+        self.available.fetch_add(i64::from(batches), Ordering::AcqRel);
+        self.room.notify_waiters();
+    }
+
+    /// The receiver or the connection is gone: pushes fail, waiters wake.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.room.notify_waiters();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+/// The sending end of a remote channel.
+#[derive(Debug)]
+struct Remote {
+    outbound: Box<dyn Outbound>,
+    credits: Arc<Credits>,
+    stats: Arc<ChannelStats>,
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.outbound.close();
+    }
 }
 
 impl Shared {
@@ -81,10 +152,16 @@ impl Shared {
     }
 }
 
-/// The sending half.
+/// The sending half: of a local queue, or of a remote channel.
 #[derive(Debug)]
 pub struct Sender {
-    shared: Arc<Shared>,
+    end: End,
+}
+
+#[derive(Debug)]
+enum End {
+    Local(Arc<Shared>),
+    Remote(Arc<Remote>),
 }
 
 /// The receiving half.
@@ -98,38 +175,88 @@ pub struct Receiver {
 #[error("the downstream task is gone")]
 pub struct Closed;
 
-/// A channel of `capacity` batches.
-pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Sender, Receiver) {
-    let stats = Arc::new(ChannelStats {
+fn new_stats(capacity: usize, from: (String, u32), to: (String, u32)) -> Arc<ChannelStats> {
+    Arc::new(ChannelStats {
         from,
         to,
         capacity,
         max_depth: AtomicUsize::new(0),
         batches: AtomicU64::new(0),
         blocked_ns: AtomicU64::new(0),
-    });
+    })
+}
+
+/// A channel of `capacity` batches.
+pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Sender, Receiver) {
+    local_channel(capacity, new_stats(capacity, from, to), None)
+}
+
+/// The receiving end of a remote channel of `capacity` batches: a local queue whose
+/// receiver hands credits back to `credit` (the data plane pushes what arrives into the
+/// sender).
+pub fn credited_channel(
+    capacity: usize,
+    from: (String, u32),
+    to: (String, u32),
+    credit: Arc<dyn CreditSink>,
+) -> (Sender, Receiver) {
+    local_channel(capacity, new_stats(capacity, from, to), Some(credit))
+}
+
+fn local_channel(
+    capacity: usize,
+    stats: Arc<ChannelStats>,
+    credit: Option<Arc<dyn CreditSink>>,
+) -> (Sender, Receiver) {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue { senders: 1, ..Queue::default() }),
         room: Notify::new(),
         capacity: capacity.max(1),
         stats,
+        credit,
     });
-    (Sender { shared: shared.clone() }, Receiver { shared })
+    (Sender { end: End::Local(shared.clone()) }, Receiver { shared })
+}
+
+/// The sending end of a remote channel of `capacity` batches whose messages go to
+/// `outbound`; the data plane grants the returned credits as the receiver takes batches.
+pub fn remote_sender(
+    capacity: usize,
+    from: (String, u32),
+    to: (String, u32),
+    outbound: Box<dyn Outbound>,
+) -> (Sender, Arc<Credits>) {
+    let capacity = capacity.max(1);
+    let credits = Arc::new(Credits {
+        available: std::sync::atomic::AtomicI64::new(capacity as i64),
+        capacity,
+        closed: std::sync::atomic::AtomicBool::new(false),
+        room: Notify::new(),
+    });
+    let remote = Remote { outbound, credits: credits.clone(), stats: new_stats(capacity, from, to) };
+    (Sender { end: End::Remote(Arc::new(remote)) }, credits)
 }
 
 impl Clone for Sender {
     fn clone(&self) -> Self {
-        self.shared.lock().senders += 1;
-        Sender { shared: self.shared.clone() }
+        match &self.end {
+            End::Local(shared) => {
+                shared.lock().senders += 1;
+                Sender { end: End::Local(shared.clone()) }
+            }
+            End::Remote(remote) => Sender { end: End::Remote(remote.clone()) },
+        }
     }
 }
 
 impl Drop for Sender {
     fn drop(&mut self) {
-        let mut q = self.shared.lock();
-        q.senders -= 1;
-        if q.senders == 0 {
-            q.wake();
+        if let End::Local(shared) = &self.end {
+            let mut q = shared.lock();
+            q.senders -= 1;
+            if q.senders == 0 {
+                q.wake();
+            }
         }
     }
 }
@@ -143,6 +270,9 @@ impl Drop for Receiver {
         q.barrier_end = 0;
         drop(q);
         self.shared.room.notify_waiters();
+        if let Some(credit) = &self.shared.credit {
+            credit.gone();
+        }
     }
 }
 
@@ -151,8 +281,12 @@ impl Sender {
     /// watermark, or data a task already produced); the task waits with [`Sender::ready`]
     /// before it produces more.
     pub fn push(&self, message: Message) -> Result<(), Closed> {
+        let shared = match &self.end {
+            End::Local(shared) => shared,
+            End::Remote(remote) => return remote.push(&message),
+        };
         let is_batch = matches!(message, Message::Batch(_));
-        let mut q = self.shared.lock();
+        let mut q = shared.lock();
         if q.receiver_gone {
             return Err(Closed);
         }
@@ -167,18 +301,27 @@ impl Sender {
         let depth = q.data;
         q.wake();
         drop(q);
-        self.shared.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
+        shared.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
         if is_batch {
-            self.shared.stats.batches.fetch_add(1, Ordering::Relaxed);
+            shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// Queues an unaligned barrier ahead of the data queued after the last barrier (which
     /// it overtakes; barriers never pass each other). Returns how many messages it
-    /// overtook.
+    /// overtook (0 for a remote channel: the receiving end counts them when the barrier
+    /// arrives).
     pub fn push_overtaking(&self, mut barrier: Barrier) -> Result<usize, Closed> {
-        let mut q = self.shared.lock();
+        let shared = match &self.end {
+            End::Local(shared) => shared,
+            End::Remote(remote) => {
+                barrier.unaligned = true;
+                barrier.overtaken = 0;
+                return remote.push(&Message::Barrier(barrier)).map(|()| 0);
+            }
+        };
+        let mut q = shared.lock();
         if q.receiver_gone {
             return Err(Closed);
         }
@@ -194,15 +337,29 @@ impl Sender {
     /// True when the channel has room for more data (or its receiver is gone: the next
     /// push reports that).
     pub fn has_room(&self) -> bool {
-        let q = self.shared.lock();
-        q.data < self.shared.capacity || q.receiver_gone
+        match &self.end {
+            End::Local(shared) => {
+                let q = shared.lock();
+                q.data < shared.capacity || q.receiver_gone
+            }
+            End::Remote(remote) => {
+                remote.credits.available.load(Ordering::Acquire) > 0 || remote.credits.is_closed()
+            }
+        }
+    }
+
+    fn room(&self) -> &Notify {
+        match &self.end {
+            End::Local(shared) => &shared.room,
+            End::Remote(remote) => &remote.credits.room,
+        }
     }
 
     /// Waits until the channel has room for more data. Cancel-safe.
     pub async fn ready(&self) {
         let mut waited = None;
         loop {
-            let mut notified = pin!(self.shared.room.notified());
+            let mut notified = pin!(self.room().notified());
             notified.as_mut().enable();
             if self.has_room() {
                 break;
@@ -212,7 +369,7 @@ impl Sender {
         }
         if let Some(t) = waited {
             let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.shared.stats.blocked_ns.fetch_add(ns, Ordering::Relaxed);
+            self.stats().blocked_ns.fetch_add(ns, Ordering::Relaxed);
         }
     }
 
@@ -224,7 +381,26 @@ impl Sender {
 
     /// The channel's statistics.
     pub fn stats(&self) -> &Arc<ChannelStats> {
-        &self.shared.stats
+        match &self.end {
+            End::Local(shared) => &shared.stats,
+            End::Remote(remote) => &remote.stats,
+        }
+    }
+}
+
+impl Remote {
+    fn push(&self, message: &Message) -> Result<(), Closed> {
+        if self.credits.is_closed() {
+            return Err(Closed);
+        }
+        self.outbound.send(message)?;
+        if matches!(message, Message::Batch(_)) {
+            let left = self.credits.available.fetch_sub(1, Ordering::AcqRel) - 1;
+            let outstanding = (self.credits.capacity as i64 - left).max(0) as usize;
+            self.stats.max_depth.fetch_max(outstanding, Ordering::Relaxed);
+            self.stats.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
@@ -299,12 +475,16 @@ impl Receiver {
         }
         q.barrier_end = q.barrier_end.saturating_sub(1);
         let was_full = q.data >= self.shared.capacity;
-        if matches!(message, Message::Batch(_)) {
+        let is_batch = matches!(message, Message::Batch(_));
+        if is_batch {
             q.data -= 1;
         }
         drop(q);
         if was_full {
             self.shared.room.notify_waiters();
+        }
+        if is_batch && let Some(credit) = &self.shared.credit {
+            credit.taken(1);
         }
         Poll::Ready(Received::Message(message, Vec::new()))
     }

@@ -20,6 +20,8 @@ const BATCH: u8 = 0;
 const WATERMARK: u8 = 1;
 const IDLE: u8 = 2;
 const END: u8 = 3;
+/// On the wire only ([`encode_wire`]).
+const BARRIER: u8 = 4;
 
 /// The in-flight messages of one input channel of a subtask, in order.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -58,9 +60,16 @@ pub fn encode(channels: &[ChannelMessages]) -> (Vec<StateEntry>, u64) {
 }
 
 fn encode_message(m: &Message) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_into(m, &mut v);
+    v
+}
+
+/// Appends the encoding of `m` (not a barrier) to `v`.
+fn encode_into(m: &Message, v: &mut Vec<u8>) {
     match m {
         Message::Batch(b) => {
-            let mut v = Vec::with_capacity(5 + b.len() * 16 + b.byte_len());
+            v.reserve(5 + b.len() * 16 + b.byte_len());
             v.push(BATCH);
             v.extend_from_slice(&(b.len() as u32).to_le_bytes());
             for r in b.iter() {
@@ -69,17 +78,50 @@ fn encode_message(m: &Message) -> Vec<u8> {
                 v.extend_from_slice(&r.timestamp.to_le_bytes());
             }
             v.extend_from_slice(&b.data);
-            v
         }
         Message::Watermark(w) => {
-            let mut v = vec![WATERMARK];
+            v.push(WATERMARK);
             v.extend_from_slice(&w.to_le_bytes());
-            v
         }
-        Message::Idle => vec![IDLE],
-        Message::EndOfStream => vec![END],
+        Message::Idle => v.push(IDLE),
+        Message::EndOfStream => v.push(END),
         Message::Barrier(_) => unreachable!("a barrier is never channel state"),
     }
+}
+
+/// Appends `m` as the data plane sends it to another worker: channel state's encoding,
+/// plus barriers (id, the time since their trigger in µs — an `Instant` means nothing in
+/// another process —, flags, and when they may switch to unaligned).
+pub fn encode_wire(m: &Message, v: &mut Vec<u8>) {
+    let Message::Barrier(b) = m else { return encode_into(m, v) };
+    v.push(BARRIER);
+    v.extend_from_slice(&b.id.to_le_bytes());
+    let age = u64::try_from(b.triggered.elapsed().as_micros()).unwrap_or(u64::MAX);
+    v.extend_from_slice(&age.to_le_bytes());
+    let flags =
+        u8::from(b.is_final) | u8::from(b.unaligned) << 1 | u8::from(b.unaligned_after.is_some()) << 2;
+    v.push(flags);
+    let after = b.unaligned_after.map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    v.extend_from_slice(&after.to_le_bytes());
+}
+
+/// Decodes a message written by [`encode_wire`]; `None` if it does not decode. A barrier
+/// arrives with `overtaken` 0 (the receiving end counts what it overtakes there).
+pub fn decode_wire(v: &[u8]) -> Option<Message> {
+    if v.first() != Some(&BARRIER) {
+        return decode_message(v);
+    }
+    if v.len() != 26 || v[17] > 0b111 {
+        return None;
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(v[at..at + 8].try_into().expect("8 bytes"));
+    let (id, age, flags, after) = (u64_at(1), u64_at(9), v[17], u64_at(18));
+    let now = std::time::Instant::now();
+    let triggered = now.checked_sub(std::time::Duration::from_micros(age)).unwrap_or(now);
+    let unaligned_after = (flags & 4 != 0).then(|| std::time::Duration::from_micros(after));
+    let mut barrier = super::message::Barrier::new(id, triggered, flags & 1 != 0, unaligned_after);
+    barrier.unaligned = flags & 2 != 0;
+    Some(Message::Barrier(barrier))
 }
 
 /// Decodes entries written by [`encode`] (in the store's key order) into per-channel
@@ -160,5 +202,37 @@ mod tests {
         assert_eq!(back[&(0, 2)], channels[1].messages);
         entries[0].value.as_mut().unwrap().push(0);
         assert!(decode(&entries).unwrap_err().to_string().contains("does not decode"));
+    }
+
+    #[test]
+    fn messages_and_barriers_cross_the_wire() {
+        use std::time::{Duration, Instant};
+
+        use crate::runtime::message::Barrier;
+        let mut b = Batch::empty();
+        b.push(b"k", b"v", 1);
+        let mut unaligned = Barrier::new(9, Instant::now(), true, Some(Duration::from_millis(250)));
+        unaligned.unaligned = true;
+        unaligned.overtaken = 3;
+        let aligned = Barrier::new(10, Instant::now(), false, None);
+        for m in [Message::Batch(b), Message::Watermark(-4), Message::Idle, Message::EndOfStream] {
+            let mut v = Vec::new();
+            encode_wire(&m, &mut v);
+            assert_eq!(decode_wire(&v), Some(m));
+        }
+        for sent in [unaligned, aligned] {
+            let mut v = Vec::new();
+            encode_wire(&Message::Barrier(sent), &mut v);
+            let Some(Message::Barrier(got)) = decode_wire(&v) else { panic!("not a barrier") };
+            assert_eq!(
+                (got.id, got.is_final, got.unaligned, got.unaligned_after, got.overtaken),
+                (sent.id, sent.is_final, sent.unaligned, sent.unaligned_after, 0)
+            );
+            assert!(
+                got.triggered <= Instant::now() && got.triggered + Duration::from_secs(5) > sent.triggered
+            );
+            v.push(0);
+            assert_eq!(decode_wire(&v), None, "a longer barrier");
+        }
     }
 }

@@ -39,7 +39,10 @@ mod task_state;
 mod watermark;
 
 pub use attempt::instance_limits;
-pub use channel::{ChannelStats, Closed, Received, Receiver, Sender, Wanted, channel};
+pub use channel::{
+    ChannelStats, Closed, CreditSink, Credits, Outbound, Received, Receiver, Sender, Wanted, channel,
+    credited_channel, remote_sender,
+};
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};
 pub use env::{CheckpointTrigger, RunEnv};

@@ -22,6 +22,7 @@ mod checkpoint_history;
 mod checkpoint_unaligned_view;
 mod chunked_snapshot;
 mod cli_client;
+mod cluster_data;
 mod cluster_workers;
 mod coordinator;
 mod disk_full;

@@ -1,0 +1,538 @@
+//! The data plane: channels between subtasks on different workers, over one TCP connection
+//! per pair of workers, with credit-based flow control.
+//!
+//! The receiving worker registers each remote input channel under its [`ChannelKey`] (job,
+//! attempt, channel) before the attempt starts ([`DataPlane::input`]: a local queue whose
+//! receiver hands credits back). The sending worker opens it on its connection to the
+//! receiving worker ([`DataPlane::output`]): a [`Sender`] with `capacity` credits that sends
+//! each message as it is pushed, in order, and needs a credit per batch for `has_room` /
+//! `ready`, exactly as a local channel needs room (docs/design.md §1, §13). An open for a key
+//! that is not registered (an older attempt: a fenced worker) is answered `GONE`, so the
+//! sender's pushes fail.
+//!
+//! Frames (length-prefixed like the control session, at most `max_frame_bytes`): a tag, a
+//! stream id (`u32`, chosen by the side that opened the stream), and:
+//! `OPEN` the channel key (MessagePack) · `MSG` a message (`channel_state::encode_wire`) ·
+//! `CREDIT` batches taken (`u32`) · `CLOSE` every sender is gone · `GONE` the receiver is
+//! gone. A connection opens with the dialer's hello (the cluster token, its data address);
+//! a connection that ends closes every stream on it: the senders' pushes fail and the
+//! receivers see their channel end without an end of stream — the attempt fails.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use futures::{SinkExt, StreamExt as _};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+use crate::runtime::channel_state::{decode_wire, encode_wire};
+use crate::runtime::{
+    Closed, CreditSink, Credits, Message, Outbound, Receiver, Sender, credited_channel, remote_sender,
+};
+
+const OPEN: u8 = 0;
+const MSG: u8 = 1;
+const CREDIT: u8 = 2;
+const CLOSE: u8 = 3;
+const GONE: u8 = 4;
+
+/// The data plane's protocol version (in its hello).
+const DATA_PROTOCOL: u32 = 1;
+/// Time a new connection has to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Which channel of which attempt of which job.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChannelKey {
+    /// The job.
+    pub job: String,
+    /// Its attempt (a restart is a new attempt: channels of older ones are refused).
+    pub attempt: u64,
+    /// The channel's index in the attempt's wiring.
+    pub channel: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DataHello {
+    protocol: u32,
+    token: String,
+    /// The dialer's data address (the acceptor reuses the connection for its own streams
+    /// to that worker).
+    from: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum DataAnswer {
+    Welcome,
+    Refused(String),
+}
+
+/// Why the data plane could not open a channel.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The peer could not be reached or the connection failed.
+    #[error("the data connection to {peer} failed: {reason}")]
+    Connection {
+        /// The peer's data address.
+        peer: String,
+        /// Why.
+        reason: String,
+    },
+    /// The peer refused the connection.
+    #[error("the worker at {peer} refused the data connection: {reason}")]
+    Refused {
+        /// The peer's data address.
+        peer: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// The key is registered already.
+    #[error("channel {0:?} is registered already")]
+    Duplicate(ChannelKey),
+}
+
+/// A worker's data plane (cheap to clone).
+#[derive(Clone)]
+pub struct DataPlane {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for DataPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPlane").field("address", &self.inner.address).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    token_hash: [u8; 32],
+    token: String,
+    /// This worker's advertised data address.
+    address: String,
+    max_frame_bytes: usize,
+    /// Connections by the peer's data address.
+    connections: Mutex<HashMap<String, Arc<Connection>>>,
+    /// Registered input channels not opened yet.
+    inputs: Mutex<HashMap<ChannelKey, (Sender, Arc<StreamCredit>)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl DataPlane {
+    /// The data plane of the worker reachable at `address`, holding the cluster `token`.
+    pub fn new(token: &str, address: &str, max_frame_bytes: usize) -> Self {
+        DataPlane {
+            inner: Arc::new(Inner {
+                token_hash: Sha256::digest(token.as_bytes()).into(),
+                token: token.to_string(),
+                address: address.to_string(),
+                max_frame_bytes,
+                connections: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Accepts connections of other workers on `listener` for as long as the task runs.
+    pub async fn serve(self, listener: TcpListener) {
+        loop {
+            let Ok((stream, peer)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            let this = self.clone();
+            tokio::spawn(async move {
+                if let Err(reason) = this.accept(stream).await {
+                    tracing::warn!(%peer, %reason, "data connection refused");
+                }
+            });
+        }
+    }
+
+    async fn accept(&self, stream: TcpStream) -> Result<(), String> {
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let codec =
+            || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
+        let (mut reader, mut writer) = (FramedRead::new(read, codec()), FramedWrite::new(write, codec()));
+        let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.next()).await {
+            Ok(Some(Ok(frame))) => rmp_serde::from_slice::<DataHello>(&frame).map_err(|e| e.to_string())?,
+            Ok(Some(Err(e))) => return Err(e.to_string()),
+            Ok(None) => return Err("closed before its hello".into()),
+            Err(_) => return Err("no hello in time".into()),
+        };
+        let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
+        let refusal = if hello.protocol != DATA_PROTOCOL {
+            Some(format!("data protocol {} is not {DATA_PROTOCOL}", hello.protocol))
+        } else if presented != self.inner.token_hash {
+            Some("the cluster token is not valid".to_string())
+        } else if hello.from.is_empty() || hello.from.len() > 256 {
+            Some("a bad data address".to_string())
+        } else {
+            None
+        };
+        let answer = match &refusal {
+            Some(reason) => DataAnswer::Refused(reason.clone()),
+            None => DataAnswer::Welcome,
+        };
+        let bytes = rmp_serde::to_vec(&answer).map_err(|e| e.to_string())?;
+        writer.send(Bytes::from(bytes)).await.map_err(|e| e.to_string())?;
+        if let Some(reason) = refusal {
+            return Err(reason);
+        }
+        self.start(hello.from, reader, writer);
+        Ok(())
+    }
+
+    /// The connection to `peer`, dialled if there is none.
+    async fn connection(&self, peer: &str) -> Result<Arc<Connection>, DataError> {
+        if let Some(c) = lock(&self.inner.connections).get(peer).filter(|c| !c.closed.load(Ordering::Acquire))
+        {
+            return Ok(c.clone());
+        }
+        let failed = |reason: String| DataError::Connection { peer: peer.to_string(), reason };
+        let stream = TcpStream::connect(peer).await.map_err(|e| failed(e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let codec =
+            || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
+        let (mut reader, mut writer) = (FramedRead::new(read, codec()), FramedWrite::new(write, codec()));
+        let hello = DataHello {
+            protocol: DATA_PROTOCOL,
+            token: self.inner.token.clone(),
+            from: self.inner.address.clone(),
+        };
+        let bytes = rmp_serde::to_vec(&hello).map_err(|e| failed(e.to_string()))?;
+        writer.send(Bytes::from(bytes)).await.map_err(|e| failed(e.to_string()))?;
+        let answer = match tokio::time::timeout(HELLO_TIMEOUT, reader.next()).await {
+            Ok(Some(Ok(frame))) => {
+                rmp_serde::from_slice::<DataAnswer>(&frame).map_err(|e| failed(e.to_string()))?
+            }
+            Ok(Some(Err(e))) => return Err(failed(e.to_string())),
+            Ok(None) => return Err(failed("closed during the hello".into())),
+            Err(_) => return Err(failed("no answer to the hello in time".into())),
+        };
+        if let DataAnswer::Refused(reason) = answer {
+            return Err(DataError::Refused { peer: peer.to_string(), reason });
+        }
+        Ok(self.start(peer.to_string(), reader, writer))
+    }
+
+    /// Starts the tasks of a connection with `peer` and registers it.
+    fn start(
+        &self,
+        peer: String,
+        reader: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
+        mut writer: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
+    ) -> Arc<Connection> {
+        let (frames, mut outbox) = mpsc::unbounded_channel::<Bytes>();
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let connection = Arc::new(Connection {
+            frames,
+            stop,
+            next_stream: AtomicU32::new(0),
+            outgoing: Mutex::new(HashMap::new()),
+            incoming: Mutex::new(HashMap::new()),
+            credit_wake: Arc::new(Notify::new()),
+            closed: AtomicBool::new(false),
+        });
+        lock(&self.inner.connections).insert(peer.clone(), connection.clone());
+        // Writer: frames in order, flushed when the outbox is drained.
+        let conn = connection.clone();
+        let write = tokio::spawn(async move {
+            while let Some(frame) = outbox.recv().await {
+                if writer.feed(frame).await.is_err() {
+                    break;
+                }
+                while let Ok(frame) = outbox.try_recv() {
+                    if writer.feed(frame).await.is_err() {
+                        conn.shut();
+                        return;
+                    }
+                }
+                if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
+                    break;
+                }
+            }
+            conn.shut();
+        });
+        // Credits back to the peer as receivers take batches.
+        let conn = connection.clone();
+        let credits = tokio::spawn(async move {
+            loop {
+                conn.credit_wake.notified().await;
+                if conn.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                conn.send_credits();
+            }
+        });
+        // Reader: dispatches every frame; the end of the connection ends everything.
+        let (conn, this) = (connection.clone(), self.clone());
+        tokio::spawn(async move {
+            let mut reader = reader;
+            let reason = loop {
+                let next = tokio::select! {
+                    next = reader.next() => next,
+                    _ = stopped.wait_for(|s| *s) => break "shut down".to_string(),
+                };
+                match next {
+                    Some(Ok(frame)) => {
+                        if let Err(reason) = this.dispatch(&conn, frame.freeze()) {
+                            break reason;
+                        }
+                    }
+                    Some(Err(e)) => break e.to_string(),
+                    None => break "closed by the peer".to_string(),
+                }
+            };
+            tracing::debug!(%peer, %reason, "data connection ended");
+            conn.shut();
+            write.abort();
+            credits.abort();
+            let mut connections = lock(&this.inner.connections);
+            if connections.get(&peer).is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                connections.remove(&peer);
+            }
+        });
+        connection
+    }
+
+    /// Handles one frame from the peer; an error ends the connection.
+    fn dispatch(&self, conn: &Arc<Connection>, frame: Bytes) -> Result<(), String> {
+        if frame.len() < 5 {
+            return Err("a frame shorter than its header".into());
+        }
+        let (tag, stream) = (frame[0], u32::from_le_bytes(frame[1..5].try_into().expect("4 bytes")));
+        let body = frame.slice(5..);
+        match tag {
+            OPEN => {
+                let key: ChannelKey = rmp_serde::from_slice(&body).map_err(|e| format!("a bad open: {e}"))?;
+                match lock(&self.inner.inputs).remove(&key) {
+                    Some((sender, credit)) => {
+                        let _ = credit.bound.set((Arc::downgrade(conn), stream));
+                        lock(&conn.incoming).insert(stream, (sender, credit));
+                    }
+                    None => {
+                        tracing::warn!(
+                            ?key,
+                            "a data stream for a channel that is not registered (an older attempt?)"
+                        );
+                        conn.frame(GONE, stream, &[]);
+                    }
+                }
+            }
+            MSG => {
+                let message = decode_wire(&body).ok_or("a message that does not decode")?;
+                let mut incoming = lock(&conn.incoming);
+                let Some((sender, _)) = incoming.get(&stream) else { return Ok(()) };
+                let pushed = match message {
+                    Message::Barrier(b) if b.unaligned => sender.push_overtaking(b).map(|_| ()),
+                    other => sender.push(other),
+                };
+                if pushed.is_err() {
+                    incoming.remove(&stream);
+                    drop(incoming);
+                    conn.frame(GONE, stream, &[]);
+                }
+            }
+            CREDIT => {
+                let n = u32::from_le_bytes(body.as_ref().try_into().map_err(|_| "a bad credit")?);
+                if let Some(credits) = lock(&conn.outgoing).get(&stream) {
+                    credits.grant(n);
+                }
+            }
+            CLOSE => {
+                lock(&conn.incoming).remove(&stream);
+            }
+            GONE => {
+                if let Some(credits) = lock(&conn.outgoing).remove(&stream) {
+                    credits.close();
+                }
+            }
+            other => return Err(format!("an unknown frame tag {other}")),
+        }
+        Ok(())
+    }
+
+    /// Registers the receiving end of channel `key` (from upstream subtask `from` to
+    /// downstream subtask `to`, `capacity` batches): the downstream subtask reads the
+    /// returned receiver once the upstream worker opens the channel.
+    pub fn input(
+        &self,
+        key: ChannelKey,
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> Result<Receiver, DataError> {
+        let credit = Arc::new(StreamCredit::default());
+        let (sender, receiver) = credited_channel(capacity, from, to, credit.clone());
+        let mut inputs = lock(&self.inner.inputs);
+        if inputs.contains_key(&key) {
+            return Err(DataError::Duplicate(key));
+        }
+        inputs.insert(key, (sender, credit));
+        Ok(receiver)
+    }
+
+    /// Forgets every registered input of `job` not opened yet (its attempt ended).
+    pub fn forget(&self, job: &str) {
+        lock(&self.inner.inputs).retain(|k, _| k.job != job);
+    }
+
+    /// Opens channel `key` to the worker at `peer` (its data address): the sending end, with
+    /// `capacity` credits.
+    pub async fn output(
+        &self,
+        peer: &str,
+        key: &ChannelKey,
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> Result<Sender, DataError> {
+        let conn = self.connection(peer).await?;
+        let stream = conn.next_stream.fetch_add(1, Ordering::Relaxed);
+        let out = StreamOut { conn: conn.clone(), stream };
+        let (sender, credits) = remote_sender(capacity, from, to, Box::new(out));
+        lock(&conn.outgoing).insert(stream, credits.clone());
+        let open = rmp_serde::to_vec(key)
+            .map_err(|e| DataError::Connection { peer: peer.to_string(), reason: e.to_string() })?;
+        if !conn.frame(OPEN, stream, &open) {
+            credits.close();
+        }
+        Ok(sender)
+    }
+
+    /// Closes every connection (tests: a worker that dies).
+    pub fn shut_down(&self) {
+        for (_, c) in lock(&self.inner.connections).drain() {
+            c.shut();
+        }
+    }
+}
+
+/// One connection with another worker.
+struct Connection {
+    /// Frames to the writer, in order.
+    frames: mpsc::UnboundedSender<Bytes>,
+    next_stream: AtomicU32,
+    /// Streams this side opened: their credits.
+    outgoing: Mutex<HashMap<u32, Arc<Credits>>>,
+    /// Streams the peer opened: the local queue each feeds, and its credits.
+    incoming: Mutex<HashMap<u32, (Sender, Arc<StreamCredit>)>>,
+    credit_wake: Arc<Notify>,
+    closed: AtomicBool,
+    /// Set when the connection is shut: its reader ends, and with it the socket.
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Connection {
+    /// Queues a frame; false once the connection is closed.
+    fn frame(&self, tag: u8, stream: u32, body: &[u8]) -> bool {
+        let mut b = BytesMut::with_capacity(5 + body.len());
+        b.put_u8(tag);
+        b.put_u32_le(stream);
+        b.put_slice(body);
+        !self.closed.load(Ordering::Acquire) && self.frames.send(b.freeze()).is_ok()
+    }
+
+    /// Sends the credits (and the departures) of every incoming stream.
+    fn send_credits(&self) {
+        let mut incoming = lock(&self.incoming);
+        let mut gone = Vec::new();
+        for (&stream, (_, credit)) in incoming.iter() {
+            let taken = credit.taken.swap(0, Ordering::AcqRel);
+            if taken > 0 {
+                self.frame(CREDIT, stream, &taken.to_le_bytes());
+            }
+            if credit.gone.load(Ordering::Acquire) {
+                gone.push(stream);
+            }
+        }
+        for stream in gone {
+            incoming.remove(&stream);
+            self.frame(GONE, stream, &[]);
+        }
+    }
+
+    /// Ends the connection: every sender's pushes fail, every receiver's channel ends.
+    fn shut(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for (_, credits) in lock(&self.outgoing).drain() {
+            credits.close();
+        }
+        lock(&self.incoming).clear();
+        self.credit_wake.notify_one();
+        let _ = self.stop.send(true);
+    }
+}
+
+/// The credits a remote input's receiver hands back, bound to its connection and stream
+/// when the sender opens it.
+#[derive(Debug, Default)]
+pub(crate) struct StreamCredit {
+    taken: AtomicU32,
+    gone: AtomicBool,
+    bound: OnceLock<(Weak<Connection>, u32)>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
+    }
+}
+
+impl StreamCredit {
+    fn wake(&self) {
+        if let Some(conn) = self.bound.get().and_then(|(c, _)| c.upgrade()) {
+            conn.credit_wake.notify_one();
+        }
+    }
+}
+
+impl CreditSink for StreamCredit {
+    fn taken(&self, batches: u32) {
+        self.taken.fetch_add(batches, Ordering::AcqRel);
+        self.wake();
+    }
+
+    fn gone(&self) {
+        self.gone.store(true, Ordering::Release);
+        self.wake();
+    }
+}
+
+/// A stream's sending side: its messages as `MSG` frames.
+#[derive(Debug)]
+struct StreamOut {
+    conn: Arc<Connection>,
+    stream: u32,
+}
+
+impl Outbound for StreamOut {
+    fn send(&self, message: &Message) -> Result<(), Closed> {
+        let mut b = Vec::with_capacity(64);
+        b.push(MSG);
+        b.extend_from_slice(&self.stream.to_le_bytes());
+        encode_wire(message, &mut b);
+        if self.conn.closed.load(Ordering::Acquire) || self.conn.frames.send(Bytes::from(b)).is_err() {
+            return Err(Closed);
+        }
+        Ok(())
+    }
+
+    fn close(&self) {
+        lock(&self.conn.outgoing).remove(&self.stream);
+        self.conn.frame(CLOSE, self.stream, &[]);
+    }
+}
