@@ -7,6 +7,7 @@
 
 mod controller;
 pub mod data;
+pub mod objects;
 pub mod protocol;
 pub mod worker;
 

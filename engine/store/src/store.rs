@@ -298,6 +298,26 @@ impl Store {
         Ok(())
     }
 
+    /// Reserves `count` (at least 1) chunk ids for a writer outside this store (a worker
+    /// writing chunks to object storage), durably: they come from the same counter as the
+    /// store's own chunks, so no id is ever handed out twice, across restarts too. Ids of a
+    /// lease that are never used are gaps.
+    pub fn lease_chunk_ids(&self, count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        let count = count.max(1);
+        let txn = self.write_txn(Durability::Immediate)?;
+        let range = {
+            let mut counters = txn.open_table(COUNTERS)?;
+            let first = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
+            let end = first.checked_add(count).ok_or_else(|| {
+                StoreError::corrupt("the chunk id counter".to_string(), "it would overflow".to_string())
+            })?;
+            counters.insert(NEXT_CHUNK_ID, end)?;
+            first..end
+        };
+        txn.commit()?;
+        Ok(range)
+    }
+
     pub(crate) fn read_txn(&self) -> Result<ReadTransaction, StoreError> {
         Ok(self.database()?.begin_read()?)
     }

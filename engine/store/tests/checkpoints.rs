@@ -733,3 +733,30 @@ fn checkpoint_rows_written_before_pins_existed_still_decode() {
     let meta = &store.history(JOB).unwrap()[0];
     assert!(!meta.pinned && meta.retained && meta.status == CheckpointStatus::Completed);
 }
+
+#[test]
+fn leased_chunk_ids_are_never_handed_out_twice() {
+    let (dir, store) = open();
+    let lease = store.lease_chunk_ids(10).unwrap();
+    assert_eq!(lease.end - lease.start, 10);
+    // The store's own chunks come after the lease.
+    begin(&store, 1);
+    let written = store
+        .write_subtask(subtask_write(
+            1,
+            true,
+            vec![scope(0, vec![put("s", b"k", b"1")])],
+            &BTreeMap::new(),
+            5,
+        ))
+        .unwrap();
+    let own = written.chains[&0][0];
+    assert!(own >= lease.end, "chunk {own} inside the lease {lease:?}");
+    let path = store.path().to_path_buf();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    let next = store.lease_chunk_ids(0).unwrap();
+    assert_eq!(next.end - next.start, 1, "at least one id");
+    assert!(next.start > own, "{next:?} after a reopen, the store's last chunk {own}");
+    drop(dir);
+}

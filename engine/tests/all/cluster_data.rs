@@ -148,7 +148,9 @@ async fn an_unaligned_barrier_overtakes_what_the_receiving_end_holds() {
     let first = tokio::time::timeout(WAIT, std::future::poll_fn(|cx| rx.poll_recv(cx, Wanted::Barriers)))
         .await
         .expect("the barrier arrives");
-    let Received::Message(Message::Barrier(got), overtaken) = first else { panic!("the barrier first: {first:?}") };
+    let Received::Message(Message::Barrier(got), overtaken) = first else {
+        panic!("the barrier first: {first:?}")
+    };
     assert!(got.unaligned && got.id == 3);
     assert_eq!(overtaken, vec![batch(1), batch(2), batch(3)], "the in-flight data is what it overtook");
     for v in 1..=4 {

@@ -5,6 +5,7 @@ pub mod event_time;
 pub mod fake_kafka;
 pub mod kafka;
 pub mod nexmark_ref;
+pub mod s3;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,244 @@
+//! Checkpoint chunks in object storage (S3 or anything that speaks its protocol, a local
+//! directory, memory): what workers write and the controller collects (docs/design.md §13).
+//!
+//! A chunk is one immutable object, `<prefix>/chunks/<job as hex>/<chunk id as 16 hex
+//! digits>`, written create-only: a chunk id is written once, by the one worker the
+//! controller leased it to ([`weir_store::Store::lease_chunk_ids`]), so a second put under
+//! the same key is a retry of the same bytes (accepted) or a bug or a zombie (refused).
+//! Objects are never updated; the controller deletes those no retained checkpoint references
+//! ([`ChunkObjects::list`] + [`ChunkObjects::delete`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt as _;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+/// Where chunk objects go.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ObjectStoreConfig {
+    /// In this process's memory (tests).
+    Memory,
+    /// Files under a directory (one machine, or a shared file system).
+    Local {
+        /// The directory (created).
+        dir: PathBuf,
+    },
+    /// An S3 bucket, or any server of its protocol (MinIO, Ceph, moto).
+    S3 {
+        /// The bucket (it must exist).
+        bucket: String,
+        /// The region.
+        #[serde(default = "default_region")]
+        region: String,
+        /// The endpoint of a server other than AWS (`http://127.0.0.1:9000`).
+        #[serde(default)]
+        endpoint: Option<String>,
+        /// The access key id.
+        access_key_id: String,
+        /// The secret access key (never printed).
+        secret_access_key: String,
+        /// Allow an `http://` endpoint.
+        #[serde(default)]
+        allow_http: bool,
+    },
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
+}
+
+/// Without the secret.
+impl std::fmt::Debug for ObjectStoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectStoreConfig::Memory => f.write_str("Memory"),
+            ObjectStoreConfig::Local { dir } => f.debug_struct("Local").field("dir", dir).finish(),
+            ObjectStoreConfig::S3 { bucket, region, endpoint, access_key_id, allow_http, .. } => f
+                .debug_struct("S3")
+                .field("bucket", bucket)
+                .field("region", region)
+                .field("endpoint", endpoint)
+                .field("access_key_id", access_key_id)
+                .field("secret_access_key", &"<secret>")
+                .field("allow_http", allow_http)
+                .finish(),
+        }
+    }
+}
+
+/// Why an object operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ObjectError {
+    /// The store could not be set up.
+    #[error("the object store cannot be opened: {0}")]
+    Config(String),
+    /// A put found other bytes under the chunk's key.
+    #[error("chunk {id} of job `{job}` exists with other bytes: chunk ids are written once")]
+    Conflict {
+        /// The job.
+        job: String,
+        /// The chunk id.
+        id: u64,
+    },
+    /// The store failed.
+    #[error("object store: {0}")]
+    Store(#[from] object_store::Error),
+}
+
+/// Chunks in an object store (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct ChunkObjects {
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+}
+
+impl ChunkObjects {
+    /// The chunks under `prefix` (a path inside the bucket or directory; may be empty) of the
+    /// store `config` describes.
+    pub fn open(config: &ObjectStoreConfig, prefix: &str) -> Result<Self, ObjectError> {
+        let store: Arc<dyn ObjectStore> = match config {
+            ObjectStoreConfig::Memory => Arc::new(object_store::memory::InMemory::new()),
+            ObjectStoreConfig::Local { dir } => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| ObjectError::Config(format!("{}: {e}", dir.display())))?;
+                let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
+                    .map_err(|e| ObjectError::Config(e.to_string()))?;
+                Arc::new(local.with_automatic_cleanup(true))
+            }
+            ObjectStoreConfig::S3 {
+                bucket,
+                region,
+                endpoint,
+                access_key_id,
+                secret_access_key,
+                allow_http,
+            } => {
+                let mut builder = object_store::aws::AmazonS3Builder::new()
+                    .with_bucket_name(bucket)
+                    .with_region(region)
+                    .with_access_key_id(access_key_id)
+                    .with_secret_access_key(secret_access_key)
+                    .with_allow_http(*allow_http);
+                if let Some(endpoint) = endpoint {
+                    builder = builder.with_endpoint(endpoint).with_virtual_hosted_style_request(false);
+                }
+                Arc::new(builder.build().map_err(|e| ObjectError::Config(e.to_string()))?)
+            }
+        };
+        Ok(ChunkObjects { store, prefix: prefix.trim_matches('/').to_string() })
+    }
+
+    fn job_dir(&self, job: &str) -> Path {
+        let job = hex::encode(job.as_bytes());
+        match self.prefix.as_str() {
+            "" => Path::from(format!("chunks/{job}")),
+            prefix => Path::from(format!("{prefix}/chunks/{job}")),
+        }
+    }
+
+    fn path(&self, job: &str, id: u64) -> Path {
+        self.job_dir(job).join(format!("{id:016x}"))
+    }
+
+    /// Writes chunk `id` of `job`, create-only. Writing the same bytes again (a retry) is
+    /// accepted; other bytes are a [`ObjectError::Conflict`].
+    pub async fn put(&self, job: &str, id: u64, bytes: Bytes) -> Result<(), ObjectError> {
+        let path = self.path(job, id);
+        let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match self.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), options).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => match self.get(job, id).await? {
+                Some(existing) if existing == bytes => Ok(()),
+                _ => Err(ObjectError::Conflict { job: job.to_string(), id }),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Chunk `id` of `job`, or `None` if there is none.
+    pub async fn get(&self, job: &str, id: u64) -> Result<Option<Bytes>, ObjectError> {
+        match self.store.get(&self.path(job, id)).await {
+            Ok(object) => Ok(Some(object.bytes().await?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes chunk `id` of `job` (nothing if it is gone already).
+    pub async fn delete(&self, job: &str, id: u64) -> Result<(), ObjectError> {
+        match self.store.delete(&self.path(job, id)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every chunk of `job` stored: (id, bytes), by id. Objects that are not chunks (other
+    /// names) are skipped.
+    pub async fn list(&self, job: &str) -> Result<Vec<(u64, u64)>, ObjectError> {
+        let dir = self.job_dir(job);
+        let mut out: Vec<(u64, u64)> = self
+            .store
+            .list(Some(&dir))
+            .try_filter_map(|meta| async move {
+                let name = meta.location.filename().unwrap_or_default();
+                let id = (name.len() == 16).then(|| u64::from_str_radix(name, 16).ok()).flatten();
+                Ok(id.map(|id| (id, meta.size)))
+            })
+            .try_collect()
+            .await?;
+        out.sort_unstable();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The behaviour every backend must have (the S3 one is checked against a real server in
+    /// `tests/all/cluster_objects.rs`).
+    pub(crate) async fn behaves(objects: &ChunkObjects) {
+        assert_eq!(objects.get("job-a", 1).await.unwrap(), None);
+        objects.put("job-a", 1, Bytes::from_static(b"one")).await.unwrap();
+        objects.put("job-a", 1, Bytes::from_static(b"one")).await.expect("a retry of the same bytes");
+        let conflict = objects.put("job-a", 1, Bytes::from_static(b"other")).await.unwrap_err();
+        assert!(matches!(conflict, ObjectError::Conflict { id: 1, .. }), "{conflict}");
+        objects.put("job-a", 0x1_0000_0000, Bytes::from_static(b"big id")).await.unwrap();
+        objects.put("job-a/b", 1, Bytes::from_static(b"another job")).await.unwrap();
+        assert_eq!(objects.get("job-a", 1).await.unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(objects.list("job-a").await.unwrap(), vec![(1, 3), (0x1_0000_0000, 6)]);
+        assert_eq!(objects.list("job-a/b").await.unwrap(), vec![(1, 11)]);
+        objects.delete("job-a", 1).await.unwrap();
+        objects.delete("job-a", 1).await.expect("deleting a deleted chunk");
+        assert_eq!(objects.list("job-a").await.unwrap(), vec![(0x1_0000_0000, 6)]);
+        assert_eq!(objects.get("job-a", 1).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn memory_and_local_files_keep_chunks_create_only() {
+        behaves(&ChunkObjects::open(&ObjectStoreConfig::Memory, "").unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = ObjectStoreConfig::Local { dir: dir.path().join("objects") };
+        behaves(&ChunkObjects::open(&config, "weir/").unwrap()).await;
+        assert!(dir.path().join("objects/weir/chunks").is_dir());
+    }
+
+    #[test]
+    fn the_secret_is_not_printed() {
+        let config = ObjectStoreConfig::S3 {
+            bucket: "b".into(),
+            region: default_region(),
+            endpoint: None,
+            access_key_id: "id".into(),
+            secret_access_key: "s3cret".into(),
+            allow_http: false,
+        };
+        assert!(!format!("{config:?}").contains("s3cret"));
+    }
+}
