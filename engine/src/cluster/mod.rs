@@ -8,6 +8,7 @@
 mod controller;
 pub mod data;
 pub mod objects;
+pub mod placement;
 pub mod protocol;
 pub mod worker;
 
