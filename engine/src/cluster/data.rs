@@ -46,6 +46,8 @@ const GONE: u8 = 4;
 const DATA_PROTOCOL: u32 = 1;
 /// Time a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most connections a worker accepts at once (a cluster of this many workers).
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// Which channel of which attempt of which job.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -141,23 +143,31 @@ impl DataPlane {
         }
     }
 
-    /// Accepts connections of other workers on `listener` for as long as the task runs.
+    /// Accepts connections of other workers on `listener` for as long as the task runs; at
+    /// most [`MAX_CONNECTIONS`] at once (one more is closed at once).
     pub async fn serve(self, listener: TcpListener) {
+        let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
             let Ok((stream, peer)) = listener.accept().await else {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
+            let Ok(permit) = open.clone().try_acquire_owned() else {
+                tracing::warn!(%peer, "too many data connections: closed");
+                continue;
+            };
             let this = self.clone();
             tokio::spawn(async move {
-                if let Err(reason) = this.accept(stream).await {
-                    tracing::warn!(%peer, %reason, "data connection refused");
+                match this.accept(stream).await {
+                    // The permit goes with the connection.
+                    Ok(conn) => conn.permit.set(permit).unwrap_or(()),
+                    Err(reason) => tracing::warn!(%peer, %reason, "data connection refused"),
                 }
             });
         }
     }
 
-    async fn accept(&self, stream: TcpStream) -> Result<(), String> {
+    async fn accept(&self, stream: TcpStream) -> Result<Arc<Connection>, String> {
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
         let codec =
@@ -188,8 +198,7 @@ impl DataPlane {
         if let Some(reason) = refusal {
             return Err(reason);
         }
-        self.start(hello.from, reader, writer);
-        Ok(())
+        Ok(self.start(hello.from, reader, writer))
     }
 
     /// The connection to `peer`, dialled if there is none.
@@ -243,6 +252,7 @@ impl DataPlane {
             incoming: Mutex::new(HashMap::new()),
             credit_wake: Arc::new(Notify::new()),
             closed: AtomicBool::new(false),
+            permit: OnceLock::new(),
         });
         lock(&self.inner.connections).insert(peer.clone(), connection.clone());
         // Writer: frames in order, flushed when the outbox is drained.
@@ -432,6 +442,8 @@ struct Connection {
     closed: AtomicBool,
     /// Set when the connection is shut: its reader ends, and with it the socket.
     stop: tokio::sync::watch::Sender<bool>,
+    /// An accepted connection's place among [`MAX_CONNECTIONS`], freed when it is dropped.
+    permit: OnceLock<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Connection {

@@ -197,6 +197,88 @@ impl ChunkObjects {
     }
 }
 
+/// [`ChunkObjects`] for the store, whose calls block: each call runs on a small runtime of
+/// its own and the caller waits for it, so it works from any thread (the store's callers
+/// are blocking threads, and a few async tasks that call it briefly).
+pub struct BlockingChunks {
+    objects: ChunkObjects,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for BlockingChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingChunks").field("objects", &self.objects).finish_non_exhaustive()
+    }
+}
+
+impl BlockingChunks {
+    /// Chunks kept in `objects`.
+    pub fn new(objects: ChunkObjects) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("weir-objects")
+            .enable_all()
+            .build()?;
+        Ok(BlockingChunks { objects, runtime: Some(runtime) })
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        call: impl Future<Output = Result<T, ObjectError>> + Send + 'static,
+    ) -> Result<T, weir_store::StoreError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.as_ref().expect("the runtime lives until drop").spawn(async move {
+            let _ = tx.send(call.await);
+        });
+        let result = rx
+            .recv()
+            .map_err(|_| weir_store::StoreError::External("the object store's runtime stopped".into()))?;
+        result.map_err(|e| weir_store::StoreError::External(e.to_string()))
+    }
+}
+
+impl Drop for BlockingChunks {
+    fn drop(&mut self) {
+        // Dropping a runtime may happen on an async thread: do not block there.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl weir_store::ExternalChunks for BlockingChunks {
+    fn put(&self, job: &str, id: u64, bytes: &[u8]) -> Result<(), weir_store::StoreError> {
+        let (objects, job, bytes) = (self.objects.clone(), job.to_string(), Bytes::copy_from_slice(bytes));
+        self.run(async move { objects.put(&job, id, bytes).await })
+    }
+
+    fn get(&self, job: &str, id: u64, out: &mut Vec<u8>) -> Result<bool, weir_store::StoreError> {
+        let (objects, job) = (self.objects.clone(), job.to_string());
+        match self.run(async move { objects.get(&job, id).await })? {
+            Some(bytes) => {
+                out.extend_from_slice(&bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn delete(&self, job: &str, ids: &[u64]) -> Result<(), weir_store::StoreError> {
+        let (objects, job, ids) = (self.objects.clone(), job.to_string(), ids.to_vec());
+        self.run(async move {
+            for id in ids {
+                objects.delete(&job, id).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn list(&self, job: &str) -> Result<Vec<u64>, weir_store::StoreError> {
+        let (objects, job) = (self.objects.clone(), job.to_string());
+        Ok(self.run(async move { objects.list(&job).await })?.into_iter().map(|(id, _)| id).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

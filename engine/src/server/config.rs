@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use super::tenants::Quotas;
 use crate::cluster::ClusterConfig;
+use crate::cluster::objects::ObjectStoreConfig;
 use crate::connectors::kafka::ConnectionConfig;
 use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 19] = [
+const KEYS: [&str; 21] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -35,6 +36,8 @@ const KEYS: [&str; 19] = [
     "max_page_bytes",
     "kafka_connections",
     "cluster",
+    "chunk_store",
+    "chunk_store_prefix",
 ];
 
 /// Why the configuration could not be loaded.
@@ -114,6 +117,13 @@ pub struct ServerConfig {
     /// Workers (`weir worker`): where they register and the secret they present
     /// (`WEIR_CLUSTER__LISTEN`, `WEIR_CLUSTER__TOKEN`). Without `listen`, none can.
     pub cluster: ClusterConfig,
+    /// Where checkpoint chunks go: unset (the default), into `weir.redb`; else an object
+    /// store (`{ kind = "s3", bucket, endpoint, access_key_id, secret_access_key, ... }`,
+    /// `{ kind = "local", dir }`), the one a cluster's workers share. The chunk index,
+    /// history and manifests stay in `weir.redb`.
+    pub chunk_store: Option<ObjectStoreConfig>,
+    /// The path inside the bucket or directory under which this server's chunks go.
+    pub chunk_store_prefix: String,
 }
 
 impl Default for ServerConfig {
@@ -138,6 +148,8 @@ impl Default for ServerConfig {
             max_page_bytes: 4 << 20,
             kafka_connections: BTreeMap::new(),
             cluster: ClusterConfig::default(),
+            chunk_store: None,
+            chunk_store_prefix: "weir".into(),
         }
     }
 }
@@ -214,5 +226,27 @@ mod tests {
             .expect("write");
         let e = ServerConfig::load(Some(&file)).expect_err("refused").to_string();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn a_chunk_store_is_read_from_the_file_and_its_secret_never_printed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("weir.toml");
+        std::fs::write(
+            &file,
+            "chunk_store_prefix = \"prod\"\n[chunk_store]\nkind = \"s3\"\nbucket = \"chunks\"\n\
+             endpoint = \"http://127.0.0.1:9000\"\naccess_key_id = \"id\"\nsecret_access_key = \"s3cret\"\n\
+             allow_http = true\n[cluster]\nlisten = \"0.0.0.0:7070\"\ntoken = \"0123456789abcdef-secret\"\n",
+        )
+        .expect("write");
+        let config = ServerConfig::load(Some(&file)).expect("loads");
+        assert!(
+            matches!(&config.chunk_store, Some(ObjectStoreConfig::S3 { bucket, .. }) if bucket == "chunks")
+        );
+        assert_eq!(config.chunk_store_prefix, "prod");
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("s3cret") && !printed.contains("-secret"), "a secret shows in Debug");
+        std::fs::write(&file, "[chunk_store]\nkind = \"ftp\"\n").expect("write");
+        assert!(ServerConfig::load(Some(&file)).is_err(), "an unknown kind is refused");
     }
 }

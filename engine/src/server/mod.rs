@@ -89,6 +89,10 @@ impl Server {
                 .with_context(|| format!("cannot open the store {}", path.display()))?
         };
         store.set_min_free_bytes(config.min_free_bytes);
+        if let Some(objects) = &config.chunk_store {
+            let objects = crate::cluster::objects::ChunkObjects::open(objects, &config.chunk_store_prefix)?;
+            store.set_external_chunks(Arc::new(crate::cluster::objects::BlockingChunks::new(objects)?));
+        }
         let host = GuestHost::with_options(config.host_options(dir.join("module-cache")))?;
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;

@@ -1,5 +1,6 @@
 //! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
 
+mod chunks;
 pub(crate) mod live;
 pub(crate) mod storage;
 pub(crate) mod summary;

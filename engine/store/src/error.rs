@@ -49,6 +49,9 @@ pub enum StoreError {
         /// The chunk id.
         chunk: u64,
     },
+    /// The external chunk store (object storage) failed.
+    #[error("the chunk store failed: {0}")]
+    External(String),
     /// Stored bytes do not decode (checksum mismatch, truncated data, unknown version, ...).
     #[error("corrupt data in the store: {what}: {detail}")]
     Corrupt {

@@ -48,6 +48,7 @@ mod checkpoint;
 mod codec;
 mod disk;
 mod error;
+mod external;
 mod faulty;
 mod outbox;
 mod savefile;
@@ -63,6 +64,7 @@ pub use checkpoint::{
 };
 pub use disk::DiskSpace;
 pub use error::StoreError;
+pub use external::ExternalChunks;
 pub use faulty::FaultyStorage;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};

@@ -388,13 +388,14 @@ impl Store {
         let txn = self.write_txn(Durability::Immediate)?;
         let stored = {
             let chunks = txn.open_table(CHUNKS)?;
+            let external = self.external();
             let mut writer = SavepointWriter::open(&txn, &info.id, self.max_chunk_bytes)?;
             for (operator, subtasks) in manifest {
                 for (subtask, state) in subtasks {
                     writer.blob(operator, *subtask, &state.blob)?;
                     for (scope, chain) in &state.chains {
                         let mut live = LiveState::new();
-                        apply_chain(&chunks, &info.job, chain, &mut live)?;
+                        apply_chain(&chunks, external.as_deref(), &info.job, chain, &mut live)?;
                         for (name, keys) in &live {
                             for (key, value) in keys {
                                 writer.push(operator, *scope, name, key, value)?;

@@ -110,6 +110,8 @@ pub(crate) struct Handle {
     reopening: Mutex<()>,
     /// The free-space floor of the file's filesystem.
     floor: DiskFloor,
+    /// Where chunk bytes go instead of the piece table ([`Store::set_external_chunks`]).
+    external: RwLock<Option<Arc<dyn crate::ExternalChunks>>>,
 }
 
 /// How long a reopen waits for the callers still holding the old database to let it go
@@ -139,6 +141,7 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     txn.open_table(CHUNKS)?;
     txn.open_table(CHUNK_INDEX)?;
     txn.open_table(CHUNK_OWNERS)?;
+    txn.open_table(crate::external::EXTERNAL_CHUNKS)?;
     txn.open_table(STREAMS)?;
     txn.open_table(LOG)?;
     txn.open_table(LOG_ENDS)?;
@@ -172,6 +175,7 @@ impl Store {
                 next_generation: std::sync::atomic::AtomicU64::new(1),
                 reopening: Mutex::new(()),
                 floor: DiskFloor::new(dir),
+                external: RwLock::new(None),
             }),
             path: Arc::new(path.to_owned()),
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
@@ -296,6 +300,18 @@ impl Store {
         }
         txn.commit()?;
         Ok(())
+    }
+
+    /// Keeps the bytes of chunks written from now on in `external` (object storage) instead
+    /// of the file, for every clone; chunks stored before stay readable where they are. See
+    /// [`ExternalChunks`](crate::ExternalChunks).
+    pub fn set_external_chunks(&self, external: Arc<dyn crate::ExternalChunks>) {
+        *self.handle.external.write().unwrap_or_else(PoisonError::into_inner) = Some(external);
+    }
+
+    /// The external chunk store, if one is set.
+    pub(crate) fn external(&self) -> Option<Arc<dyn crate::ExternalChunks>> {
+        self.handle.external.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Reserves `count` (at least 1) chunk ids for a writer outside this store (a worker

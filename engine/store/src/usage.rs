@@ -70,6 +70,13 @@ pub fn entry_bytes(key: usize, value: usize) -> i64 {
     bytes as i64
 }
 
+/// The bytes an external chunk of `size` bytes of a job whose id is `job_len` bytes counts
+/// for: its row in the external-chunk table plus its bytes, exactly (object storage keeps
+/// them as they are).
+pub(crate) fn external_chunk_bytes(job_len: usize, size: u64) -> i64 {
+    entry_bytes(job_len + 12, 8) + size as i64
+}
+
 /// Bytes of a leaf page that hold no entries (header, room kept free).
 const LEAF_HEADER_BYTES: u64 = 64;
 
@@ -333,7 +340,7 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
     let owners = txn.open_table(OWNERS)?;
     let mut cache: HashMap<String, Option<String>> = HashMap::new();
     let mut counted: BTreeMap<String, i64> = BTreeMap::new();
-    let mut add = |subject: Subject<'_>, key: usize, value: usize| -> Result<(), StoreError> {
+    let mut add_bytes = |subject: Subject<'_>, bytes: i64| -> Result<(), StoreError> {
         let name = match subject {
             Subject::Job(j) => format!("j{j}"),
             Subject::Stream(s) => format!("s{s}"),
@@ -343,10 +350,17 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
             cache.insert(name.clone(), owner_of(&owners, subject)?);
         }
         if let Some(Some(owner)) = cache.get(&name) {
-            *counted.entry(owner.clone()).or_default() += entry_bytes(key, value);
+            *counted.entry(owner.clone()).or_default() += bytes;
         }
         Ok(())
     };
+    for item in txn.open_table(crate::external::EXTERNAL_CHUNKS)?.iter()? {
+        let (key, size) = item?;
+        let (job, _) = key.value();
+        add_bytes(Subject::Job(job), external_chunk_bytes(job.len(), size.value()))?;
+    }
+    let mut add =
+        |subject: Subject<'_>, key: usize, value: usize| add_bytes(subject, entry_bytes(key, value));
     for item in txn.open_table(CHECKPOINTS)?.iter()? {
         let (k, v) = item?;
         let (job, _) = k.value();

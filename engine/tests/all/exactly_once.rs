@@ -34,7 +34,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use weir::runtime::faults::{FaultInjector, FaultKind, FaultPoint, PlannedFault};
-use weir_store::{CheckpointStatus, CheckpointStorage, Store};
+use weir_store::{CheckpointStatus, CheckpointStorage, ExternalChunks, Store};
 
 const N: u64 = 12_000;
 const KEYS1: u64 = 7;
@@ -257,6 +257,32 @@ fn check_modes(store: &Store, mode: Mode) -> Result<(usize, u64), String> {
     Ok((unaligned, bytes))
 }
 
+/// After the recovery a next start does, the object store holds exactly the chunks the
+/// retained checkpoints reference (state chains and channel state): aborted checkpoints',
+/// retention's and failed attempts' leftovers were collected, and nothing referenced was.
+fn check_objects(store: &Store, chunks: &dyn ExternalChunks) -> Result<(), String> {
+    // A write of a failed attempt that was still running when its job restarted may put a
+    // chunk no checkpoint records after that restart's recovery: the next one collects it.
+    store.recover(JOB).map_err(|e| e.to_string())?;
+    let mut referenced = std::collections::BTreeSet::new();
+    for meta in store.history(JOB).map_err(|e| e.to_string())? {
+        if let Some((_, Some(manifest))) = store.checkpoint(JOB, meta.id).map_err(|e| e.to_string())? {
+            for state in manifest.values().flat_map(|subtasks| subtasks.values()) {
+                referenced.extend(state.chains.values().flatten().copied());
+                referenced.extend(state.channel.iter().copied());
+            }
+        }
+    }
+    let stored: std::collections::BTreeSet<u64> =
+        chunks.list(JOB).map_err(|e| e.to_string())?.into_iter().collect();
+    if referenced.is_empty() || stored != referenced {
+        return Err(format!(
+            "the object store holds chunks {stored:?}, the retained checkpoints reference {referenced:?}"
+        ));
+    }
+    Ok(())
+}
+
 fn completed_checkpoints(store: &Store) -> usize {
     store
         .history(JOB)
@@ -298,6 +324,17 @@ fn random_faults(rng: &mut SmallRng, mode: Mode) -> Vec<PlannedFault> {
 }
 
 fn in_process_trial(seed: u64, setup: Setup, backend: &str) -> Result<String, String> {
+    in_process_trial_with(seed, setup, backend, None)
+}
+
+/// An in-process trial whose chunks go to `chunks` when given (object storage), which
+/// afterwards must hold exactly the chunks of the retained checkpoints.
+fn in_process_trial_with(
+    seed: u64,
+    setup: Setup,
+    backend: &str,
+    chunks: Option<Arc<dyn ExternalChunks>>,
+) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let faults = random_faults(&mut rng, setup.mode);
     let injector = Arc::new(FaultInjector::new(faults.clone()));
@@ -305,7 +342,11 @@ fn in_process_trial(seed: u64, setup: Setup, backend: &str) -> Result<String, St
     let out = dir.path().join("out");
     let mut spec = spec_on(&out, "test:counter", backend);
     setup.apply(&mut spec);
+    let external = chunks.clone();
     let (result, store) = common::run_checkpointed(spec, &dir.path().join("data"), JOB, |env| {
+        if let Some(chunks) = external {
+            env.store.set_external_chunks(chunks);
+        }
         env.with_faults(injector.clone())
     });
     let report = result.map_err(|e| format!("job failed: {e}"))?;
@@ -321,6 +362,9 @@ fn in_process_trial(seed: u64, setup: Setup, backend: &str) -> Result<String, St
     }
     check(&out, &store)?;
     let (unaligned, bytes) = check_modes(&store, setup.mode)?;
+    if let Some(chunks) = &chunks {
+        check_objects(&store, chunks.as_ref())?;
+    }
     Ok(format!(
         "faults {faults:?}: {} fired, restarts {}, restored from {:?}; {unaligned} unaligned acks, {bytes} in-flight bytes persisted",
         injector.fired(),
@@ -487,6 +531,41 @@ fn chaos_trials_e() {
 #[test]
 fn chaos_trials_host_state() {
     trials_on(6, "host");
+}
+
+/// Trials with the chunks in a real S3-protocol server (moto): exactly once as with the
+/// chunks in the file, and afterwards the bucket holds exactly the retained checkpoints'
+/// chunks. In-process trials only (a killed process's store is reopened without them).
+#[test]
+fn chaos_trials_object_storage() {
+    use weir::cluster::objects::{BlockingChunks, ChunkObjects, ObjectStoreConfig};
+    common::quiet_injected_panics();
+    let server = common::s3::S3Server::start();
+    tokio::runtime::Runtime::new().unwrap().block_on(server.create_bucket("weir"));
+    let count: u64 = std::env::var("WEIR_CHAOS_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(15) / 3;
+    let base: u64 = std::env::var("WEIR_CHAOS_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_0000);
+    for t in 0..count.max(1) {
+        let seed = base + 7000 + t;
+        let setup = Setup::of(seed);
+        let config = ObjectStoreConfig::S3 {
+            bucket: "weir".into(),
+            region: "us-east-1".into(),
+            endpoint: Some(server.endpoint.clone()),
+            access_key_id: "test".into(),
+            secret_access_key: "test".into(),
+            allow_http: true,
+        };
+        let objects = ChunkObjects::open(&config, &format!("trial-{seed}")).unwrap();
+        let chunks: Arc<dyn ExternalChunks> = Arc::new(BlockingChunks::new(objects).unwrap());
+        let started = std::time::Instant::now();
+        match in_process_trial_with(seed, setup, "guest", Some(chunks)) {
+            Ok(what) => eprintln!(
+                "trial seed {seed} ({setup}, S3 chunks): ok in {:.1} s ({what})",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(e) => panic!("chaos trial with seed {seed} ({setup}, chunks in S3) failed: {e}"),
+        }
+    }
 }
 
 #[test]

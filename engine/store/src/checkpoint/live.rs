@@ -20,6 +20,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 use crate::checkpoint::EntryVisitor;
 use crate::codec::{EntryRef, decode_chunk, decode_chunk_refs};
 use crate::error::StoreError;
+use crate::external::ExternalChunks;
 
 /// A (state, key) of the chain: `state` indexes the chain's state names, `hash` covers both.
 #[derive(Clone, Copy)]
@@ -88,15 +89,34 @@ pub(crate) fn apply_entry(live: &mut LiveState, state: &str, key: &[u8], value: 
 /// Reads chunk `chunk` of `job`, joining its pieces; `None` when it does not exist.
 fn read_chunk(
     chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    external: Option<&dyn ExternalChunks>,
     job: &str,
     chunk: u64,
 ) -> Result<Option<Vec<u8>>, StoreError> {
     let mut bytes = Vec::new();
-    Ok(append_chunk(chunks, job, chunk, &mut bytes)?.then_some(bytes))
+    Ok(append_chunk(chunks, external, job, chunk, &mut bytes)?.then_some(bytes))
 }
 
-/// Appends the pieces of chunk `chunk` of `job` to `out`; `false` when it does not exist.
+/// Appends chunk `chunk` of `job` to `out` — its pieces, or, when it has none, its bytes
+/// in the external store (if any); `false` when it exists in neither.
 pub(crate) fn append_chunk(
+    chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    external: Option<&dyn ExternalChunks>,
+    job: &str,
+    chunk: u64,
+    out: &mut Vec<u8>,
+) -> Result<bool, StoreError> {
+    if !append_pieces(chunks, job, chunk, out)? {
+        return match external {
+            Some(external) => external.get(job, chunk, out),
+            None => Ok(false),
+        };
+    }
+    Ok(true)
+}
+
+/// Appends the pieces of chunk `chunk` of `job` to `out`; `false` when it has none.
+fn append_pieces(
     chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
     job: &str,
     chunk: u64,
@@ -120,12 +140,13 @@ pub(crate) fn append_chunk(
 /// Applies the chunks of `chain` in order onto `live`.
 pub(crate) fn apply_chain(
     chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+    external: Option<&dyn ExternalChunks>,
     job: &str,
     chain: &[u64],
     live: &mut LiveState,
 ) -> Result<(), StoreError> {
     for &chunk in chain {
-        let bytes = read_chunk(chunks, job, chunk)?
+        let bytes = read_chunk(chunks, external, job, chunk)?
             .ok_or_else(|| StoreError::MissingChunk { job: job.to_owned(), chunk })?;
         decode_chunk(&bytes, |state, key, value| {
             apply_entry(live, state, key, value);
@@ -151,13 +172,14 @@ impl ChainReader {
     pub(crate) fn read(
         &mut self,
         chunks: &impl ReadableTable<(&'static str, u64, u32), &'static [u8]>,
+        external: Option<&dyn ExternalChunks>,
         job: &str,
         chain: &[u64],
     ) -> Result<(), StoreError> {
         self.bytes.clear();
         self.ends.clear();
         for &chunk in chain {
-            if !append_chunk(chunks, job, chunk, &mut self.bytes)? {
+            if !append_chunk(chunks, external, job, chunk, &mut self.bytes)? {
                 return Err(StoreError::MissingChunk { job: job.to_owned(), chunk });
             }
             self.ends.push(self.bytes.len());

@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
+use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
 use crate::checkpoint::live::{ChainReader, LiveState, apply_chain, apply_entry};
 use crate::checkpoint::summary;
 use crate::checkpoint::{
@@ -15,131 +16,10 @@ use crate::codec::{ChunkEncoder, decode_manifest, encode_manifest};
 use crate::error::StoreError;
 use crate::store::decode_meta;
 use crate::store::{
-    CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID,
-    MANIFESTS, NEXT_CHUNK_ID, Store, encode_meta, now_ms, read_meta,
+    CHECKPOINTS, CHUNK_INDEX, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID, MANIFESTS, NEXT_CHUNK_ID, Store,
+    encode_meta, now_ms, read_meta,
 };
 use crate::usage::{Meter, Subject, charge};
-
-/// The chunk tables of one write transaction.
-struct ChunkTables<'txn> {
-    chunks: Table<'txn, (&'static str, u64, u32), &'static [u8]>,
-    index: Table<'txn, (&'static str, u64), (u64, u64)>,
-    owners: Table<'txn, (&'static str, u64, u64), u64>,
-    /// Bytes added minus bytes removed through these tables.
-    meter: Meter,
-}
-
-impl<'txn> ChunkTables<'txn> {
-    fn open(txn: &'txn WriteTransaction) -> Result<Self, StoreError> {
-        Ok(ChunkTables {
-            chunks: txn.open_table(CHUNKS)?,
-            index: txn.open_table(CHUNK_INDEX)?,
-            owners: txn.open_table(CHUNK_OWNERS)?,
-            meter: Meter::default(),
-        })
-    }
-
-    fn size(&self, job: &str, chunk: u64) -> Result<u64, StoreError> {
-        match self.index.get((job, chunk))? {
-            Some(entry) => Ok(entry.value().1),
-            None => Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
-        }
-    }
-
-    /// How many increments `chain` holds: runs of chunks written by one checkpoint (a base
-    /// written by a compaction or a full snapshot is one, however many chunks it has).
-    fn increments(&self, job: &str, chain: &[u64]) -> Result<usize, StoreError> {
-        let mut n = 0;
-        let mut last = None;
-        for &chunk in chain {
-            let owner = match self.index.get((job, chunk))? {
-                Some(entry) => entry.value().0,
-                None => return Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
-            };
-            if last != Some(owner) {
-                n += 1;
-                last = Some(owner);
-            }
-        }
-        Ok(n)
-    }
-
-    fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
-        let mut pieces = Vec::new();
-        for piece in self.chunks.range((job, chunk, 0)..=(job, chunk, u32::MAX))? {
-            let (key, value) = piece?;
-            pieces.push((key.value().2, value.value().len()));
-        }
-        for (piece, len) in pieces {
-            self.chunks.remove((job, chunk, piece))?;
-            self.meter.remove(job.len() + 12, len);
-        }
-        if self.index.remove((job, chunk))?.is_some() {
-            self.meter.remove(job.len() + 8, 16);
-        }
-        if self.owners.remove((job, owner, chunk))?.is_some() {
-            self.meter.remove(job.len() + 16, 8);
-        }
-        Ok(())
-    }
-
-    /// Deletes the chunks of `job` owned by checkpoints in `owners` that `keep` does not list.
-    fn collect(
-        &mut self,
-        job: &str,
-        owners: std::ops::RangeInclusive<u64>,
-        keep: &HashSet<u64>,
-        report: &mut GcReport,
-    ) -> Result<(), StoreError> {
-        let mut doomed = Vec::new();
-        for item in self.owners.range((job, *owners.start(), 0)..=(job, *owners.end(), u64::MAX))? {
-            let (key, size) = item?;
-            let (_, owner, chunk) = key.value();
-            if !keep.contains(&chunk) {
-                doomed.push((owner, chunk, size.value()));
-            }
-        }
-        for (owner, chunk, size) in doomed {
-            self.delete(job, owner, chunk)?;
-            report.removed_chunks += 1;
-            report.removed_bytes += size;
-        }
-        Ok(())
-    }
-}
-
-/// Writes chunks for one write transaction, allocating ids from the store counter.
-struct ChunkWriter<'a, 'txn> {
-    tables: &'a mut ChunkTables<'txn>,
-    job: &'a str,
-    owner: u64,
-    next_id: u64,
-    bytes_written: u64,
-}
-
-impl ChunkWriter<'_, '_> {
-    fn write(&mut self, encoded: Vec<Vec<u8>>) -> Result<Vec<u64>, StoreError> {
-        let mut ids = Vec::with_capacity(encoded.len());
-        for bytes in encoded {
-            let id = self.next_id;
-            self.next_id += 1;
-            let size = bytes.len() as u64;
-            let job_len = self.job.len();
-            for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
-                let old =
-                    self.tables.chunks.insert((self.job, id, piece as u32), part)?.map(|v| v.value().len());
-                self.tables.meter.put(job_len + 12, part.len(), old);
-            }
-            let old = self.tables.index.insert((self.job, id), (self.owner, size))?.map(|_| 16);
-            self.tables.meter.put(job_len + 8, 16, old);
-            let old = self.tables.owners.insert((self.job, self.owner, id), size)?.map(|_| 8);
-            self.tables.meter.put(job_len + 16, 8, old);
-            self.bytes_written += size;
-            ids.push(id);
-        }
-        Ok(ids)
-    }
-}
 
 fn encode_entries<'e>(
     entries: impl IntoIterator<Item = &'e StateEntry>,
@@ -374,7 +254,7 @@ impl CheckpointStorage for Store {
                     action: "write state for",
                 });
             }
-            let mut tables = ChunkTables::open(&txn)?;
+            let mut tables = ChunkTables::open(&txn, self)?;
             let mut chains = if write.full {
                 BTreeMap::new()
             } else {
@@ -415,7 +295,13 @@ impl CheckpointStorage for Store {
                 let mut compacted = false;
                 if compacts(chain.first().copied().unwrap_or(0), increments, max_chain) {
                     let mut live = LiveState::new();
-                    apply_chain(&writer.tables.chunks, job, chain, &mut live)?;
+                    apply_chain(
+                        &writer.tables.chunks,
+                        writer.tables.external.as_deref(),
+                        job,
+                        chain,
+                        &mut live,
+                    )?;
                     for entry in &entries {
                         apply_entry(&mut live, &entry.state, &entry.key, entry.value.as_deref());
                     }
@@ -464,7 +350,7 @@ impl CheckpointStorage for Store {
         let txn = self.write_txn(Durability::Immediate)?;
         let mut meter = Meter::default();
         let mut changes = Changes::new();
-        {
+        let dropped = {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
                 && existing.status != CheckpointStatus::InProgress
@@ -488,7 +374,7 @@ impl CheckpointStorage for Store {
                     });
                 }
             }
-            let mut tables = ChunkTables::open(&txn)?;
+            let mut tables = ChunkTables::open(&txn, self)?;
 
             // The stored meta: sizes computed from the chunk index (this also checks that
             // every referenced chunk exists).
@@ -559,12 +445,14 @@ impl CheckpointStorage for Store {
             let keep = kept_chunks(&manifests, job)?;
             tables.collect(job, 0..=id, &keep, &mut report)?;
             meter.0 += tables.meter.0;
-        }
+            tables.finish()
+        };
         // Retention's deletions count against what the completion adds.
         summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, true)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
+        dropped.delete(job);
         Ok(report)
     }
 
@@ -574,7 +462,7 @@ impl CheckpointStorage for Store {
         let txn = self.write_txn(Durability::None)?;
         let mut meter = Meter::default();
         let mut changes = Changes::new();
-        {
+        let dropped = {
             let mut checkpoints = txn.open_table(CHECKPOINTS)?;
             if let Some(existing) = read_meta(&checkpoints, job, id)?
                 && existing.status == CheckpointStatus::Completed
@@ -602,15 +490,17 @@ impl CheckpointStorage for Store {
                 meter.remove(job.len() + 8, 0);
             }
             let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
-            let mut tables = ChunkTables::open(&txn)?;
+            let mut tables = ChunkTables::open(&txn, self)?;
             tables.collect(job, id..=id, &keep, &mut GcReport::default())?;
             meter.0 += tables.meter.0;
-        }
+            tables.finish()
+        };
         // An abort is never refused: it must be able to record a quota failure.
         summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, false)?;
         bump_last_id(&txn, job, id)?;
         txn.commit()?;
+        dropped.delete(job);
         Ok(())
     }
 
@@ -651,7 +541,7 @@ impl CheckpointStorage for Store {
     fn read_chain(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
         let txn = self.read_txn()?;
         let mut reader = ChainReader::default();
-        reader.read(&txn.open_table(CHUNKS)?, job, chain)?;
+        reader.read(&txn.open_table(CHUNKS)?, self.external().as_deref(), job, chain)?;
         let mut entries = Vec::new();
         let _ = reader.visit(job, chain, &mut |state, key, value| {
             entries.push(StateEntry {
@@ -674,9 +564,10 @@ impl CheckpointStorage for Store {
     ) -> Result<ControlFlow<()>, StoreError> {
         // One chain's chunks at a time, in a buffer reused from chain to chain.
         let mut reader = ChainReader::default();
+        let external = self.external();
         for chain in chains {
             let txn = self.read_txn()?;
-            reader.read(&txn.open_table(CHUNKS)?, job, chain)?;
+            reader.read(&txn.open_table(CHUNKS)?, external.as_deref(), job, chain)?;
             drop(txn);
             if reader.visit(job, chain, visit)?.is_break() {
                 return Ok(ControlFlow::Break(()));
@@ -709,15 +600,32 @@ impl CheckpointStorage for Store {
         for id in in_progress_ids(&txn, job, 0..=u64::MAX)? {
             fail_in_progress(&txn, job, id, "interrupted: the job restarted", (&mut meter, &mut changes))?;
         }
-        {
+        let dropped = {
             let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
-            let mut tables = ChunkTables::open(&txn)?;
+            let mut tables = ChunkTables::open(&txn, self)?;
             tables.collect(job, 0..=u64::MAX, &keep, &mut GcReport::default())?;
             meter.0 += tables.meter.0;
-        }
+            tables.finish()
+        };
         summary::update(&txn, job, &changes)?;
         charge(&txn, Subject::Job(job), meter.0, false)?;
         txn.commit()?;
+        dropped.delete(job);
+        // External chunks no index row names: put for a transaction that never committed,
+        // or dropped by one whose deletions did not happen (a crash, a failed delete).
+        if let Some(external) = self.external() {
+            let txn = self.read_txn()?;
+            let index = txn.open_table(CHUNK_INDEX)?;
+            let mut orphans = Vec::new();
+            for id in external.list(job)? {
+                if index.get((job, id))?.is_none() {
+                    orphans.push(id);
+                }
+            }
+            if !orphans.is_empty() {
+                external.delete(job, &orphans)?;
+            }
+        }
         Ok(())
     }
 

@@ -1,0 +1,35 @@
+//! Chunk bytes kept outside the redb file: object storage, for a cluster whose workers
+//! write checkpoint chunks where every worker can read them (docs/design.md §13).
+//!
+//! With [`Store::set_external_chunks`](crate::Store::set_external_chunks) set, chunks the
+//! store writes go to the [`ExternalChunks`] (put before the transaction that records them
+//! commits) instead of its piece table; the chunk index, the owners and the storage ledger
+//! stay in redb, and [`EXTERNAL_CHUNKS`] records which chunks are external and their size, so
+//! a tenant's quota counts them exactly as stored pieces. Chunks are read from the piece table
+//! first and from the external store when they have no pieces, so a store that switched keeps
+//! reading its older chunks. Deletions of external chunks happen after the transaction that
+//! drops them from the index commits; a crash in between leaves objects that no index row
+//! names, which [`CheckpointStorage::recover`](crate::CheckpointStorage::recover) deletes when
+//! the job next starts (as it deletes objects put for a transaction that never committed).
+
+use redb::TableDefinition;
+
+use crate::error::StoreError;
+
+/// (job, chunk id) → size in bytes, for every chunk whose bytes are external.
+pub(crate) const EXTERNAL_CHUNKS: TableDefinition<'_, (&str, u64), u64> =
+    TableDefinition::new("weir.external_chunks");
+
+/// Where a store keeps chunk bytes outside its file. Calls block (the store's callers are
+/// on blocking threads).
+pub trait ExternalChunks: Send + Sync + std::fmt::Debug {
+    /// Stores chunk `id` of `job`, create-only: a retry of the same bytes succeeds, other
+    /// bytes under a written id fail.
+    fn put(&self, job: &str, id: u64, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Appends chunk `id` of `job` to `out`; `false` when there is none.
+    fn get(&self, job: &str, id: u64, out: &mut Vec<u8>) -> Result<bool, StoreError>;
+    /// Deletes chunks of `job` (those already gone are no error).
+    fn delete(&self, job: &str, ids: &[u64]) -> Result<(), StoreError>;
+    /// Every chunk id stored for `job`.
+    fn list(&self, job: &str) -> Result<Vec<u64>, StoreError>;
+}

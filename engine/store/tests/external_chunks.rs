@@ -1,0 +1,206 @@
+//! Chunk bytes in an external store (object storage in a cluster; here a map in memory):
+//! writes put whole chunks there and no pieces in the file, every reader (restore, visit,
+//! compaction, savepoints) reads them back, retention and aborts delete them once their
+//! transaction committed, `recover` deletes orphans, and the storage ledger counts their
+//! bytes exactly (and a recount agrees).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
+use weir_store::{CheckpointMeta, CheckpointStorage, ExternalChunks, SavepointInfo, Store, StoreError};
+
+/// Chunks in memory, create-only like an object store.
+#[derive(Debug, Default)]
+struct Memory {
+    chunks: Mutex<BTreeMap<(String, u64), Vec<u8>>>,
+}
+
+impl Memory {
+    fn ids(&self) -> BTreeSet<u64> {
+        self.chunks.lock().unwrap().keys().map(|(_, id)| *id).collect()
+    }
+}
+
+impl ExternalChunks for Memory {
+    fn put(&self, job: &str, id: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        let mut chunks = self.chunks.lock().unwrap();
+        match chunks.get(&(job.to_string(), id)) {
+            Some(existing) if existing != bytes => Err(StoreError::External(format!("chunk {id} exists"))),
+            _ => {
+                chunks.insert((job.to_string(), id), bytes.to_vec());
+                Ok(())
+            }
+        }
+    }
+
+    fn get(&self, job: &str, id: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
+        match self.chunks.lock().unwrap().get(&(job.to_string(), id)) {
+            Some(bytes) => {
+                out.extend_from_slice(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn delete(&self, job: &str, ids: &[u64]) -> Result<(), StoreError> {
+        let mut chunks = self.chunks.lock().unwrap();
+        for id in ids {
+            chunks.remove(&(job.to_string(), *id));
+        }
+        Ok(())
+    }
+
+    fn list(&self, job: &str) -> Result<Vec<u64>, StoreError> {
+        Ok(self.chunks.lock().unwrap().keys().filter(|(j, _)| j == job).map(|(_, id)| *id).collect())
+    }
+}
+
+const PIECES: TableDefinition<'_, (&str, u64, u32), &[u8]> = TableDefinition::new("weir.chunk_pieces");
+
+fn pieces(store: &Store) -> u64 {
+    let db = store.database().unwrap();
+    let txn = db.begin_read().unwrap();
+    txn.open_table(PIECES).unwrap().len().unwrap()
+}
+
+/// The same history of checkpoints on `store`: returns the last state and the model.
+fn history(store: &Store) -> (weir_store::SubtaskState, Model) {
+    store.set_owners(&[(format!("job/{JOB}"), "tenant".to_owned())]).unwrap();
+    let big = vec![7u8; 10_000];
+    let s1 = checkpoint(
+        store,
+        1,
+        true,
+        vec![
+            scope(0, vec![put("s", b"a", &big), put("s", b"b", b"1")]),
+            scope(1, vec![put("s", b"c", b"1")]),
+        ],
+        &BTreeMap::new(),
+        3,
+        2,
+    );
+    let s2 = checkpoint(
+        store,
+        2,
+        false,
+        vec![scope(0, vec![del("s", b"b"), put("s", b"d", b"2")])],
+        &s1.chains,
+        3,
+        2,
+    );
+    // Checkpoint 3 is aborted: its chunks go.
+    begin(store, 3);
+    store
+        .write_subtask(subtask_write(3, false, vec![scope(1, vec![put("s", b"x", b"3")])], &s2.chains, 3))
+        .unwrap();
+    store.abort(&CheckpointMeta::new(JOB, 3, 1_003)).unwrap();
+    // Checkpoints 4 and 5 compact scope 0 (max chain 3) and retention (2) drops 1 and 2.
+    let s4 = checkpoint(store, 4, false, vec![scope(0, vec![put("s", b"e", b"4")])], &s2.chains, 3, 2);
+    let s5 = checkpoint(store, 5, false, vec![scope(0, vec![put("s", b"a", b"5")])], &s4.chains, 3, 2);
+    let model = model(&[("s", b"a", b"5"), ("s", b"c", b"1"), ("s", b"d", b"2"), ("s", b"e", b"4")]);
+    (s5, model)
+}
+
+#[test]
+fn external_chunks_hold_the_bytes_and_everything_reads_and_collects_them() {
+    let (_dir, store) = open();
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    let (last, want) = history(&store);
+    assert_eq!(pieces(&store), 0, "no chunk piece in the file");
+    assert_eq!(restore(&store, &last.chains), want);
+    // The external store holds exactly the chunks the retained checkpoints reference.
+    let (_, manifest) = store.latest_completed(JOB).unwrap().unwrap();
+    let mut referenced: BTreeSet<u64> = manifest[OP][&0].chains.values().flatten().copied().collect();
+    let (_, previous) = store.checkpoint(JOB, 4).unwrap().unwrap();
+    referenced.extend(previous.unwrap()[OP][&0].chains.values().flatten());
+    assert_eq!(memory.ids(), referenced, "retention, compaction and the abort deleted the rest");
+    // visit_chains reads them too.
+    let chains: Vec<Vec<u64>> = last.chains.values().cloned().collect();
+    let mut seen = 0;
+    let _ = store
+        .visit_chains(JOB, &chains, &mut |_, _, _| {
+            seen += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(seen, want.len());
+    // A savepoint copies the state out of the external chunks.
+    let info = SavepointInfo {
+        id: "sp1".into(),
+        owner: "tenant".into(),
+        job: JOB.into(),
+        checkpoint: 5,
+        created_ms: 1,
+        bytes: 0,
+        entries: 0,
+        origin: None,
+        description: serde_json::Value::Null,
+    };
+    let created = store.create_savepoint(info, &manifest).unwrap();
+    assert_eq!(created.entries, want.len() as u64, "the savepoint copied every live entry");
+    // A missing external chunk is a missing chunk, not an empty state.
+    memory.delete(JOB, &[last.chains[&1][0]]).unwrap();
+    let err = store.read_chain(JOB, &last.chains[&1]).unwrap_err();
+    assert!(matches!(err, StoreError::MissingChunk { .. }), "{err}");
+}
+
+#[test]
+fn the_ledger_counts_external_chunks_byte_for_byte() {
+    let (_a, plain) = open();
+    history(&plain);
+    let (_b, external) = open();
+    let memory = Arc::new(Memory::default());
+    external.set_external_chunks(memory.clone());
+    history(&external);
+    let held: u64 = memory.chunks.lock().unwrap().values().map(|b| b.len() as u64).sum();
+    let (plain_usage, external_usage) = (plain.usage("tenant").unwrap(), external.usage("tenant").unwrap());
+    // Every external byte counts, plus the rows in the file (history, manifests, index).
+    assert!(held > 10_000 && external_usage > held, "held {held}, counted {external_usage}");
+    // Pieces in the file count the pages they take, external chunks their exact bytes: the
+    // same order of magnitude, the file a little more.
+    assert!(
+        external_usage <= plain_usage && plain_usage < external_usage * 2,
+        "{plain_usage} vs {external_usage}"
+    );
+    assert_eq!(
+        external.usage_ledger().unwrap(),
+        external.scan_usage().unwrap(),
+        "the ledger matches a recount"
+    );
+}
+
+#[test]
+fn recover_deletes_external_chunks_no_index_names() {
+    let (_dir, store) = open();
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 2);
+    // A worker's put whose checkpoint never recorded it, and one left by a crash.
+    let lease = store.lease_chunk_ids(2).unwrap();
+    memory.put(JOB, lease.start, b"orphan").unwrap();
+    memory.put(JOB, lease.start + 1, b"orphan too").unwrap();
+    memory.put("other-job", lease.start, b"not this job's").unwrap();
+    store.recover(JOB).unwrap();
+    let kept: BTreeSet<u64> = s1.chains.values().flatten().copied().collect();
+    assert_eq!(memory.list(JOB).unwrap().into_iter().collect::<BTreeSet<_>>(), kept);
+    assert_eq!(memory.list("other-job").unwrap(), vec![lease.start]);
+    assert_eq!(restore(&store, &s1.chains), model(&[("s", b"a", b"1")]));
+}
+
+#[test]
+fn a_store_that_switches_keeps_reading_its_older_chunks() {
+    let (_dir, store) = open();
+    let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 3);
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    let s2 = checkpoint(&store, 2, false, vec![scope(0, vec![put("s", b"b", b"2")])], &s1.chains, 5, 3);
+    assert_eq!(memory.ids().len(), 1, "only the new chunk is external");
+    assert_eq!(restore(&store, &s2.chains), model(&[("s", b"a", b"1"), ("s", b"b", b"2")]));
+}
