@@ -18,6 +18,7 @@ use sha2::{Digest as _, Sha256};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, broadcast, watch};
 
+use super::placement::{Assignment, PlacementError, place};
 use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
 
 /// Lost workers kept in the registry (the newest).
@@ -113,6 +114,8 @@ pub struct WorkerInfo {
     pub registered_ms: u64,
     /// Milliseconds since its last message (for a lost worker: at the moment it was lost).
     pub heartbeat_age_ms: u64,
+    /// Slots reserved for jobs' attempts, by job.
+    pub reserved: BTreeMap<String, u32>,
     /// Why it is lost; `None` while it is live.
     pub lost: Option<String>,
 }
@@ -246,11 +249,52 @@ impl Workers {
             version: hello.version.chars().take(64).collect(),
             registered_ms: crate::clock::unix_ms(),
             heartbeat_age_ms: 0,
+            reserved: BTreeMap::new(),
             lost: None,
         };
         registry.live.insert(id, Live { info, last_seen: Instant::now(), close });
         let _ = self.events.send(WorkerEvent::Joined(id));
         Ok((id, closed))
+    }
+
+    /// Free slots of each live worker: its slots less those reserved.
+    pub fn free_slots(&self) -> BTreeMap<u64, u32> {
+        self.lock()
+            .live
+            .iter()
+            .map(|(&id, l)| (id, l.info.slots.saturating_sub(l.info.reserved.values().sum())))
+            .collect()
+    }
+
+    /// Places an attempt of `job` whose nodes have `parallelisms` on the live workers
+    /// ([`place`]) and reserves its slots, in place of the job's earlier reservation (a
+    /// restart's attempt takes its predecessor's slots). Refused, reserving nothing, when the
+    /// workers lack room.
+    pub fn reserve(&self, job: &str, parallelisms: &[u32]) -> Result<Assignment, PlacementError> {
+        let mut registry = self.lock();
+        for live in registry.live.values_mut() {
+            live.info.reserved.remove(job);
+        }
+        let free: BTreeMap<u64, u32> = registry
+            .live
+            .iter()
+            .map(|(&id, l)| (id, l.info.slots.saturating_sub(l.info.reserved.values().sum())))
+            .collect();
+        let assignment = place(parallelisms, &free)?;
+        let widest = assignment.iter().max_by_key(|p| p.len()).cloned().unwrap_or_default();
+        for worker in widest {
+            if let Some(live) = registry.live.get_mut(&worker) {
+                *live.info.reserved.entry(job.to_string()).or_default() += 1;
+            }
+        }
+        Ok(assignment)
+    }
+
+    /// Frees the slots reserved for `job`.
+    pub fn release(&self, job: &str) {
+        for live in self.lock().live.values_mut() {
+            live.info.reserved.remove(job);
+        }
     }
 
     fn seen(&self, id: u64) {
@@ -428,6 +472,32 @@ mod tests {
         assert_eq!(seen[..2], [WorkerEvent::Joined(a), WorkerEvent::Joined(b)]);
         assert!(matches!(&seen[2], WorkerEvent::Lost(id, _) if *id == a));
         assert_eq!(seen[3], WorkerEvent::Joined(a2));
+    }
+
+    #[test]
+    fn attempts_reserve_slots_on_live_workers_and_release_them() {
+        let workers = workers(4);
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let (a, _) = workers.register(&hello("a", TOKEN), peer).unwrap();
+        let (b, _) = workers.register(&hello("b", TOKEN), peer).unwrap();
+        // Two slots each (`hello`).
+        let placed = workers.reserve("job-1", &[3, 3]).unwrap();
+        assert_eq!(placed, vec![vec![a, b, a], vec![a, b, a]]);
+        assert_eq!(workers.free_slots(), BTreeMap::from([(a, 0), (b, 1)]));
+        let refused = workers.reserve("job-2", &[2]).unwrap_err();
+        assert_eq!(refused, PlacementError::NotEnoughSlots { needed: 2, free: 1 });
+        assert_eq!(workers.free_slots()[&b], 1, "a refusal reserves nothing");
+        // A restart's attempt takes the job's own slots again.
+        workers.reserve("job-1", &[4]).unwrap();
+        assert_eq!(workers.free_slots(), BTreeMap::from([(a, 0), (b, 0)]));
+        let listed = workers.list();
+        assert_eq!(listed[0].reserved, BTreeMap::from([("job-1".to_string(), 2)]));
+        workers.release("job-1");
+        assert_eq!(workers.free_slots(), BTreeMap::from([(a, 2), (b, 2)]));
+        // A lost worker's slots are gone with it.
+        workers.reserve("job-3", &[2]).unwrap();
+        workers.lost(a, "test".into());
+        assert_eq!(workers.free_slots(), BTreeMap::from([(b, 1)]));
     }
 
     #[test]

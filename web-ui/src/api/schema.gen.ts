@@ -1059,6 +1059,11 @@ export interface components {
                 slots: number;
                 /** @description `live`, or `lost` (see `lost_reason`). */
                 status: string;
+                /**
+                 * Format: int32
+                 * @description Slots reserved for jobs' running attempts.
+                 */
+                used_slots: number;
                 /** @description Its build (`weir` version). */
                 version: string;
             }[];
@@ -2066,6 +2071,11 @@ export interface components {
             slots: number;
             /** @description `live`, or `lost` (see `lost_reason`). */
             status: string;
+            /**
+             * Format: int32
+             * @description Slots reserved for jobs' running attempts.
+             */
+            used_slots: number;
             /** @description Its build (`weir` version). */
             version: string;
         };

@@ -23,6 +23,8 @@ pub struct Worker {
     pub data_addr: String,
     /// Subtasks it runs at once.
     pub slots: u32,
+    /// Slots reserved for jobs' running attempts.
+    pub used_slots: u32,
     /// Its build (`weir` version).
     pub version: String,
     /// When it registered, unix ms.
@@ -41,6 +43,7 @@ impl From<WorkerInfo> for Worker {
             peer: w.peer,
             data_addr: w.data_addr,
             slots: w.slots,
+            used_slots: w.reserved.values().sum(),
             version: w.version,
             registered_ms: w.registered_ms,
             heartbeat_age_ms: w.heartbeat_age_ms,
