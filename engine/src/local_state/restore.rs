@@ -34,6 +34,8 @@ pub struct LocalRestorer {
 struct SortedRun {
     /// Start a new ingestion for this run (its keys do not all follow the last run's).
     new_ingestion: bool,
+    /// Some item's key is not above the one before it: the run needs its sort.
+    unsorted: bool,
     bytes: Vec<u8>,
     items: Vec<(u32, u32, u32)>,
 }
@@ -50,12 +52,17 @@ impl SortedRun {
 
     fn clear(&mut self) {
         self.new_ingestion = false;
+        self.unsorted = false;
         self.bytes.clear();
         self.items.clear();
     }
 
-    /// Sorts the items by key; of equal keys the last added stays.
+    /// Sorts the items by key; of equal keys the last added stays. Nothing to do when they
+    /// arrived in ascending order (a chain of sorted chunks is visited so).
     fn sort(&mut self) {
+        if !self.unsorted {
+            return;
+        }
         let mut items = std::mem::take(&mut self.items);
         items.sort_unstable_by(|a, b| self.key(a).cmp(self.key(b)).then(a.0.cmp(&b.0)));
         // A checkpoint holds each key once; should a damaged one not, the last entry wins
@@ -121,7 +128,13 @@ impl LocalRestorer {
         LocalStore::write_key(&mut run.bytes, group, sid, record, field);
         let key_len = run.bytes.len() - start;
         run.bytes.extend_from_slice(value);
-        run.items.push((start as u32, key_len as u32, value.len() as u32));
+        let item = (start as u32, key_len as u32, value.len() as u32);
+        if let Some(last) = run.items.last()
+            && run.key(last) >= run.key(&item)
+        {
+            run.unsorted = true;
+        }
+        run.items.push(item);
         Ok(())
     }
 
