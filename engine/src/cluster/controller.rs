@@ -143,6 +143,15 @@ struct Registry {
     lost: VecDeque<WorkerInfo>,
 }
 
+impl Registry {
+    fn free_slots(&self) -> BTreeMap<u64, u32> {
+        self.live
+            .iter()
+            .map(|(&id, l)| (id, l.info.slots.saturating_sub(l.info.reserved.values().sum())))
+            .collect()
+    }
+}
+
 /// The registry of workers (cheap to clone; shared by the sessions, placement and the API).
 #[derive(Clone)]
 pub struct Workers {
@@ -259,28 +268,19 @@ impl Workers {
 
     /// Free slots of each live worker: its slots less those reserved.
     pub fn free_slots(&self) -> BTreeMap<u64, u32> {
-        self.lock()
-            .live
-            .iter()
-            .map(|(&id, l)| (id, l.info.slots.saturating_sub(l.info.reserved.values().sum())))
-            .collect()
+        self.lock().free_slots()
     }
 
     /// Places an attempt of `job` whose nodes have `parallelisms` on the live workers
-    /// ([`place`]) and reserves its slots, in place of the job's earlier reservation (a
-    /// restart's attempt takes its predecessor's slots). Refused, reserving nothing, when the
-    /// workers lack room.
+    /// ([`place`]) and reserves its slots. The job's earlier reservation is given up first,
+    /// either way: a new attempt follows one that ended, whose slots it may take. Refused,
+    /// reserving nothing, when the workers lack room.
     pub fn reserve(&self, job: &str, parallelisms: &[u32]) -> Result<Assignment, PlacementError> {
         let mut registry = self.lock();
         for live in registry.live.values_mut() {
             live.info.reserved.remove(job);
         }
-        let free: BTreeMap<u64, u32> = registry
-            .live
-            .iter()
-            .map(|(&id, l)| (id, l.info.slots.saturating_sub(l.info.reserved.values().sum())))
-            .collect();
-        let assignment = place(parallelisms, &free)?;
+        let assignment = place(parallelisms, &registry.free_slots())?;
         let widest = assignment.iter().max_by_key(|p| p.len()).cloned().unwrap_or_default();
         for worker in widest {
             if let Some(live) = registry.live.get_mut(&worker) {

@@ -27,6 +27,7 @@ use bytes::{BufMut as _, Bytes, BytesMut};
 use futures::{SinkExt, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
@@ -168,11 +169,7 @@ impl DataPlane {
     }
 
     async fn accept(&self, stream: TcpStream) -> Result<Arc<Connection>, String> {
-        let _ = stream.set_nodelay(true);
-        let (read, write) = stream.into_split();
-        let codec =
-            || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
-        let (mut reader, mut writer) = (FramedRead::new(read, codec()), FramedWrite::new(write, codec()));
+        let (mut reader, mut writer) = self.framed(stream);
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.next()).await {
             Ok(Some(Ok(frame))) => rmp_serde::from_slice::<DataHello>(&frame).map_err(|e| e.to_string())?,
             Ok(Some(Err(e))) => return Err(e.to_string()),
@@ -201,6 +198,19 @@ impl DataPlane {
         Ok(self.start(hello.from, reader, writer))
     }
 
+    /// The two halves of a connection, framed as the data plane frames.
+    fn framed(
+        &self,
+        stream: TcpStream,
+    ) -> (FramedRead<OwnedReadHalf, LengthDelimitedCodec>, FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>)
+    {
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let codec =
+            || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
+        (FramedRead::new(read, codec()), FramedWrite::new(write, codec()))
+    }
+
     /// The connection to `peer`, dialled if there is none.
     async fn connection(&self, peer: &str) -> Result<Arc<Connection>, DataError> {
         if let Some(c) = lock(&self.inner.connections).get(peer).filter(|c| !c.closed.load(Ordering::Acquire))
@@ -209,11 +219,7 @@ impl DataPlane {
         }
         let failed = |reason: String| DataError::Connection { peer: peer.to_string(), reason };
         let stream = TcpStream::connect(peer).await.map_err(|e| failed(e.to_string()))?;
-        let _ = stream.set_nodelay(true);
-        let (read, write) = stream.into_split();
-        let codec =
-            || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
-        let (mut reader, mut writer) = (FramedRead::new(read, codec()), FramedWrite::new(write, codec()));
+        let (mut reader, mut writer) = self.framed(stream);
         let hello = DataHello {
             protocol: DATA_PROTOCOL,
             token: self.inner.token.clone(),
@@ -239,8 +245,8 @@ impl DataPlane {
     fn start(
         &self,
         peer: String,
-        reader: FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>,
-        mut writer: FramedWrite<tokio::net::tcp::OwnedWriteHalf, LengthDelimitedCodec>,
+        reader: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+        mut writer: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
     ) -> Arc<Connection> {
         let (frames, mut outbox) = mpsc::unbounded_channel::<Bytes>();
         let (stop, mut stopped) = tokio::sync::watch::channel(false);

@@ -25,7 +25,7 @@
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -106,9 +106,9 @@ pub trait Outbound: Send + Sync + std::fmt::Debug {
 pub struct Credits {
     /// The capacity less the batches sent and not yet taken (below zero after a push
     /// past the capacity, as a local queue holds more than its capacity then).
-    available: std::sync::atomic::AtomicI64,
+    available: AtomicI64,
     capacity: usize,
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
     room: Notify,
 }
 
@@ -228,9 +228,9 @@ pub fn remote_sender(
 ) -> (Sender, Arc<Credits>) {
     let capacity = capacity.max(1);
     let credits = Arc::new(Credits {
-        available: std::sync::atomic::AtomicI64::new(capacity as i64),
+        available: AtomicI64::new(capacity as i64),
         capacity,
-        closed: std::sync::atomic::AtomicBool::new(false),
+        closed: AtomicBool::new(false),
         room: Notify::new(),
     });
     let remote = Remote { outbound, credits: credits.clone(), stats: new_stats(capacity, from, to) };
