@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, broadcast, watch};
+use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 
 use super::placement::{Assignment, PlacementError, place};
-use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
+use super::protocol::{AttemptId, Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
 
 /// Lost workers kept in the registry (the newest).
 pub const MAX_LOST: usize = 64;
@@ -43,8 +43,17 @@ pub struct ClusterConfig {
     pub hello_timeout_ms: u64,
     /// Most live workers; one more is refused (it may try again later).
     pub max_workers: u32,
-    /// Largest control message, bytes (either way).
+    /// Largest control frame, bytes (either way); a longer message crosses in parts.
     pub max_frame_bytes: usize,
+    /// Where the controller's data plane listens (the subtasks that run in the controller
+    /// exchange records with the workers' there); default: `listen`'s host, any port.
+    pub data_listen: Option<String>,
+    /// The data address workers use to reach the controller (default: the bound address;
+    /// in Kubernetes the controller's Service name and the port).
+    pub data_advertise: Option<String>,
+    /// After a restart with jobs to resume, how long the controller waits for a worker to
+    /// register before it resumes them in its own process.
+    pub resume_wait_ms: u64,
 }
 
 impl Default for ClusterConfig {
@@ -57,6 +66,9 @@ impl Default for ClusterConfig {
             hello_timeout_ms: 5_000,
             max_workers: 256,
             max_frame_bytes: 16 << 20,
+            data_listen: None,
+            data_advertise: None,
+            resume_wait_ms: 10_000,
         }
     }
 }
@@ -72,6 +84,9 @@ impl std::fmt::Debug for ClusterConfig {
             .field("hello_timeout_ms", &self.hello_timeout_ms)
             .field("max_workers", &self.max_workers)
             .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("data_listen", &self.data_listen)
+            .field("data_advertise", &self.data_advertise)
+            .field("resume_wait_ms", &self.resume_wait_ms)
             .finish()
     }
 }
@@ -134,6 +149,41 @@ struct Live {
     last_seen: Instant,
     /// Tells its session to end (it was replaced).
     close: watch::Sender<Option<String>>,
+    /// Messages to the worker, in order (its session's writer takes them).
+    outbox: mpsc::Sender<ToWorker>,
+}
+
+/// Messages to a worker wait here while the session's writer sends earlier ones.
+const OUTBOX: usize = 1024;
+
+/// Messages about one attempt of a job, from the workers that run its parts: (worker id,
+/// message). Only the current attempt of a job gets them; anything else is dropped.
+pub struct AttemptInbox {
+    workers: Workers,
+    attempt: AttemptId,
+    rx: mpsc::UnboundedReceiver<(u64, ToController)>,
+}
+
+impl std::fmt::Debug for AttemptInbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttemptInbox").field("attempt", &self.attempt).finish_non_exhaustive()
+    }
+}
+
+impl AttemptInbox {
+    /// The next message (never `None` while the inbox lives: the registry keeps a sender).
+    pub async fn recv(&mut self) -> Option<(u64, ToController)> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for AttemptInbox {
+    fn drop(&mut self) {
+        let mut attempts = self.workers.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if attempts.get(&self.attempt.job).is_some_and(|(a, _)| *a == self.attempt.attempt) {
+            attempts.remove(&self.attempt.job);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -159,7 +209,11 @@ pub struct Workers {
     token_hash: Option<[u8; 32]>,
     registry: Arc<Mutex<Registry>>,
     events: broadcast::Sender<WorkerEvent>,
+    /// The current attempt of each job that runs on workers, and where its messages go.
+    attempts: Arc<Mutex<AttemptRoutes>>,
 }
+
+type AttemptRoutes = std::collections::HashMap<String, (u64, mpsc::UnboundedSender<(u64, ToController)>)>;
 
 impl std::fmt::Debug for Workers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,6 +230,61 @@ impl Workers {
             token_hash,
             registry: Arc::new(Mutex::new(Registry { next_id: 1, ..Registry::default() })),
             events: broadcast::channel(256).0,
+            attempts: Arc::default(),
+        }
+    }
+
+    /// The cluster's configuration.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// Whether any worker is live (jobs then run on workers).
+    pub fn any_live(&self) -> bool {
+        !self.lock().live.is_empty()
+    }
+
+    /// Makes `attempt` the job's current attempt: messages about it come to the returned
+    /// inbox, and messages about any other attempt of the job are dropped from now on.
+    pub fn attach(&self, attempt: AttemptId) -> AttemptInbox {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.attempts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(attempt.job.clone(), (attempt.attempt, tx));
+        AttemptInbox { workers: self.clone(), attempt, rx }
+    }
+
+    /// Sends `message` to live worker `worker`; `false` if it is not live (or its session
+    /// ended meanwhile).
+    pub async fn send(&self, worker: u64, message: ToWorker) -> bool {
+        let outbox = self.lock().live.get(&worker).map(|l| l.outbox.clone());
+        match outbox {
+            Some(outbox) => outbox.send(message).await.is_ok(),
+            None => false,
+        }
+    }
+
+    /// A live worker's data address.
+    pub fn data_addr(&self, worker: u64) -> Option<String> {
+        self.lock().live.get(&worker).map(|l| l.info.data_addr.clone())
+    }
+
+    /// Whether worker `worker` is live.
+    pub fn is_live(&self, worker: u64) -> bool {
+        self.lock().live.contains_key(&worker)
+    }
+
+    /// Hands a job-scoped message to its attempt's inbox, or drops it (fencing).
+    fn route(&self, worker: u64, attempt: &AttemptId, message: ToController) {
+        let attempts = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match attempts.get(&attempt.job) {
+            Some((current, tx)) if *current == attempt.attempt => {
+                let _ = tx.send((worker, message));
+            }
+            _ => {
+                tracing::debug!(worker, job = %attempt.job, attempt = attempt.attempt, "message of an attempt that is not current dropped")
+            }
         }
     }
 
@@ -209,6 +318,7 @@ impl Workers {
         &self,
         hello: &Hello,
         peer: SocketAddr,
+        outbox: mpsc::Sender<ToWorker>,
     ) -> Result<(u64, watch::Receiver<Option<String>>), ToWorker> {
         let refuse = |reason: String, retry: bool| ToWorker::Refused { reason, retry };
         if hello.protocol != PROTOCOL_VERSION {
@@ -261,7 +371,7 @@ impl Workers {
             reserved: BTreeMap::new(),
             lost: None,
         };
-        registry.live.insert(id, Live { info, last_seen: Instant::now(), close });
+        registry.live.insert(id, Live { info, last_seen: Instant::now(), close, outbox });
         let _ = self.events.send(WorkerEvent::Joined(id));
         Ok((id, closed))
     }
@@ -374,7 +484,8 @@ async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
             return;
         }
     };
-    let (id, mut closed) = match workers.register(&hello, peer) {
+    let (outbox, mut outgoing) = mpsc::channel::<ToWorker>(OUTBOX);
+    let (id, mut closed) = match workers.register(&hello, peer, outbox.clone()) {
         Ok(registered) => registered,
         Err(refusal) => {
             tracing::warn!(%peer, name = %hello.name, ?refusal, "worker refused");
@@ -392,30 +503,65 @@ async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
         workers.lost(id, format!("the session failed: {e}"));
         return;
     }
+    // The worker holds the token: its messages may be long (snapshots, in parts).
+    session.set_max_message(MAX_MESSAGE_BYTES);
+    let (mut writer, mut reader) = session.split();
+    let (write_failed_tx, mut write_failed) = tokio::sync::oneshot::channel::<String>();
+    let writing = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if let Err(e) = writer.send(&message).await {
+                let _ = write_failed_tx.send(format!("the session failed: {e}"));
+                return;
+            }
+        }
+    });
     let timeout = Duration::from_millis(config.heartbeat_timeout_ms);
     let reason = loop {
         tokio::select! {
-            next = tokio::time::timeout(timeout, session.recv::<ToController>()) => match next {
-                Err(_) => break format!("no heartbeat for {} ms", config.heartbeat_timeout_ms),
-                Ok(Ok(None)) => break "the session closed".to_string(),
-                Ok(Err(e)) => break format!("the session failed: {e}"),
-                Ok(Ok(Some(ToController::Heartbeat { seq }))) => {
-                    workers.seen(id);
-                    if let Err(e) = session.send(&ToWorker::HeartbeatAck { seq }).await {
-                        break format!("the session failed: {e}");
+            next = tokio::time::timeout(timeout, reader.recv::<ToController>()) => {
+                let message = match next {
+                    Err(_) => break format!("no heartbeat for {} ms", config.heartbeat_timeout_ms),
+                    Ok(Ok(None)) => break "the session closed".to_string(),
+                    Ok(Err(e)) => break format!("the session failed: {e}"),
+                    Ok(Ok(Some(message))) => message,
+                };
+                workers.seen(id);
+                match message {
+                    ToController::Heartbeat { seq } => {
+                        if outbox.send(ToWorker::HeartbeatAck { seq }).await.is_err() {
+                            break "the session's writer ended".to_string();
+                        }
+                    }
+                    ToController::Goodbye { reason } => {
+                        break format!("left: {}", reason.chars().take(256).collect::<String>());
+                    }
+                    ToController::Hello(_) => break "a second hello in one session".to_string(),
+                    ToController::Deployed { ref attempt, .. }
+                    | ToController::Coordinator { ref attempt, .. }
+                    | ToController::Ended { ref attempt, .. }
+                    | ToController::Metrics { ref attempt, .. }
+                    | ToController::Storage { ref attempt, .. } => {
+                        let attempt = attempt.clone();
+                        workers.route(id, &attempt, message);
                     }
                 }
-                Ok(Ok(Some(ToController::Goodbye { reason }))) => {
-                    break format!("left: {}", reason.chars().take(256).collect::<String>());
-                }
-                Ok(Ok(Some(ToController::Hello(_)))) => break "a second hello in one session".to_string(),
-            },
+            }
+            failed = &mut write_failed => {
+                break failed.unwrap_or_else(|_| "the session's writer ended".to_string());
+            }
             // Replaced by a new session of the same name: already lost.
-            _ = closed.changed() => return,
+            _ = closed.changed() => {
+                writing.abort();
+                return;
+            }
         }
     };
+    writing.abort();
     workers.lost(id, reason);
 }
+
+/// The longest message a registered worker may send (in parts): a subtask's snapshot.
+pub const MAX_MESSAGE_BYTES: usize = 4 << 30;
 
 #[cfg(test)]
 mod tests {
@@ -434,6 +580,10 @@ mod tests {
 
     const TOKEN: &str = "0123456789abcdef";
 
+    fn outbox() -> mpsc::Sender<ToWorker> {
+        mpsc::channel(1).0
+    }
+
     fn workers(max: u32) -> Workers {
         Workers::new(ClusterConfig {
             listen: Some("127.0.0.1:0".into()),
@@ -447,7 +597,7 @@ mod tests {
     fn registration_is_checked_and_a_name_registered_again_replaces_its_old_session() {
         let workers = workers(2);
         let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let refused = |h: &Hello| match workers.register(h, peer) {
+        let refused = |h: &Hello| match workers.register(h, peer, outbox()) {
             Err(ToWorker::Refused { reason, retry }) => (reason, retry),
             other => panic!("not refused: {other:?}"),
         };
@@ -456,12 +606,12 @@ mod tests {
         assert!(refused(&hello("a b", TOKEN)).0.contains("name"));
         assert!(refused(&Hello { slots: 0, ..hello("a", TOKEN) }).0.contains("slots"));
         let mut events = workers.subscribe();
-        let (a, mut a_closed) = workers.register(&hello("a", TOKEN), peer).unwrap();
-        let (b, _) = workers.register(&hello("b", TOKEN), peer).unwrap();
+        let (a, mut a_closed) = workers.register(&hello("a", TOKEN), peer, outbox()).unwrap();
+        let (b, _) = workers.register(&hello("b", TOKEN), peer, outbox()).unwrap();
         let (reason, retry) = refused(&hello("c", TOKEN));
         assert!(reason.contains("maximum of 2") && retry, "{reason}");
         // `a` again: the old session is told to close and listed as lost.
-        let (a2, _) = workers.register(&hello("a", TOKEN), peer).unwrap();
+        let (a2, _) = workers.register(&hello("a", TOKEN), peer, outbox()).unwrap();
         assert!(a2 > b);
         // The sender is gone with the old entry; its last word stays readable.
         assert!(a_closed.borrow_and_update().as_deref().unwrap().contains("replaced"));
@@ -478,8 +628,8 @@ mod tests {
     fn attempts_reserve_slots_on_live_workers_and_release_them() {
         let workers = workers(4);
         let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let (a, _) = workers.register(&hello("a", TOKEN), peer).unwrap();
-        let (b, _) = workers.register(&hello("b", TOKEN), peer).unwrap();
+        let (a, _) = workers.register(&hello("a", TOKEN), peer, outbox()).unwrap();
+        let (b, _) = workers.register(&hello("b", TOKEN), peer, outbox()).unwrap();
         // Two slots each (`hello`).
         let placed = workers.reserve("job-1", &[3, 3]).unwrap();
         assert_eq!(placed, vec![vec![a, b, a], vec![a, b, a]]);

@@ -47,6 +47,8 @@ const GONE: u8 = 4;
 const DATA_PROTOCOL: u32 = 1;
 /// Time a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The frame bound every data plane of a cluster uses (a batch of records per frame).
+pub const DATA_FRAME_BYTES: usize = 64 << 20;
 /// Most connections a worker accepts at once (a cluster of this many workers).
 pub const MAX_CONNECTIONS: usize = 1024;
 
@@ -432,6 +434,33 @@ impl DataPlane {
         for (_, c) in lock(&self.inner.connections).drain() {
             c.shut();
         }
+    }
+}
+
+impl crate::runtime::attempt::RemoteChannels for DataPlane {
+    fn input(
+        &self,
+        (job, attempt, channel): (String, u64, u32),
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> Result<Receiver, String> {
+        DataPlane::input(self, ChannelKey { job, attempt, channel }, capacity, from, to)
+            .map_err(|e| e.to_string())
+    }
+
+    fn output<'a>(
+        &'a self,
+        peer: &'a str,
+        (job, attempt, channel): (String, u64, u32),
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Sender, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let key = ChannelKey { job, attempt, channel };
+            DataPlane::output(self, peer, &key, capacity, from, to).await.map_err(|e| e.to_string())
+        })
     }
 }
 

@@ -7,9 +7,13 @@
 
 mod controller;
 pub mod data;
+mod deploy;
+mod executor;
 pub mod objects;
 pub mod placement;
 pub mod protocol;
 pub mod worker;
 
-pub use controller::{ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};
+pub use controller::{AttemptInbox, ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};
+pub use deploy::Cluster;
+pub use executor::ExecutorConfig;

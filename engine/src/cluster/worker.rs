@@ -6,10 +6,24 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use tokio::sync::mpsc;
+
+use super::controller::MAX_MESSAGE_BYTES;
+use super::executor::{Executor, ExecutorConfig};
 use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
 
 /// Largest message the worker accepts from the controller, bytes.
 const MAX_FRAME_BYTES: usize = 64 << 20;
+/// Messages to the controller wait here while the session's writer sends earlier ones.
+const OUTBOX: usize = 1024;
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 /// Waits between attempts to reach the controller: doubling from the first to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
@@ -26,6 +40,8 @@ pub struct WorkerOptions {
     pub data_addr: String,
     /// Subtasks it runs at once.
     pub slots: u32,
+    /// What it runs the subtasks it is given with.
+    pub executor: ExecutorConfig,
 }
 
 /// Something the worker's sessions report (the CLI prints them; tests wait on them).
@@ -140,6 +156,22 @@ async fn one_session(
         Ok(Err(e)) => return Ended::NotRegistered(format!("the session failed: {e}")),
         Err(_) => return Ended::NotRegistered("no answer to the hello in 30 s".into()),
     };
+    // The controller holds the token too: its messages may be long (modules, restores).
+    session.set_max_message(MAX_MESSAGE_BYTES);
+    let (mut writer, mut reader) = session.split();
+    let (outbox, mut outgoing) = mpsc::channel::<ToController>(OUTBOX);
+    let (write_failed_tx, mut write_failed) = tokio::sync::oneshot::channel::<String>();
+    let writing = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if let Err(e) = writer.send(&message).await {
+                let _ = write_failed_tx.send(format!("the session failed: {e}"));
+                return;
+            }
+        }
+    });
+    let mut writing = AbortOnDrop(writing);
+    // The parts of attempts deployed in this session end with it.
+    let mut executor = Executor::new(options.executor.clone(), outbox.clone());
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut seq = 0u64;
@@ -149,22 +181,37 @@ async fn one_session(
         tokio::select! {
             _ = ticks.tick() => {
                 seq += 1;
-                if let Err(e) = session.send(&ToController::Heartbeat { seq }).await {
-                    return Ended::Registered(format!("the session failed: {e}"));
+                if outbox.send(ToController::Heartbeat { seq }).await.is_err() {
+                    return Ended::Registered("the session's writer ended".into());
                 }
             }
-            next = session.recv::<ToWorker>() => match next {
-                Ok(Some(ToWorker::HeartbeatAck { .. })) => deadline = tokio::time::Instant::now() + timeout,
-                Ok(Some(other)) => return Ended::Registered(format!("a message out of turn: {other:?}")),
+            next = reader.recv::<ToWorker>() => match next {
+                Ok(Some(message)) => {
+                    deadline = tokio::time::Instant::now() + timeout;
+                    match message {
+                        ToWorker::HeartbeatAck { .. } => {}
+                        ToWorker::Welcome { .. } | ToWorker::Refused { .. } => {
+                            return Ended::Registered(format!("a message out of turn: {message:?}"));
+                        }
+                        other => executor.handle(other),
+                    }
+                }
                 Ok(None) => return Ended::Registered("the controller closed the session".into()),
                 Err(e) => return Ended::Registered(format!("the session failed: {e}")),
             },
+            failed = &mut write_failed => {
+                return Ended::Registered(failed.unwrap_or_else(|_| "the session's writer ended".into()));
+            }
             () = tokio::time::sleep_until(deadline) => {
                 return Ended::Registered(format!("no answer from the controller for {} ms", timeout.as_millis()));
             }
             () = stop.as_mut() => {
+                drop(executor);
                 let bye = ToController::Goodbye { reason: "the worker was asked to stop".into() };
-                let _ = tokio::time::timeout(Duration::from_secs(2), session.send(&bye)).await;
+                let _ = tokio::time::timeout(Duration::from_secs(2), outbox.send(bye)).await;
+                // The writer ends once every sender is gone: the goodbye is on the wire.
+                drop(outbox);
+                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writing.0).await;
                 return Ended::Stopped;
             }
         }

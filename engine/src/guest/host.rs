@@ -177,7 +177,8 @@ impl GuestHost {
         super::world::precheck(name, bytes)?;
         let (component, uncached) = self.compile_cached(name, &sha, bytes)?;
         let module = Arc::new(
-            OperatorModule::new(name, sha, component, &self.engine, &self.linker)?.with_pool(self.pooling),
+            OperatorModule::new(name, sha, Arc::from(bytes), component, &self.engine, &self.linker)?
+                .with_pool(self.pooling),
         );
         // Only a module that fits the world is cached on disk: a refused one leaves nothing.
         if let Some(path) = uncached

@@ -1,5 +1,7 @@
 //! A compiled and validated operator module.
 
+use std::sync::Arc;
+
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
@@ -41,6 +43,8 @@ pub(crate) const HOST_IMPORTS: [&str; 7] = [
 pub struct OperatorModule {
     name: String,
     sha256: [u8; 32],
+    /// The component's bytes (a cluster ships them to the workers that run the module).
+    bytes: Arc<[u8]>,
     component: Component,
     pre: OperatorWorldPre<HostState>,
     indices: OperatorWorldIndices,
@@ -64,6 +68,7 @@ impl OperatorModule {
     pub(crate) fn new(
         name: &str,
         sha256: [u8; 32],
+        bytes: Arc<[u8]>,
         component: Component,
         engine: &Engine,
         linker: &Linker<HostState>,
@@ -94,6 +99,7 @@ impl OperatorModule {
         Ok(OperatorModule {
             name: name.to_string(),
             sha256,
+            bytes,
             component,
             pre,
             indices,
@@ -106,6 +112,11 @@ impl OperatorModule {
     /// The same module, instantiated from the engine's instance pool of this size.
     pub(crate) fn with_pool(self, pool: Option<PoolingOptions>) -> Self {
         OperatorModule { pool, ..self }
+    }
+
+    /// The component's bytes.
+    pub fn bytes(&self) -> &Arc<[u8]> {
+        &self.bytes
     }
 
     /// The module's name (a path or `builtin:` name).

@@ -1,23 +1,25 @@
 //! One attempt at running a planned job: wire a channel for every connected pair of
 //! subtasks, spawn every subtask (and, checkpointed, its snapshot writer and the
-//! coordinator), join them, and report.
+//! coordinator), join them ([`Tasks`]), and report.
 //!
-//! The first real failure (not a "channel closed" that merely follows from it) aborts
-//! every other task and is returned with its node id and subtask.
+//! An attempt spread over a cluster's processes runs as one [`Part`] in each: the subtasks
+//! its [`Layout`] places there, with local queues between them and the data plane
+//! ([`RemoteChannels`]) to the others.
 
 use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use weir_store::{CheckpointMeta, Manifest};
 
-use super::channel::{Receiver, Sender, channel};
+use super::channel::{ChannelStats, Receiver, Sender, channel};
 use super::control::{Control, ToCoordinator};
 use super::coordinator::{Coordinator, TaskInfo};
-use super::env::RunEnv;
+use super::env::{RunEnv, TaskEnv};
 use super::error::{JobError, TaskError};
 use super::input_gate::InputGate;
 use super::metrics::{JobMetrics, SubtaskMetrics};
@@ -30,6 +32,7 @@ use super::task::{
     run_source,
 };
 use super::task_state::{TaskState, restored_state, subtask_state};
+pub(crate) use super::tasks::Tasks;
 use crate::connectors::ConnectorEnv;
 use crate::guest::bindings::Context;
 use crate::guest::{InstanceLimits, OperatorInstance};
@@ -47,7 +50,8 @@ pub fn instance_limits(settings: &crate::plan::Settings) -> InstanceLimits {
     }
 }
 
-/// Runs one attempt of `plan`; checkpointed in `env`, restored from the given checkpoint.
+/// Runs one attempt of `plan` in this process; checkpointed in `env`, restored from the
+/// given checkpoint.
 pub(crate) async fn run_attempt(
     plan: &Plan,
     checkpointed: Option<(&RunEnv, Option<(CheckpointMeta, Manifest)>)>,
@@ -57,72 +61,242 @@ pub(crate) async fn run_attempt(
         Some((env, restore)) => (Some(env), restore),
         None => (None, None),
     };
-    let mut wiring = Wiring::new(plan);
-    if let Some(env) = env {
-        env.set_live_metrics(wiring.metrics.clone());
-    }
+    let part = Part::prepare(plan, None)?;
+    let task_env = env.map(RunEnv::task_env);
     let infos = task_infos(plan);
     let (to_coordinator, inbox) = mpsc::unbounded_channel::<ToCoordinator>();
-    let (controls, mut control_rx): (Vec<_>, Vec<_>) = infos
-        .iter()
-        .map(|_| {
-            let (tx, rx) = mpsc::unbounded_channel::<Control>();
-            (tx, Some(rx))
-        })
-        .unzip();
-
-    let mut tasks = Tasks::default();
-    let mut task_index = 0usize;
-    for (index, node) in plan.nodes.iter().enumerate() {
-        for s in 0..node.parallelism {
-            let subtask = Subtask {
-                plan,
-                node,
-                s,
-                task: task_index,
-                env,
-                restore: restore.as_ref(),
-                output: wiring.output(plan, index, s),
-                gate: wiring.gate(index, s),
-                metrics: wiring.metrics.subtasks[index][s as usize].clone(),
-                job_metrics: wiring.metrics.clone(),
-            };
-            let control = control_rx[task_index].take().expect("control receiver");
-            subtask.spawn(&mut tasks, control, &to_coordinator)?;
-            task_index += 1;
-        }
-    }
+    let (controls, control_rx) = control_channels(infos.len());
+    let (part, tasks) = part.spawn(task_env.as_ref(), restore.as_ref(), control_rx, &to_coordinator)?;
     drop(to_coordinator);
-    let coordinator = env.map(|env| {
-        tokio::spawn(
-            Coordinator {
-                job: env.job_id.clone(),
-                settings: plan.spec.settings.checkpoint.clone(),
-                storage: env.storage.clone(),
-                tasks: infos.clone(),
-                controls,
-                inbox,
-                requests: env.requests.clone(),
-                events: env.events.clone(),
-                faults: env.faults.clone(),
-                stop: env.stop.clone(),
-            }
-            .run(),
-        )
-    });
-    let final_checkpoint = tasks.join(coordinator).await?;
-    if env.is_some() && final_checkpoint.is_none() {
-        return Err(JobError::NoFinalCheckpoint);
+    if let Some(env) = env {
+        env.set_live_metrics(part.metrics());
     }
-    let mut report = wiring.report(plan, start, infos.len());
-    report.final_checkpoint = final_checkpoint;
-    report.stopped = env.is_some_and(|e| e.stop.requested() == Some(StopMode::Suspend));
-    report.drained = env.is_some_and(|e| e.stop.requested() == Some(StopMode::Drain));
-    Ok(report)
+    let coordinator = env.map(|env| spawn_coordinator(plan, env, infos.clone(), controls, inbox));
+    let final_checkpoint = tasks.join(coordinator).await?;
+    part.finish(plan, env, start, infos.len(), final_checkpoint)
+}
+
+/// A control channel for each of `tasks` tasks: the coordinator's senders, and the
+/// receivers by task index.
+pub(crate) fn control_channels(
+    tasks: usize,
+) -> (Vec<mpsc::UnboundedSender<Control>>, BTreeMap<usize, mpsc::UnboundedReceiver<Control>>) {
+    let mut senders = Vec::with_capacity(tasks);
+    let mut receivers = BTreeMap::new();
+    for task in 0..tasks {
+        let (tx, rx) = mpsc::unbounded_channel::<Control>();
+        senders.push(tx);
+        receivers.insert(task, rx);
+    }
+    (senders, receivers)
+}
+
+/// Spawns the attempt's coordinator.
+pub(crate) fn spawn_coordinator(
+    plan: &Plan,
+    env: &RunEnv,
+    tasks: Vec<TaskInfo>,
+    controls: Vec<mpsc::UnboundedSender<Control>>,
+    inbox: mpsc::UnboundedReceiver<ToCoordinator>,
+) -> JoinHandle<Result<u64, JobError>> {
+    tokio::spawn(
+        Coordinator {
+            job: env.job_id.clone(),
+            settings: plan.spec.settings.checkpoint.clone(),
+            storage: env.storage.clone(),
+            tasks,
+            controls,
+            inbox,
+            requests: env.requests.clone(),
+            events: env.events.clone(),
+            faults: env.faults.clone(),
+            stop: env.stop.clone(),
+        }
+        .run(),
+    )
+}
+
+/// Where the subtasks of an attempt spread over several processes run, as one of them
+/// sees it.
+pub(crate) struct Layout {
+    /// The job.
+    pub job: String,
+    /// The attempt (channels are keyed by it: an older attempt's cannot connect).
+    pub attempt: u64,
+    /// Per node (plan order), per subtask: the place that runs it.
+    pub places: Vec<Vec<u32>>,
+    /// Each place's data address.
+    pub addresses: Vec<String>,
+    /// This process's place.
+    pub here: u32,
+    /// This process's data plane.
+    pub data: Arc<dyn RemoteChannels>,
+}
+
+/// Channels to and from other processes (a cluster's data plane): each is keyed by the
+/// job, the attempt and its number in the attempt's wiring.
+pub(crate) trait RemoteChannels: Send + Sync {
+    /// Registers the receiving end of channel `channel` (from subtask `from` to `to`, a
+    /// window of `capacity` batches).
+    fn input(
+        &self,
+        key: (String, u64, u32),
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> Result<Receiver, String>;
+
+    /// Opens the sending end of channel `key` to the process at `peer`.
+    fn output<'a>(
+        &'a self,
+        peer: &'a str,
+        key: (String, u64, u32),
+        capacity: usize,
+        from: (String, u32),
+        to: (String, u32),
+    ) -> Pin<Box<dyn Future<Output = Result<Sender, String>> + Send + 'a>>;
+}
+
+impl Layout {
+    fn place(&self, node: usize, subtask: u32) -> u32 {
+        self.places.get(node).and_then(|p| p.get(subtask as usize)).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Whether subtask `subtask` of node `node` runs here.
+    pub fn is_here(&self, node: usize, subtask: u32) -> bool {
+        self.place(node, subtask) == self.here
+    }
+}
+
+/// A channel from a subtask here to one elsewhere, opened when the attempt starts.
+struct PendingOutput {
+    /// Where its sender goes: (upstream node, edge index, upstream subtask) and its slot.
+    target: (usize, usize, u32),
+    slot: usize,
+    /// (job, attempt, channel number).
+    key: (String, u64, u32),
+    peer: String,
+    from: (String, u32),
+    to: (String, u32),
+}
+
+/// The part of an attempt that runs in this process: all of it, or (spread over workers)
+/// the subtasks its layout places here.
+pub(crate) struct Part<'a> {
+    plan: &'a Plan,
+    layout: Option<&'a Layout>,
+    wiring: Wiring,
+    pending: Vec<PendingOutput>,
+}
+
+impl<'a> Part<'a> {
+    /// Wires the channels of this process's subtasks; registers the inputs that come from
+    /// elsewhere (so that the other places can open them once every place is prepared).
+    pub(crate) fn prepare(plan: &'a Plan, layout: Option<&'a Layout>) -> Result<Self, JobError> {
+        let (wiring, pending) = Wiring::new(plan, layout)?;
+        Ok(Part { plan, layout, wiring, pending })
+    }
+
+    /// Opens the channels to subtasks elsewhere (every place registered its inputs).
+    pub(crate) async fn open_outputs(&mut self) -> Result<(), JobError> {
+        let Some(layout) = self.layout else { return Ok(()) };
+        let capacity = self.plan.spec.settings.channel_capacity;
+        for p in std::mem::take(&mut self.pending) {
+            let sender = layout
+                .data
+                .output(&p.peer, p.key, capacity, p.from, p.to)
+                .await
+                .map_err(JobError::Cluster)?;
+            self.wiring.channel_stats.push(sender.stats().clone());
+            let slots = self.wiring.senders.get_mut(&p.target).expect("senders built");
+            slots[p.slot] = Some(sender);
+        }
+        Ok(())
+    }
+
+    /// Spawns every subtask here (and, checkpointed, its snapshot writer), each with its
+    /// control receiver from `controls` (by task index).
+    pub(crate) fn spawn(
+        mut self,
+        env: Option<&TaskEnv>,
+        restore: Option<&(CheckpointMeta, Manifest)>,
+        mut controls: BTreeMap<usize, mpsc::UnboundedReceiver<Control>>,
+        to_coordinator: &mpsc::UnboundedSender<ToCoordinator>,
+    ) -> Result<(Finished, Tasks), JobError> {
+        let plan = self.plan;
+        // Every channel here is open now: the counters see them all.
+        let metrics = Arc::new(JobMetrics {
+            subtasks: std::mem::take(&mut self.wiring.subtasks),
+            channels: self.wiring.channel_stats.clone(),
+            ..JobMetrics::default()
+        });
+        let mut tasks = Tasks::default();
+        let mut task_index = 0usize;
+        for (index, node) in plan.nodes.iter().enumerate() {
+            for s in 0..node.parallelism {
+                let task = task_index;
+                task_index += 1;
+                if self.layout.is_some_and(|l| !l.is_here(index, s)) {
+                    continue;
+                }
+                let control = controls.remove(&task).ok_or_else(|| {
+                    JobError::Cluster(format!("no control channel for task {task} ({} {s})", node.id))
+                })?;
+                let subtask = Subtask {
+                    plan,
+                    node,
+                    s,
+                    task,
+                    env,
+                    restore,
+                    output: self.wiring.output(plan, index, s),
+                    gate: self.wiring.gate(index, s),
+                    metrics: metrics.subtasks[index][s as usize].clone(),
+                    job_metrics: metrics.clone(),
+                };
+                subtask.spawn(&mut tasks, control, to_coordinator)?;
+            }
+        }
+        let channel_stats = self.wiring.channel_stats;
+        Ok((Finished { metrics, channel_stats }, tasks))
+    }
+}
+
+/// What is left of a part once its subtasks run: the counters for its report.
+pub(crate) struct Finished {
+    metrics: Arc<JobMetrics>,
+    channel_stats: Vec<Arc<ChannelStats>>,
+}
+
+impl Finished {
+    /// The counters of the attempt (those of subtasks elsewhere as their workers report
+    /// them).
+    pub(crate) fn metrics(&self) -> Arc<JobMetrics> {
+        self.metrics.clone()
+    }
+
+    /// The attempt's report.
+    pub(crate) fn finish(
+        self,
+        plan: &Plan,
+        env: Option<&RunEnv>,
+        start: Instant,
+        tasks: usize,
+        final_checkpoint: Option<u64>,
+    ) -> Result<JobReport, JobError> {
+        if env.is_some() && final_checkpoint.is_none() {
+            return Err(JobError::NoFinalCheckpoint);
+        }
+        let mut report = report(plan, &self.metrics, &self.channel_stats, start, tasks);
+        report.final_checkpoint = final_checkpoint;
+        report.stopped = env.is_some_and(|e| e.stop.requested() == Some(StopMode::Suspend));
+        report.drained = env.is_some_and(|e| e.stop.requested() == Some(StopMode::Drain));
+        Ok(report)
+    }
 }
 
 /// Task indices (for the coordinator): nodes in spec order, subtasks in order.
-fn task_infos(plan: &Plan) -> Vec<TaskInfo> {
+pub(crate) fn task_infos(plan: &Plan) -> Vec<TaskInfo> {
     plan.nodes
         .iter()
         .flat_map(|node| {
@@ -135,26 +309,33 @@ fn task_infos(plan: &Plan) -> Vec<TaskInfo> {
         .collect()
 }
 
-/// The channels of an attempt and its counters.
+/// The channels of an attempt's part and its counters.
 struct Wiring {
     /// Per node, per subtask: its input channels with their ports.
     gates: Vec<Vec<Vec<(u32, Receiver)>>>,
     /// (upstream node, edge index in its outputs, upstream subtask) → senders in
-    /// downstream subtask order.
-    senders: HashMap<(usize, usize, u32), Vec<Sender>>,
-    metrics: Arc<JobMetrics>,
+    /// downstream subtask order (a sender to a subtask elsewhere is filled in when the
+    /// attempt starts).
+    senders: HashMap<(usize, usize, u32), Vec<Option<Sender>>>,
+    /// Per node, per subtask: its counters.
+    subtasks: Vec<Vec<Arc<SubtaskMetrics>>>,
+    channel_stats: Vec<Arc<ChannelStats>>,
 }
 
 impl Wiring {
     /// A channel for every edge and every connected pair of subtasks: a forward edge
     /// connects subtask `j` to `j`, every other edge every upstream subtask to every
-    /// downstream one.
-    fn new(plan: &Plan) -> Self {
+    /// downstream one. Spread over places (`layout`), channels are numbered in this order
+    /// by every place alike; a channel between two subtasks here is a local queue, one
+    /// from elsewhere is registered with the data plane, one to elsewhere is opened later.
+    fn new(plan: &Plan, layout: Option<&Layout>) -> Result<(Self, Vec<PendingOutput>), JobError> {
         let settings = &plan.spec.settings;
         let mut gates: Vec<Vec<Vec<(u32, Receiver)>>> =
             plan.nodes.iter().map(|n| (0..n.parallelism).map(|_| Vec::new()).collect()).collect();
-        let mut senders: HashMap<(usize, usize, u32), Vec<Sender>> = HashMap::new();
+        let mut senders: HashMap<(usize, usize, u32), Vec<Option<Sender>>> = HashMap::new();
         let mut channel_stats = Vec::new();
+        let mut pending = Vec::new();
+        let mut number = 0u32;
         for (to, node) in plan.nodes.iter().enumerate() {
             for edge in &node.inputs {
                 let up = &plan.nodes[edge.from];
@@ -165,26 +346,64 @@ impl Wiring {
                     } else {
                         (0..up.parallelism).collect()
                     };
+                    let forward = edge.partitioning == Partitioning::Forward;
+                    // A forward edge's subtask has one target; any other, every subtask.
+                    let (width, slot) = if forward { (1, 0) } else { (node.parallelism, j as usize) };
                     for i in upstream {
-                        let (tx, rx) =
-                            channel(settings.channel_capacity, (up.id.clone(), i), (node.id.clone(), j));
-                        channel_stats.push(tx.stats().clone());
-                        gates[to][j as usize].push((edge.port, rx));
-                        senders.entry((edge.from, out_index, i)).or_default().push(tx);
+                        let channel_number = number;
+                        number += 1;
+                        let (from_id, to_id) = ((up.id.clone(), i), (node.id.clone(), j));
+                        let targets = senders
+                            .entry((edge.from, out_index, i))
+                            .or_insert_with(|| (0..width).map(|_| None).collect());
+                        let Some(layout) = layout else {
+                            let (tx, rx) = channel(settings.channel_capacity, from_id, to_id);
+                            channel_stats.push(tx.stats().clone());
+                            gates[to][j as usize].push((edge.port, rx));
+                            targets[slot] = Some(tx);
+                            continue;
+                        };
+                        let key = (layout.job.clone(), layout.attempt, channel_number);
+                        match (layout.is_here(edge.from, i), layout.is_here(to, j)) {
+                            (true, true) => {
+                                let (tx, rx) = channel(settings.channel_capacity, from_id, to_id);
+                                channel_stats.push(tx.stats().clone());
+                                gates[to][j as usize].push((edge.port, rx));
+                                targets[slot] = Some(tx);
+                            }
+                            (false, true) => {
+                                let rx = layout
+                                    .data
+                                    .input(key, settings.channel_capacity, from_id, to_id)
+                                    .map_err(JobError::Cluster)?;
+                                gates[to][j as usize].push((edge.port, rx));
+                            }
+                            (true, false) => {
+                                let place = layout.place(to, j) as usize;
+                                let peer = layout.addresses.get(place).cloned().ok_or_else(|| {
+                                    JobError::Cluster(format!("no address for place {place}"))
+                                })?;
+                                pending.push(PendingOutput {
+                                    target: (edge.from, out_index, i),
+                                    slot,
+                                    key,
+                                    peer,
+                                    from: from_id,
+                                    to: to_id,
+                                });
+                            }
+                            (false, false) => {}
+                        }
                     }
                 }
             }
         }
-        let metrics = Arc::new(JobMetrics {
-            subtasks: plan
-                .nodes
-                .iter()
-                .map(|n| (0..n.parallelism).map(|_| Arc::new(SubtaskMetrics::default())).collect())
-                .collect(),
-            channels: channel_stats,
-            ..JobMetrics::default()
-        });
-        Wiring { gates, senders, metrics }
+        let subtasks = plan
+            .nodes
+            .iter()
+            .map(|n| (0..n.parallelism).map(|_| Arc::new(SubtaskMetrics::default())).collect())
+            .collect();
+        Ok((Wiring { gates, senders, subtasks, channel_stats }, pending))
     }
 
     /// Subtask `s` of node `index`'s output: one router per outgoing edge.
@@ -195,7 +414,13 @@ impl Wiring {
             .iter()
             .enumerate()
             .map(|(k, e)| {
-                let targets = self.senders.remove(&(index, k, s)).expect("senders built");
+                let targets = self
+                    .senders
+                    .remove(&(index, k, s))
+                    .expect("senders built")
+                    .into_iter()
+                    .map(|t| t.expect("every channel of a subtask here is open"))
+                    .collect();
                 EdgeOutput::new(e.partitioning, targets, settings.max_parallelism, s as usize)
                     .carrying(e.output)
             })
@@ -207,46 +432,50 @@ impl Wiring {
     fn gate(&mut self, index: usize, s: u32) -> InputGate {
         InputGate::new(std::mem::take(&mut self.gates[index][s as usize]))
     }
+}
 
-    /// The figures of the attempt that ran.
-    fn report(&self, plan: &Plan, start: Instant, tasks: usize) -> JobReport {
-        let metrics = &self.metrics;
-        let nodes = plan
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| NodeReport {
-                id: n.id.clone(),
-                kind: n.kind,
-                parallelism: n.parallelism,
-                records_in: metrics.subtasks[i].iter().map(|m| m.records_in.load(Ordering::Relaxed)).sum(),
-                records_out: metrics.subtasks[i].iter().map(|m| m.records_out.load(Ordering::Relaxed)).sum(),
-            })
-            .collect();
-        let channels = metrics
-            .channels
-            .iter()
-            .map(|c| ChannelReport {
-                from: c.from.clone(),
-                to: c.to.clone(),
-                capacity: c.capacity,
-                max_depth: c.max_depth.load(Ordering::Relaxed),
-                batches: c.batches.load(Ordering::Relaxed),
-            })
-            .collect();
-        JobReport {
-            duration: start.elapsed(),
-            nodes,
-            channels,
-            max_batches_in_flight: metrics.max_batches_in_flight.load(Ordering::Relaxed),
-            tasks,
-            restarts: 0,
-            restored_from: Vec::new(),
-            final_checkpoint: None,
-            already_finished: false,
-            stopped: false,
-            drained: false,
-        }
+/// The figures of the attempt that ran (its part here).
+fn report(
+    plan: &Plan,
+    metrics: &JobMetrics,
+    channel_stats: &[Arc<ChannelStats>],
+    start: Instant,
+    tasks: usize,
+) -> JobReport {
+    let nodes = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| NodeReport {
+            id: n.id.clone(),
+            kind: n.kind,
+            parallelism: n.parallelism,
+            records_in: metrics.subtasks[i].iter().map(|m| m.records_in.load(Ordering::Relaxed)).sum(),
+            records_out: metrics.subtasks[i].iter().map(|m| m.records_out.load(Ordering::Relaxed)).sum(),
+        })
+        .collect();
+    let channels = channel_stats
+        .iter()
+        .map(|c| ChannelReport {
+            from: c.from.clone(),
+            to: c.to.clone(),
+            capacity: c.capacity,
+            max_depth: c.max_depth.load(Ordering::Relaxed),
+            batches: c.batches.load(Ordering::Relaxed),
+        })
+        .collect();
+    JobReport {
+        duration: start.elapsed(),
+        nodes,
+        channels,
+        max_batches_in_flight: metrics.max_batches_in_flight.load(Ordering::Relaxed),
+        tasks,
+        restarts: 0,
+        restored_from: Vec::new(),
+        final_checkpoint: None,
+        already_finished: false,
+        stopped: false,
+        drained: false,
     }
 }
 
@@ -256,7 +485,7 @@ struct Subtask<'a> {
     node: &'a PlanNode,
     s: u32,
     task: usize,
-    env: Option<&'a RunEnv>,
+    env: Option<&'a TaskEnv>,
     restore: Option<&'a (CheckpointMeta, Manifest)>,
     output: Output,
     gate: InputGate,
@@ -321,7 +550,7 @@ impl Subtask<'_> {
         // Connectors open on a blocking thread: opening one may wait on the network (a Kafka
         // broker: bounded by its request timeout), which must not hold a runtime thread that
         // other jobs' tasks (and the server) run on.
-        let store = env.map(|e| e.store.clone());
+        let store = env.and_then(|e| e.store.clone());
         let job_id = env.map(|e| e.job_id.clone()).unwrap_or_default();
         let channel_state = match (env, in_flight) {
             (Some(env), Some((chunks, expected))) => Some((env.storage.clone(), chunks, expected)),
@@ -384,7 +613,7 @@ impl Subtask<'_> {
                 };
                 let local = LocalPlace {
                     config: match env {
-                        Some(e) => LocalStateConfig::beside(&e.store, &e.job_id),
+                        Some(e) => e.local.clone(),
                         None => LocalStateConfig::temporary(&job_id),
                     },
                     operator: node.id.clone(),
@@ -427,109 +656,5 @@ fn connector_env<'a>(store: Option<&'a weir_store::Store>, job: &'a str, node: &
     match store {
         Some(store) => ConnectorEnv { store: Some(store), job, node, transactional: true },
         None => ConnectorEnv::plain(),
-    }
-}
-
-/// The tasks of an attempt, with the node and subtask each runs.
-#[derive(Default)]
-struct Tasks {
-    set: JoinSet<Result<(), TaskError>>,
-    names: HashMap<tokio::task::Id, (String, u32)>,
-}
-
-impl Tasks {
-    fn spawn(
-        &mut self,
-        node: String,
-        subtask: u32,
-        task: impl Future<Output = Result<(), TaskError>> + Send + 'static,
-    ) {
-        let handle = self.set.spawn(task);
-        self.names.insert(handle.id(), (node, subtask));
-    }
-
-    /// Joins every task and the coordinator; returns the final checkpoint's id (when
-    /// checkpointed) or the first real failure.
-    async fn join(
-        mut self,
-        mut coordinator: Option<JoinHandle<Result<u64, JobError>>>,
-    ) -> Result<Option<u64>, JobError> {
-        let mut final_checkpoint = None;
-        let mut first_error: Option<JobError> = None;
-        let mut secondary: Option<JobError> = None;
-        loop {
-            let joined = match &mut coordinator {
-                Some(c) => tokio::select! {
-                    joined = self.set.join_next_with_id() => joined,
-                    result = c => {
-                        coordinator = None;
-                        match result {
-                            Ok(Ok(id)) => final_checkpoint = Some(id),
-                            // The tasks ended (the coordinator may see it before this loop
-                            // joins them): their own errors come first.
-                            Ok(Err(JobError::TasksGone)) => {
-                                secondary.get_or_insert(JobError::TasksGone);
-                            }
-                            Ok(Err(e)) => {
-                                first_error.get_or_insert(e);
-                                self.set.abort_all();
-                            }
-                            Err(e) => {
-                                first_error.get_or_insert(JobError::Background(e));
-                                self.set.abort_all();
-                            }
-                        }
-                        continue;
-                    }
-                },
-                None => self.set.join_next_with_id().await,
-            };
-            let Some(joined) = joined else { break };
-            let (id, result) = match joined {
-                Ok((id, r)) => (id, r.map_err(Some)),
-                Err(e) if e.is_panic() => {
-                    let id = e.id();
-                    let payload = e.into_panic();
-                    let message = payload
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "unknown panic".into());
-                    let (node, subtask) = self.names[&id].clone();
-                    first_error.get_or_insert(JobError::Panic { node, subtask, message });
-                    self.set.abort_all();
-                    continue;
-                }
-                Err(e) => (e.id(), Err(None)),
-            };
-            if let Err(Some(error)) = result {
-                let (node, subtask) = self.names[&id].clone();
-                let secondary_error = error.is_secondary();
-                let err = JobError::Task { node, subtask, error };
-                if secondary_error {
-                    secondary.get_or_insert(err);
-                } else if first_error.is_none() {
-                    first_error = Some(err);
-                    self.set.abort_all();
-                }
-            }
-        }
-        if let Some(c) = coordinator.take() {
-            if first_error.is_some() || secondary.is_some() {
-                c.abort();
-            } else {
-                // Every task ended well: the sources ended only after the final checkpoint
-                // completed, so the coordinator has returned (or returns now: its inbox closed).
-                match c.await {
-                    Ok(Ok(id)) => final_checkpoint = Some(id),
-                    Ok(Err(e)) => first_error = Some(e),
-                    Err(e) => first_error = Some(JobError::Background(e)),
-                }
-            }
-        }
-        match first_error.or(secondary) {
-            Some(e) => Err(e),
-            None => Ok(final_checkpoint),
-        }
     }
 }

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, broadcast, mpsc};
 use weir_store::{CheckpointStorage, Store};
 
+use crate::local_state::LocalStateConfig;
+
 use super::control::{JobEvent, TriggerError, TriggerRequest};
 use super::faults::FaultInjector;
 use super::metrics::JobMetrics;
@@ -27,6 +29,8 @@ pub struct RunEnv {
     trigger_tx: mpsc::UnboundedSender<TriggerRequest>,
     pub(crate) stop: Arc<StopSignal>,
     live: Arc<std::sync::Mutex<Option<Arc<JobMetrics>>>>,
+    /// Runs the job's attempts elsewhere (a cluster's workers, while any is live).
+    pub(crate) cluster: Option<Arc<dyn AttemptRunner>>,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -50,7 +54,14 @@ impl RunEnv {
             trigger_tx,
             stop: Arc::new(StopSignal::default()),
             live: Arc::new(std::sync::Mutex::new(None)),
+            cluster: None,
         }
+    }
+
+    /// Runs the job's attempts with `cluster` whenever it is active (a cluster's workers).
+    pub fn with_cluster(mut self, cluster: Option<Arc<dyn AttemptRunner>>) -> Self {
+        self.cluster = cluster;
+        self
     }
 
     /// Uses `storage` for checkpoints instead of the store itself.
@@ -104,6 +115,52 @@ impl RunEnv {
     pub(crate) fn set_live_metrics(&self, metrics: Arc<JobMetrics>) {
         if let Ok(mut live) = self.live.lock() {
             *live = Some(metrics);
+        }
+    }
+}
+
+/// Runs attempts of jobs somewhere else than in this process (a cluster's workers).
+pub trait AttemptRunner: Send + Sync + std::fmt::Debug {
+    /// Whether attempts go there now (any worker is live).
+    fn active(&self) -> bool;
+
+    /// Runs one attempt of `plan`, restored from `restore`.
+    fn run_attempt<'a>(
+        &'a self,
+        plan: &'a crate::plan::Plan,
+        env: &'a RunEnv,
+        restore: Option<(weir_store::CheckpointMeta, weir_store::Manifest)>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<super::JobReport, super::JobError>> + Send + 'a>>;
+}
+
+/// What the subtasks of a checkpointed attempt run with in the process that runs them:
+/// the server's [`RunEnv`], or a worker's (its storage reaches the controller's store).
+#[derive(Clone)]
+pub(crate) struct TaskEnv {
+    /// The job.
+    pub job_id: String,
+    /// Where snapshots go and restores come from.
+    pub storage: Arc<dyn CheckpointStorage>,
+    /// Fault injection (tests).
+    pub faults: Option<Arc<FaultInjector>>,
+    /// Whether the job is asked to stop.
+    pub stop: Arc<StopSignal>,
+    /// The embedded store, where there is one (stream connectors, sinks' outboxes).
+    pub store: Option<Store>,
+    /// Where host keyed state keeps its working copies.
+    pub local: LocalStateConfig,
+}
+
+impl RunEnv {
+    /// What the subtasks of an attempt in this process run with.
+    pub(crate) fn task_env(&self) -> TaskEnv {
+        TaskEnv {
+            job_id: self.job_id.clone(),
+            storage: self.storage.clone(),
+            faults: self.faults.clone(),
+            stop: self.stop.clone(),
+            store: Some(self.store.clone()),
+            local: LocalStateConfig::beside(&self.store, &self.job_id),
         }
     }
 }

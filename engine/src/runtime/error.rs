@@ -52,12 +52,25 @@ pub enum TaskError {
     /// A sink's input ended with pre-committed output that no checkpoint committed.
     #[error("the input ended with {0} transaction(s) not committed by a checkpoint")]
     Uncommitted(usize),
+    /// The subtask ran on a worker and failed there.
+    #[error("on worker {worker}: {message}")]
+    Remote {
+        /// The worker's id.
+        worker: u64,
+        /// Its error.
+        message: String,
+        /// The error merely follows from another one (a channel closed).
+        secondary: bool,
+    },
 }
 
 impl TaskError {
     /// True for errors that only follow from another task's failure.
     pub fn is_secondary(&self) -> bool {
-        matches!(self, TaskError::Downstream(_) | TaskError::Upstream(_))
+        matches!(
+            self,
+            TaskError::Downstream(_) | TaskError::Upstream(_) | TaskError::Remote { secondary: true, .. }
+        )
     }
 }
 
@@ -111,6 +124,10 @@ pub enum JobError {
         /// The failure that ended the job.
         last: Box<JobError>,
     },
+    /// The job's attempt could not be placed or run on the cluster's workers (not enough
+    /// slots, a worker lost, a deploy refused).
+    #[error("job failed: cluster: {0}")]
+    Cluster(String),
     /// A subtask panicked (a bug in Weir, or an injected fault).
     #[error("job failed: node `{node}` subtask {subtask} panicked: {message}")]
     Panic {

@@ -58,7 +58,11 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
             tracing::debug!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
         }
-        match run_attempt(plan, Some((env, latest))).await {
+        let attempt = match &env.cluster {
+            Some(cluster) if cluster.active() => cluster.run_attempt(plan, env, latest).await,
+            _ => run_attempt(plan, Some((env, latest))).await,
+        };
+        match attempt {
             Ok(mut report) => {
                 report.restarts = restarts;
                 report.restored_from = restored_from;

@@ -16,6 +16,11 @@ pub struct SubtaskMetrics {
     pub batches_in: AtomicU64,
     /// Batches emitted.
     pub batches_out: AtomicU64,
+    /// The worker that runs the subtask (0: this process).
+    pub worker: AtomicU64,
+    /// Time the subtask waited for room downstream, as its worker reports it (a subtask
+    /// here counts it on its channels instead).
+    pub reported_blocked_ns: AtomicU64,
 }
 
 impl SubtaskMetrics {

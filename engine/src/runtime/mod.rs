@@ -14,13 +14,13 @@
 //!
 //! Imports between these files go one way; `engine/tests/all/layout.rs` checks it.
 
-mod attempt;
+pub(crate) mod attempt;
 pub mod barrier;
 mod channel;
 pub mod channel_state;
 mod control;
 mod coordinator;
-mod env;
+pub(crate) mod env;
 mod error;
 pub mod faults;
 mod input_gate;
@@ -33,9 +33,10 @@ mod restore;
 mod scopes;
 mod snapshot_writer;
 mod stop;
-mod store_call;
+pub(crate) mod store_call;
 mod task;
 mod task_state;
+mod tasks;
 mod watermark;
 
 pub use attempt::instance_limits;
@@ -45,7 +46,7 @@ pub use channel::{
 };
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};
-pub use env::{CheckpointTrigger, RunEnv};
+pub use env::{AttemptRunner, CheckpointTrigger, RunEnv};
 pub use error::{JobError, TaskError};
 pub use input_gate::{InputGate, UpstreamGone};
 pub use job::{commit_latest, run_job, run_job_checkpointed};

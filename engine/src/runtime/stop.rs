@@ -20,6 +20,8 @@ pub struct StopSignal {
     mode: AtomicU8,
     /// The final checkpoint is taken for a savepoint: pin it against retention.
     pin: AtomicBool,
+    /// Wakes whoever waits for a request (a cluster forwards it to the workers).
+    requests: tokio::sync::Notify,
 }
 
 impl StopSignal {
@@ -33,6 +35,13 @@ impl StopSignal {
             StopMode::Drain => 2,
         };
         self.mode.store(m, Ordering::Relaxed);
+        self.requests.notify_waiters();
+    }
+
+    /// Resolves at the next request after it is enabled (`Notified::enable`) or first
+    /// polled: check [`requested`](Self::requested) after enabling it, not before.
+    pub fn next_request(&self) -> tokio::sync::futures::Notified<'_> {
+        self.requests.notified()
     }
 
     /// The requested stop, if any.

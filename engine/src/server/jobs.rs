@@ -140,6 +140,8 @@ pub struct SubtaskLive {
     pub records_out_per_second: f64,
     /// Share of the last second spent waiting for room downstream (0 to 1).
     pub backpressure: f64,
+    /// The worker that runs it (`None`: the server's own process).
+    pub worker: Option<u64>,
 }
 
 #[derive(Default)]
@@ -179,6 +181,8 @@ struct Inner {
     /// tenant because admission plans (compiles) the job and may run its modules' guest code
     /// (a savepoint's migration): one tenant's slow module must not hold anyone else's.
     admission: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The cluster, once its listeners run: attempts run on its workers while any is live.
+    cluster: Mutex<Option<Arc<dyn crate::runtime::AttemptRunner>>>,
 }
 
 /// The job manager. Cheap to clone.
@@ -219,8 +223,14 @@ impl JobManager {
                 running: Mutex::new(HashMap::new()),
                 generations: std::sync::atomic::AtomicU64::new(0),
                 admission: Mutex::new(HashMap::new()),
+                cluster: Mutex::new(None),
             }),
         })
+    }
+
+    /// Runs the attempts of jobs started from now on on `cluster`'s workers (while any is live).
+    pub fn set_cluster(&self, cluster: Arc<dyn crate::runtime::AttemptRunner>) {
+        *self.inner.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cluster);
     }
 
     /// Job `id` of `tenant`.
@@ -437,7 +447,9 @@ impl JobManager {
 
     /// Starts running `job` (its status is already stored as running).
     fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
-        let env = Arc::new(RunEnv::new(job.id.clone(), self.inner.store.for_this_open()));
+        let cluster = self.inner.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let env =
+            Arc::new(RunEnv::new(job.id.clone(), self.inner.store.for_this_open()).with_cluster(cluster));
         let sample = Arc::new(Mutex::new(Sample::default()));
         let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
         let events = self.clone().watch_events(
@@ -566,7 +578,8 @@ impl JobManager {
                 let current = (
                     m.records_in.load(Ordering::Relaxed),
                     m.records_out.load(Ordering::Relaxed),
-                    blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0),
+                    blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0)
+                        + m.reported_blocked_ns.load(Ordering::Relaxed),
                 );
                 let previous = s.counters.insert((i, k), current).unwrap_or((0, 0, 0));
                 let d_in = current.0.saturating_sub(previous.0);
@@ -583,6 +596,7 @@ impl JobManager {
                     backpressure: elapsed
                         .map(|e| (d_blocked as f64 / 1e9 / e).clamp(0.0, 1.0))
                         .unwrap_or(0.0),
+                    worker: Some(m.worker.load(Ordering::Relaxed)).filter(|w| *w != 0),
                 });
             }
             self.inner.telemetry.records(tenant, id, &node.id, node_in, node_out);

@@ -68,6 +68,9 @@ pub struct Server {
     pub store_health: StoreHealth,
     /// The workers registered with this server (none without `cluster.listen`).
     pub workers: Workers,
+    /// Where workers register and where the server's own data plane listens (with
+    /// `cluster.listen`).
+    pub cluster_addresses: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
     admin_token_hash: Option<[u8; 32]>,
 }
 
@@ -109,7 +112,11 @@ impl Server {
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;
         ledger::prepare(&store, &tenants, &jobs)?;
-        let config_cluster = config.cluster.clone();
+        let workers = Workers::new(config.cluster.clone());
+        let cluster_addresses = match &config.cluster.listen {
+            Some(listen) => Some(start_cluster(&config.cluster, listen, &workers, &jobs).await?),
+            None => None,
+        };
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
         let server = Arc::new(Server {
             config,
@@ -123,9 +130,13 @@ impl Server {
             streams,
             telemetry,
             store_health: StoreHealth::default(),
-            workers: Workers::new(config_cluster),
+            workers,
+            cluster_addresses,
             admin_token_hash,
         });
+        if server.cluster_addresses.is_some() && !server.jobs.active_jobs()?.is_empty() {
+            wait_for_a_worker(&server.workers, server.config.cluster.resume_wait_ms).await;
+        }
         let resumed = server.jobs.resume_all().await?;
         if resumed > 0 {
             tracing::info!(jobs = resumed, "resumed the jobs that were running");
@@ -226,4 +237,44 @@ pub struct Usage {
     pub subtasks: u32,
     /// Bytes stored.
     pub storage_bytes: u64,
+}
+
+/// Listens for workers and starts the server's own data plane; attempts run on the workers
+/// from now on (while any is live). Returns the two bound addresses.
+async fn start_cluster(
+    config: &crate::cluster::ClusterConfig,
+    listen: &str,
+    workers: &Workers,
+    jobs: &JobManager,
+) -> anyhow::Result<(std::net::SocketAddr, std::net::SocketAddr)> {
+    use anyhow::Context as _;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen for workers on {listen}"))?;
+    let bound = listener.local_addr()?;
+    let data_listen = config.data_listen.clone().unwrap_or_else(|| format!("{}:0", bound.ip()));
+    let data = tokio::net::TcpListener::bind(&data_listen)
+        .await
+        .with_context(|| format!("cannot listen for the data plane on {data_listen}"))?;
+    let data_bound = data.local_addr()?;
+    let cluster = crate::cluster::Cluster::start(workers.clone(), data, config.data_advertise.clone())?;
+    jobs.set_cluster(Arc::new(cluster));
+    tokio::spawn(crate::cluster::accept(listener, workers.clone()));
+    Ok((bound, data_bound))
+}
+
+/// Jobs to resume after a restart wait up to `wait_ms` for a worker to register again, so
+/// that they go back to the workers rather than into this process.
+async fn wait_for_a_worker(workers: &Workers, wait_ms: u64) {
+    let mut events = workers.subscribe();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait_ms);
+    while !workers.any_live() {
+        tokio::select! {
+            _ = events.recv() => {}
+            () = tokio::time::sleep_until(deadline) => {
+                tracing::warn!("no worker registered within {wait_ms} ms: resuming jobs in this process");
+                return;
+            }
+        }
+    }
 }

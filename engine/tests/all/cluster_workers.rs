@@ -16,10 +16,10 @@ use weir::cluster::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, To
 
 use crate::server::{ADMIN, TestServer};
 
-const TOKEN: &str = "cluster-test-token-0123456789";
+pub(crate) const TOKEN: &str = "cluster-test-token-0123456789";
 const WAIT: Duration = Duration::from_secs(60);
 
-fn controller(dir: &std::path::Path, extra: &[(&str, &str)]) -> TestServer {
+pub(crate) fn controller(dir: &std::path::Path, extra: &[(&str, &str)]) -> TestServer {
     let mut env = vec![
         ("WEIR_CLUSTER__LISTEN", "127.0.0.1:0"),
         ("WEIR_CLUSTER__TOKEN", TOKEN),
@@ -33,25 +33,35 @@ fn controller(dir: &std::path::Path, extra: &[(&str, &str)]) -> TestServer {
 }
 
 /// A `weir worker` process; its stdout lines arrive on `lines`.
-struct Worker {
+pub(crate) struct Worker {
     child: Child,
     lines: mpsc::Receiver<String>,
 }
 
 impl Worker {
-    fn spawn(controller: &str, name: &str, token: &str) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args([
-                "worker",
-                "--controller",
-                controller,
-                "--name",
-                name,
-                "--listen",
-                "127.0.0.1:0",
-                "--slots",
-                "3",
-            ])
+    pub(crate) fn spawn(controller: &str, name: &str, token: &str) -> Worker {
+        Self::spawn_in(None, "127.0.0.1:0", controller, name, token)
+    }
+
+    /// A worker in network namespace `netns` (when given: `ip netns exec`), its data plane
+    /// on `listen`.
+    pub(crate) fn spawn_in(
+        netns: Option<&str>,
+        listen: &str,
+        controller: &str,
+        name: &str,
+        token: &str,
+    ) -> Worker {
+        let mut command = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_weir")]);
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_weir")),
+        };
+        let mut child = command
+            .args(["worker", "--controller", controller, "--name", name, "--listen", listen, "--slots", "3"])
             .env("WEIR_CLUSTER_TOKEN", token)
             .env("RUST_LOG", "weir=info")
             .stdout(Stdio::piped())
@@ -74,7 +84,7 @@ impl Worker {
     }
 
     /// The next line containing `text` (panics after [`WAIT`]).
-    fn wait_line(&self, text: &str) -> String {
+    pub(crate) fn wait_line(&self, text: &str) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -86,13 +96,13 @@ impl Worker {
         }
     }
 
-    fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
         assert!(status.success(), "kill {signal}");
     }
 
     /// Waits for the process to exit (panics after [`WAIT`]).
-    fn exit_status(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn exit_status(&mut self) -> std::process::ExitStatus {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -112,7 +122,7 @@ impl Drop for Worker {
 }
 
 /// The worker id in a `registered as worker N` line.
-fn registered_id(line: &str) -> u64 {
+pub(crate) fn registered_id(line: &str) -> u64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -123,7 +133,11 @@ async fn workers(server: &TestServer) -> Vec<Value> {
 }
 
 /// Polls the worker list until `pred` holds for it (panics after [`WAIT`] with the list).
-async fn wait_workers(server: &TestServer, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn wait_workers(
+    server: &TestServer,
+    what: &str,
+    pred: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     let deadline = Instant::now() + WAIT;
     loop {
         let list = workers(server).await;
@@ -135,7 +149,7 @@ async fn wait_workers(server: &TestServer, what: &str, pred: impl Fn(&[Value]) -
     }
 }
 
-fn find(list: &[Value], id: u64) -> Option<&Value> {
+pub(crate) fn find(list: &[Value], id: u64) -> Option<&Value> {
     list.iter().find(|w| w["id"] == id)
 }
 

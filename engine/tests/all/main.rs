@@ -23,6 +23,7 @@ mod checkpoint_unaligned_view;
 mod chunked_snapshot;
 mod cli_client;
 mod cluster_data;
+mod cluster_jobs;
 mod cluster_objects;
 mod cluster_workers;
 mod coordinator;

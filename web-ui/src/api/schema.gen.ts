@@ -1798,6 +1798,12 @@ export interface components {
              * @description Subtask index.
              */
             subtask: number;
+            /**
+             * Format: int64
+             * @description The worker that runs it (its id in `/api/v1/workers`); absent when it runs in the
+             *     server's own process.
+             */
+            worker?: number | null;
         };
         /** @description Statistics of one subtask's part of a checkpoint. */
         SubtaskView: {

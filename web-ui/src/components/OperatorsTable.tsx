@@ -64,7 +64,9 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
                       <td class="indent">
                         {v.id} #{s.subtask}
                       </td>
-                      <td />
+                      <td class="sub" data-testid="subtask-worker" title="The worker that runs this subtask">
+                        {s.worker != null ? `worker ${s.worker}` : ''}
+                      </td>
                       <td />
                       <td class="num">{formatCount(s.records_in)}</td>
                       <td class="num">{formatRate(s.records_in_per_second)}</td>

@@ -104,6 +104,10 @@ pub struct SubtaskLive {
     pub records_out_per_second: f64,
     /// Share of the last second spent waiting for room downstream (0 to 1).
     pub backpressure: f64,
+    /// The worker that runs it (its id in `/api/v1/workers`); absent when it runs in the
+    /// server's own process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u64>,
 }
 
 impl From<server::jobs::SubtaskLive> for SubtaskLive {
@@ -115,6 +119,7 @@ impl From<server::jobs::SubtaskLive> for SubtaskLive {
             records_in_per_second: s.records_in_per_second,
             records_out_per_second: s.records_out_per_second,
             backpressure: s.backpressure,
+            worker: s.worker,
         }
     }
 }

@@ -26,14 +26,10 @@ pub async fn serve(
             "no admin_token configured (WEIR_ADMIN_TOKEN): tenants cannot be managed over the API"
         );
     }
-    let cluster = config.cluster.listen.clone();
     let server = weir::server::Server::open(config).await?;
-    if let Some(listen) = cluster {
-        let listener = tokio::net::TcpListener::bind(&listen)
-            .await
-            .with_context(|| format!("cannot listen for workers on {listen}"))?;
-        println!("weir cluster listening on {}", listener.local_addr()?);
-        tokio::spawn(weir::cluster::accept(listener, server.workers.clone()));
+    if let Some((cluster, data)) = server.cluster_addresses {
+        println!("weir cluster listening on {cluster}");
+        println!("weir data plane listening on {data}");
     }
     weir::api::serve(server, |address| {
         println!("weir server listening on http://{address}");

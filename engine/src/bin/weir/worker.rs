@@ -2,8 +2,12 @@
 //! `cluster.listen`), keeps its session alive and registers again when it ends. Started by
 //! Kubernetes (deploy/kubernetes/), systemd or by hand.
 
+use anyhow::Context as _;
 use tokio::net::TcpListener;
+use weir::cluster::ExecutorConfig;
+use weir::cluster::data::{DATA_FRAME_BYTES, DataPlane};
 use weir::cluster::worker::{WorkerOptions, WorkerStatus, run};
+use weir::guest::GuestHost;
 
 /// `weir worker`'s options.
 #[derive(clap::Args)]
@@ -27,24 +31,38 @@ pub struct WorkerArgs {
     /// Subtasks it runs at once (default: the number of cores).
     #[arg(long, env = "WEIR_WORKER_SLOTS")]
     slots: Option<u32>,
+    /// Where the worker keeps compiled modules and the working copies of host keyed state
+    /// (default: a folder under the system's temporary folder). Nothing here must survive
+    /// the worker: checkpoints live with the controller.
+    #[arg(long, env = "WEIR_WORKER_DIR")]
+    dir: Option<std::path::PathBuf>,
 }
 
 /// Runs the worker until Ctrl-C / SIGTERM (it then says goodbye to the controller).
 pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
-    let data = TcpListener::bind(&args.listen).await?;
-    let bound = data.local_addr()?;
+    let data_listener = TcpListener::bind(&args.listen).await?;
+    let bound = data_listener.local_addr()?;
     let name = match args.name {
         Some(name) => name,
         None => std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default(),
     };
+    let dir =
+        args.dir.unwrap_or_else(|| std::env::temp_dir().join(format!("weir-worker-{}", std::process::id())));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let host = GuestHost::new(Some(dir.join("module-cache")))?;
+    let data_addr = args.advertise.unwrap_or_else(|| bound.to_string());
+    let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES);
+    tokio::spawn(data.clone().serve(data_listener));
+    let executor = ExecutorConfig { host, data, local_state: dir.join("local-state") };
     let options = WorkerOptions {
         controller: args.controller,
         token: args.token,
         name: name.clone(),
-        data_addr: args.advertise.unwrap_or_else(|| bound.to_string()),
+        data_addr,
         slots: args
             .slots
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
+        executor,
     };
     println!("weir worker {name}: data plane on {bound}, registering with {}", options.controller);
     let report = move |status: WorkerStatus| match status {

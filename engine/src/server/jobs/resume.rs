@@ -75,7 +75,7 @@ impl JobManager {
 
     /// (tenant, id) of every job stored as active. A record that does not decode is logged
     /// and left alone: it cannot be resumed, nor marked failed.
-    fn active_jobs(&self) -> ServerResult<Vec<(String, String)>> {
+    pub(crate) fn active_jobs(&self) -> ServerResult<Vec<(String, String)>> {
         let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();

@@ -4,6 +4,7 @@
 
 mod backpressure;
 mod checkpoints;
+mod cluster;
 mod kafka;
 mod languages;
 mod languages_e2e;
@@ -193,6 +194,26 @@ pub enum Suite {
         #[arg(long)]
         only_stream: bool,
     },
+    /// One Nexmark job on 1, 2, 4 … workers (issue 22), each worker a `weir worker` process
+    /// held to the same CPU share by a cgroup quota: events per second against one worker,
+    /// per CPU-second, checkpoint duration and bytes. Needs root (cgroups).
+    Cluster {
+        /// The numbers of workers.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        workers: Vec<usize>,
+        /// Each worker's CPU share, in cores.
+        #[arg(long, default_value_t = 0.4)]
+        cpu: f64,
+        /// Events per run.
+        #[arg(long, default_value_t = 2_000_000)]
+        events: u64,
+        /// The query.
+        #[arg(long, value_enum, default_value = "q5")]
+        query: queries::Query,
+        /// Runs of each variant (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Keyed state in guest memory versus on the host's local store (issue 21): the keyed
     /// count's records per second and per CPU-second while loading the keys and on random
     /// keys, checkpoint duration and size, restore speed. Data goes under the data directory
@@ -379,6 +400,16 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             pipeline::run_and_print(&host, &options).await?;
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
+        }
+        Suite::Cluster { workers, cpu, events, query, runs } => {
+            let options = cluster::ClusterBenchOptions {
+                workers: workers.into_iter().filter(|n| *n > 0).collect(),
+                cpu,
+                events: events.max(1000),
+                query,
+                runs: runs.max(1),
+            };
+            cluster::run_and_print(data_dir, &options).await
         }
         Suite::State { keys, backends, runs, pad, batch, steady_records, checkpoint_records, memory_mib } => {
             let options = state::StateBenchOptions {

@@ -45,7 +45,7 @@ pub enum Query {
 }
 
 impl Query {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Query::Q0 => "q0",
             Query::Q1 => "q1",

@@ -1,0 +1,514 @@
+//! The controller's side of running a job on workers: one attempt spread over the live
+//! workers' slots.
+//!
+//! The attempt gets a number from the store's durable id counter (it grows across the
+//! controller's restarts), its slots are reserved ([`Workers::reserve`]), and its messages
+//! are routed to it alone ([`Workers::attach`]): anything a worker sends about another
+//! attempt is dropped. Subtasks whose connectors need the controller's store (stream log,
+//! files, Kafka sinks with their outboxes) run here, in the controller's own part; every
+//! other subtask runs where placement puts it. Every part registers its inputs (`Deploy`,
+//! answered `Deployed`), then every part opens its outputs and runs (`Start`), so no
+//! channel is opened before its receiving end exists. The coordinator runs here; its
+//! controls to subtasks elsewhere and their acks travel over the sessions, as do their
+//! checkpoint storage calls (the store here stays the single commit point). The attempt
+//! fails as soon as a worker of it is lost or a part of it fails; every worker is then told
+//! to cancel, and the job's restart places the next attempt on the workers that remain.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, StateEntry, SubtaskWrite};
+
+use super::controller::{AttemptInbox, WorkerEvent, Workers};
+use super::data::DataPlane;
+use super::protocol::{
+    AttemptId, Deploy, ModuleBytes, StorageReply, StorageRequest, ToController, ToWorker, WireSubtaskWrite,
+};
+use crate::connectors::{SinkConfig, SourceKind};
+use crate::plan::{NodeBody, Plan, PlanNode};
+use crate::runtime::attempt::{Layout, Part, control_channels, spawn_coordinator, task_infos};
+use crate::runtime::store_call::store_call;
+use crate::runtime::{JobError, JobReport, RunEnv, StopMode, ToCoordinator};
+
+/// How long the workers have to set up their parts of an attempt (plan, compile modules,
+/// register inputs).
+const DEPLOY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Entries of a visit travel in batches of about this many bytes.
+const VISIT_BATCH_BYTES: usize = 4 << 20;
+
+/// The controller's cluster: the registry of workers and the controller's own data plane
+/// (for the subtasks that run here).
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// The workers.
+    pub workers: Workers,
+    data: DataPlane,
+    data_addr: String,
+}
+
+impl Cluster {
+    /// Starts the controller's data plane on `listener`, reachable at `advertise` (its
+    /// bound address when `None`).
+    pub fn start(
+        workers: Workers,
+        listener: TcpListener,
+        advertise: Option<String>,
+    ) -> std::io::Result<Self> {
+        let bound = listener.local_addr()?;
+        let data_addr = advertise.unwrap_or_else(|| bound.to_string());
+        let config = workers.config();
+        let token = config.token.clone().unwrap_or_default();
+        let data = DataPlane::new(&token, &data_addr, super::data::DATA_FRAME_BYTES);
+        tokio::spawn(data.clone().serve(listener));
+        Ok(Cluster { workers, data, data_addr })
+    }
+}
+
+impl crate::runtime::AttemptRunner for Cluster {
+    fn active(&self) -> bool {
+        self.workers.any_live()
+    }
+
+    fn run_attempt<'a>(
+        &'a self,
+        plan: &'a Plan,
+        env: &'a RunEnv,
+        restore: Option<(CheckpointMeta, Manifest)>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<JobReport, JobError>> + Send + 'a>> {
+        Box::pin(run_attempt_on_workers(plan, env, restore, self))
+    }
+}
+
+/// Whether a node's subtasks must run in the controller: their connector uses its store
+/// or its disk.
+fn pinned_here(node: &PlanNode) -> bool {
+    match &node.body {
+        NodeBody::Source(config) => matches!(config.kind, SourceKind::Stream(_) | SourceKind::File(_)),
+        NodeBody::Sink(config) => !matches!(config, SinkConfig::Blackhole(_)),
+        NodeBody::Operator { .. } => false,
+    }
+}
+
+/// Runs one attempt of `plan` on the cluster's workers (and the subtasks pinned here).
+pub(crate) async fn run_attempt_on_workers(
+    plan: &Plan,
+    env: &RunEnv,
+    restore: Option<(CheckpointMeta, Manifest)>,
+    cluster: &Cluster,
+) -> Result<JobReport, JobError> {
+    let start = Instant::now();
+    let workers = &cluster.workers;
+    let job = env.job_id.clone();
+    let store = env.store.clone();
+    let number = store_call(move || store.lease_chunk_ids(1)).await?.start;
+    let attempt = AttemptId { job: job.clone(), attempt: number };
+    let mut events = workers.subscribe();
+    let parallelisms: Vec<u32> =
+        plan.nodes.iter().map(|n| if pinned_here(n) { 0 } else { n.parallelism }).collect();
+    let assignment = workers.reserve(&job, &parallelisms).map_err(|e| JobError::Cluster(e.to_string()))?;
+    let _release = Release { workers: workers.clone(), job: job.clone() };
+    // Place 0 is the controller; the workers follow in id order.
+    let used: BTreeSet<u64> = assignment.iter().flatten().copied().collect();
+    let mut addresses = vec![cluster.data_addr.clone()];
+    let mut place_of = BTreeMap::new();
+    for &worker in &used {
+        let addr = workers
+            .data_addr(worker)
+            .ok_or_else(|| JobError::Cluster(format!("worker {worker} was lost while the job was placed")))?;
+        place_of.insert(worker, addresses.len() as u32);
+        addresses.push(addr);
+    }
+    let places: Vec<Vec<u32>> = plan
+        .nodes
+        .iter()
+        .zip(&assignment)
+        .map(|(node, workers_of)| {
+            if workers_of.is_empty() {
+                vec![0; node.parallelism as usize]
+            } else {
+                workers_of.iter().map(|w| place_of[w]).collect()
+            }
+        })
+        .collect();
+    let mut inbox = workers.attach(attempt.clone());
+    let _cancel = Cancel { workers: workers.clone(), attempt: attempt.clone(), to: used.clone() };
+    let layout = Layout {
+        job: job.clone(),
+        attempt: number,
+        places: places.clone(),
+        addresses: addresses.clone(),
+        here: 0,
+        data: Arc::new(cluster.data.clone()),
+    };
+    // Inputs an earlier attempt registered and never opened go first.
+    cluster.data.forget(&job);
+    let mut part = Part::prepare(plan, Some(&layout))?;
+    // Deploy every worker's part and wait until each registered its inputs.
+    let spec_json = serde_json::to_string(&plan.spec).map_err(|e| JobError::Cluster(e.to_string()))?;
+    let mut modules = BTreeMap::new();
+    for (node, spec_node) in plan.nodes.iter().zip(&plan.spec.nodes) {
+        if let (NodeBody::Operator { module, .. }, Some(reference)) = (&node.body, &spec_node.module) {
+            modules.entry(reference.clone()).or_insert_with(|| ModuleBytes {
+                name: module.name().to_string(),
+                bytes: module.bytes().to_vec(),
+            });
+        }
+    }
+    for (&worker, &here) in &place_of {
+        let deploy = Deploy {
+            attempt: attempt.clone(),
+            spec_json: spec_json.clone(),
+            modules: modules.clone(),
+            restore: restore.clone(),
+            places: places.clone(),
+            addresses: addresses.clone(),
+            here,
+        };
+        if !workers.send(worker, ToWorker::Deploy(Box::new(deploy))).await {
+            return Err(JobError::Cluster(format!("worker {worker} was lost while the job was deployed")));
+        }
+    }
+    let mut deployed = BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + DEPLOY_TIMEOUT;
+    while deployed.len() < used.len() {
+        tokio::select! {
+            message = inbox.recv() => match message {
+                Some((worker, ToController::Deployed { result: Ok(()), .. })) => {
+                    deployed.insert(worker);
+                }
+                Some((worker, ToController::Deployed { result: Err(e), .. })) => {
+                    return Err(JobError::Cluster(format!("worker {worker} could not deploy the job: {e}")));
+                }
+                Some(_) => {}
+                None => return Err(JobError::Cluster("the attempt's inbox closed".into())),
+            },
+            event = events.recv() => {
+                if let Ok(WorkerEvent::Lost(worker, reason)) = event
+                    && used.contains(&worker)
+                {
+                    return Err(JobError::Cluster(format!("worker {worker} was lost: {reason}")));
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(JobError::Cluster(format!(
+                    "the workers did not deploy the job within {} s",
+                    DEPLOY_TIMEOUT.as_secs()
+                )));
+            }
+        }
+    }
+    for &worker in &used {
+        if !workers.send(worker, ToWorker::Start { attempt: attempt.clone() }).await {
+            return Err(JobError::Cluster(format!("worker {worker} was lost while the job started")));
+        }
+    }
+    part.open_outputs().await?;
+    // The coordinator's controls: to the tasks here directly, to the others over their
+    // worker's session.
+    let infos = task_infos(plan);
+    let (controls, mut receivers) = control_channels(infos.len());
+    let mut worker_of_task = BTreeMap::new();
+    let mut task = 0usize;
+    for (index, node) in plan.nodes.iter().enumerate() {
+        for s in 0..node.parallelism {
+            let place = places[index][s as usize];
+            if place != 0 {
+                let worker = *place_of.iter().find(|(_, p)| **p == place).expect("placed").0;
+                worker_of_task.insert(task, worker);
+                let mut rx = receivers.remove(&task).expect("a receiver per task");
+                let (workers, attempt) = (workers.clone(), attempt.clone());
+                tokio::spawn(async move {
+                    while let Some(control) = rx.recv().await {
+                        let message = ToWorker::Control {
+                            attempt: attempt.clone(),
+                            task: task as u32,
+                            control: control.into(),
+                        };
+                        if !workers.send(worker, message).await {
+                            return;
+                        }
+                    }
+                });
+            }
+            task += 1;
+        }
+    }
+    let stop_forwarder =
+        tokio::spawn(forward_stops(env.stop.clone(), workers.clone(), attempt.clone(), used.clone()));
+    let _stop_forwarder = AbortOnDrop(stop_forwarder);
+    let (to_coordinator, coordinator_inbox) = mpsc::unbounded_channel::<ToCoordinator>();
+    let task_env = env.task_env();
+    let (finished, tasks) = part.spawn(Some(&task_env), restore.as_ref(), receivers, &to_coordinator)?;
+    let metrics = finished.metrics();
+    // Task index → its counters; those of subtasks elsewhere name their worker.
+    let mut counters = Vec::with_capacity(infos.len());
+    for (index, node) in plan.nodes.iter().enumerate() {
+        for s in 0..node.parallelism {
+            let m = metrics.subtasks[index][s as usize].clone();
+            if let Some(&worker) = worker_of_task.get(&counters.len()) {
+                m.worker.store(worker, std::sync::atomic::Ordering::Relaxed);
+            }
+            counters.push(m);
+        }
+    }
+    env.set_live_metrics(metrics);
+    let remote = Box::pin(follow_workers(
+        inbox,
+        events,
+        to_coordinator,
+        Followed { worker_of_task, counters, used: used.clone() },
+        workers.clone(),
+        env.storage.clone(),
+        job.clone(),
+    ));
+    let coordinator = spawn_coordinator(plan, env, infos.clone(), controls, coordinator_inbox);
+    let final_checkpoint = tasks.with_remote(remote).join(Some(coordinator)).await?;
+    finished.finish(plan, Some(env), start, infos.len(), final_checkpoint)
+}
+
+/// Forwards the job's stop requests to its workers (their sources end their input).
+async fn forward_stops(
+    stop: Arc<crate::runtime::StopSignal>,
+    workers: Workers,
+    attempt: AttemptId,
+    to: BTreeSet<u64>,
+) {
+    let mut sent = None;
+    loop {
+        let next = stop.next_request();
+        tokio::pin!(next);
+        next.as_mut().enable();
+        if let Some(mode) = stop.requested() {
+            let now = (mode, stop.pinned());
+            if sent != Some(now) {
+                sent = Some(now);
+                for &worker in &to {
+                    let message = ToWorker::Stop {
+                        attempt: attempt.clone(),
+                        drain: mode == StopMode::Drain,
+                        pin: now.1,
+                    };
+                    workers.send(worker, message).await;
+                }
+            }
+        }
+        next.await;
+    }
+}
+
+/// Follows the workers' parts: hands their messages to the coordinator, serves their
+/// storage calls, and ends when every part ended (`Ok`) or one failed or its worker was
+/// lost.
+async fn follow_workers(
+    mut inbox: AttemptInbox,
+    mut events: tokio::sync::broadcast::Receiver<WorkerEvent>,
+    to_coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    followed: Followed,
+    workers: Workers,
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+) -> Result<(), JobError> {
+    let Followed { worker_of_task, counters, used } = followed;
+    let mut running = used.clone();
+    // A worker lost before this loop subscribed is not live any more.
+    if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
+        return Err(JobError::Cluster(format!("worker {gone} was lost")));
+    }
+    while !running.is_empty() {
+        tokio::select! {
+            message = inbox.recv() => {
+                let Some((worker, message)) = message else {
+                    return Err(JobError::Cluster("the attempt's inbox closed".into()));
+                };
+                match message {
+                    ToController::Coordinator { message, .. } => {
+                        // A worker speaks for its own tasks only.
+                        let task = message.task() as usize;
+                        if worker_of_task.get(&task) == Some(&worker) {
+                            let _ = to_coordinator.send(message.into_message());
+                        }
+                    }
+                    ToController::Storage { call, request, .. } if used.contains(&worker) => {
+                        tokio::spawn(serve_storage(storage.clone(), job.clone(), workers.clone(), worker, call, request));
+                    }
+                    ToController::Metrics { counters: reported, .. } => {
+                        for c in reported {
+                            let task = c.task as usize;
+                            if worker_of_task.get(&task) != Some(&worker) {
+                                continue;
+                            }
+                            let m = &counters[task];
+                            let relaxed = std::sync::atomic::Ordering::Relaxed;
+                            m.records_in.store(c.records_in, relaxed);
+                            m.records_out.store(c.records_out, relaxed);
+                            m.batches_in.store(c.batches_in, relaxed);
+                            m.batches_out.store(c.batches_out, relaxed);
+                            m.reported_blocked_ns.store(c.blocked_ns, relaxed);
+                        }
+                    }
+                    ToController::Ended { failure: None, .. } => {
+                        running.remove(&worker);
+                    }
+                    ToController::Ended { failure: Some(failure), .. } => {
+                        let error = super::executor::remote_task_error(worker, &failure);
+                        return Err(JobError::Task { node: failure.node, subtask: failure.subtask, error });
+                    }
+                    _ => {}
+                }
+            }
+            event = events.recv() => match event {
+                Ok(WorkerEvent::Lost(worker, reason)) if running.contains(&worker) => {
+                    return Err(JobError::Cluster(format!("worker {worker} was lost: {reason}")));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
+                        return Err(JobError::Cluster(format!("worker {gone} was lost")));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the controller knows of the subtasks on workers.
+struct Followed {
+    /// Task index → the worker that runs it (tasks here are not listed).
+    worker_of_task: BTreeMap<usize, u64>,
+    /// Task index → its counters.
+    counters: Vec<Arc<crate::runtime::SubtaskMetrics>>,
+    /// The workers of the attempt.
+    used: BTreeSet<u64>,
+}
+
+/// Serves a worker's checkpoint storage call on the blocking pool.
+async fn serve_storage(
+    storage: Arc<dyn CheckpointStorage>,
+    job: String,
+    workers: Workers,
+    worker: u64,
+    call: u64,
+    request: StorageRequest,
+) {
+    let handle = tokio::runtime::Handle::current();
+    let sender = workers.clone();
+    let served = tokio::task::spawn_blocking(move || -> Option<StorageReply> {
+        let fail = |e: weir_store::StoreError| StorageReply::Failed(e.to_string());
+        match request {
+            StorageRequest::WriteSubtask(wire) => {
+                let WireSubtaskWrite {
+                    checkpoint,
+                    operator,
+                    subtask,
+                    full,
+                    scopes,
+                    previous,
+                    blob,
+                    channel_state,
+                    max_chain_length,
+                } = wire;
+                let write = SubtaskWrite {
+                    job,
+                    checkpoint,
+                    operator,
+                    subtask,
+                    full,
+                    scopes: Arc::new(scopes),
+                    previous,
+                    blob,
+                    channel_state,
+                    max_chain_length: usize::try_from(max_chain_length).unwrap_or(usize::MAX),
+                };
+                Some(storage.write_subtask(write).map_or_else(fail, StorageReply::Written))
+            }
+            StorageRequest::ReadChain { chain } => Some(
+                storage
+                    .read_chain(&job, &chain)
+                    .map_or_else(fail, |entries| StorageReply::Entries { entries, done: true }),
+            ),
+            StorageRequest::VisitChains { chains } => {
+                let mut batch: Vec<StateEntry> = Vec::new();
+                let mut bytes = 0usize;
+                let mut gone = false;
+                let visited = storage.visit_chains(&job, &chains, &mut |state, key, value| {
+                    bytes += state.len() + key.len() + value.len() + 16;
+                    batch.push(StateEntry {
+                        state: state.to_string(),
+                        key: key.to_vec(),
+                        value: Some(value.to_vec()),
+                    });
+                    if bytes >= VISIT_BATCH_BYTES {
+                        bytes = 0;
+                        let reply =
+                            StorageReply::Entries { entries: std::mem::take(&mut batch), done: false };
+                        if !handle.block_on(sender.send(worker, ToWorker::Storage { call, reply })) {
+                            gone = true;
+                            return std::ops::ControlFlow::Break(());
+                        }
+                    }
+                    std::ops::ControlFlow::Continue(())
+                });
+                match visited {
+                    Err(e) => Some(fail(e)),
+                    Ok(_) if gone => None,
+                    Ok(_) => Some(StorageReply::Entries { entries: batch, done: true }),
+                }
+            }
+        }
+    })
+    .await;
+    let reply = match served {
+        Ok(Some(reply)) => reply,
+        Ok(None) => return,
+        Err(e) => StorageReply::Failed(format!("the storage call failed: {e}")),
+    };
+    workers.send(worker, ToWorker::Storage { call, reply }).await;
+}
+
+/// Gives up an attempt's slot reservation when the attempt ends (the next attempt
+/// reserves again).
+struct Release {
+    workers: Workers,
+    job: String,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.workers.release(&self.job);
+    }
+}
+
+/// Tells every worker of an attempt to cancel its part when the attempt ends here (a part
+/// that ended already is gone there; the message is then dropped).
+struct Cancel {
+    workers: Workers,
+    attempt: AttemptId,
+    to: BTreeSet<u64>,
+}
+
+impl Drop for Cancel {
+    fn drop(&mut self) {
+        let (workers, attempt, to) =
+            (self.workers.clone(), self.attempt.clone(), std::mem::take(&mut self.to));
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for worker in to {
+                    workers.send(worker, ToWorker::Cancel { attempt: attempt.clone() }).await;
+                }
+            });
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

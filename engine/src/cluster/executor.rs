@@ -1,0 +1,547 @@
+//! The worker's side of running jobs: the parts of attempts the controller deploys here.
+//!
+//! A `Deploy` plans the job again from its spec and the shipped modules, registers the
+//! inputs of the subtasks placed here with the data plane and answers `Deployed`; `Start`
+//! opens the outputs and spawns the subtasks with today's task code; `Control` and `Stop`
+//! reach them; their messages to the coordinator and their checkpoint storage calls go back
+//! over the session ([`RemoteStorage`]: the controller's store stays the single commit
+//! point); `Ended` reports how the part ended. Every job-scoped message names its attempt:
+//! a deploy older than one already seen for the job is refused and messages of an attempt
+//! that is not the job's current one are dropped. A session that ends takes every part with
+//! it (nothing they do could be reported any more).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use weir_store::{
+    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry, StoreError,
+    SubtaskState, SubtaskWrite,
+};
+
+use super::data::DataPlane;
+use super::protocol::{
+    AttemptId, Deploy, ModuleBytes, RemoteFailure, StorageReply, StorageRequest, SubtaskCounters,
+    ToController, ToWorker, WireSubtaskWrite,
+};
+use crate::guest::{GuestHost, OperatorModule};
+use crate::local_state::LocalStateConfig;
+use crate::plan::{JobSpec, LoadError, ModuleLoader, Plan};
+use crate::runtime::attempt::{Layout, Part};
+use crate::runtime::env::TaskEnv;
+use crate::runtime::{
+    Control, JobError, JobMetrics, StopMode, StopSignal, SubtaskMetrics, TaskError, ToCoordinator,
+};
+
+/// How long a storage call may wait for the controller's answer.
+const STORAGE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What the worker runs jobs with (for the life of the process).
+#[derive(Clone)]
+pub struct ExecutorConfig {
+    /// Compiles the shipped modules (and caches them).
+    pub host: Arc<GuestHost>,
+    /// The worker's data plane.
+    pub data: DataPlane,
+    /// Where host keyed state keeps its working copies.
+    pub local_state: PathBuf,
+}
+
+impl std::fmt::Debug for ExecutorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutorConfig").field("local_state", &self.local_state).finish_non_exhaustive()
+    }
+}
+
+/// One part running here.
+struct PartHandle {
+    attempt: u64,
+    start: Option<oneshot::Sender<()>>,
+    controls: Arc<Mutex<HashMap<usize, mpsc::UnboundedSender<Control>>>>,
+    stop: Arc<StopSignal>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Storage calls waiting for the controller's answers, by call number.
+type Calls = Arc<Mutex<HashMap<u64, std::sync::mpsc::Sender<StorageReply>>>>;
+
+/// The parts of one session.
+pub(crate) struct Executor {
+    config: ExecutorConfig,
+    outbox: mpsc::Sender<ToController>,
+    parts: HashMap<String, PartHandle>,
+    /// The newest attempt seen per job.
+    latest: HashMap<String, u64>,
+    calls: Calls,
+    next_call: Arc<AtomicU64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Executor {
+    /// The executor of a session whose messages to the controller go to `outbox`.
+    pub(crate) fn new(config: ExecutorConfig, outbox: mpsc::Sender<ToController>) -> Self {
+        Executor {
+            config,
+            outbox,
+            parts: HashMap::new(),
+            latest: HashMap::new(),
+            calls: Calls::default(),
+            next_call: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    fn current(&self, attempt: &AttemptId) -> Option<&PartHandle> {
+        self.parts.get(&attempt.job).filter(|p| p.attempt == attempt.attempt)
+    }
+
+    /// Handles a job-scoped message of the controller.
+    pub(crate) fn handle(&mut self, message: ToWorker) {
+        match message {
+            ToWorker::Deploy(deploy) => self.deploy(*deploy),
+            ToWorker::Start { attempt } => {
+                if let Some(part) = self.parts.get_mut(&attempt.job).filter(|p| p.attempt == attempt.attempt)
+                    && let Some(start) = part.start.take()
+                {
+                    let _ = start.send(());
+                }
+            }
+            ToWorker::Control { attempt, task, control } => {
+                if let Some(part) = self.current(&attempt)
+                    && let Some(tx) = lock(&part.controls).get(&(task as usize))
+                {
+                    let _ = tx.send(control.into());
+                }
+            }
+            ToWorker::Stop { attempt, drain, pin } => {
+                if let Some(part) = self.current(&attempt) {
+                    part.stop.request(if drain { StopMode::Drain } else { StopMode::Suspend }, pin);
+                }
+            }
+            ToWorker::Cancel { attempt } => {
+                if self.current(&attempt).is_some()
+                    && let Some(part) = self.parts.remove(&attempt.job)
+                {
+                    part.task.abort();
+                }
+            }
+            ToWorker::Storage { call, reply } => {
+                let done = !matches!(reply, StorageReply::Entries { done: false, .. });
+                let mut calls = lock(&self.calls);
+                if let Some(tx) = calls.get(&call) {
+                    let _ = tx.send(reply);
+                }
+                if done {
+                    calls.remove(&call);
+                }
+            }
+            ToWorker::Welcome { .. } | ToWorker::Refused { .. } | ToWorker::HeartbeatAck { .. } => {}
+        }
+        self.parts.retain(|_, p| !p.task.is_finished());
+    }
+
+    fn deploy(&mut self, deploy: Deploy) {
+        let attempt = deploy.attempt.clone();
+        let newest = self.latest.entry(attempt.job.clone()).or_insert(0);
+        if attempt.attempt < *newest {
+            let refused = ToController::Deployed {
+                attempt: attempt.clone(),
+                result: Err(format!("attempt {} is older than attempt {newest}", attempt.attempt)),
+            };
+            let _ = self.outbox.try_send(refused);
+            return;
+        }
+        *newest = attempt.attempt;
+        if let Some(old) = self.parts.remove(&attempt.job) {
+            old.task.abort();
+        }
+        self.config.data.forget(&attempt.job);
+        let (start_tx, start_rx) = oneshot::channel();
+        let controls = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(StopSignal::default());
+        let storage = Arc::new(RemoteStorage {
+            attempt: attempt.clone(),
+            outbox: self.outbox.clone(),
+            calls: self.calls.clone(),
+            next_call: self.next_call.clone(),
+        });
+        let run = run_part(
+            self.config.clone(),
+            deploy,
+            self.outbox.clone(),
+            storage,
+            controls.clone(),
+            stop.clone(),
+            start_rx,
+        );
+        let task = tokio::spawn(run);
+        self.parts.insert(
+            attempt.job.clone(),
+            PartHandle { attempt: attempt.attempt, start: Some(start_tx), controls, stop, task },
+        );
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        for (_, part) in self.parts.drain() {
+            part.task.abort();
+        }
+        lock(&self.calls).clear();
+    }
+}
+
+/// Loads the modules the controller shipped.
+struct Shipped<'a> {
+    host: &'a GuestHost,
+    modules: &'a BTreeMap<String, ModuleBytes>,
+}
+
+impl ModuleLoader for Shipped<'_> {
+    fn load(&self, reference: &str) -> Result<Arc<OperatorModule>, LoadError> {
+        let module = self
+            .modules
+            .get(reference)
+            .ok_or_else(|| format!("module `{reference}` was not shipped with the deploy"))?;
+        Ok(self.host.load(&module.name, &module.bytes)?)
+    }
+}
+
+/// Runs one part: prepare, answer `Deployed`, wait for `Start`, run, answer `Ended`.
+async fn run_part(
+    config: ExecutorConfig,
+    deploy: Deploy,
+    outbox: mpsc::Sender<ToController>,
+    storage: Arc<RemoteStorage>,
+    controls: Arc<Mutex<HashMap<usize, mpsc::UnboundedSender<Control>>>>,
+    stop: Arc<StopSignal>,
+    start: oneshot::Receiver<()>,
+) {
+    let attempt = deploy.attempt.clone();
+    let fail = |node: &str, subtask: u32, message: String| RemoteFailure {
+        node: node.to_string(),
+        subtask,
+        message,
+        secondary: false,
+    };
+    // Planning compiles modules: a blocking call.
+    let planned = {
+        let host = config.host.clone();
+        let (spec_json, modules) = (deploy.spec_json.clone(), deploy.modules.clone());
+        tokio::task::spawn_blocking(move || -> Result<Plan, String> {
+            let spec: JobSpec = serde_json::from_str(&spec_json).map_err(|e| format!("the spec: {e}"))?;
+            crate::plan::plan(&spec, &Shipped { host: &host, modules: &modules }).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r)
+    };
+    let plan = match planned {
+        Ok(plan) => plan,
+        Err(e) => {
+            let _ = outbox.send(ToController::Deployed { attempt, result: Err(e) }).await;
+            return;
+        }
+    };
+    let layout = Layout {
+        job: attempt.job.clone(),
+        attempt: attempt.attempt,
+        places: deploy.places.clone(),
+        addresses: deploy.addresses.clone(),
+        here: deploy.here,
+        data: Arc::new(config.data.clone()),
+    };
+    let mut part = match Part::prepare(&plan, Some(&layout)) {
+        Ok(part) => part,
+        Err(e) => {
+            let _ = outbox.send(ToController::Deployed { attempt, result: Err(e.to_string()) }).await;
+            return;
+        }
+    };
+    // A control channel for every task here.
+    let mut receivers = BTreeMap::new();
+    {
+        let mut senders = lock(&controls);
+        let mut task = 0usize;
+        for (index, node) in plan.nodes.iter().enumerate() {
+            for s in 0..node.parallelism {
+                if layout.is_here(index, s) {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    senders.insert(task, tx);
+                    receivers.insert(task, rx);
+                }
+                task += 1;
+            }
+        }
+    }
+    if outbox.send(ToController::Deployed { attempt: attempt.clone(), result: Ok(()) }).await.is_err() {
+        return;
+    }
+    if start.await.is_err() {
+        return;
+    }
+    let failure = async {
+        part.open_outputs().await.map_err(|e| fail("", 0, e.to_string()))?;
+        let env = TaskEnv {
+            job_id: attempt.job.clone(),
+            storage: storage as Arc<dyn CheckpointStorage>,
+            faults: None,
+            stop,
+            store: None,
+            local: LocalStateConfig {
+                base: config.local_state.clone(),
+                job: attempt.job.clone(),
+                quota: None,
+            },
+        };
+        let (to_coordinator, mut inbox) = mpsc::unbounded_channel::<ToCoordinator>();
+        let forward = {
+            let (outbox, attempt) = (outbox.clone(), attempt.clone());
+            tokio::spawn(async move {
+                while let Some(message) = inbox.recv().await {
+                    let message =
+                        ToController::Coordinator { attempt: attempt.clone(), message: message.into() };
+                    if outbox.send(message).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let spawned = part.spawn(Some(&env), deploy.restore.as_ref(), receivers, &to_coordinator);
+        drop(to_coordinator);
+        let (finished, tasks) = spawned.map_err(|e| fail("", 0, e.to_string()))?;
+        let counters = Counters::new(&plan, &layout, finished.metrics());
+        let reporting = {
+            let (outbox, attempt, counters) = (outbox.clone(), attempt.clone(), counters.clone());
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(METRICS_EVERY);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    every.tick().await;
+                    let message =
+                        ToController::Metrics { attempt: attempt.clone(), counters: counters.now() };
+                    if outbox.send(message).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let joined = tasks.join(None).await;
+        reporting.abort();
+        // Every message of the subtasks reaches the controller before `Ended`, and so do
+        // their final counters.
+        let _ = forward.await;
+        let _ =
+            outbox.send(ToController::Metrics { attempt: attempt.clone(), counters: counters.now() }).await;
+        joined.map(drop).map_err(|e| match e {
+            JobError::Task { node, subtask, error } => {
+                RemoteFailure { node, subtask, secondary: error.is_secondary(), message: error.to_string() }
+            }
+            JobError::Panic { node, subtask, message } => {
+                fail(&node, subtask, format!("panicked: {message}"))
+            }
+            other => fail("", 0, other.to_string()),
+        })
+    }
+    .await
+    .err();
+    let _ = outbox.send(ToController::Ended { attempt, failure }).await;
+}
+
+/// How often a part reports its subtasks' counters.
+const METRICS_EVERY: Duration = Duration::from_secs(1);
+
+/// A task here: its index, its counters, and the (node, subtask) its channels name as their
+/// sender.
+type CountedTask = (u64, Arc<SubtaskMetrics>, (String, u32));
+
+/// The counters of a part's subtasks, by task index.
+#[derive(Clone)]
+struct Counters {
+    tasks: Arc<Vec<CountedTask>>,
+    metrics: Arc<JobMetrics>,
+}
+
+impl Counters {
+    fn new(plan: &Plan, layout: &Layout, metrics: Arc<JobMetrics>) -> Self {
+        let mut tasks = Vec::new();
+        let mut task = 0u64;
+        for (index, node) in plan.nodes.iter().enumerate() {
+            for s in 0..node.parallelism {
+                if layout.is_here(index, s) {
+                    tasks.push((task, metrics.subtasks[index][s as usize].clone(), (node.id.clone(), s)));
+                }
+                task += 1;
+            }
+        }
+        Counters { tasks: Arc::new(tasks), metrics }
+    }
+
+    fn now(&self) -> Vec<SubtaskCounters> {
+        let relaxed = Ordering::Relaxed;
+        self.tasks
+            .iter()
+            .map(|(task, m, sender)| SubtaskCounters {
+                task: *task,
+                records_in: m.records_in.load(relaxed),
+                records_out: m.records_out.load(relaxed),
+                batches_in: m.batches_in.load(relaxed),
+                batches_out: m.batches_out.load(relaxed),
+                blocked_ns: self
+                    .metrics
+                    .channels
+                    .iter()
+                    .filter(|c| &c.from == sender)
+                    .map(|c| c.blocked_ns.load(relaxed))
+                    .sum(),
+            })
+            .collect()
+    }
+}
+
+/// Checkpoint storage of a worker's subtasks: their calls go to the controller over the
+/// session. Only what subtasks call is served: writing a snapshot, reading channel state,
+/// visiting chains to restore.
+struct RemoteStorage {
+    attempt: AttemptId,
+    outbox: mpsc::Sender<ToController>,
+    calls: Calls,
+    next_call: Arc<AtomicU64>,
+}
+
+fn unavailable(what: &str) -> StoreError {
+    StoreError::External(format!("{what} is not available on a worker"))
+}
+
+impl RemoteStorage {
+    /// Sends `request`; the answers arrive on the returned receiver. Blocking: called from
+    /// the blocking pool as every storage call is.
+    fn call(&self, request: StorageRequest) -> Result<std::sync::mpsc::Receiver<StorageReply>, StoreError> {
+        let call = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        lock(&self.calls).insert(call, tx);
+        let message = ToController::Storage { attempt: self.attempt.clone(), call, request };
+        self.outbox
+            .blocking_send(message)
+            .map_err(|_| StoreError::External("the session with the controller ended".into()))?;
+        Ok(rx)
+    }
+
+    fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
+        match rx.recv_timeout(STORAGE_TIMEOUT) {
+            Ok(StorageReply::Failed(reason)) => Err(StoreError::External(reason)),
+            Ok(reply) => Ok(reply),
+            Err(_) => Err(StoreError::External("no answer from the controller".into())),
+        }
+    }
+}
+
+impl CheckpointStorage for RemoteStorage {
+    fn begin(&self, _meta: &CheckpointMeta) -> Result<(), StoreError> {
+        Err(unavailable("begin"))
+    }
+
+    fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        let wire = WireSubtaskWrite {
+            checkpoint: write.checkpoint,
+            operator: write.operator,
+            subtask: write.subtask,
+            full: write.full,
+            scopes: Arc::unwrap_or_clone(write.scopes),
+            previous: write.previous,
+            blob: write.blob,
+            channel_state: write.channel_state,
+            max_chain_length: write.max_chain_length as u64,
+        };
+        let rx = self.call(StorageRequest::WriteSubtask(wire))?;
+        match Self::answer(&rx)? {
+            StorageReply::Written(state) => Ok(state),
+            other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+        }
+    }
+
+    fn complete(&self, _: &CheckpointMeta, _: &Manifest, _: usize) -> Result<GcReport, StoreError> {
+        Err(unavailable("complete"))
+    }
+
+    fn abort(&self, _meta: &CheckpointMeta) -> Result<(), StoreError> {
+        Err(unavailable("abort"))
+    }
+
+    fn latest_completed(&self, _job: &str) -> Result<Option<(CheckpointMeta, Manifest)>, StoreError> {
+        Err(unavailable("latest_completed"))
+    }
+
+    fn checkpoint(&self, _: &str, _: u64) -> Result<Option<(CheckpointMeta, Option<Manifest>)>, StoreError> {
+        Err(unavailable("checkpoint"))
+    }
+
+    fn read_chain(&self, _job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
+        let rx = self.call(StorageRequest::ReadChain { chain: chain.to_vec() })?;
+        let mut all = Vec::new();
+        loop {
+            match Self::answer(&rx)? {
+                StorageReply::Entries { entries, done } => {
+                    all.extend(entries);
+                    if done {
+                        return Ok(all);
+                    }
+                }
+                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            }
+        }
+    }
+
+    fn visit_chains(
+        &self,
+        _job: &str,
+        chains: &[Vec<u64>],
+        visit: &mut EntryVisitor<'_>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        let rx = self.call(StorageRequest::VisitChains { chains: chains.to_vec() })?;
+        loop {
+            match Self::answer(&rx)? {
+                StorageReply::Entries { entries, done } => {
+                    for entry in &entries {
+                        if let Some(value) = &entry.value
+                            && visit(&entry.state, &entry.key, value).is_break()
+                        {
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    }
+                    if done {
+                        return Ok(ControlFlow::Continue(()));
+                    }
+                }
+                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            }
+        }
+    }
+
+    fn history(&self, _job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        Err(unavailable("history"))
+    }
+
+    fn last_checkpoint_id(&self, _job: &str) -> Result<u64, StoreError> {
+        Err(unavailable("last_checkpoint_id"))
+    }
+
+    fn recover(&self, _job: &str) -> Result<(), StoreError> {
+        Err(unavailable("recover"))
+    }
+
+    fn chunk_usage(&self, _job: &str) -> Result<(u64, u64), StoreError> {
+        Err(unavailable("chunk_usage"))
+    }
+}
+
+/// Whether a task failure on a worker is secondary (kept here for the controller's mapping).
+pub(crate) fn remote_task_error(worker: u64, failure: &RemoteFailure) -> TaskError {
+    TaskError::Remote { worker, message: failure.message.clone(), secondary: failure.secondary }
+}
