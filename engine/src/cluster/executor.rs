@@ -545,3 +545,54 @@ impl CheckpointStorage for RemoteStorage {
 pub(crate) fn remote_task_error(worker: u64, failure: &RemoteFailure) -> TaskError {
     TaskError::Remote { worker, message: failure.message.clone(), secondary: failure.secondary }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deploy(attempt: u64, spec_json: &str) -> ToWorker {
+        ToWorker::Deploy(Box::new(Deploy {
+            attempt: AttemptId { job: "j".into(), attempt },
+            spec_json: spec_json.into(),
+            modules: BTreeMap::new(),
+            restore: None,
+            places: vec![],
+            addresses: vec![],
+            here: 1,
+        }))
+    }
+
+    async fn deployed(rx: &mut mpsc::Receiver<ToController>) -> (u64, Result<(), String>) {
+        match rx.recv().await {
+            Some(ToController::Deployed { attempt, result }) => (attempt.attempt, result),
+            other => panic!("not an answer to a deploy: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deploy_older_than_the_newest_seen_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ExecutorConfig {
+            host: GuestHost::new(None).unwrap(),
+            data: DataPlane::new("0123456789abcdef", "127.0.0.1:9", 1 << 20),
+            local_state: dir.path().to_path_buf(),
+        };
+        let (tx, mut rx) = mpsc::channel(16);
+        let mut executor = Executor::new(config, tx);
+        executor.handle(deploy(5, "not a spec"));
+        let (attempt, result) = deployed(&mut rx).await;
+        assert_eq!(attempt, 5);
+        assert!(result.unwrap_err().contains("the spec"));
+        // A deploy of an older attempt (a controller's message that was overtaken, or a
+        // stale one) is refused without touching anything.
+        executor.handle(deploy(4, "{}"));
+        let (attempt, result) = deployed(&mut rx).await;
+        assert_eq!(attempt, 4);
+        assert_eq!(result.unwrap_err(), "attempt 4 is older than attempt 5");
+        // Messages of an attempt that is not the current one are dropped.
+        let other = AttemptId { job: "j".into(), attempt: 4 };
+        executor.handle(ToWorker::Start { attempt: other.clone() });
+        executor.handle(ToWorker::Cancel { attempt: other });
+        assert!(rx.try_recv().is_err());
+    }
+}

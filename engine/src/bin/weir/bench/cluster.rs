@@ -25,7 +25,7 @@ use super::queries::{self, Query};
 
 const ADMIN: &str = "bench-admin-token";
 const TOKEN: &str = "bench-cluster-token-0123456789";
-const WAIT: Duration = Duration::from_secs(300);
+const WAIT: Duration = Duration::from_secs(120);
 
 /// What the suite runs.
 #[derive(Debug, Clone)]
@@ -62,7 +62,10 @@ struct Proc {
 
 impl Proc {
     fn spawn(mut command: Command) -> anyhow::Result<Proc> {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        // WEIR_BENCH_LOG=1 shows the processes' logs.
+        let logs =
+            if std::env::var_os("WEIR_BENCH_LOG").is_some() { Stdio::inherit() } else { Stdio::null() };
+        let mut child = command.stdout(Stdio::piped()).stderr(logs).spawn()?;
         let (tx, lines) = mpsc::channel();
         let out = child.stdout.take().context("stdout")?;
         std::thread::spawn(move || {
@@ -235,6 +238,7 @@ async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow:
     let (low, high) = (o.events / 10, o.events * 9 / 10);
     let deadline = Instant::now() + WAIT;
     let mut start: Option<(Instant, u64, (f64, f64))> = None;
+    let mut last: Option<(Instant, u64, (f64, f64))> = None;
     let figures = loop {
         let j = http.call(reqwest::Method::GET, &path, &token, None).await?;
         let out = source_out(&j);
@@ -244,10 +248,15 @@ async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow:
         }
         match start {
             None if out >= low => start = Some((Instant::now(), out, cpu_now())),
+            Some((_, _, _)) if status == "finished" && last.is_none() => {
+                bail!("the job finished before the measurement ended")
+            }
             Some((t0, out0, (w0, c0))) if out >= high || status == "finished" => {
-                let elapsed = t0.elapsed().as_secs_f64();
-                let (w1, c1) = cpu_now();
-                let events = (out - out0) as f64;
+                // Finished between two looks: the last look ends the window.
+                let (t1, out, (w1, c1)) =
+                    if out >= high { (Instant::now(), out, cpu_now()) } else { last.unwrap() };
+                let elapsed = t1.duration_since(t0).as_secs_f64();
+                let events = out.saturating_sub(out0) as f64;
                 let cpu = (w1 - w0) + (c1 - c0);
                 break RunFigures {
                     per_second: events / elapsed,
@@ -257,10 +266,11 @@ async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow:
                     ..RunFigures::default()
                 };
             }
-            _ => {}
+            Some(_) => last = Some((Instant::now(), out, cpu_now())),
+            None => {}
         }
         if Instant::now() > deadline {
-            bail!("the job did not reach {high} events in {} s (at {out})", WAIT.as_secs());
+            bail!("the job did not reach {high} events in {} s (at {out}): {j}", WAIT.as_secs());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
