@@ -19,7 +19,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 
 use super::placement::{Assignment, PlacementError, place};
-use super::protocol::{AttemptId, Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
+use super::protocol::{
+    AttemptId, Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, spawn_writer, valid_name,
+};
 
 /// Lost workers kept in the registry (the newest).
 pub const MAX_LOST: usize = 64;
@@ -484,7 +486,7 @@ async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
             return;
         }
     };
-    let (outbox, mut outgoing) = mpsc::channel::<ToWorker>(OUTBOX);
+    let (outbox, outgoing) = mpsc::channel::<ToWorker>(OUTBOX);
     let (id, mut closed) = match workers.register(&hello, peer, outbox.clone()) {
         Ok(registered) => registered,
         Err(refusal) => {
@@ -505,16 +507,8 @@ async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
     }
     // The worker holds the token: its messages may be long (snapshots, in parts).
     session.set_max_message(MAX_MESSAGE_BYTES);
-    let (mut writer, mut reader) = session.split();
-    let (write_failed_tx, mut write_failed) = tokio::sync::oneshot::channel::<String>();
-    let writing = tokio::spawn(async move {
-        while let Some(message) = outgoing.recv().await {
-            if let Err(e) = writer.send(&message).await {
-                let _ = write_failed_tx.send(format!("the session failed: {e}"));
-                return;
-            }
-        }
-    });
+    let (writer, mut reader) = session.split();
+    let (writing, mut write_failed) = spawn_writer(writer, outgoing);
     let timeout = Duration::from_millis(config.heartbeat_timeout_ms);
     let reason = loop {
         tokio::select! {

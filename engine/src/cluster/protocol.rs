@@ -540,6 +540,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SessionWriter<S> {
     }
 }
 
+/// Sends whatever arrives on `outgoing`, in order, on its own task (so that the session's
+/// reader never waits on a long send). Returns the task and where the first send failure's
+/// reason arrives (the task then ends).
+pub fn spawn_writer<S, T>(
+    mut writer: SessionWriter<S>,
+    mut outgoing: tokio::sync::mpsc::Receiver<T>,
+) -> (tokio::task::JoinHandle<()>, tokio::sync::oneshot::Receiver<String>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: Serialize + Send + Sync + 'static,
+{
+    let (failed_tx, failed) = tokio::sync::oneshot::channel::<String>();
+    let task = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if let Err(e) = writer.send(&message).await {
+                let _ = failed_tx.send(format!("the session failed: {e}"));
+                return;
+            }
+        }
+    });
+    (task, failed)
+}
+
 /// The receiving half of a session.
 pub struct SessionReader<S> {
     stream: SplitStream<Framed<S, LengthDelimitedCodec>>,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::controller::MAX_MESSAGE_BYTES;
 use super::executor::{Executor, ExecutorConfig};
-use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, valid_name};
+use super::protocol::{Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, spawn_writer, valid_name};
 
 /// Largest message the worker accepts from the controller, bytes.
 const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -158,17 +158,9 @@ async fn one_session(
     };
     // The controller holds the token too: its messages may be long (modules, restores).
     session.set_max_message(MAX_MESSAGE_BYTES);
-    let (mut writer, mut reader) = session.split();
-    let (outbox, mut outgoing) = mpsc::channel::<ToController>(OUTBOX);
-    let (write_failed_tx, mut write_failed) = tokio::sync::oneshot::channel::<String>();
-    let writing = tokio::spawn(async move {
-        while let Some(message) = outgoing.recv().await {
-            if let Err(e) = writer.send(&message).await {
-                let _ = write_failed_tx.send(format!("the session failed: {e}"));
-                return;
-            }
-        }
-    });
+    let (writer, mut reader) = session.split();
+    let (outbox, outgoing) = mpsc::channel::<ToController>(OUTBOX);
+    let (writing, mut write_failed) = spawn_writer(writer, outgoing);
     let mut writing = AbortOnDrop(writing);
     // The parts of attempts deployed in this session end with it.
     let mut executor = Executor::new(options.executor.clone(), outbox.clone());

@@ -141,6 +141,7 @@ pub struct SubtaskLive {
     /// Share of the last second spent waiting for room downstream (0 to 1).
     pub backpressure: f64,
     /// The worker that runs it (`None`: the server's own process).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<u64>,
 }
 
