@@ -354,7 +354,11 @@ async fn follow_workers(
                         running.remove(&worker);
                     }
                     ToController::Ended { failure: Some(failure), .. } => {
-                        let error = super::executor::remote_task_error(worker, &failure);
+                        let error = crate::runtime::TaskError::Remote {
+                            worker,
+                            message: failure.message,
+                            secondary: failure.secondary,
+                        };
                         return Err(JobError::Task { node: failure.node, subtask: failure.subtask, error });
                     }
                     _ => {}

@@ -33,9 +33,7 @@ use crate::local_state::LocalStateConfig;
 use crate::plan::{JobSpec, LoadError, ModuleLoader, Plan};
 use crate::runtime::attempt::{Layout, Part};
 use crate::runtime::env::TaskEnv;
-use crate::runtime::{
-    Control, JobError, JobMetrics, StopMode, StopSignal, SubtaskMetrics, TaskError, ToCoordinator,
-};
+use crate::runtime::{Control, JobError, JobMetrics, StopMode, StopSignal, SubtaskMetrics, ToCoordinator};
 
 /// How long a storage call may wait for the controller's answer.
 const STORAGE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -539,11 +537,6 @@ impl CheckpointStorage for RemoteStorage {
     fn chunk_usage(&self, _job: &str) -> Result<(u64, u64), StoreError> {
         Err(unavailable("chunk_usage"))
     }
-}
-
-/// Whether a task failure on a worker is secondary (kept here for the controller's mapping).
-pub(crate) fn remote_task_error(worker: u64, failure: &RemoteFailure) -> TaskError {
-    TaskError::Remote { worker, message: failure.message.clone(), secondary: failure.secondary }
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! `weir worker` processes register with it over a control session each
 //! ([`protocol`]). The controller keeps the registry of workers ([`Workers`]): who is
 //! live, with what data address and slots, and who was lost and why (heartbeat timeout,
-//! broken session, replaced). Without a cluster listener (the default) nothing here runs
-//! and every job runs in the server's process.
+//! broken session, replaced). While any worker is live, each attempt of a job runs on the
+//! workers ([`Cluster`], `deploy`; the worker's side is `executor`), its channels crossing
+//! processes over the data plane ([`data`]). Without a cluster listener (the default)
+//! nothing here runs and every job runs in the server's process.
 
 mod controller;
 pub mod data;

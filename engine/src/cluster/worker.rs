@@ -1,6 +1,7 @@
 //! The worker's side (`weir worker`): register with the controller, keep the session alive
-//! with heartbeats, and register again (under a new id) whenever the session ends, until
-//! the controller refuses the worker for good or the worker is asked to stop.
+//! with heartbeats, run the parts of attempts the controller deploys (`executor`), and
+//! register again (under a new id) whenever the session ends, until the controller refuses
+//! the worker for good or the worker is asked to stop.
 
 use std::time::Duration;
 
