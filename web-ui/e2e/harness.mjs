@@ -33,29 +33,58 @@ export async function waitFor(what, check, ms = 60_000) {
   }
 }
 
-/** Starts `weir serve` on a fresh data directory; resolves once it listens. */
-export async function startServer() {
+/** The cluster token of the tests that run workers. */
+export const CLUSTER_TOKEN = 'e2e-cluster-token-0123456789';
+
+/**
+ * Starts `weir serve` on a fresh data directory; resolves once it listens. With
+ * `{ cluster: true }` it also listens for workers (`cluster` is then their address).
+ */
+export async function startServer({ cluster = false } = {}) {
   if (!existsSync(weirBin)) throw new Error(`no weir binary at ${weirBin}: build it first (cargo build -p weir) or set WEIR_BIN`);
   const dataDir = mkdtempSync(join(tmpdir(), 'weir-e2e-'));
+  const env = { ...process.env, WEIR_ADMIN_TOKEN: ADMIN, RUST_LOG: 'weir=warn' };
+  if (cluster) Object.assign(env, { WEIR_CLUSTER__LISTEN: '127.0.0.1:0', WEIR_CLUSTER__TOKEN: CLUSTER_TOKEN });
   const child = spawn(weirBin, ['--data-dir', dataDir, 'serve', '--listen', '127.0.0.1:0'], {
-    env: { ...process.env, WEIR_ADMIN_TOKEN: ADMIN, RUST_LOG: 'weir=warn' },
+    env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });
+  let clusterAddr = null;
   const url = await new Promise((resolvePromise, reject) => {
     child.once('exit', (code) => reject(new Error(`weir serve exited with ${code}`)));
     lines.on('line', (line) => {
+      const c = line.match(/^weir cluster listening on (\S+)/);
+      if (c) clusterAddr = c[1];
       const m = line.match(/^weir server listening on (\S+)/);
       if (m) resolvePromise(m[1]);
     });
   });
   return {
     url,
+    cluster: clusterAddr,
     dataDir,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `weir worker` registered with the controller at `cluster`; stopped with `stop()`. */
+export function startWorker(cluster, name) {
+  const dir = mkdtempSync(join(tmpdir(), 'weir-e2e-worker-'));
+  const child = spawn(
+    weirBin,
+    ['worker', '--controller', cluster, '--name', name, '--listen', '127.0.0.1:0', '--slots', '4', '--dir', dir],
+    { env: { ...process.env, WEIR_CLUSTER_TOKEN: CLUSTER_TOKEN, RUST_LOG: 'weir=warn' }, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  return {
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api, onUnauthorized, setToken } from './api/client';
-import type { TenantView } from './api/types';
-import { forgetToken, loadToken, saveToken } from './auth';
+import { onUnauthorized, setToken } from './api/client';
+import { forgetToken, type Identity, loadToken, saveToken, whoIs } from './auth';
 import { ErrorBanner } from './components/ErrorBanner';
+import { Loading } from './components/Status';
 import { useErrors } from './errors-context';
 import { useRoute } from './hooks';
 import { errorToMessage } from './lib/errors';
@@ -14,6 +14,7 @@ import { ModulesPage } from './pages/ModulesPage';
 import { SavepointsPage } from './pages/SavepointsPage';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/StatePage';
+import { WorkersPage } from './pages/WorkersPage';
 
 export function App() {
   const [token, setTokenState] = useState<string | null>(() => {
@@ -21,7 +22,7 @@ export function App() {
     setToken(t);
     return t;
   });
-  const [tenant, setTenant] = useState<TenantView | null>(null);
+  const [who, setWho] = useState<Identity | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const { clearAll, report } = useErrors();
 
@@ -30,7 +31,7 @@ export function App() {
       forgetToken();
       setToken(null);
       setTokenState(null);
-      setTenant(null);
+      setWho(null);
       setNotice(message);
       clearAll();
     },
@@ -44,30 +45,33 @@ export function App() {
 
   // A token kept from an earlier visit: who is it? (A 401 signs out through the handler.)
   useEffect(() => {
-    if (!token || tenant) return;
-    api.tenant().then(setTenant, (e) => report(e, 'tenant'));
+    if (!token || who) return;
+    whoIs().then(setWho, (e) => report(e, 'tenant'));
   }, [token]);
 
-  const signedIn = (t: string, who: TenantView) => {
+  const signedIn = (t: string, identity: Identity) => {
     saveToken(t);
     setToken(t);
     setTokenState(t);
-    setTenant(who);
+    setWho(identity);
     setNotice(null);
   };
 
   if (!token) return <SignIn notice={notice} onSignedIn={signedIn} />;
-  return <Shell tenant={tenant} onSignOut={() => signOut(null)} />;
+  return <Shell who={who} onSignOut={() => signOut(null)} />;
 }
 
-function Shell({ tenant, onSignOut }: { tenant: TenantView | null; onSignOut: () => void }) {
+function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void }) {
+  const tenant = who?.kind === 'tenant' ? who.tenant : null;
+  const admin = who?.kind === 'admin';
   const route = useRoute();
-  const section = navSection(route);
+  // The admin's home is the workers page (a tenant's is the jobs).
+  const section = admin && route.name === 'jobs' ? 'workers' : navSection(route);
   const { clearAll } = useErrors();
   // Action errors belong to the page they were made on.
   useEffect(() => clearAll(), [route.name, 'id' in route ? route.id : null]);
 
-  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'state', label: string, href: string) => (
+  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'state' | 'workers', label: string, href: string) => (
     <a href={href} data-testid={`nav-${id}`} class={section === id ? 'active' : undefined} aria-current={section === id ? 'page' : undefined}>
       {label}
     </a>
@@ -83,15 +87,26 @@ function Shell({ tenant, onSignOut }: { tenant: TenantView | null; onSignOut: ()
           Weir
         </a>
         <nav class="nav">
-          {nav('jobs', 'Jobs', links.jobs())}
-          {nav('savepoints', 'Savepoints', links.savepoints())}
-          {nav('modules', 'Modules', links.modules())}
-          {nav('state', 'State', links.state(null))}
+          {admin ? (
+            nav('workers', 'Workers', links.workers())
+          ) : (
+            <>
+              {nav('jobs', 'Jobs', links.jobs())}
+              {nav('savepoints', 'Savepoints', links.savepoints())}
+              {nav('modules', 'Modules', links.modules())}
+              {nav('state', 'State', links.state(null))}
+            </>
+          )}
         </nav>
         <div class="who">
           {tenant && (
             <span class="tenant" title={`tenant ${tenant.id}`}>
               {tenant.name}
+            </span>
+          )}
+          {admin && (
+            <span class="tenant" data-testid="signed-in-admin" title="the server's admin token">
+              admin
             </span>
           )}
           <button type="button" class="btn small ghost" data-testid="sign-out" onClick={onSignOut}>
@@ -109,6 +124,9 @@ function Shell({ tenant, onSignOut }: { tenant: TenantView | null; onSignOut: ()
   // Called, not rendered as a component: a component defined in here would be a new type
   // on every render, and the page would lose its state.
   function page() {
+    // The admin token reaches the workers only (tenants' data needs their own tokens).
+    if (admin) return route.name === 'workers' || route.name === 'jobs' ? <WorkersPage /> : notFound();
+    if (!who) return <Loading what="who this token is" />;
     switch (route.name) {
       case 'jobs':
         return <JobsPage />;
@@ -122,15 +140,29 @@ function Shell({ tenant, onSignOut }: { tenant: TenantView | null; onSignOut: ()
         return <ModulesPage />;
       case 'state':
         return <StatePage source={route.source} operator={route.operator} stateName={route.stateName} />;
-      default:
+      case 'workers':
         return (
           <section class="card">
-            <h1>Page not found</h1>
+            <h1>Workers</h1>
             <p>
-              Nothing lives at <code>{route.hash}</code>. Go to the <a href={links.jobs()}>jobs</a>.
+              Only the admin token lists the workers. Go to the <a href={links.jobs()}>jobs</a>.
             </p>
           </section>
         );
+      default:
+        return notFound();
     }
+  }
+
+  function notFound() {
+    return (
+      <section class="card">
+        <h1>Page not found</h1>
+        <p>
+          Nothing lives at <code>{'hash' in route ? route.hash : window.location.hash}</code>. Go to the{' '}
+          <a href={admin ? links.workers() : links.jobs()}>{admin ? 'workers' : 'jobs'}</a>.
+        </p>
+      </section>
+    );
   }
 }

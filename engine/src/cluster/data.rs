@@ -51,6 +51,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DATA_FRAME_BYTES: usize = 64 << 20;
 /// Most connections a worker accepts at once (a cluster of this many workers).
 pub const MAX_CONNECTIONS: usize = 1024;
+/// The read buffer and the write-flush boundary of a connection.
+const IO_BUFFER_BYTES: usize = 256 << 10;
 
 /// Which channel of which attempt of which job.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -210,7 +212,11 @@ impl DataPlane {
         let (read, write) = stream.into_split();
         let codec =
             || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
-        (FramedRead::new(read, codec()), FramedWrite::new(write, codec()))
+        // Buffers sized for batches (tens to hundreds of KiB each), so that a frame is read
+        // and written in few system calls.
+        let mut writer = FramedWrite::new(write, codec());
+        writer.set_backpressure_boundary(IO_BUFFER_BYTES);
+        (FramedRead::with_capacity(read, codec(), IO_BUFFER_BYTES), writer)
     }
 
     /// The connection to `peer`, dialled if there is none.
@@ -263,17 +269,26 @@ impl DataPlane {
             permit: OnceLock::new(),
         });
         lock(&self.inner.connections).insert(peer.clone(), connection.clone());
-        // Writer: frames in order, flushed when the outbox is drained.
+        // Writer: frames in order, flushed when the outbox is drained. Before flushing it
+        // yields once, so that subtasks ready to run add their frames to the same system call
+        // (with every subtask busy, one write per frame cost a worker ~5 % of its CPU in
+        // the kernel; docs/benchmarks.md, *Scaling over workers*). No timer: an idle
+        // connection flushes at once.
         let conn = connection.clone();
         let write = tokio::spawn(async move {
             while let Some(frame) = outbox.recv().await {
                 if writer.feed(frame).await.is_err() {
                     break;
                 }
-                while let Ok(frame) = outbox.try_recv() {
-                    if writer.feed(frame).await.is_err() {
-                        conn.shut();
-                        return;
+                for round in 0..2 {
+                    while let Ok(frame) = outbox.try_recv() {
+                        if writer.feed(frame).await.is_err() {
+                            conn.shut();
+                            return;
+                        }
+                    }
+                    if round == 0 {
+                        tokio::task::yield_now().await;
                     }
                 }
                 if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
@@ -391,7 +406,7 @@ impl DataPlane {
         from: (String, u32),
         to: (String, u32),
     ) -> Result<Receiver, DataError> {
-        let credit = Arc::new(StreamCredit::default());
+        let credit = Arc::new(StreamCredit::new(capacity));
         let (sender, receiver) = credited_channel(capacity, from, to, credit.clone());
         let mut inputs = lock(&self.inner.inputs);
         if inputs.contains_key(&key) {
@@ -526,9 +541,17 @@ impl Connection {
 
 /// The credits a remote input's receiver hands back, bound to its connection and stream
 /// when the sender opens it.
-#[derive(Debug, Default)]
+///
+/// Credits go back once half the window (at least one batch) has been taken, as TCP's window
+/// updates do, not one frame per batch: the sender then still holds at least half its
+/// window whenever the receiving queue is empty, and the return path carries a fraction of
+/// the frames (profiled in docs/benchmarks.md, *Scaling over workers*).
+#[derive(Debug)]
 pub(crate) struct StreamCredit {
     taken: AtomicU32,
+    /// Taken batches that make a credit frame worth sending: ≥ 1 and ≤ the capacity, so
+    /// the sender can never wait on credits the receiver holds back.
+    threshold: u32,
     gone: AtomicBool,
     bound: OnceLock<(Weak<Connection>, u32)>,
 }
@@ -540,6 +563,16 @@ impl std::fmt::Debug for Connection {
 }
 
 impl StreamCredit {
+    fn new(capacity: usize) -> Self {
+        let threshold = u32::try_from(capacity / 2).unwrap_or(u32::MAX).max(1);
+        StreamCredit {
+            taken: AtomicU32::new(0),
+            threshold,
+            gone: AtomicBool::new(false),
+            bound: OnceLock::new(),
+        }
+    }
+
     fn wake(&self) {
         if let Some(conn) = self.bound.get().and_then(|(c, _)| c.upgrade()) {
             conn.credit_wake.notify_one();
@@ -549,8 +582,11 @@ impl StreamCredit {
 
 impl CreditSink for StreamCredit {
     fn taken(&self, batches: u32) {
-        self.taken.fetch_add(batches, Ordering::AcqRel);
-        self.wake();
+        let before = self.taken.fetch_add(batches, Ordering::AcqRel);
+        // Wake once per crossing: the credit task takes the whole count when it runs.
+        if before < self.threshold && before.saturating_add(batches) >= self.threshold {
+            self.wake();
+        }
     }
 
     fn gone(&self) {

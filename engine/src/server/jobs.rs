@@ -145,6 +145,22 @@ pub struct SubtaskLive {
     pub worker: Option<u64>,
 }
 
+/// What the running jobs' subtasks do on one worker ([`JobManager::worker_loads`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkerLoad {
+    /// Subtasks of running jobs it runs.
+    pub subtasks: u32,
+    /// Records they take in per second, summed.
+    pub records_in_per_second: f64,
+    /// Records they emit per second, summed.
+    pub records_out_per_second: f64,
+    /// Those of them that waited for room downstream at least half of the last sample.
+    pub backpressured: u32,
+}
+
+/// The backpressure from which [`WorkerLoad::backpressured`] counts a subtask.
+const BACKPRESSURED: f64 = 0.5;
+
 #[derive(Default)]
 struct Sample {
     at: Option<Instant>,
@@ -615,6 +631,25 @@ impl JobManager {
         let r = running.get(id)?;
         let s = r.sample.lock().ok()?;
         Some(s.live.clone())
+    }
+
+    /// What the running jobs' subtasks do on each worker, from their latest samples (keyed
+    /// by worker id; subtasks in this process are not counted).
+    pub fn worker_loads(&self) -> BTreeMap<u64, WorkerLoad> {
+        let mut loads: BTreeMap<u64, WorkerLoad> = BTreeMap::new();
+        let Ok(running) = self.inner.running.lock() else { return loads };
+        for r in running.values() {
+            let Ok(s) = r.sample.lock() else { continue };
+            for sub in s.live.iter().flatten() {
+                let Some(worker) = sub.worker else { continue };
+                let load = loads.entry(worker).or_default();
+                load.subtasks += 1;
+                load.records_in_per_second += sub.records_in_per_second;
+                load.records_out_per_second += sub.records_out_per_second;
+                load.backpressured += u32::from(sub.backpressure >= BACKPRESSURED);
+            }
+        }
+        loads
     }
 
     /// Records how a run ended.

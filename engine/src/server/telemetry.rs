@@ -18,7 +18,9 @@ use metrics::{Counter, Histogram, Key, Label, Metadata, Recorder as _};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 
 use super::Usage;
+use super::jobs::WorkerLoad;
 use super::tenants::{Quotas, Tenant};
+use crate::cluster::WorkerInfo;
 
 const META: Metadata<'static> = Metadata::new("weir", metrics::Level::INFO, Some("weir::server"));
 
@@ -125,8 +127,8 @@ impl Telemetry {
     }
 
     /// The whole exposition of a scrape: the recorded metrics, then the process, the
-    /// build, and each tenant's usage against its quotas.
-    pub fn scrape(&self, tenants: &[(Tenant, Usage)]) -> String {
+    /// build, each tenant's usage against its quotas, and each worker.
+    pub fn scrape(&self, tenants: &[(Tenant, Usage)], workers: &[(WorkerInfo, WorkerLoad)]) -> String {
         let mut out = self.render();
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
@@ -147,6 +149,7 @@ impl Telemetry {
             self.started.elapsed().as_secs_f64()
         );
         write_tenants(&mut out, tenants);
+        write_workers(&mut out, workers);
         out
     }
 }
@@ -198,6 +201,52 @@ fn write_tenants(out: &mut String, tenants: &[(Tenant, Usage)]) {
          # HELP weir_tenant_disabled 1 when the admin disabled the tenant.\n\
          # TYPE weir_tenant_disabled gauge\n{disabled}"
     );
+}
+
+/// One series per worker and figure: the registry's view (live, slots, heartbeat age) and
+/// what the running jobs' subtasks do there. Lost workers are listed with `weir_worker_up 0`
+/// (the registry keeps the latest 64) so that an alert sees one go.
+fn write_workers(out: &mut String, workers: &[(WorkerInfo, WorkerLoad)]) {
+    if workers.is_empty() {
+        return;
+    }
+    type Figure = fn(&WorkerInfo, &WorkerLoad) -> f64;
+    let figures: [(&str, &str, Figure); 8] = [
+        ("weir_worker_up", "1 while the worker is registered and live, 0 once lost.", |w, _| {
+            f64::from(u8::from(w.lost.is_none()))
+        }),
+        ("weir_worker_slots", "Subtasks the worker runs at once.", |w, _| f64::from(w.slots)),
+        ("weir_worker_used_slots", "Slots reserved for running attempts.", |w, _| {
+            f64::from(w.reserved.values().sum::<u32>())
+        }),
+        ("weir_worker_heartbeat_age_seconds", "Seconds since the worker's last heartbeat.", |w, _| {
+            w.heartbeat_age_ms as f64 / 1000.0
+        }),
+        ("weir_worker_subtasks", "Subtasks of running jobs on the worker.", |_, l| f64::from(l.subtasks)),
+        ("weir_worker_records_in_per_second", "Records its subtasks take in per second.", |_, l| {
+            l.records_in_per_second
+        }),
+        ("weir_worker_records_out_per_second", "Records its subtasks emit per second.", |_, l| {
+            l.records_out_per_second
+        }),
+        (
+            "weir_worker_backpressured_subtasks",
+            "Its subtasks that waited for room downstream half the time or more.",
+            |_, l| f64::from(l.backpressured),
+        ),
+    ];
+    for (name, help, figure) in figures {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (w, load) in workers {
+            let _ = writeln!(
+                out,
+                "{name}{{worker=\"{}\",name=\"{}\"}} {}",
+                w.id,
+                label(&w.name),
+                figure(w, load)
+            );
+        }
+    }
 }
 
 #[cfg(test)]

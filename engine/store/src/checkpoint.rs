@@ -20,8 +20,12 @@ pub struct StateEntry {
     /// The state's name (as declared by the operator).
     pub state: String,
     /// The entry's key (the record key for keyed state, empty for operator state).
+    /// Serialised as bytes (MessagePack `bin`), not as a sequence of integers: state crosses
+    /// the cluster's control session in these types (docs/benchmarks.md, *Scaling*).
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// The value, or `None` for a delete.
+    #[serde(with = "serde_bytes")]
     pub value: Option<Vec<u8>>,
 }
 
@@ -85,7 +89,9 @@ pub struct SubtaskWrite {
 pub struct SubtaskState {
     /// Per scope, the chunk ids to apply in order. Scopes without state are absent.
     pub chains: BTreeMap<u32, Vec<u64>>,
-    /// The opaque blob of the write.
+    /// The opaque blob of the write. Manifests written before it was serialised as bytes
+    /// (an array of integers) still decode.
+    #[serde(with = "serde_bytes")]
     pub blob: Vec<u8>,
     /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`]), in
     /// order; read back with [`CheckpointStorage::read_chain`]`(job, &channel)`. Empty for an
@@ -395,5 +401,38 @@ impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
 
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
         (**self).chunk_usage(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_cross_as_bytes_and_older_integer_arrays_still_decode() {
+        let entry = StateEntry { state: "s".into(), key: vec![1, 2, 3], value: Some(vec![200; 64]) };
+        let encoded = rmp_serde::to_vec_named(&entry).expect("encodes");
+        // 64 bytes of value as MessagePack `bin` (2-byte header), not 64 two-byte integers;
+        // the key too; plus the state and the three field names.
+        assert!(encoded.len() <= 64 + 2 + 5 + 2 + 17, "{} bytes", encoded.len());
+        assert_eq!(rmp_serde::from_slice::<StateEntry>(&encoded).expect("decodes"), entry);
+
+        // A manifest entry written before: the blob as an array of integers.
+        #[derive(Serialize)]
+        struct Old {
+            chains: BTreeMap<u32, Vec<u64>>,
+            blob: Vec<u8>,
+            bytes_written: u64,
+            compactions: u32,
+        }
+        let old = rmp_serde::to_vec_named(&Old {
+            chains: BTreeMap::from([(0, vec![7])]),
+            blob: vec![9, 255],
+            bytes_written: 5,
+            compactions: 0,
+        })
+        .expect("encodes");
+        let state: SubtaskState = rmp_serde::from_slice(&old).expect("an older manifest decodes");
+        assert_eq!((state.blob, state.chains[&0].clone()), (vec![9, 255], vec![7]));
     }
 }

@@ -206,7 +206,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-async fn scrape(server: &TestServer) -> BTreeMap<String, f64> {
+pub(crate) async fn scrape(server: &TestServer) -> BTreeMap<String, f64> {
     let response = reqwest::Client::new()
         .get(format!("{}/metrics", server.url))
         .bearer_auth(ADMIN)

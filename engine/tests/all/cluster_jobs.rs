@@ -554,6 +554,34 @@ async fn a_slow_sink_on_one_worker_throttles_the_source_on_another() {
     // Two sinks of 64 records every 20 ms at most (with room for the sampling window).
     assert!(sink_rate > 0.0 && sink_rate < 2.0 * 64.0 * 50.0 * 1.5, "sink rate {sink_rate}");
     assert!(j["vertices"][0]["backpressure"].as_f64().unwrap() > 0.5, "{j}");
+
+    // Metrics per worker: the source's worker runs two subtasks, one of them backpressured;
+    // the other runs one. The API says the same.
+    let other = *sinks.iter().find(|w| **w != source).unwrap();
+    let series = |name: &str, worker: u64, w: &str| format!("{name}{{worker=\"{worker}\",name=\"{w}\"}}");
+    let names: BTreeMap<u64, &str> = ids.iter().copied().zip(["a", "b"]).collect();
+    let metrics = crate::api_tokens::scrape(&server).await;
+    let figure = |name: &str, worker: u64| {
+        let key = series(name, worker, names[&worker]);
+        *metrics.get(&key).unwrap_or_else(|| panic!("no {key} in {metrics:?}"))
+    };
+    for w in [source, other] {
+        assert_eq!(figure("weir_worker_up", w), 1.0);
+        assert!(figure("weir_worker_slots", w) >= 1.0);
+        assert!(figure("weir_worker_heartbeat_age_seconds", w) < 30.0);
+    }
+    assert_eq!((figure("weir_worker_subtasks", source), figure("weir_worker_subtasks", other)), (2.0, 1.0));
+    assert_eq!(figure("weir_worker_backpressured_subtasks", source), 1.0);
+    assert!(figure("weir_worker_records_in_per_second", other) > 0.0);
+    let (_, listed) = server.client(crate::server::ADMIN).get("/api/v1/workers").await;
+    let subtasks: BTreeMap<u64, u64> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["id"].as_u64().unwrap(), w["subtasks"].as_u64().unwrap()))
+        .collect();
+    assert_eq!((subtasks[&source], subtasks[&other]), (2, 1), "{listed}");
+
     let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/cancel")).await;
     assert_eq!(status, 200);
 }

@@ -102,6 +102,12 @@ const enc = encodeURIComponent;
 export const api = {
   tenant: (candidate?: string) =>
     call<Answer<'whoami'>>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
+  /** The workers (admin token only). */
+  workers: (signal?: AbortSignal, candidate?: string) =>
+    call<Answer<'list_workers'>>('GET', '/workers', {
+      ...(signal ? { signal } : {}),
+      ...(candidate === undefined ? {} : { token: candidate }),
+    }).then((c) => c.data),
 
   jobs: (signal?: AbortSignal) =>
     call<Answer<'list_jobs'>>('GET', '/jobs', signal ? { signal } : {}).then((c) => c.data),

@@ -1061,6 +1061,11 @@ export interface components {
                 status: string;
                 /**
                  * Format: int32
+                 * @description Subtasks of running jobs it runs now (0 for a lost worker).
+                 */
+                subtasks: number;
+                /**
+                 * Format: int32
                  * @description Slots reserved for jobs' running attempts.
                  */
                 used_slots: number;
@@ -2077,6 +2082,11 @@ export interface components {
             slots: number;
             /** @description `live`, or `lost` (see `lost_reason`). */
             status: string;
+            /**
+             * Format: int32
+             * @description Subtasks of running jobs it runs now (0 for a lost worker).
+             */
+            subtasks: number;
             /**
              * Format: int32
              * @description Slots reserved for jobs' running attempts.

@@ -16,6 +16,7 @@ export type SavepointStatus = Schemas['SavepointStatus'];
 export type Quotas = Schemas['Quotas'];
 export type Usage = Schemas['Usage'];
 export type TenantView = Schemas['TenantView'];
+export type WorkerView = Schemas['Worker'];
 
 export type CheckpointSettings = Schemas['CheckpointSettings'];
 export type RestartSettings = Schemas['RestartSettings'];

@@ -47,6 +47,7 @@ describe('href', () => {
     { name: 'checkpoint', job: 'abc', checkpoint: 7 },
     { name: 'savepoints' },
     { name: 'modules' },
+    { name: 'workers' },
     { name: 'state', source: null, operator: null, stateName: null },
     { name: 'state', source: { kind: 'checkpoint', job: 'j', checkpoint: 3 }, operator: 'my op', stateName: 'a b' },
     { name: 'state', source: { kind: 'savepoint', savepoint: 's' }, operator: null, stateName: null },
@@ -62,5 +63,6 @@ describe('href', () => {
   it('maps routes to the navigation', () => {
     expect(navSection({ name: 'checkpoint', job: 'a', checkpoint: 1 })).toBe('jobs');
     expect(navSection({ name: 'notFound', hash: '#/x' })).toBeNull();
+    expect(navSection(parseHash('#/workers'))).toBe('workers');
   });
 });

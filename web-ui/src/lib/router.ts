@@ -8,6 +8,7 @@ export type Route =
   | { name: 'checkpoint'; job: string; checkpoint: number }
   | { name: 'savepoints' }
   | { name: 'modules' }
+  | { name: 'workers' }
   | { name: 'state'; source: StateSource | null; operator: string | null; stateName: string | null }
   | { name: 'notFound'; hash: string };
 
@@ -43,6 +44,9 @@ export function parseHash(hash: string): Route {
     case 'modules':
       if (parts.length === 1) return { name: 'modules' };
       break;
+    case 'workers':
+      if (parts.length === 1) return { name: 'workers' };
+      break;
     case 'state': {
       const stateName = query.get('state') || null;
       if (parts.length === 1) return { name: 'state', source: null, operator: null, stateName };
@@ -77,6 +81,8 @@ export function href(route: Route): string {
       return '#/savepoints';
     case 'modules':
       return '#/modules';
+    case 'workers':
+      return '#/workers';
     case 'state': {
       let path = '#/state';
       if (route.source?.kind === 'checkpoint') {
@@ -99,12 +105,13 @@ export const links = {
   checkpoint: (job: string, checkpoint: number) => href({ name: 'checkpoint', job, checkpoint }),
   savepoints: () => href({ name: 'savepoints' }),
   modules: () => href({ name: 'modules' }),
+  workers: () => href({ name: 'workers' }),
   state: (source: StateSource | null, operator: string | null = null, stateName: string | null = null) =>
     href({ name: 'state', source, operator, stateName }),
 };
 
 /** Which top navigation entry a route belongs to. */
-export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'state' | null {
+export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'state' | 'workers' | null {
   switch (route.name) {
     case 'jobs':
     case 'job':
@@ -114,6 +121,8 @@ export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 's
       return 'savepoints';
     case 'modules':
       return 'modules';
+    case 'workers':
+      return 'workers';
     case 'state':
       return 'state';
     default:

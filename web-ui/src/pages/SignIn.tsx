@@ -1,10 +1,9 @@
 import { useState } from 'preact/hooks';
-import { api } from '../api/client';
-import type { TenantView } from '../api/types';
+import { type Identity, whoIs } from '../auth';
 import { signInErrorMessage } from '../lib/errors';
 
-/** Sign in with a tenant token, checked against `GET /api/v1/tenant`. */
-export function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn: (token: string, tenant: TenantView) => void }) {
+/** Sign in with a tenant token (checked against `GET /api/v1/tenant`) or the admin token. */
+export function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn: (token: string, who: Identity) => void }) {
   const [token, setToken] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -19,8 +18,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
     setBusy(true);
     setError(null);
     try {
-      const tenant = await api.tenant(t);
-      onSignedIn(t, tenant);
+      onSignedIn(t, await whoIs(t));
     } catch (err) {
       setError(signInErrorMessage(err));
     } finally {
@@ -38,7 +36,10 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
           </svg>
           Weir
         </h1>
-        <p class="muted">Sign in with your tenant’s token to see its jobs, checkpoints, savepoints and modules.</p>
+        <p class="muted">
+          Sign in with your tenant’s token to see its jobs, checkpoints, savepoints and modules (or with the admin token to see
+          the workers).
+        </p>
         <label class="field">
           <span>Tenant token</span>
           <input

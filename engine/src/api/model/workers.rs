@@ -25,6 +25,8 @@ pub struct Worker {
     pub slots: u32,
     /// Slots reserved for jobs' running attempts.
     pub used_slots: u32,
+    /// Subtasks of running jobs it runs now (0 for a lost worker).
+    pub subtasks: u32,
     /// Its build (`weir` version).
     pub version: String,
     /// When it registered, unix ms.
@@ -44,6 +46,7 @@ impl From<WorkerInfo> for Worker {
             data_addr: w.data_addr,
             slots: w.slots,
             used_slots: w.reserved.values().sum(),
+            subtasks: 0,
             version: w.version,
             registered_ms: w.registered_ms,
             heartbeat_age_ms: w.heartbeat_age_ms,
