@@ -1,0 +1,112 @@
+//! The live figures of running jobs: each job's sampled counters (rates, backpressure,
+//! telemetry) and what the running subtasks do on each worker.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::{JobManager, Sample, SubtaskLive};
+use crate::plan::Plan;
+use crate::runtime::RunEnv;
+
+/// What the running jobs' subtasks do on one worker ([`JobManager::worker_loads`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkerLoad {
+    /// Subtasks of running jobs it runs.
+    pub subtasks: u32,
+    /// Records they take in per second, summed.
+    pub records_in_per_second: f64,
+    /// Records they emit per second, summed.
+    pub records_out_per_second: f64,
+    /// Those of them that waited for room downstream at least half of the last sample.
+    pub backpressured: u32,
+}
+
+/// The backpressure from which [`WorkerLoad::backpressured`] counts a subtask.
+const BACKPRESSURED: f64 = 0.5;
+
+impl JobManager {
+    /// Samples the live counters of a running job: rates, backpressure and telemetry.
+    pub(super) fn sample(&self, tenant: &str, id: &str, env: &RunEnv, plan: &Plan, sample: &Mutex<Sample>) {
+        let Some(metrics) = env.live_metrics() else { return };
+        let Ok(mut s) = sample.lock() else { return };
+        let now = Instant::now();
+        if !s.metrics.as_ref().is_some_and(|m| Arc::ptr_eq(m, &metrics)) {
+            // A new attempt: its counters start from zero.
+            s.counters.clear();
+            s.at = None;
+        }
+        let elapsed = s.at.map(|t| now.duration_since(t).as_secs_f64().max(1e-3));
+        let mut blocked: HashMap<(&str, u32), u64> = HashMap::new();
+        for c in &metrics.channels {
+            *blocked.entry((c.from.0.as_str(), c.from.1)).or_default() +=
+                c.blocked_ns.load(Ordering::Relaxed);
+        }
+        let rate = |x: u64| elapsed.map(|e| x as f64 / e).unwrap_or(0.0);
+        let mut live = Vec::with_capacity(plan.nodes.len());
+        for (i, node) in plan.nodes.iter().enumerate() {
+            let mut subtasks = Vec::new();
+            let (mut node_in, mut node_out) = (0, 0);
+            for (k, m) in metrics.subtasks.get(i).into_iter().flatten().enumerate() {
+                let k = k as u32;
+                let current = (
+                    m.records_in.load(Ordering::Relaxed),
+                    m.records_out.load(Ordering::Relaxed),
+                    blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0)
+                        + m.reported_blocked_ns.load(Ordering::Relaxed),
+                );
+                let previous = s.counters.insert((i, k), current).unwrap_or((0, 0, 0));
+                let d_in = current.0.saturating_sub(previous.0);
+                let d_out = current.1.saturating_sub(previous.1);
+                let d_blocked = current.2.saturating_sub(previous.2);
+                node_in += d_in;
+                node_out += d_out;
+                subtasks.push(SubtaskLive {
+                    subtask: k,
+                    records_in: current.0,
+                    records_out: current.1,
+                    records_in_per_second: rate(d_in),
+                    records_out_per_second: rate(d_out),
+                    backpressure: elapsed
+                        .map(|e| (d_blocked as f64 / 1e9 / e).clamp(0.0, 1.0))
+                        .unwrap_or(0.0),
+                    worker: Some(m.worker.load(Ordering::Relaxed)).filter(|w| *w != 0),
+                });
+            }
+            self.inner.telemetry.records(tenant, id, &node.id, node_in, node_out);
+            live.push(subtasks);
+        }
+        s.live = live;
+        s.at = Some(now);
+        s.metrics = Some(metrics);
+    }
+
+    /// Live figures of a running job, per node (spec order) and subtask; `None` when it is
+    /// not running.
+    pub fn live(&self, id: &str) -> Option<Vec<Vec<SubtaskLive>>> {
+        let running = self.inner.running.lock().ok()?;
+        let r = running.get(id)?;
+        let s = r.sample.lock().ok()?;
+        Some(s.live.clone())
+    }
+
+    /// What the running jobs' subtasks do on each worker, from their latest samples (keyed
+    /// by worker id; subtasks in this process are not counted).
+    pub fn worker_loads(&self) -> BTreeMap<u64, WorkerLoad> {
+        let mut loads: BTreeMap<u64, WorkerLoad> = BTreeMap::new();
+        let Ok(running) = self.inner.running.lock() else { return loads };
+        for r in running.values() {
+            let Ok(s) = r.sample.lock() else { continue };
+            for sub in s.live.iter().flatten() {
+                let Some(worker) = sub.worker else { continue };
+                let load = loads.entry(worker).or_default();
+                load.subtasks += 1;
+                load.records_in_per_second += sub.records_in_per_second;
+                load.records_out_per_second += sub.records_out_per_second;
+                load.backpressured += u32::from(sub.backpressure >= BACKPRESSURED);
+            }
+        }
+        loads
+    }
+}
