@@ -207,21 +207,7 @@ async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> Result<impl Int
             let usage = server.usage(&t.id)?;
             tenants.push((t, usage));
         }
-        let mut loads = server.jobs.worker_loads();
-        let workers: Vec<_> = server
-            .workers
-            .list()
-            .into_iter()
-            .map(|w| {
-                let load = if w.lost.is_none() {
-                    loads.remove(&w.id).unwrap_or_default()
-                } else {
-                    Default::default()
-                };
-                (w, load)
-            })
-            .collect();
-        Ok::<_, ServerError>(server.telemetry.scrape(&tenants, &workers))
+        Ok::<_, ServerError>(server.telemetry.scrape(&tenants, &server.workers_with_loads()))
     })
     .await??;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))

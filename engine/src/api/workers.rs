@@ -20,13 +20,5 @@ pub async fn list_workers(
     _: Admin,
     State(server): State<Arc<Server>>,
 ) -> Result<Json<Data<Worker>>, ServerError> {
-    let loads = server.jobs.worker_loads();
-    let workers = server.workers.list().into_iter().map(|w| {
-        let mut worker = Worker::from(w);
-        if worker.status == "live" {
-            worker.subtasks = loads.get(&worker.id).map_or(0, |l| l.subtasks);
-        }
-        worker
-    });
-    Ok(Json(Data::of(workers)))
+    Ok(Json(Data::of(server.workers_with_loads())))
 }

@@ -271,27 +271,19 @@ impl DataPlane {
         lock(&self.inner.connections).insert(peer.clone(), connection.clone());
         // Writer: frames in order, flushed when the outbox is drained. Before flushing it
         // yields once, so that subtasks ready to run add their frames to the same system call
-        // (with every subtask busy, one write per frame cost a worker ~5 % of its CPU in
-        // the kernel; docs/benchmarks.md, *Scaling over workers*). No timer: an idle
-        // connection flushes at once.
+        // (docs/benchmarks.md, *Beyond one machine*). No timer: an idle connection flushes
+        // at once.
         let conn = connection.clone();
         let write = tokio::spawn(async move {
             while let Some(frame) = outbox.recv().await {
-                if writer.feed(frame).await.is_err() {
+                let fed = writer.feed(frame).await.is_ok() && feed_ready(&mut outbox, &mut writer).await;
+                if !fed {
                     break;
                 }
-                for round in 0..2 {
-                    while let Ok(frame) = outbox.try_recv() {
-                        if writer.feed(frame).await.is_err() {
-                            conn.shut();
-                            return;
-                        }
-                    }
-                    if round == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-                if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
+                tokio::task::yield_now().await;
+                if !feed_ready(&mut outbox, &mut writer).await
+                    || SinkExt::<Bytes>::flush(&mut writer).await.is_err()
+                {
                     break;
                 }
             }
@@ -479,6 +471,19 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
     }
 }
 
+/// Feeds the writer every frame already queued; false when the connection failed.
+async fn feed_ready(
+    outbox: &mut mpsc::UnboundedReceiver<Bytes>,
+    writer: &mut FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+) -> bool {
+    while let Ok(frame) = outbox.try_recv() {
+        if writer.feed(frame).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
 /// One connection with another worker.
 struct Connection {
     /// Frames to the writer, in order.
@@ -545,7 +550,7 @@ impl Connection {
 /// Credits go back once half the window (at least one batch) has been taken, as TCP's window
 /// updates do, not one frame per batch: the sender then still holds at least half its
 /// window whenever the receiving queue is empty, and the return path carries a fraction of
-/// the frames (profiled in docs/benchmarks.md, *Scaling over workers*).
+/// the frames (profiled in docs/benchmarks.md, *Beyond one machine*).
 #[derive(Debug)]
 pub(crate) struct StreamCredit {
     taken: AtomicU32,

@@ -183,6 +183,18 @@ impl Server {
         Ok(())
     }
 
+    /// The registered workers, each with what the running jobs' subtasks do on it (nothing
+    /// for a lost worker: a sample taken before it was lost may still name it).
+    pub fn workers_with_loads(&self) -> Vec<(crate::cluster::WorkerInfo, jobs::WorkerLoad)> {
+        let mut loads = self.jobs.worker_loads();
+        let mut workers = Vec::new();
+        for w in self.workers.list() {
+            let load = if w.lost.is_none() { loads.remove(&w.id) } else { None };
+            workers.push((w, load.unwrap_or_default()));
+        }
+        workers
+    }
+
     /// What `tenant` uses of its quotas.
     pub fn usage(&self, tenant: &str) -> ServerResult<Usage> {
         let holding: Vec<JobRecord> =

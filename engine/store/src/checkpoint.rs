@@ -21,7 +21,7 @@ pub struct StateEntry {
     pub state: String,
     /// The entry's key (the record key for keyed state, empty for operator state).
     /// Serialised as bytes (MessagePack `bin`), not as a sequence of integers: state crosses
-    /// the cluster's control session in these types (docs/benchmarks.md, *Scaling*).
+    /// the cluster's control session in these types (docs/benchmarks.md, *Beyond one machine*).
     #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// The value, or `None` for a delete.

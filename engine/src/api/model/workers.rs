@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::cluster::WorkerInfo;
+use crate::server::jobs::WorkerLoad;
 
 /// A worker registered with this server (`weir worker`), live or lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -35,8 +36,8 @@ pub struct Worker {
     pub heartbeat_age_ms: u64,
 }
 
-impl From<WorkerInfo> for Worker {
-    fn from(w: WorkerInfo) -> Self {
+impl From<(WorkerInfo, WorkerLoad)> for Worker {
+    fn from((w, load): (WorkerInfo, WorkerLoad)) -> Self {
         Worker {
             id: w.id,
             name: w.name,
@@ -46,7 +47,7 @@ impl From<WorkerInfo> for Worker {
             data_addr: w.data_addr,
             slots: w.slots,
             used_slots: w.reserved.values().sum(),
-            subtasks: 0,
+            subtasks: load.subtasks,
             version: w.version,
             registered_ms: w.registered_ms,
             heartbeat_age_ms: w.heartbeat_age_ms,
