@@ -25,7 +25,8 @@ use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, StateEntry, Subtas
 use super::controller::{AttemptInbox, WorkerEvent, Workers};
 use super::data::DataPlane;
 use super::protocol::{
-    AttemptId, Deploy, ModuleBytes, StorageReply, StorageRequest, ToController, ToWorker, WireSubtaskWrite,
+    AttemptId, Deploy, MAX_LEASE, ModuleBytes, SharedChunkStore, StorageReply, StorageRequest, ToController,
+    ToWorker, WireSubtaskWrite,
 };
 use crate::connectors::{SinkConfig, SourceKind};
 use crate::plan::{NodeBody, Plan, PlanNode};
@@ -48,6 +49,9 @@ pub struct Cluster {
     pub workers: Workers,
     data: DataPlane,
     data_addr: String,
+    /// Where the store's chunk objects are, when workers can share them
+    /// ([`super::objects::ObjectStoreConfig::location`]).
+    chunk_store: Option<String>,
 }
 
 impl Cluster {
@@ -64,9 +68,33 @@ impl Cluster {
         let token = config.token.clone().unwrap_or_default();
         let data = DataPlane::new(&token, &data_addr, super::data::DATA_FRAME_BYTES);
         tokio::spawn(data.clone().serve(listener));
-        Ok(Cluster { workers, data, data_addr })
+        Ok(Cluster { workers, data, data_addr, chunk_store: None })
+    }
+
+    /// Workers whose chunk store is at `location` too put their chunks there themselves.
+    pub fn with_chunk_store(mut self, location: Option<String>) -> Self {
+        self.chunk_store = location;
+        self
     }
 }
+
+/// Chunk ids leased to an attempt's workers: what they may record, and what a sweep spares.
+#[derive(Debug, Clone, Default)]
+struct Leases(Arc<std::sync::Mutex<Vec<std::ops::Range<u64>>>>);
+
+impl Leases {
+    fn add(&self, ids: std::ops::Range<u64>) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(ids);
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|r| r.contains(&id))
+    }
+}
+
+/// How often a running attempt whose workers put chunks deletes what nobody recorded (a
+/// fenced worker's puts); a job's start does it too.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 impl crate::runtime::AttemptRunner for Cluster {
     fn active(&self) -> bool {
@@ -158,6 +186,10 @@ pub(crate) async fn run_attempt_on_workers(
             });
         }
     }
+    let chunk_store = cluster
+        .chunk_store
+        .clone()
+        .map(|location| SharedChunkStore { location, max_chunk_bytes: env.store.max_chunk_bytes() as u64 });
     for (&worker, &here) in &place_of {
         let deploy = Deploy {
             attempt: attempt.clone(),
@@ -167,6 +199,7 @@ pub(crate) async fn run_attempt_on_workers(
             places: places.clone(),
             addresses: addresses.clone(),
             here,
+            chunk_store: chunk_store.clone(),
         };
         if !workers.send(worker, ToWorker::Deploy(Box::new(deploy))).await {
             return Err(JobError::Cluster(format!("worker {worker} was lost while the job was deployed")));
@@ -261,9 +294,13 @@ pub(crate) async fn run_attempt_on_workers(
         events,
         to_coordinator,
         Followed { worker_of_task, counters, used: used.clone() },
-        workers.clone(),
-        env.storage.clone(),
-        job.clone(),
+        Serving {
+            workers: workers.clone(),
+            storage: env.storage.clone(),
+            job: job.clone(),
+            leases: Leases::default(),
+        },
+        (cluster.chunk_store.is_some()).then(|| env.store.clone()),
     ));
     let coordinator = spawn_coordinator(plan, env, infos.clone(), controls, coordinator_inbox);
     let final_checkpoint = tasks.with_remote(remote).join(Some(coordinator)).await?;
@@ -308,11 +345,12 @@ async fn follow_workers(
     mut events: tokio::sync::broadcast::Receiver<WorkerEvent>,
     to_coordinator: mpsc::UnboundedSender<ToCoordinator>,
     followed: Followed,
-    workers: Workers,
-    storage: Arc<dyn CheckpointStorage>,
-    job: String,
+    serving: Serving,
+    sweep: Option<weir_store::Store>,
 ) -> Result<(), JobError> {
     let Followed { worker_of_task, counters, used } = followed;
+    let workers = serving.workers.clone();
+    let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
     let mut running = used.clone();
     // A worker lost before this loop subscribed is not live any more.
     if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
@@ -333,7 +371,7 @@ async fn follow_workers(
                         }
                     }
                     ToController::Storage { call, request, .. } if used.contains(&worker) => {
-                        tokio::spawn(serve_storage(storage.clone(), job.clone(), workers.clone(), worker, call, request));
+                        tokio::spawn(serve_storage(serving.clone(), worker, call, request));
                     }
                     ToController::Metrics { counters: reported, .. } => {
                         for c in reported {
@@ -364,6 +402,17 @@ async fn follow_workers(
                     _ => {}
                 }
             }
+            _ = sweeps.tick(), if sweep.is_some() => {
+                let (store, job, leases) =
+                    (sweep.clone().expect("checked"), serving.job.clone(), serving.leases.clone());
+                tokio::task::spawn_blocking(move || {
+                    match store.sweep_orphans(&job, &|id| leases.contains(id)) {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(job, deleted = n, "deleted chunk objects nobody recorded"),
+                        Err(e) => tracing::warn!(job, error = %e, "sweeping the chunk objects failed"),
+                    }
+                });
+            }
             event = events.recv() => match event {
                 Ok(WorkerEvent::Lost(worker, reason)) if running.contains(&worker) => {
                     return Err(JobError::Cluster(format!("worker {worker} was lost: {reason}")));
@@ -390,20 +439,43 @@ struct Followed {
     used: BTreeSet<u64>,
 }
 
-/// Serves a worker's checkpoint storage call on the blocking pool.
-async fn serve_storage(
+/// What serves an attempt's storage calls.
+#[derive(Clone)]
+struct Serving {
+    workers: Workers,
     storage: Arc<dyn CheckpointStorage>,
     job: String,
-    workers: Workers,
-    worker: u64,
-    call: u64,
-    request: StorageRequest,
-) {
+    leases: Leases,
+}
+
+/// Serves a worker's checkpoint storage call on the blocking pool.
+async fn serve_storage(serving: Serving, worker: u64, call: u64, request: StorageRequest) {
+    let Serving { workers, storage, job, leases } = serving;
     let handle = tokio::runtime::Handle::current();
     let sender = workers.clone();
     let served = tokio::task::spawn_blocking(move || -> Option<StorageReply> {
         let fail = |e: weir_store::StoreError| StorageReply::Failed(e.to_string());
         match request {
+            StorageRequest::LeaseChunkIds { count } => {
+                if count == 0 || count > MAX_LEASE {
+                    return Some(StorageReply::Failed(format!("a lease of {count} ids; 1 to {MAX_LEASE}")));
+                }
+                Some(storage.lease_chunk_ids(count).map_or_else(fail, |ids| {
+                    leases.add(ids.clone());
+                    StorageReply::Leased { first: ids.start, end: ids.end }
+                }))
+            }
+            StorageRequest::RecordSubtask(mut write) => {
+                // Only ids this attempt leased: a worker cannot claim another's chunks.
+                if let Some(chunk) = write.chunks().find(|c| !leases.contains(c.id)) {
+                    return Some(StorageReply::Failed(format!(
+                        "chunk {} was not leased to this attempt",
+                        chunk.id
+                    )));
+                }
+                write.job = job;
+                Some(storage.record_subtask(write).map_or_else(fail, StorageReply::Written))
+            }
             StorageRequest::WriteSubtask(wire) => {
                 let WireSubtaskWrite {
                     checkpoint,

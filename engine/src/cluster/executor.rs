@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_store::{
-    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry, StoreError,
-    SubtaskState, SubtaskWrite,
+    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, PutChunk, PutSubtaskWrite,
+    StateEntry, StoreError, SubtaskState, SubtaskWrite,
 };
 
 use super::data::DataPlane;
@@ -47,11 +47,32 @@ pub struct ExecutorConfig {
     pub data: DataPlane,
     /// Where host keyed state keeps its working copies.
     pub local_state: PathBuf,
+    /// The worker's own chunk store: when it is the controller's
+    /// ([`Deploy::chunk_store`]), subtasks put their chunks there themselves.
+    pub chunks: Option<WorkerChunks>,
+}
+
+/// A worker's chunk store and where it is ([`super::objects::ObjectStoreConfig::location`]).
+#[derive(Clone)]
+pub struct WorkerChunks {
+    /// The store.
+    pub objects: Arc<super::objects::BlockingChunks>,
+    /// Where it is.
+    pub location: String,
+}
+
+impl std::fmt::Debug for WorkerChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerChunks").field("location", &self.location).finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for ExecutorConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExecutorConfig").field("local_state", &self.local_state).finish_non_exhaustive()
+        f.debug_struct("ExecutorConfig")
+            .field("local_state", &self.local_state)
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
     }
 }
 
@@ -163,11 +184,29 @@ impl Executor {
         let (start_tx, start_rx) = oneshot::channel();
         let controls = Arc::new(Mutex::new(HashMap::new()));
         let stop = Arc::new(StopSignal::default());
+        // Chunks go straight to the object store when this worker's is the controller's.
+        let direct = match (&deploy.chunk_store, &self.config.chunks) {
+            (Some(shared), Some(own)) if shared.location == own.location => Some(DirectChunks {
+                objects: own.objects.clone(),
+                max_chunk_bytes: usize::try_from(shared.max_chunk_bytes).unwrap_or(usize::MAX),
+                lease: Mutex::new(0..0),
+            }),
+            _ => None,
+        };
+        if let Some(direct) = &direct {
+            tracing::info!(
+                job = attempt.job,
+                attempt = attempt.attempt,
+                "this part puts its chunks in the object store itself ({} bytes at most each)",
+                direct.max_chunk_bytes
+            );
+        }
         let storage = Arc::new(RemoteStorage {
             attempt: attempt.clone(),
             outbox: self.outbox.clone(),
             calls: self.calls.clone(),
             next_call: self.next_call.clone(),
+            direct,
         });
         let run = run_part(
             self.config.clone(),
@@ -405,12 +444,25 @@ impl Counters {
 
 /// Checkpoint storage of a worker's subtasks: their calls go to the controller over the
 /// session. Only what subtasks call is served: writing a snapshot, reading channel state,
-/// visiting chains to restore.
+/// visiting chains to restore. With `direct`, a snapshot's chunks are put in the object
+/// store here, under ids leased from the controller, and only their ids and sizes travel.
 struct RemoteStorage {
     attempt: AttemptId,
     outbox: mpsc::Sender<ToController>,
     calls: Calls,
     next_call: Arc<AtomicU64>,
+    direct: Option<DirectChunks>,
+}
+
+/// Chunk ids leased at once (a lease's unused ids are never used by anyone).
+const LEASE_BLOCK: u64 = 4096;
+
+/// Where a worker's subtasks put their chunks themselves.
+struct DirectChunks {
+    objects: Arc<super::objects::BlockingChunks>,
+    max_chunk_bytes: usize,
+    /// Ids leased to this attempt and not used yet.
+    lease: Mutex<std::ops::Range<u64>>,
 }
 
 fn unavailable(what: &str) -> StoreError {
@@ -431,6 +483,67 @@ impl RemoteStorage {
         Ok(rx)
     }
 
+    /// `count` chunk ids of this attempt's lease, leasing more from the controller when it
+    /// runs short.
+    fn take_ids(&self, direct: &DirectChunks, count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        let mut lease = lock(&direct.lease);
+        if lease.end - lease.start < count {
+            let want = count.max(LEASE_BLOCK);
+            if want > super::protocol::MAX_LEASE {
+                return Err(StoreError::External(format!(
+                    "a snapshot of {count} chunks is more than a lease"
+                )));
+            }
+            let rx = self.call(StorageRequest::LeaseChunkIds { count: want })?;
+            match Self::answer(&rx)? {
+                StorageReply::Leased { first, end } if end.saturating_sub(first) >= count => {
+                    *lease = first..end
+                }
+                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            }
+        }
+        let ids = lease.start..lease.start + count;
+        lease.start += count;
+        Ok(ids)
+    }
+
+    /// Writes a snapshot's chunks to the object store and has the controller record them.
+    fn put_subtask(&self, direct: &DirectChunks, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        let encoded = weir_store::encode_subtask(&write, direct.max_chunk_bytes)?;
+        let mut ids = self.take_ids(direct, encoded.count() as u64)?;
+        let mut puts = Vec::with_capacity(encoded.count());
+        let mut put = |bytes: Vec<u8>| {
+            let id = ids.next().expect("a leased id per chunk");
+            let chunk = PutChunk { id, size: bytes.len() as u64 };
+            puts.push((id, bytes));
+            chunk
+        };
+        let scopes = encoded
+            .scopes
+            .into_iter()
+            .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
+            .collect();
+        let channel = encoded.channel.into_iter().map(&mut put).collect();
+        direct.objects.put_all(&self.attempt.job, puts)?;
+        let recorded = PutSubtaskWrite {
+            job: write.job,
+            checkpoint: write.checkpoint,
+            operator: write.operator,
+            subtask: write.subtask,
+            full: write.full,
+            scopes,
+            previous: write.previous,
+            blob: write.blob,
+            channel,
+            max_chain_length: write.max_chain_length as u64,
+        };
+        let rx = self.call(StorageRequest::RecordSubtask(recorded))?;
+        match Self::answer(&rx)? {
+            StorageReply::Written(state) => Ok(state),
+            other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+        }
+    }
+
     fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
         match rx.recv_timeout(STORAGE_TIMEOUT) {
             Ok(StorageReply::Failed(reason)) => Err(StoreError::External(reason)),
@@ -446,6 +559,9 @@ impl CheckpointStorage for RemoteStorage {
     }
 
     fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        if let Some(direct) = &self.direct {
+            return self.put_subtask(direct, write);
+        }
         let wire = WireSubtaskWrite {
             checkpoint: write.checkpoint,
             operator: write.operator,
@@ -552,6 +668,7 @@ mod tests {
             places: vec![],
             addresses: vec![],
             here: 1,
+            chunk_store: None,
         }))
     }
 
@@ -569,6 +686,7 @@ mod tests {
             host: GuestHost::new(None).unwrap(),
             data: DataPlane::new("0123456789abcdef", "127.0.0.1:9", 1 << 20),
             local_state: dir.path().to_path_buf(),
+            chunks: None,
         };
         let (tx, mut rx) = mpsc::channel(16);
         let mut executor = Executor::new(config, tx);

@@ -18,4 +18,4 @@ pub mod worker;
 
 pub use controller::{AttemptInbox, ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};
 pub use deploy::Cluster;
-pub use executor::ExecutorConfig;
+pub use executor::{ExecutorConfig, WorkerChunks};

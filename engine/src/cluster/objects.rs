@@ -48,6 +48,26 @@ pub enum ObjectStoreConfig {
     },
 }
 
+impl ObjectStoreConfig {
+    /// Where chunks under `prefix` live, as a name two processes compare to know whether
+    /// they share the store (`None` for memory, which no other process sees). The secret is
+    /// not part of it.
+    pub fn location(&self, prefix: &str) -> Option<String> {
+        let prefix = prefix.trim_matches('/');
+        match self {
+            ObjectStoreConfig::Memory => None,
+            ObjectStoreConfig::Local { dir } => {
+                let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+                Some(format!("file://{}/{prefix}", dir.display()))
+            }
+            ObjectStoreConfig::S3 { bucket, region, endpoint, .. } => {
+                let at = endpoint.clone().unwrap_or_else(|| format!("aws:{region}"));
+                Some(format!("s3://{bucket}/{prefix} at {at}"))
+            }
+        }
+    }
+}
+
 fn default_region() -> String {
     "us-east-1".into()
 }
@@ -234,6 +254,25 @@ impl BlockingChunks {
             .recv()
             .map_err(|_| weir_store::StoreError::External("the object store's runtime stopped".into()))?;
         result.map_err(|e| weir_store::StoreError::External(e.to_string()))
+    }
+}
+
+impl BlockingChunks {
+    /// Puts `chunks` of `job` (create-only, as [`ChunkObjects::put`]), up to eight at a time.
+    pub fn put_all(&self, job: &str, chunks: Vec<(u64, Vec<u8>)>) -> Result<(), weir_store::StoreError> {
+        use futures::StreamExt as _;
+        let (objects, job) = (self.objects.clone(), job.to_string());
+        self.run(async move {
+            let puts = chunks.into_iter().map(|(id, bytes)| {
+                let (objects, job) = (objects.clone(), job.clone());
+                async move { objects.put(&job, id, Bytes::from(bytes)).await }
+            });
+            let mut done = futures::stream::iter(puts).buffer_unordered(8);
+            while let Some(put) = done.next().await {
+                put?;
+            }
+            Ok(())
+        })
     }
 }
 

@@ -25,7 +25,7 @@ use weir_store::{CheckpointMeta, Manifest, ScopeDelta, StateEntry, SubtaskState,
 use crate::runtime::{Control, ToCoordinator};
 
 /// The version of this protocol; a worker speaking another one is refused.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What a worker tells the controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +195,21 @@ pub struct Deploy {
     pub addresses: Vec<String>,
     /// The receiving worker's place.
     pub here: u32,
+    /// The controller's chunk store, when it is one a worker can share: a worker whose own
+    /// chunk store is the same one puts its subtasks' chunks there itself and has the
+    /// controller record them ([`StorageRequest::RecordSubtask`]); otherwise its writes
+    /// carry the entries to the controller ([`StorageRequest::WriteSubtask`]).
+    #[serde(default)]
+    pub chunk_store: Option<SharedChunkStore>,
+}
+
+/// The controller's chunk store, as a [`Deploy`] names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedChunkStore {
+    /// Where it is ([`super::objects::ObjectStoreConfig::location`]).
+    pub location: String,
+    /// The largest chunk the controller's store writes: a worker's chunks are cut alike.
+    pub max_chunk_bytes: u64,
 }
 
 /// An operator module's bytes (the worker compiles them, or takes them from its cache).
@@ -402,7 +417,19 @@ pub enum StorageRequest {
         /// The chains.
         chains: Vec<Vec<u64>>,
     },
+    /// Chunk ids for the worker's own puts ([`weir_store::CheckpointStorage::lease_chunk_ids`];
+    /// at most [`MAX_LEASE`]); answered [`StorageReply::Leased`].
+    LeaseChunkIds {
+        /// How many.
+        count: u64,
+    },
+    /// [`weir_store::CheckpointStorage::record_subtask`]: chunks the worker put under ids
+    /// leased to this attempt (the job is the attempt's, whatever the write says).
+    RecordSubtask(weir_store::PutSubtaskWrite),
 }
+
+/// The most chunk ids one [`StorageRequest::LeaseChunkIds`] gets.
+pub const MAX_LEASE: u64 = 1 << 20;
 
 /// [`weir_store::SubtaskWrite`] on the wire (the job is the attempt's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -431,6 +458,13 @@ pub enum StorageReply {
         entries: Vec<StateEntry>,
         /// The last batch.
         done: bool,
+    },
+    /// Chunk ids leased to the attempt: `first..end`.
+    Leased {
+        /// The first.
+        first: u64,
+        /// One past the last.
+        end: u64,
     },
     /// The call failed.
     Failed(String),

@@ -168,6 +168,26 @@ impl ServerConfig {
 
     /// Defaults, merged with `file` (TOML) when given, then with `WEIR_*` variables.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let config: ServerConfig =
+            Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// What a worker shares with its controller (`weir worker --config`): `chunk_store`
+    /// and `chunk_store_prefix`, read from the same file and variables as [`load`](Self::load)
+    /// reads them; the controller's other keys are left alone.
+    pub fn load_chunk_store(file: Option<&Path>) -> Result<(Option<ObjectStoreConfig>, String), ConfigError> {
+        #[derive(Deserialize)]
+        struct Shared {
+            chunk_store: Option<ObjectStoreConfig>,
+            chunk_store_prefix: String,
+        }
+        let shared: Shared = Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
+        Ok((shared.chunk_store, shared.chunk_store_prefix))
+    }
+
+    fn figment(file: Option<&Path>) -> Result<Figment, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(ServerConfig::default()));
         if let Some(file) = file {
             if !file.exists() {
@@ -180,10 +200,7 @@ impl ServerConfig {
             let top = key.as_str().split('.').next().unwrap_or("");
             KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
         });
-        figment = figment.merge(env);
-        let config: ServerConfig = figment.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
-        config.validate()?;
-        Ok(config)
+        Ok(figment.merge(env))
     }
 
     /// Checks what types alone do not: the Kafka connections' names and settings.
@@ -248,5 +265,26 @@ mod tests {
         assert!(!printed.contains("s3cret") && !printed.contains("-secret"), "a secret shows in Debug");
         std::fs::write(&file, "[chunk_store]\nkind = \"ftp\"\n").expect("write");
         assert!(ServerConfig::load(Some(&file)).is_err(), "an unknown kind is refused");
+    }
+
+    #[test]
+    fn a_worker_reads_the_controllers_chunk_store_and_leaves_the_rest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("weir.toml");
+        // The controller's file: its cluster token comes from elsewhere, so `load` refuses it.
+        std::fs::write(
+            &file,
+            "listen = \"0.0.0.0:8080\"\n[cluster]\nlisten = \"0.0.0.0:7070\"\n\
+             [chunk_store]\nkind = \"local\"\ndir = \"/var/lib/chunks\"\n",
+        )
+        .expect("write");
+        assert!(ServerConfig::load(Some(&file)).is_err());
+        let (store, prefix) = ServerConfig::load_chunk_store(Some(&file)).expect("loads");
+        assert_eq!(store, Some(ObjectStoreConfig::Local { dir: "/var/lib/chunks".into() }));
+        assert_eq!(prefix, "weir");
+        let other = ObjectStoreConfig::Local { dir: "/var/lib/other".into() };
+        assert_ne!(store.and_then(|s| s.location(&prefix)), other.location(&prefix));
+        assert_eq!(ObjectStoreConfig::Memory.location("weir"), None, "memory is never shared");
+        assert_eq!(ServerConfig::load_chunk_store(None).expect("defaults"), (None, "weir".into()));
     }
 }

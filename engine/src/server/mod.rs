@@ -114,7 +114,13 @@ impl Server {
         ledger::prepare(&store, &tenants, &jobs)?;
         let workers = Workers::new(config.cluster.clone());
         let cluster_addresses = match &config.cluster.listen {
-            Some(listen) => Some(start_cluster(&config.cluster, listen, &workers, &jobs).await?),
+            Some(listen) => {
+                let chunk_store = config
+                    .chunk_store
+                    .as_ref()
+                    .and_then(|objects| objects.location(&config.chunk_store_prefix));
+                Some(start_cluster(&config.cluster, listen, &workers, &jobs, chunk_store).await?)
+            }
             None => None,
         };
         let admin_token_hash = config.admin_token.as_deref().map(|t| Sha256::digest(t.as_bytes()).into());
@@ -258,6 +264,7 @@ async fn start_cluster(
     listen: &str,
     workers: &Workers,
     jobs: &JobManager,
+    chunk_store: Option<String>,
 ) -> anyhow::Result<(std::net::SocketAddr, std::net::SocketAddr)> {
     use anyhow::Context as _;
     let listener = tokio::net::TcpListener::bind(listen)
@@ -269,7 +276,8 @@ async fn start_cluster(
         .await
         .with_context(|| format!("cannot listen for the data plane on {data_listen}"))?;
     let data_bound = data.local_addr()?;
-    let cluster = crate::cluster::Cluster::start(workers.clone(), data, config.data_advertise.clone())?;
+    let cluster = crate::cluster::Cluster::start(workers.clone(), data, config.data_advertise.clone())?
+        .with_chunk_store(chunk_store);
     jobs.set_cluster(Arc::new(cluster));
     tokio::spawn(crate::cluster::accept(listener, workers.clone()));
     Ok((bound, data_bound))

@@ -2,6 +2,7 @@
 
 mod chunks;
 pub(crate) mod live;
+pub(crate) mod put;
 pub(crate) mod storage;
 pub(crate) mod summary;
 
@@ -336,6 +337,21 @@ pub trait CheckpointStorage: Send + Sync + 'static {
 
     /// Bytes of chunk data stored for `job` and the number of chunks.
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError>;
+
+    /// `count` (at least 1) chunk ids nobody else is given, ever (durable): for a writer
+    /// that puts chunks in the external store itself ([`record_subtask`](Self::record_subtask)).
+    /// Storage that cannot record such chunks refuses.
+    fn lease_chunk_ids(&self, _count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        Err(StoreError::External("this storage records no chunks written elsewhere".into()))
+    }
+
+    /// As [`write_subtask`](Self::write_subtask), for chunks already put in the external
+    /// chunk store under leased ids ([`put::encode_subtask`] made them from the write):
+    /// records them (failing for an id recorded before) and compacts as `write_subtask`
+    /// would. Storage without an external chunk store refuses.
+    fn record_subtask(&self, _write: put::PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+        Err(StoreError::External("this storage records no chunks written elsewhere".into()))
+    }
 }
 
 /// Shared storage (e.g. `Arc<dyn CheckpointStorage>`) is storage too, so it can be wrapped in
@@ -397,6 +413,14 @@ impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
 
     fn recover(&self, job: &str) -> Result<(), StoreError> {
         (**self).recover(job)
+    }
+
+    fn lease_chunk_ids(&self, count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        (**self).lease_chunk_ids(count)
+    }
+
+    fn record_subtask(&self, write: put::PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+        (**self).record_subtask(write)
     }
 
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {

@@ -144,4 +144,16 @@ impl<S: CheckpointStorage> CheckpointStorage for FaultyStorage<S> {
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
         self.inner.chunk_usage(job)
     }
+
+    fn lease_chunk_ids(&self, count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        self.inner.lease_chunk_ids(count)
+    }
+
+    fn record_subtask(&self, write: crate::PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+        self.maybe_fail(&format!(
+            "record of subtask {}/{} for checkpoint {} of job `{}`",
+            write.operator, write.subtask, write.checkpoint, write.job
+        ))?;
+        self.inner.record_subtask(write)
+    }
 }

@@ -183,6 +183,11 @@ impl Store {
         })
     }
 
+    /// The largest chunk this store writes (see [`Store::with_max_chunk_bytes`]).
+    pub fn max_chunk_bytes(&self) -> usize {
+        self.max_chunk_bytes
+    }
+
     /// The same store, splitting state chunks at about `bytes` (default
     /// [`DEFAULT_MAX_CHUNK_BYTES`]); small values are for tests.
     pub fn with_max_chunk_bytes(mut self, bytes: usize) -> Store {

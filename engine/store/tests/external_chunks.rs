@@ -2,7 +2,8 @@
 //! writes put whole chunks there and no pieces in the file, every reader (restore, visit,
 //! compaction, savepoints) reads them back, retention and aborts delete them once their
 //! transaction committed, `recover` deletes orphans, and the storage ledger counts their
-//! bytes exactly (and a recount agrees).
+//! bytes exactly (and a recount agrees). Chunks a worker put itself under leased ids and the
+//! store only records read, compact and collect as the store's own.
 
 mod common;
 
@@ -12,7 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
-use weir_store::{CheckpointMeta, CheckpointStorage, ExternalChunks, SavepointInfo, Store, StoreError};
+use weir_store::{
+    CheckpointMeta, CheckpointStorage, ExternalChunks, PutChunk, PutSubtaskWrite, SavepointInfo, Store,
+    StoreError, SubtaskState, SubtaskWrite,
+};
 
 /// Chunks in memory, create-only like an object store.
 #[derive(Debug, Default)]
@@ -70,7 +74,7 @@ fn pieces(store: &Store) -> u64 {
 }
 
 /// The same history of checkpoints on `store`: returns the last state and the model.
-fn history(store: &Store) -> (weir_store::SubtaskState, Model) {
+fn history(store: &Store) -> (SubtaskState, Model) {
     store.set_owners(&[(format!("job/{JOB}"), "tenant".to_owned())]).unwrap();
     let big = vec![7u8; 10_000];
     let s1 = checkpoint(
@@ -195,6 +199,27 @@ fn recover_deletes_external_chunks_no_index_names() {
 }
 
 #[test]
+fn a_sweep_spares_live_leases_and_ids_not_handed_out_yet() {
+    let (_dir, store) = open();
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 2);
+    // A dead attempt's lease and a live one's, each with a put nobody recorded.
+    let dead = store.lease_chunk_ids(1).unwrap();
+    let live = store.lease_chunk_ids(1).unwrap();
+    memory.put(JOB, dead.start, b"a fenced worker's").unwrap();
+    memory.put(JOB, live.start, b"a running worker's, not recorded yet").unwrap();
+    // An id the counter has not reached: a write of the store's own that has not committed.
+    memory.put(JOB, live.end + 10, b"being written").unwrap();
+    let deleted = store.sweep_orphans(JOB, &|id| live.contains(&id)).unwrap();
+    assert_eq!(deleted, 1);
+    let mut want: BTreeSet<u64> = s1.chains.values().flatten().copied().collect();
+    want.extend([live.start, live.end + 10]);
+    assert_eq!(memory.ids(), want);
+    assert_eq!(restore(&store, &s1.chains), model(&[("s", b"a", b"1")]));
+}
+
+#[test]
 fn a_store_that_switches_keeps_reading_its_older_chunks() {
     let (_dir, store) = open();
     let s1 = checkpoint(&store, 1, true, vec![scope(0, vec![put("s", b"a", b"1")])], &BTreeMap::new(), 5, 3);
@@ -203,4 +228,109 @@ fn a_store_that_switches_keeps_reading_its_older_chunks() {
     let s2 = checkpoint(&store, 2, false, vec![scope(0, vec![put("s", b"b", b"2")])], &s1.chains, 5, 3);
     assert_eq!(memory.ids().len(), 1, "only the new chunk is external");
     assert_eq!(restore(&store, &s2.chains), model(&[("s", b"a", b"1"), ("s", b"b", b"2")]));
+}
+
+/// What a worker does with a snapshot: encodes it as the store would, puts the chunks under
+/// ids the store leased, and has the store record them.
+fn put_by_worker(store: &Store, memory: &Memory, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+    let encoded = weir_store::encode_subtask(&write, store.max_chunk_bytes())?;
+    let mut ids = CheckpointStorage::lease_chunk_ids(store, encoded.count() as u64)?;
+    let mut put = |bytes: Vec<u8>| {
+        let id = ids.next().expect("leased enough ids");
+        memory.put(JOB, id, &bytes).unwrap();
+        PutChunk { id, size: bytes.len() as u64 }
+    };
+    let scopes = encoded
+        .scopes
+        .into_iter()
+        .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
+        .collect();
+    let channel = encoded.channel.into_iter().map(&mut put).collect();
+    store.record_subtask(PutSubtaskWrite {
+        job: write.job,
+        checkpoint: write.checkpoint,
+        operator: write.operator,
+        subtask: write.subtask,
+        full: write.full,
+        scopes,
+        previous: write.previous,
+        blob: write.blob,
+        channel,
+        max_chain_length: write.max_chain_length as u64,
+    })
+}
+
+#[test]
+fn chunks_a_worker_put_are_recorded_compacted_and_collected_as_the_stores_own() {
+    let (_a, own) = open();
+    own.set_external_chunks(Arc::new(Memory::default()));
+    let (_b, store) = open();
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    store.set_owners(&[(format!("job/{JOB}"), "tenant".to_owned())]).unwrap();
+    let (mut previous_own, mut previous) = (BTreeMap::new(), BTreeMap::new());
+    let mut compactions = 0;
+    for id in 1..=16u64 {
+        // Puts and deletes over a few keys in two scopes, a chain of at most 3 increments.
+        let key = format!("k{}", id % 5).into_bytes();
+        let scopes = vec![
+            scope(
+                0,
+                vec![
+                    put("s", &key, format!("v{id}").as_bytes()),
+                    del("s", format!("k{}", id % 3).as_bytes()),
+                ],
+            ),
+            scope(1, vec![put("t", format!("t{id}").as_bytes(), &vec![id as u8; 3_000])]),
+        ];
+        let full = id == 1 || id == 9;
+        begin(&own, id);
+        let a = own.write_subtask(subtask_write(id, full, scopes.clone(), &previous_own, 3)).unwrap();
+        complete(&own, id, &a, 2);
+        begin(&store, id);
+        let b = put_by_worker(&store, &memory, subtask_write(id, full, scopes, &previous, 3)).unwrap();
+        assert_eq!(b.blob, format!("blob {id}").into_bytes());
+        complete(&store, id, &b, 2);
+        assert_eq!(restore(&store, &b.chains), restore(&own, &a.chains), "checkpoint {id}");
+        compactions += b.compactions;
+        (previous_own, previous) = (a.chains, b.chains);
+    }
+    assert!(compactions > 0, "the chains were compacted");
+    // The put deltas a compaction replaced, and the chunks of dropped checkpoints, are gone:
+    // the objects are exactly what the two retained checkpoints reference.
+    let mut referenced = BTreeSet::new();
+    for id in [15, 16] {
+        let (_, manifest) = store.checkpoint(JOB, id).unwrap().unwrap();
+        referenced.extend(manifest.unwrap()[OP][&0].chains.values().flatten().copied());
+    }
+    assert_eq!(memory.ids(), referenced);
+    assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
+    assert_eq!(pieces(&store), 0);
+
+    // An id recorded before cannot be recorded again (it would take over that chunk's row).
+    begin(&store, 17);
+    let taken = *previous[&0].first().unwrap();
+    let write = PutSubtaskWrite {
+        job: JOB.into(),
+        checkpoint: 17,
+        operator: OP.into(),
+        subtask: 0,
+        full: false,
+        scopes: BTreeMap::from([(0, vec![PutChunk { id: taken, size: 1 }])]),
+        previous: previous.clone(),
+        blob: Vec::new(),
+        channel: Vec::new(),
+        max_chain_length: 3,
+    };
+    let err = store.record_subtask(write.clone()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::InvalidMeta { .. }) && err.to_string().contains("recorded already"),
+        "{err}"
+    );
+    assert_eq!(restore(&store, &previous), restore(&own, &previous_own), "nothing changed");
+    // A store whose chunks are in its file cannot record chunks put elsewhere.
+    let (_c, plain) = open();
+    begin(&plain, 17);
+    let err = plain.record_subtask(write).unwrap_err();
+    assert!(err.to_string().contains("external chunk store"), "{err}");
 }

@@ -3,7 +3,8 @@
 //! controller (they use its store); channels cross processes over the data plane, the
 //! coordinator's controls and the subtasks' acks and storage calls over the sessions. The
 //! output is exactly once, also when a worker is killed mid-stream and the job restarts on
-//! the workers that remain.
+//! the workers that remain. In the chaos trials the workers put their checkpoint chunks in a
+//! real S3 server (moto) themselves and the controller only records them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,7 +15,10 @@ use rand::{Rng as _, SeedableRng as _};
 use serde_json::json;
 use weir_store::{CheckpointStorage as _, ExternalChunks as _};
 
+use weir::cluster::objects::ObjectStoreConfig;
+
 use crate::cluster_workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
+use crate::common::s3::S3Server;
 use crate::server::wordcount::{self, check_exactly_once, lines, push, wait_output};
 use crate::server::{Api, TestServer};
 
@@ -83,21 +87,41 @@ async fn a_job_runs_on_workers_exactly_once_and_survives_a_killed_worker() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Chaos on a cluster: Nexmark bids → q17 (keyed, parallelism 3) → stream, on 3 workers.
+// Chaos on a cluster: Nexmark bids → stream `bids`, and stream `bids` → q17 (keyed,
+// parallelism 3) → stream `out`, on 3 workers.
 
 /// Bids of a trial's job.
 const BIDS: u64 = 6_000;
 
-/// Bids keyed by auction (source on a worker) → q17 (parallelism 3, hash, on the workers)
-/// → stream `out` (in the controller: it writes the controller's store); paced so that the
+/// The input job: Nexmark bids keyed by auction (the source on a worker) → stream `bids`
+/// (in the controller: it writes the controller's store), exactly once; paced so that the
 /// faults land mid-run.
-fn q17(module: &str, rate: Option<u64>) -> serde_json::Value {
+fn bids_in(rate: u64) -> serde_json::Value {
     json!({
-        "name": "cluster-q17",
+        "name": "cluster-bids",
         "nodes": [
             { "id": "bids", "kind": "source", "connector": "nexmark",
               "config": { "event_type": "bid", "count": BIDS, "key": "auction", "records_per_second": rate,
                           "batch_size": 50 } },
+            { "id": "log", "kind": "sink", "connector": "stream", "config": { "stream": "bids" } }
+        ],
+        "edges": [{ "from": "bids", "to": "log", "partitioning": "forward" }],
+        "settings": {
+            "checkpoint": { "interval_ms": 100, "timeout_ms": 20000, "retained": 2, "tolerable_failures": 100 },
+            "restart": { "attempts": 30, "delay_ms": 100 }
+        }
+    })
+}
+
+/// The query job: `input` → q17 (parallelism 3, hash, on the workers) → stream `out` (in
+/// the controller). `input` is the Nexmark source itself (the reference) or stream `bids`,
+/// followed as the input job appends to it (the stream source runs in the controller, so
+/// every record crosses to a worker and back).
+fn q17(module: &str, input: serde_json::Value) -> serde_json::Value {
+    json!({
+        "name": "cluster-q17",
+        "nodes": [
+            input,
             { "id": "q17", "kind": "operator", "module": module, "parallelism": 3 },
             { "id": "out", "kind": "sink", "connector": "stream", "parallelism": 3,
               "config": { "stream": "out", "partitions": 3 } }
@@ -111,6 +135,16 @@ fn q17(module: &str, rate: Option<u64>) -> serde_json::Value {
             "restart": { "attempts": 30, "delay_ms": 100 }
         }
     })
+}
+
+fn nexmark_bids() -> serde_json::Value {
+    json!({ "id": "bids", "kind": "source", "connector": "nexmark",
+            "config": { "event_type": "bid", "count": BIDS, "key": "auction", "batch_size": 50 } })
+}
+
+fn stream_bids() -> serde_json::Value {
+    json!({ "id": "bids", "kind": "source", "connector": "stream", "parallelism": 3,
+            "config": { "stream": "bids", "follow": true } })
 }
 
 /// Stream `name` as each key's values in the order they were written.
@@ -163,7 +197,7 @@ async fn reference() -> BTreeMap<String, Vec<serde_json::Value>> {
     let server = TestServer::start(|_| {}).await;
     let (_, api) = server.tenant("reference").await;
     let module = api.upload_guest("nexmark-q17").await;
-    let job = api.create_job(&q17(&module, None)).await;
+    let job = api.create_job(&q17(&module, nexmark_bids())).await;
     let j = api.wait_job(&job, LONG, |j| j["status"] != "running").await;
     assert_eq!(j["status"], "finished", "{j}");
     per_key(&api, "out").await
@@ -194,16 +228,34 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start(dir: &std::path::Path, objects: &std::path::Path) -> Cluster {
+    /// A controller and three workers sharing the chunk store `objects` (an S3 server).
+    fn start(dir: &std::path::Path, objects: &ObjectStoreConfig) -> Cluster {
         let port = free_port();
-        let env = vec![
-            ("WEIR_CLUSTER__LISTEN".to_string(), format!("127.0.0.1:{port}")),
-            ("WEIR_CHUNK_STORE__KIND".to_string(), "local".to_string()),
-            ("WEIR_CHUNK_STORE__DIR".to_string(), objects.display().to_string()),
-        ];
+        let ObjectStoreConfig::S3 {
+            bucket, endpoint: Some(endpoint), access_key_id, secret_access_key, ..
+        } = objects
+        else {
+            panic!("an S3 server's config")
+        };
+        let mut env = vec![("WEIR_CLUSTER__LISTEN".to_string(), format!("127.0.0.1:{port}"))];
+        for (key, value) in [
+            ("KIND", "s3"),
+            ("BUCKET", bucket),
+            ("ENDPOINT", endpoint),
+            ("ACCESS_KEY_ID", access_key_id),
+            ("SECRET_ACCESS_KEY", secret_access_key),
+            ("ALLOW_HTTP", "true"),
+        ] {
+            env.push((format!("WEIR_CHUNK_STORE__{key}"), value.to_string()));
+        }
         let server = Self::controller(dir, &env);
         let addr = server.cluster.clone().unwrap();
-        let workers = (0..3).map(|i| Worker::spawn(&addr, &format!("w{i}"), TOKEN)).collect::<Vec<_>>();
+        // The workers share the controller's chunk store: they put their chunks themselves.
+        let workers =
+            (0..3).map(|i| Worker::spawn_with(&addr, &format!("w{i}"), TOKEN, &env[1..])).collect::<Vec<_>>();
+        for w in &workers {
+            w.wait_line("chunks go to s3://");
+        }
         for w in &workers {
             w.wait_line("registered as worker");
         }
@@ -224,12 +276,25 @@ impl Cluster {
 async fn trial(seed: u64, reference: &BTreeMap<String, Vec<serde_json::Value>>) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
-    let objects = dir.path().join("objects");
-    std::fs::create_dir_all(&objects).unwrap();
+    let s3 = S3Server::start();
+    s3.create_bucket("weir").await;
+    let objects = ObjectStoreConfig::S3 {
+        bucket: "weir".into(),
+        region: "us-east-1".into(),
+        endpoint: Some(s3.endpoint.clone()),
+        access_key_id: "testing".into(),
+        secret_access_key: "testing".into(),
+        allow_http: true,
+    };
     let mut cluster = Cluster::start(&dir.path().join("data"), &objects);
     let (_, mut api) = cluster.server.tenant("chaos").await;
     let module = api.upload_guest("nexmark-q17").await;
-    let job = api.create_job(&q17(&module, Some(800))).await;
+    let (status, v) = api.post("/api/v1/streams", &json!({ "name": "bids", "partitions": 3 })).await;
+    assert_eq!(status, 201, "{v}");
+    let input = api.create_job(&bids_in(800)).await;
+    let job = api.create_job(&q17(&module, stream_bids())).await;
+    // The workers share the controller's chunk store: they put their chunks there.
+    cluster.workers[0].wait_line("puts its chunks in the object store itself");
     let faults: Vec<Fault> = (0..rng.gen_range(1..=2))
         .map(|_| match rng.gen_range(0..10) {
             0..=1 => Fault::KillController,
@@ -254,7 +319,8 @@ async fn trial(seed: u64, reference: &BTreeMap<String, Vec<serde_json::Value>>) 
                 let _ = cluster.workers[i].exit_status();
                 // The job restarts without it; then a new process of the same name joins.
                 api.wait_job(&job, LONG, |j| j["restarts"].as_u64().unwrap_or(0) > restarts).await;
-                cluster.workers[i] = Worker::spawn(&cluster.addr, &format!("w{i}"), TOKEN);
+                cluster.workers[i] =
+                    Worker::spawn_with(&cluster.addr, &format!("w{i}"), TOKEN, &cluster.env[1..]);
                 cluster.workers[i].wait_line("registered as worker");
             }
             Fault::PauseWorker(i) => {
@@ -290,36 +356,58 @@ async fn trial(seed: u64, reference: &BTreeMap<String, Vec<serde_json::Value>>) 
         }
         let _ = cluster.live_workers().await;
     }
-    let j = api.wait_job(&job, LONG, |j| j["status"] != "running" && j["status"] != "restarting").await;
-    if j["status"] != "finished" {
-        return Err(format!("the job ended {}: {j}", j["status"]));
+    let i = api.wait_job(&input, LONG, |j| j["status"] != "running" && j["status"] != "restarting").await;
+    if i["status"] != "finished" {
+        return Err(format!("the input job ended {}: {i}", i["status"]));
+    }
+    // The query job follows `bids` for ever: it is done when its output holds every bid.
+    let deadline = std::time::Instant::now() + LONG;
+    while committed(&api, "out").await < BIDS {
+        let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
+        if j["status"] != "running" && j["status"] != "restarting" {
+            return Err(format!("the query job ended {}: {j}", j["status"]));
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "{} of {BIDS} records in `out` after {LONG:?}",
+                committed(&api, "out").await
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if committed(&api, "bids").await != BIDS {
+        return Err(format!("stream `bids` holds {} records, not {BIDS}", committed(&api, "bids").await));
     }
     same(reference, &per_key(&api, "out").await)?;
+    let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
     // No orphaned objects: after the recovery a next start does, the bucket holds exactly
     // the chunks the retained checkpoints reference.
     cluster.server.kill9();
     let store = weir_store::Store::open(&cluster.dir.join("weir.redb")).map_err(|e| e.to_string())?;
-    let config = weir::cluster::objects::ObjectStoreConfig::Local { dir: objects.clone() };
-    let chunks = weir::cluster::objects::ChunkObjects::open(&config, "weir").map_err(|e| e.to_string())?;
+    let chunks = weir::cluster::objects::ChunkObjects::open(&objects, "weir").map_err(|e| e.to_string())?;
     let chunks = Arc::new(weir::cluster::objects::BlockingChunks::new(chunks).map_err(|e| e.to_string())?);
     store.set_external_chunks(chunks.clone());
-    store.recover(&job).map_err(|e| e.to_string())?;
-    let mut referenced = BTreeSet::new();
-    for meta in store.history(&job).map_err(|e| e.to_string())? {
-        if let Some((_, Some(manifest))) = store.checkpoint(&job, meta.id).map_err(|e| e.to_string())? {
-            for state in manifest.values().flat_map(|subtasks| subtasks.values()) {
-                referenced.extend(state.chains.values().flatten().copied());
-                referenced.extend(state.channel.iter().copied());
+    let query = job;
+    for job in [&input, &query] {
+        store.recover(job).map_err(|e| e.to_string())?;
+        let mut referenced = BTreeSet::new();
+        for meta in store.history(job).map_err(|e| e.to_string())? {
+            if let Some((_, Some(manifest))) = store.checkpoint(job, meta.id).map_err(|e| e.to_string())? {
+                for state in manifest.values().flat_map(|subtasks| subtasks.values()) {
+                    referenced.extend(state.chains.values().flatten().copied());
+                    referenced.extend(state.channel.iter().copied());
+                }
             }
         }
+        let stored: BTreeSet<u64> = chunks.list(job).map_err(|e| e.to_string())?.into_iter().collect();
+        // (The input job keeps no keyed state: only the query's chunks must be there.)
+        if (job == &query && referenced.is_empty()) || stored != referenced {
+            return Err(format!(
+                "job {job}: the objects hold chunks {stored:?}, the retained checkpoints reference {referenced:?}"
+            ));
+        }
     }
-    let stored: BTreeSet<u64> = chunks.list(&job).map_err(|e| e.to_string())?.into_iter().collect();
-    if referenced.is_empty() || stored != referenced {
-        return Err(format!(
-            "the objects hold chunks {stored:?}, the retained checkpoints reference {referenced:?}"
-        ));
-    }
-    Ok(format!("faults {faults:?}, restarts {}", j["restarts"]))
+    Ok(format!("faults {faults:?}, restarts {} and {}", i["restarts"], j["restarts"]))
 }
 
 /// Seeded trials: each kills or pauses workers (or kills the controller) at random points
@@ -427,7 +515,7 @@ async fn workers_in_network_namespaces_run_a_job_exactly_once() {
     let workers: Vec<Worker> = (1..=2)
         .map(|k| {
             let listen = format!("{}:0", net.address(k));
-            Worker::spawn_in(Some(&net.namespaces[k - 1]), &listen, &addr, &format!("ns{k}"), TOKEN)
+            Worker::spawn_in(Some(&net.namespaces[k - 1]), &listen, &addr, &format!("ns{k}"), TOKEN, &[])
         })
         .collect();
     let ids: Vec<u64> = workers.iter().map(|w| registered_id(&w.wait_line("registered as worker"))).collect();

@@ -40,7 +40,12 @@ pub(crate) struct Worker {
 
 impl Worker {
     pub(crate) fn spawn(controller: &str, name: &str, token: &str) -> Worker {
-        Self::spawn_in(None, "127.0.0.1:0", controller, name, token)
+        Self::spawn_in(None, "127.0.0.1:0", controller, name, token, &[])
+    }
+
+    /// A worker with `env` (its chunk store, say) in its environment.
+    pub(crate) fn spawn_with(controller: &str, name: &str, token: &str, env: &[(String, String)]) -> Worker {
+        Self::spawn_in(None, "127.0.0.1:0", controller, name, token, env)
     }
 
     /// A worker in network namespace `netns` (when given: `ip netns exec`), its data plane
@@ -51,6 +56,7 @@ impl Worker {
         controller: &str,
         name: &str,
         token: &str,
+        env: &[(String, String)],
     ) -> Worker {
         let mut command = match netns {
             Some(ns) => {
@@ -64,6 +70,7 @@ impl Worker {
             .args(["worker", "--controller", controller, "--name", name, "--listen", listen, "--slots", "3"])
             .env("WEIR_CLUSTER_TOKEN", token)
             .env("RUST_LOG", "weir=info")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

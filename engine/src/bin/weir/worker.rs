@@ -3,10 +3,13 @@
 //! Kubernetes (deploy/kubernetes/), systemd or by hand.
 
 use anyhow::Context as _;
+use std::sync::Arc;
 use tokio::net::TcpListener;
-use weir::cluster::ExecutorConfig;
+
 use weir::cluster::data::{DATA_FRAME_BYTES, DataPlane};
+use weir::cluster::objects::{BlockingChunks, ChunkObjects};
 use weir::cluster::worker::{WorkerOptions, WorkerStatus, run};
+use weir::cluster::{ExecutorConfig, WorkerChunks};
 use weir::guest::GuestHost;
 
 /// `weir worker`'s options.
@@ -36,6 +39,11 @@ pub struct WorkerArgs {
     /// the worker: checkpoints live with the controller.
     #[arg(long, env = "WEIR_WORKER_DIR")]
     dir: Option<std::path::PathBuf>,
+    /// A config file (TOML, as `weir serve`'s) whose `chunk_store` and `chunk_store_prefix`
+    /// the worker uses (`WEIR_CHUNK_STORE__*` variables too): when they name the
+    /// controller's chunk store, the worker puts its subtasks' chunks there itself.
+    #[arg(long, env = "WEIR_CONFIG")]
+    config: Option<std::path::PathBuf>,
 }
 
 /// Runs the worker until Ctrl-C / SIGTERM (it then says goodbye to the controller).
@@ -53,7 +61,21 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let data_addr = args.advertise.unwrap_or_else(|| bound.to_string());
     let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES);
     tokio::spawn(data.clone().serve(data_listener));
-    let executor = ExecutorConfig { host, data, local_state: dir.join("local-state") };
+    let (chunk_store, prefix) = weir::server::ServerConfig::load_chunk_store(args.config.as_deref())?;
+    let chunks = match &chunk_store {
+        Some(config) => match config.location(&prefix) {
+            Some(location) => {
+                let objects = ChunkObjects::open(config, &prefix)?;
+                Some(WorkerChunks { objects: Arc::new(BlockingChunks::new(objects)?), location })
+            }
+            None => None,
+        },
+        None => None,
+    };
+    if let Some(chunks) = &chunks {
+        println!("weir worker {name}: chunks go to {}", chunks.location);
+    }
+    let executor = ExecutorConfig { host, data, local_state: dir.join("local-state"), chunks };
     let options = WorkerOptions {
         controller: args.controller,
         token: args.token,

@@ -151,17 +151,10 @@ impl ChunkWriter<'_, '_> {
             let id = self.next_id;
             self.next_id += 1;
             let size = bytes.len() as u64;
-            let job_len = self.job.len();
             match &self.tables.external {
                 // Put before the transaction commits: should it not, the object is an orphan
                 // that `recover` deletes.
-                Some(external) => {
-                    external.put(self.job, id, &bytes)?;
-                    if let Some(old) = self.tables.external_sizes.insert((self.job, id), size)? {
-                        self.tables.meter.0 -= external_chunk_bytes(job_len, old.value());
-                    }
-                    self.tables.meter.0 += external_chunk_bytes(job_len, size);
-                }
+                Some(external) => external.put(self.job, id, &bytes)?,
                 None => {
                     for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
                         let old = self
@@ -169,17 +162,31 @@ impl ChunkWriter<'_, '_> {
                             .chunks
                             .insert((self.job, id, piece as u32), part)?
                             .map(|v| v.value().len());
-                        self.tables.meter.put(job_len + 12, part.len(), old);
+                        self.tables.meter.put(self.job.len() + 12, part.len(), old);
                     }
                 }
             }
-            let old = self.tables.index.insert((self.job, id), (self.owner, size))?.map(|_| 16);
-            self.tables.meter.put(job_len + 8, 16, old);
-            let old = self.tables.owners.insert((self.job, self.owner, id), size)?.map(|_| 8);
-            self.tables.meter.put(job_len + 16, 8, old);
-            self.bytes_written += size;
+            self.record(id, size)?;
             ids.push(id);
         }
         Ok(ids)
+    }
+
+    /// Records chunk `id` of `size` bytes, owned by `self.owner`: its index and owner rows,
+    /// and, when its bytes are external, its size row (its bytes were put already).
+    pub(super) fn record(&mut self, id: u64, size: u64) -> Result<(), StoreError> {
+        let job_len = self.job.len();
+        if self.tables.external.is_some() {
+            if let Some(old) = self.tables.external_sizes.insert((self.job, id), size)? {
+                self.tables.meter.0 -= external_chunk_bytes(job_len, old.value());
+            }
+            self.tables.meter.0 += external_chunk_bytes(job_len, size);
+        }
+        let old = self.tables.index.insert((self.job, id), (self.owner, size))?.map(|_| 16);
+        self.tables.meter.put(job_len + 8, 16, old);
+        let old = self.tables.owners.insert((self.job, self.owner, id), size)?.map(|_| 8);
+        self.tables.meter.put(job_len + 16, 8, old);
+        self.bytes_written += size;
+        Ok(())
     }
 }

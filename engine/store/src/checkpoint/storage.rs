@@ -21,7 +21,7 @@ use crate::store::{
 };
 use crate::usage::{Meter, Subject, charge};
 
-fn encode_entries<'e>(
+pub(super) fn encode_entries<'e>(
     entries: impl IntoIterator<Item = &'e StateEntry>,
     max_bytes: usize,
     live_only: bool,
@@ -36,7 +36,7 @@ fn encode_entries<'e>(
     encoder.finish()
 }
 
-fn encode_live(live: &LiveState, max_bytes: usize) -> Vec<Vec<u8>> {
+pub(super) fn encode_live(live: &LiveState, max_bytes: usize) -> Vec<Vec<u8>> {
     let mut encoder = ChunkEncoder::new(max_bytes);
     for (state, keys) in live {
         for (key, value) in keys {
@@ -46,7 +46,7 @@ fn encode_live(live: &LiveState, max_bytes: usize) -> Vec<Vec<u8>> {
     encoder.finish()
 }
 
-fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
+pub(super) fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
     let mut table = txn.open_table(JOB_LAST_ID)?;
     let last = table.get(job)?.map_or(0, |last| last.value());
     if id > last {
@@ -155,7 +155,7 @@ fn write_size(write: &SubtaskWrite) -> u64 {
 
 /// Fails if two entries of `channel_state` share a (state, key): stored as chunks that are read
 /// back through a map, the second would silently replace the first (a lost in-flight message).
-fn check_channel_state(write: &SubtaskWrite) -> Result<(), StoreError> {
+pub(super) fn check_channel_state(write: &SubtaskWrite) -> Result<(), StoreError> {
     let mut seen = HashSet::with_capacity(write.channel_state.len());
     for entry in &write.channel_state {
         if !seen.insert((entry.state.as_str(), entry.key.as_slice())) {
@@ -613,20 +613,19 @@ impl CheckpointStorage for Store {
         dropped.delete(job);
         // External chunks no index row names: put for a transaction that never committed,
         // or dropped by one whose deletions did not happen (a crash, a failed delete).
-        if let Some(external) = self.external() {
-            let txn = self.read_txn()?;
-            let index = txn.open_table(CHUNK_INDEX)?;
-            let mut orphans = Vec::new();
-            for id in external.list(job)? {
-                if index.get((job, id))?.is_none() {
-                    orphans.push(id);
-                }
-            }
-            if !orphans.is_empty() {
-                external.delete(job, &orphans)?;
-            }
-        }
+        self.sweep_orphans(job, &|_| false)?;
         Ok(())
+    }
+
+    fn lease_chunk_ids(&self, count: u64) -> Result<std::ops::Range<u64>, StoreError> {
+        Store::lease_chunk_ids(self, count)
+    }
+
+    fn record_subtask(
+        &self,
+        write: crate::checkpoint::put::PutSubtaskWrite,
+    ) -> Result<SubtaskState, StoreError> {
+        self.record_put_subtask(write)
     }
 
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
@@ -642,6 +641,34 @@ impl CheckpointStorage for Store {
 }
 
 impl Store {
+    /// Deletes the external chunks of `job` that no index row names and that may not be
+    /// written still: put by a write that never committed (a crash, a dead or fenced
+    /// worker), or dropped by a transaction whose deletions did not happen. Spared: ids
+    /// `spare` names (leased to a writer that is still running) and ids from the chunk
+    /// counter's value on entry on (a transaction of this store writing them may not have
+    /// committed yet). Returns how many it deleted. Without an external store, nothing.
+    pub fn sweep_orphans(&self, job: &str, spare: &dyn Fn(u64) -> bool) -> Result<usize, StoreError> {
+        let Some(external) = self.external() else {
+            return Ok(0);
+        };
+        // Write transactions are serial and take their ids from the committed counter: an
+        // id below its value now was either recorded or will never be.
+        let floor = self.read_txn()?.open_table(COUNTERS)?.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
+        let listed = external.list(job)?;
+        let txn = self.read_txn()?;
+        let index = txn.open_table(CHUNK_INDEX)?;
+        let mut orphans = Vec::new();
+        for id in listed {
+            if id < floor && !spare(id) && index.get((job, id))?.is_none() {
+                orphans.push(id);
+            }
+        }
+        if !orphans.is_empty() {
+            external.delete(job, &orphans)?;
+        }
+        Ok(orphans.len())
+    }
+
     /// Every pinned checkpoint that still has its manifest, as (job, id). A pin outlives its
     /// savepoint only if the process stopped in between: whoever pins clears these at start.
     pub fn pinned(&self) -> Result<Vec<(String, u64)>, StoreError> {

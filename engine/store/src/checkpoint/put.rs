@@ -1,0 +1,206 @@
+//! Chunks written elsewhere: a worker encodes its subtask's snapshot into chunks
+//! ([`encode_subtask`], exactly as [`CheckpointStorage::write_subtask`] would), puts them in
+//! the external chunk store itself under ids the controller leased it
+//! ([`Store::lease_chunk_ids`]), and the controller records them
+//! ([`CheckpointStorage::record_subtask`]): the index, the owners, the ledger and the chains
+//! change as a `write_subtask` of the same entries would change them, compaction included
+//! (done here, reading the chain's objects), so what is restored does not depend on who wrote
+//! the chunks.
+
+use std::collections::BTreeMap;
+
+use redb::{Durability, ReadableTable as _};
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
+use crate::checkpoint::live::{LiveState, apply_chain};
+use crate::checkpoint::storage::{bump_last_id, check_channel_state, compacts, encode_entries, encode_live};
+use crate::checkpoint::{CheckpointStatus, StateEntry, SubtaskState, SubtaskWrite};
+use crate::codec::ChunkEncoder;
+use crate::error::StoreError;
+use crate::store::{CHECKPOINTS, COUNTERS, NEXT_CHUNK_ID, Store, read_meta};
+use crate::usage::{Subject, charge};
+
+/// A chunk put in the external chunk store by whoever holds its leased id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutChunk {
+    /// The chunk's id (leased).
+    pub id: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A [`SubtaskWrite`] whose chunks are already in the external chunk store: what
+/// [`encode_subtask`] made of it, each chunk put under its own leased id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutSubtaskWrite {
+    /// The job.
+    pub job: String,
+    /// The checkpoint (it owns the chunks).
+    pub checkpoint: u64,
+    /// The operator (node) id.
+    pub operator: String,
+    /// The subtask index.
+    pub subtask: u32,
+    /// As [`SubtaskWrite::full`].
+    pub full: bool,
+    /// Per scope, the chunks of its delta (or of its new base, when `full`), in order.
+    pub scopes: BTreeMap<u32, Vec<PutChunk>>,
+    /// As [`SubtaskWrite::previous`].
+    pub previous: BTreeMap<u32, Vec<u64>>,
+    /// As [`SubtaskWrite::blob`].
+    #[serde(with = "serde_bytes")]
+    pub blob: Vec<u8>,
+    /// The chunks of the channel state, in order.
+    pub channel: Vec<PutChunk>,
+    /// As [`SubtaskWrite::max_chain_length`].
+    pub max_chain_length: u64,
+}
+
+impl PutSubtaskWrite {
+    /// Every chunk of the write.
+    pub fn chunks(&self) -> impl Iterator<Item = &PutChunk> {
+        self.scopes.values().flatten().chain(&self.channel)
+    }
+}
+
+/// A [`SubtaskWrite`] encoded as the chunks `write_subtask` would write.
+#[derive(Debug, Default)]
+pub struct EncodedSubtask {
+    /// Per scope, the chunks of its delta (or of its base, for a full write); scopes
+    /// without any are absent.
+    pub scopes: BTreeMap<u32, Vec<Vec<u8>>>,
+    /// The channel state's chunks, in order.
+    pub channel: Vec<Vec<u8>>,
+}
+
+impl EncodedSubtask {
+    /// How many chunks it holds.
+    pub fn count(&self) -> usize {
+        self.scopes.values().map(Vec::len).sum::<usize>() + self.channel.len()
+    }
+}
+
+/// Encodes `write` into chunks of at most `max_chunk_bytes` (a store's
+/// [`Store::max_chunk_bytes`]), as [`CheckpointStorage::write_subtask`] would: a delta keeps
+/// its tombstones, a full write only live entries. Fails as it would if the channel state
+/// repeats a (state, key).
+///
+/// [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
+pub fn encode_subtask(write: &SubtaskWrite, max_chunk_bytes: usize) -> Result<EncodedSubtask, StoreError> {
+    check_channel_state(write)?;
+    let max_chunk_bytes = max_chunk_bytes.max(1);
+    let mut scopes: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
+    for delta in write.scopes.iter() {
+        scopes.entry(delta.scope).or_default().extend(delta.entries.iter());
+    }
+    let mut encoded = EncodedSubtask::default();
+    for (scope, entries) in scopes {
+        let chunks = encode_entries(entries, max_chunk_bytes, write.full);
+        if !chunks.is_empty() {
+            encoded.scopes.insert(scope, chunks);
+        }
+    }
+    let mut encoder = ChunkEncoder::new(max_chunk_bytes);
+    for entry in &write.channel_state {
+        if let Some(value) = &entry.value {
+            encoder.push(&entry.state, &entry.key, Some(value));
+        }
+    }
+    encoded.channel = encoder.finish();
+    Ok(encoded)
+}
+
+impl Store {
+    /// [`CheckpointStorage::record_subtask`] for this store.
+    ///
+    /// [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
+    pub(crate) fn record_put_subtask(&self, write: PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+        let job = write.job.as_str();
+        let Some(external) = self.external() else {
+            return Err(StoreError::External(
+                "chunks written elsewhere need an external chunk store (`chunk_store`)".into(),
+            ));
+        };
+        let max_chain = usize::try_from(write.max_chain_length).unwrap_or(usize::MAX).max(1);
+        self.check_disk(write.blob.len() as u64 + 64 * write.chunks().count() as u64)?;
+        let txn = self.write_txn(Durability::None)?;
+        let state = {
+            if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, write.checkpoint)?
+                && meta.status != CheckpointStatus::InProgress
+            {
+                return Err(StoreError::InvalidTransition {
+                    job: job.to_owned(),
+                    id: write.checkpoint,
+                    status: meta.status,
+                    action: "write state for",
+                });
+            }
+            let mut tables = ChunkTables::open(&txn, self)?;
+            // An id recorded before is not this write's: it would take over another chunk's row.
+            for chunk in write.chunks() {
+                if tables.index.get((job, chunk.id))?.is_some() {
+                    return Err(StoreError::InvalidMeta {
+                        job: job.to_owned(),
+                        id: write.checkpoint,
+                        reason: format!("chunk {} is recorded already; a put chunk's id is new", chunk.id),
+                    });
+                }
+            }
+            let mut chains = if write.full {
+                BTreeMap::new()
+            } else {
+                for &chunk in write.previous.values().flatten() {
+                    tables.size(job, chunk)?;
+                }
+                write.previous.clone()
+            };
+            let mut counters = txn.open_table(COUNTERS)?;
+            let next_id = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
+            let mut writer =
+                ChunkWriter { tables: &mut tables, job, owner: write.checkpoint, next_id, bytes_written: 0 };
+            for chunk in write.chunks() {
+                writer.record(chunk.id, chunk.size)?;
+            }
+            let mut compactions = 0;
+            for (&scope, put) in &write.scopes {
+                let ids: Vec<u64> = put.iter().map(|c| c.id).collect();
+                if write.full {
+                    if !ids.is_empty() {
+                        chains.insert(scope, ids);
+                    }
+                    continue;
+                }
+                if ids.is_empty() {
+                    continue;
+                }
+                let chain = chains.entry(scope).or_default();
+                // Counted as `write_subtask` counts: in increments, this write one more.
+                let increments = writer.tables.increments(job, chain)? + 1;
+                if compacts(chain.first().copied().unwrap_or(0), increments, max_chain) {
+                    // The new base is written here; the put delta stays recorded, owned by
+                    // this checkpoint and in no chain, so its completion collects it.
+                    let mut live = LiveState::new();
+                    for part in [&chain[..], &ids[..]] {
+                        apply_chain(&writer.tables.chunks, Some(&*external), job, part, &mut live)?;
+                    }
+                    *chain = writer.write(encode_live(&live, self.max_chunk_bytes))?;
+                    compactions += 1;
+                } else {
+                    chain.extend(ids);
+                }
+                if chain.is_empty() {
+                    chains.remove(&scope);
+                }
+            }
+            counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
+            let bytes_written = writer.bytes_written;
+            charge(&txn, Subject::Job(job), tables.meter.0, true)?;
+            let channel = write.channel.iter().map(|c| c.id).collect();
+            SubtaskState { chains, blob: write.blob, bytes_written, compactions, channel }
+        };
+        bump_last_id(&txn, job, write.checkpoint)?;
+        txn.commit()?;
+        Ok(state)
+    }
+}
