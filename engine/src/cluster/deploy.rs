@@ -116,7 +116,7 @@ impl crate::runtime::AttemptRunner for Cluster {
 fn pinned_here(node: &PlanNode) -> bool {
     match &node.body {
         NodeBody::Source(config) => matches!(config.kind, SourceKind::Stream(_) | SourceKind::File(_)),
-        NodeBody::Sink(config) => !matches!(config, SinkConfig::Blackhole(_)),
+        NodeBody::Sink(config) => !matches!(config, SinkConfig::Blackhole(_) | SinkConfig::Kafka(_)),
         NodeBody::Operator { .. } => false,
     }
 }
@@ -190,6 +190,7 @@ pub(crate) async fn run_attempt_on_workers(
         .chunk_store
         .clone()
         .map(|location| SharedChunkStore { location, max_chunk_bytes: env.store.max_chunk_bytes() as u64 });
+    let kafka = super::protocol::kafka_access(plan);
     for (&worker, &here) in &place_of {
         let deploy = Deploy {
             attempt: attempt.clone(),
@@ -200,6 +201,7 @@ pub(crate) async fn run_attempt_on_workers(
             addresses: addresses.clone(),
             here,
             chunk_store: chunk_store.clone(),
+            kafka: kafka.clone(),
         };
         if !workers.send(worker, ToWorker::Deploy(Box::new(deploy))).await {
             return Err(JobError::Cluster(format!("worker {worker} was lost while the job was deployed")));
@@ -299,6 +301,7 @@ pub(crate) async fn run_attempt_on_workers(
             storage: env.storage.clone(),
             job: job.clone(),
             leases: Leases::default(),
+            store: env.store.clone(),
         },
         (cluster.chunk_store.is_some()).then(|| env.store.clone()),
     ));
@@ -446,11 +449,13 @@ struct Serving {
     storage: Arc<dyn CheckpointStorage>,
     job: String,
     leases: Leases,
+    /// The store: sinks' outboxes.
+    store: weir_store::Store,
 }
 
 /// Serves a worker's checkpoint storage call on the blocking pool.
 async fn serve_storage(serving: Serving, worker: u64, call: u64, request: StorageRequest) {
-    let Serving { workers, storage, job, leases } = serving;
+    let Serving { workers, storage, job, leases, store } = serving;
     let handle = tokio::runtime::Handle::current();
     let sender = workers.clone();
     let served = tokio::task::spawn_blocking(move || -> Option<StorageReply> {
@@ -464,6 +469,16 @@ async fn serve_storage(serving: Serving, worker: u64, call: u64, request: Storag
                     leases.add(ids.clone());
                     StorageReply::Leased { first: ids.start, end: ids.end }
                 }))
+            }
+            StorageRequest::Outbox(call) => {
+                // A worker's sinks write their own job's outbox only (writers `<job>/...`).
+                if !call.writer().strip_prefix(job.as_str()).is_some_and(|rest| rest.starts_with('/')) {
+                    return Some(StorageReply::Failed(format!(
+                        "outbox writer `{}` is not one of this job's",
+                        call.writer()
+                    )));
+                }
+                Some(call.serve(&store).map_or_else(fail, StorageReply::Outbox))
             }
             StorageRequest::RecordSubtask(mut write) => {
                 // Only ids this attempt leased: a worker cannot claim another's chunks.

@@ -25,8 +25,8 @@ use weir_store::{
 
 use super::data::DataPlane;
 use super::protocol::{
-    AttemptId, Deploy, ModuleBytes, RemoteFailure, StorageReply, StorageRequest, SubtaskCounters,
-    ToController, ToWorker, WireSubtaskWrite,
+    AttemptId, Deploy, ModuleBytes, OutboxAnswer, OutboxCall, RemoteFailure, StorageReply, StorageRequest,
+    SubtaskCounters, ToController, ToWorker, WireSubtaskWrite,
 };
 use crate::guest::{GuestHost, OperatorModule};
 use crate::local_state::LocalStateConfig;
@@ -270,10 +270,15 @@ async fn run_part(
     // Planning compiles modules: a blocking call.
     let planned = {
         let host = config.host.clone();
-        let (spec_json, modules) = (deploy.spec_json.clone(), deploy.modules.clone());
+        let (spec_json, modules, kafka) =
+            (deploy.spec_json.clone(), deploy.modules.clone(), deploy.kafka.clone());
         tokio::task::spawn_blocking(move || -> Result<Plan, String> {
             let spec: JobSpec = serde_json::from_str(&spec_json).map_err(|e| format!("the spec: {e}"))?;
-            crate::plan::plan(&spec, &Shipped { host: &host, modules: &modules }).map_err(|e| e.to_string())
+            let mut plan = crate::plan::plan(&spec, &Shipped { host: &host, modules: &modules })
+                .map_err(|e| e.to_string())?;
+            // The connections the controller resolved (a spec names connections only).
+            super::protocol::set_kafka_access(&mut plan, &kafka);
+            Ok(plan)
         })
         .await
         .map_err(|e| e.to_string())
@@ -327,10 +332,11 @@ async fn run_part(
         part.open_outputs().await.map_err(|e| fail("", 0, e.to_string()))?;
         let env = TaskEnv {
             job_id: attempt.job.clone(),
-            storage: storage as Arc<dyn CheckpointStorage>,
+            storage: storage.clone() as Arc<dyn CheckpointStorage>,
             faults: None,
             stop,
             store: None,
+            outbox: Some(storage as Arc<dyn weir_store::Outbox>),
             local: LocalStateConfig {
                 base: config.local_state.clone(),
                 job: attempt.job.clone(),
@@ -553,6 +559,97 @@ impl RemoteStorage {
     }
 }
 
+impl RemoteStorage {
+    /// An outbox call. A sink makes some from its task (staging at a barrier), as it calls
+    /// the embedded store there: the wait for the controller's answer leaves the runtime's
+    /// thread to the other tasks meanwhile (`block_in_place`).
+    fn outbox(&self, call: OutboxCall) -> Result<OutboxAnswer, StoreError> {
+        let wait = || {
+            let rx = self.call(StorageRequest::Outbox(call))?;
+            match Self::answer(&rx)? {
+                StorageReply::Outbox(answer) => Ok(answer),
+                other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
+    }
+}
+
+fn out_of_turn(answer: OutboxAnswer) -> StoreError {
+    StoreError::External(format!("an outbox answer out of turn: {answer:?}"))
+}
+
+/// A sink's outbox on a worker: the controller's, over the session.
+impl weir_store::Outbox for RemoteStorage {
+    fn outbox_stage(&self, writer: &str, epoch: u64, records: &[Vec<u8>]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let records = records.iter().map(|r| serde_bytes::ByteBuf::from(r.clone())).collect();
+        match self.outbox(OutboxCall::Stage { writer: writer.into(), epoch, records })? {
+            OutboxAnswer::Done => Ok(()),
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_epochs(&self, writer: &str) -> Result<Vec<u64>, StoreError> {
+        match self.outbox(OutboxCall::Epochs { writer: writer.into() })? {
+            OutboxAnswer::Epochs(epochs) => Ok(epochs),
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_read(
+        &self,
+        writer: &str,
+        epoch: u64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let call = OutboxCall::Read { writer: writer.into(), epoch, from, limit: limit as u64 };
+        match self.outbox(call)? {
+            OutboxAnswer::Records(records) => {
+                Ok(records.into_iter().map(|(seq, r)| (seq, r.into_vec())).collect())
+            }
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_set_note(&self, writer: &str, epoch: u64, note: &[u8]) -> Result<(), StoreError> {
+        let call = OutboxCall::SetNote { writer: writer.into(), epoch, note: note.to_vec().into() };
+        match self.outbox(call)? {
+            OutboxAnswer::Done => Ok(()),
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_note(&self, writer: &str, epoch: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.outbox(OutboxCall::Note { writer: writer.into(), epoch })? {
+            OutboxAnswer::Note(note) => Ok(note.map(serde_bytes::ByteBuf::into_vec)),
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_drop(&self, writer: &str, upto: u64) -> Result<u64, StoreError> {
+        match self.outbox(OutboxCall::Drop { writer: writer.into(), upto })? {
+            OutboxAnswer::Count(n) => Ok(n),
+            other => Err(out_of_turn(other)),
+        }
+    }
+
+    fn outbox_discard_after(&self, writer: &str, checkpoint: u64) -> Result<u64, StoreError> {
+        match self.outbox(OutboxCall::DiscardAfter { writer: writer.into(), checkpoint })? {
+            OutboxAnswer::Count(n) => Ok(n),
+            other => Err(out_of_turn(other)),
+        }
+    }
+}
+
 impl CheckpointStorage for RemoteStorage {
     fn begin(&self, _meta: &CheckpointMeta) -> Result<(), StoreError> {
         Err(unavailable("begin"))
@@ -669,6 +766,7 @@ mod tests {
             addresses: vec![],
             here: 1,
             chunk_store: None,
+            kafka: BTreeMap::new(),
         }))
     }
 

@@ -109,6 +109,9 @@ pub struct ConnectorEnv<'a> {
     pub node: &'a str,
     /// Sinks: write through two-phase commit (the job is checkpointed).
     pub transactional: bool,
+    /// Where sinks stage their output when not in `store` (a sink on a worker: the
+    /// controller's store, over the session).
+    pub outbox: Option<&'a std::sync::Arc<dyn weir_store::Outbox>>,
 }
 
 impl std::fmt::Debug for ConnectorEnv<'_> {
@@ -124,7 +127,7 @@ impl std::fmt::Debug for ConnectorEnv<'_> {
 impl ConnectorEnv<'_> {
     /// An environment without store, for jobs that are not checkpointed.
     pub fn plain() -> ConnectorEnv<'static> {
-        ConnectorEnv { store: None, job: "", node: "", transactional: false }
+        ConnectorEnv { store: None, job: "", node: "", transactional: false, outbox: None }
     }
 
     fn store(&self, connector: &str) -> Result<&weir_store::Store, ConnectorError> {

@@ -551,6 +551,7 @@ impl Subtask<'_> {
         // broker: bounded by its request timeout), which must not hold a runtime thread that
         // other jobs' tasks (and the server) run on.
         let store = env.and_then(|e| e.store.clone());
+        let outbox = env.and_then(|e| e.outbox.clone());
         let job_id = env.map(|e| e.job_id.clone()).unwrap_or_default();
         let channel_state = match (env, in_flight) {
             (Some(env), Some((chunks, expected))) => Some((env.storage.clone(), chunks, expected)),
@@ -566,7 +567,7 @@ impl Subtask<'_> {
                 let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
                 tasks.spawn(name, s, async move {
                     let source = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
-                        let cenv = connector_env(store.as_ref(), &job_id, &node_id);
+                        let cenv = connector_env(store.as_ref(), outbox.as_ref(), &job_id, &node_id);
                         let mut source = config.open(s, parallelism, cenv)?;
                         if let Some(position) = position {
                             source.seek(&position)?;
@@ -583,7 +584,7 @@ impl Subtask<'_> {
                 let restored = checkpointing.as_ref().map(|c| c.restored.clone());
                 tasks.spawn(name, s, async move {
                     let sink = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
-                        let cenv = connector_env(store.as_ref(), &job_id, &node_id);
+                        let cenv = connector_env(store.as_ref(), outbox.as_ref(), &job_id, &node_id);
                         match restored {
                             Some(state) => {
                                 open_recovered_sink(&config, s, parallelism, cenv, restored_id, &state)
@@ -650,11 +651,16 @@ impl Subtask<'_> {
     }
 }
 
-/// What a connector of a job may use: the store (checkpointed jobs; then sinks write through
-/// two-phase commit) or nothing.
-fn connector_env<'a>(store: Option<&'a weir_store::Store>, job: &'a str, node: &'a str) -> ConnectorEnv<'a> {
-    match store {
-        Some(store) => ConnectorEnv { store: Some(store), job, node, transactional: true },
-        None => ConnectorEnv::plain(),
+/// What a connector of a job may use: the store, or on a worker the controller's outbox
+/// (checkpointed jobs; then sinks write through two-phase commit), or nothing.
+fn connector_env<'a>(
+    store: Option<&'a weir_store::Store>,
+    outbox: Option<&'a Arc<dyn weir_store::Outbox>>,
+    job: &'a str,
+    node: &'a str,
+) -> ConnectorEnv<'a> {
+    if store.is_none() && outbox.is_none() {
+        return ConnectorEnv::plain();
     }
+    ConnectorEnv { store, job, node, transactional: true, outbox }
 }

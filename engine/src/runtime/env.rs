@@ -147,6 +147,8 @@ pub(crate) struct TaskEnv {
     pub stop: Arc<StopSignal>,
     /// The embedded store, where there is one (stream connectors, sinks' outboxes).
     pub store: Option<Store>,
+    /// Where sinks stage their output without `store` (on a worker: the controller's).
+    pub outbox: Option<Arc<dyn weir_store::Outbox>>,
     /// Where host keyed state keeps its working copies.
     pub local: LocalStateConfig,
 }
@@ -160,6 +162,7 @@ impl RunEnv {
             faults: self.faults.clone(),
             stop: self.stop.clone(),
             store: Some(self.store.clone()),
+            outbox: None,
             local: LocalStateConfig::beside(&self.store, &self.job_id),
         }
     }

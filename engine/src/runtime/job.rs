@@ -100,6 +100,7 @@ async fn recommit_final(
                 job: &env.job_id,
                 node: &node.id,
                 transactional: true,
+                outbox: None,
             };
             let mut sink =
                 open_recovered_sink(config, s, node.parallelism, cenv, meta.id, &state).map_err(task_err)?;

@@ -67,6 +67,7 @@ pub use disk::DiskSpace;
 pub use error::StoreError;
 pub use external::ExternalChunks;
 pub use faulty::FaultyStorage;
+pub use outbox::Outbox;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};
 pub use stream::{ChunkBuffer, LogRecord};

@@ -104,6 +104,67 @@ fn writers_in<V: redb::Value + 'static>(
     Ok(writers)
 }
 
+/// What a sink uses of the outbox: the [`Store`]'s methods of the same names, or, for a
+/// sink on a worker, the same calls carried to the controller's store.
+pub trait Outbox: Send + Sync + 'static {
+    /// [`Store::outbox_stage`].
+    fn outbox_stage(&self, writer: &str, epoch: u64, records: &[Vec<u8>]) -> Result<(), StoreError>;
+    /// [`Store::outbox_epochs`].
+    fn outbox_epochs(&self, writer: &str) -> Result<Vec<u64>, StoreError>;
+    /// [`Store::outbox_read`].
+    fn outbox_read(
+        &self,
+        writer: &str,
+        epoch: u64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+    /// [`Store::outbox_set_note`].
+    fn outbox_set_note(&self, writer: &str, epoch: u64, note: &[u8]) -> Result<(), StoreError>;
+    /// [`Store::outbox_note`].
+    fn outbox_note(&self, writer: &str, epoch: u64) -> Result<Option<Vec<u8>>, StoreError>;
+    /// [`Store::outbox_drop`].
+    fn outbox_drop(&self, writer: &str, upto: u64) -> Result<u64, StoreError>;
+    /// [`Store::outbox_discard_after`].
+    fn outbox_discard_after(&self, writer: &str, checkpoint: u64) -> Result<u64, StoreError>;
+}
+
+impl Outbox for Store {
+    fn outbox_stage(&self, writer: &str, epoch: u64, records: &[Vec<u8>]) -> Result<(), StoreError> {
+        Store::outbox_stage(self, writer, epoch, records)
+    }
+
+    fn outbox_epochs(&self, writer: &str) -> Result<Vec<u64>, StoreError> {
+        Store::outbox_epochs(self, writer)
+    }
+
+    fn outbox_read(
+        &self,
+        writer: &str,
+        epoch: u64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        Store::outbox_read(self, writer, epoch, from, limit)
+    }
+
+    fn outbox_set_note(&self, writer: &str, epoch: u64, note: &[u8]) -> Result<(), StoreError> {
+        Store::outbox_set_note(self, writer, epoch, note)
+    }
+
+    fn outbox_note(&self, writer: &str, epoch: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Store::outbox_note(self, writer, epoch)
+    }
+
+    fn outbox_drop(&self, writer: &str, upto: u64) -> Result<u64, StoreError> {
+        Store::outbox_drop(self, writer, upto)
+    }
+
+    fn outbox_discard_after(&self, writer: &str, checkpoint: u64) -> Result<u64, StoreError> {
+        Store::outbox_discard_after(self, writer, checkpoint)
+    }
+}
+
 impl Store {
     /// Appends `records` (opaque bytes, encoded by the sink) to what `writer` staged under
     /// `epoch`, in order; their sequence numbers continue those of the epoch (from 0). One

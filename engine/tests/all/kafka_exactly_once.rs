@@ -30,7 +30,7 @@ const BIDS: u64 = 8_000;
 const AUCTIONS: u64 = 40;
 
 /// One seeded bid: (auction, price, time).
-fn bids(seed: u64) -> Vec<(u64, u64, i64)> {
+pub(crate) fn bids(seed: u64) -> Vec<(u64, u64, i64)> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..BIDS)
         .map(|i| {
@@ -46,7 +46,7 @@ fn bids(seed: u64) -> Vec<(u64, u64, i64)> {
 }
 
 /// Writes the bids to `topic` (partition = auction % 4), keyed by auction (MessagePack).
-fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
+pub(crate) fn produce_input(client: &mut Client, topic: &str, bids: &[(u64, u64, i64)]) {
     let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
     for (auction, price, time) in bids {
         let value = msgpack(
@@ -75,7 +75,7 @@ struct Stats {
 
 /// The output against the reference: per auction, running counts 1..n each exactly once, and
 /// the statistics after the last bid.
-fn check(
+pub(crate) fn check(
     records: &[weir::connectors::kafka::client::FetchedRecord],
     bids: &[(u64, u64, i64)],
 ) -> Result<(), String> {

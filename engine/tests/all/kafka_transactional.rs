@@ -65,7 +65,9 @@ fn start(
     checkpoint: u64,
     transactions: &[serde_json::Value],
 ) -> TransactionalSink {
-    let mut sink = TransactionalSink::open(settings(fake), Some(disk.store()), WRITER.into(), 0).unwrap();
+    let mut sink =
+        TransactionalSink::open(settings(fake), Some(std::sync::Arc::new(disk.store())), WRITER.into(), 0)
+            .unwrap();
     sink.recover(checkpoint, transactions).unwrap();
     sink
 }
@@ -345,7 +347,9 @@ fn committing_a_committed_transaction_again_is_not_an_error() {
 fn refused(mode: EndTxnMode) {
     let fake = FakeKafka::start(TOPIC, PARTITIONS, mode);
     let disk = Disk::new();
-    let mut sink = TransactionalSink::open(settings(&fake), Some(disk.store()), WRITER.into(), 0).unwrap();
+    let mut sink =
+        TransactionalSink::open(settings(&fake), Some(std::sync::Arc::new(disk.store())), WRITER.into(), 0)
+            .unwrap();
     let started = Instant::now();
     let error = sink.recover(0, &[]).expect_err("a broker without EndTxn was accepted").to_string();
     let elapsed = started.elapsed();
@@ -440,7 +444,10 @@ fn a_zombie_producer_is_fenced_by_the_recovery() {
     let disk = Disk::new();
     // Both sinks in one process: they share the store file through clones.
     let store = disk.store();
-    let open = || TransactionalSink::open(settings(&fake), Some(store.clone()), WRITER.into(), 0).unwrap();
+    let open = || {
+        TransactionalSink::open(settings(&fake), Some(std::sync::Arc::new(store.clone())), WRITER.into(), 0)
+            .unwrap()
+    };
     let mut zombie = open();
     zombie.recover(0, &[]).unwrap();
     let (big, values) = over_the_spill_threshold(b"zomb1");

@@ -24,6 +24,7 @@ mod chunked_snapshot;
 mod cli_client;
 mod cluster_data;
 mod cluster_jobs;
+mod cluster_kafka;
 mod cluster_objects;
 mod cluster_workers;
 mod coordinator;

@@ -324,8 +324,9 @@ fn protocol_name(p: SecurityProtocol) -> &'static str {
 
 /// What a node's connection resolved to, with what the job may touch through it. Set by
 /// the server's plan (a named connection and the tenant's grant) or by parsing an inline
-/// `brokers` (`weir run`: no restriction); never read from a spec.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `brokers` (`weir run`: no restriction); never read from a spec. Serialised only for the
+/// controller's deploy to a worker (the cluster session), secrets included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KafkaAccess {
     /// The connection's name on the server; `None` for an inline connection.
     pub name: Option<String>,

@@ -161,7 +161,7 @@ pub fn open_sink(
     };
     // Without checkpoints (`weir run` without a data directory) there is nothing to stage
     // against: output goes out as with `at_least_once`.
-    let store = env.store.cloned();
+    let store = env.outbox.cloned().or_else(|| env.store.map(|s| Arc::new(s.clone()) as sink::SharedOutbox));
     Ok(match settings.delivery {
         Delivery::Transactional if env.transactional => {
             Box::new(transactional::TransactionalSink::open(settings, store, writer, index)?)

@@ -25,12 +25,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
-use weir_store::Store;
+use weir_store::Outbox;
 
 use super::client::{Client, ClientConfig, KafkaError, ProduceRecord, ProducerIdentity, encode_batch};
 use super::format::{self, Format};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
+
+/// The outbox a sink stages in: the embedded store, or the controller's reached from a worker.
+pub type SharedOutbox = Arc<dyn Outbox>;
 
 /// The header that names a record's origin.
 pub const ORIGIN_HEADER: &str = "weir-origin";
@@ -158,7 +161,7 @@ enum Job {
 /// A Kafka sink subtask (exactly_once, at_least_once, none).
 pub struct KafkaSink {
     settings: SinkSettings,
-    store: Option<Store>,
+    store: Option<SharedOutbox>,
     writer: String,
     index: u32,
     partitions: i32,
@@ -185,7 +188,7 @@ impl KafkaSink {
     /// needs the store (`store`).
     pub fn open(
         settings: SinkSettings,
-        store: Option<Store>,
+        store: Option<SharedOutbox>,
         writer: String,
         index: u32,
     ) -> Result<KafkaSink, ConnectorError> {
@@ -385,7 +388,7 @@ fn pause_for_test(epoch: u64) {
 struct Producer {
     client: Client,
     topic: String,
-    store: Option<Store>,
+    store: Option<SharedOutbox>,
     writer: String,
     /// The idempotent producer of this session and each partition's next sequence number;
     /// `None` after an error (the next send starts a new session).
@@ -424,7 +427,7 @@ impl Producer {
         }
     }
 
-    fn store(&self) -> &Store {
+    fn store(&self) -> &SharedOutbox {
         self.store.as_ref().expect("exactly_once has a store")
     }
 

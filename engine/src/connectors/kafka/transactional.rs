@@ -19,9 +19,9 @@
 
 use std::collections::BTreeSet;
 
+use super::sink::SharedOutbox;
 use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
-use weir_store::Store;
 
 use super::client::{Client, KafkaError, ProducerIdentity, encode_batch};
 use super::sink::{SPILL_BYTES, SinkSettings, Staged, convert};
@@ -67,7 +67,7 @@ struct Open {
 pub struct TransactionalSink {
     settings: SinkSettings,
     client: Client,
-    store: Store,
+    store: SharedOutbox,
     writer: String,
     index: u32,
     partitions: i32,
@@ -101,7 +101,7 @@ impl TransactionalSink {
     /// Opens subtask `index`; checks that the broker can commit transactions.
     pub fn open(
         settings: SinkSettings,
-        store: Option<Store>,
+        store: Option<SharedOutbox>,
         writer: String,
         index: u32,
     ) -> Result<Self, ConnectorError> {
