@@ -5,9 +5,14 @@
 //! stage their output in the controller's outbox over the session and produce from the
 //! worker; seeded trials SIGKILL random workers at random points (a killed worker may hold a
 //! checkpoint's output half produced), and the output topic must hold every running count
-//! exactly once with the final statistics of a reference computed here.
+//! exactly once with the final statistics of a reference computed here. A `transactional`
+//! sink's transaction prepared by a worker killed before it committed is committed by the
+//! sink's next host (against a fake transaction-capable broker).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
 
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
@@ -15,6 +20,7 @@ use serde_json::json;
 use weir::connectors::kafka::client::{Client, ClientConfig};
 
 use crate::cluster_workers::{TOKEN, Worker, controller};
+use crate::common::fake_kafka::{EndTxnMode, FakeKafka};
 use crate::common::kafka::read_all;
 use crate::common::tansu::TansuBroker;
 use crate::kafka_exactly_once::{bids, check, produce_input};
@@ -145,4 +151,100 @@ async fn kafka_to_kafka_on_workers_is_exactly_once_across_killed_workers() {
             ),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// A transaction prepared by a worker that dies before it commits.
+
+/// Values 0..COUNT (MessagePack u64) → a `transactional` Kafka sink, both on a worker.
+const COUNT: u64 = 3_000;
+
+fn transactional_job() -> serde_json::Value {
+    json!({
+        "name": "cluster-kafka-transactional",
+        "nodes": [
+            { "id": "numbers", "kind": "source", "connector": "generator",
+              "config": { "mode": "sequence", "count": COUNT, "batch_size": 20, "records_per_second": 400 } },
+            { "id": "out", "kind": "sink", "connector": "kafka",
+              "config": { "connection": "main", "topic": "acme.out", "delivery": "transactional",
+                          "transactional_id_prefix": "acme-tx" } }
+        ],
+        "edges": [{ "from": "numbers", "to": "out", "partitioning": "forward" }],
+        "settings": {
+            "checkpoint": { "interval_ms": 200, "timeout_ms": 20000, "retained": 2, "tolerable_failures": 100 },
+            "restart": { "attempts": 10, "delay_ms": 100 }
+        }
+    })
+}
+
+/// Flink's guarantee, across processes: a checkpoint completed, the sink's worker flushed its
+/// transaction (pre-committed) and asked the broker to commit it, and died before the broker
+/// saw that. The restarted job's sink, on the other worker, commits that transaction with the
+/// producer id and epoch the dead worker used (stored in the checkpoint), so its output is
+/// neither lost nor written twice. The broker is a fake that speaks Kafka's transactions
+/// (Tansu cannot end one); it holds the commit unanswered while the worker is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_prepared_by_a_killed_worker_is_committed_by_the_next() {
+    let fake = FakeKafka::start("acme.out", 2, EndTxnMode::Serve);
+    let dir = tempfile::tempdir().unwrap();
+    let servers = format!("[\"{}\"]", fake.bootstrap());
+    let server = controller(dir.path(), &[("WEIR_KAFKA_CONNECTIONS__MAIN__BOOTSTRAP_SERVERS", &servers)]);
+    let addr = server.cluster.clone().unwrap();
+    let mut workers: BTreeMap<String, Worker> =
+        ["t0", "t1"].iter().map(|n| (n.to_string(), Worker::spawn(&addr, n, TOKEN))).collect();
+    for w in workers.values() {
+        w.wait_line("registered as worker");
+    }
+    let (tenant, api) = server.tenant("acme").await;
+    let grants = json!({ "grants": [{ "connection": "main", "topic_prefixes": ["acme."], "group_prefixes": ["acme-"] }] });
+    let (status, body) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
+    assert_eq!(status, 200, "grant: {body}");
+    let job = api.create_job(&transactional_job()).await;
+    let committed = || (0..2).map(|p| fake.committed_values(p).len()).sum::<usize>();
+    crate::server::wait_for("a first commit", LONG, || async { committed() > 0 }).await;
+    // (Where each subtask runs shows once its worker reported.)
+    api.wait_job(&job, LONG, |j| j["vertices"][1]["subtasks"][0]["worker"].is_u64()).await;
+
+    // Hold the next commit: its transaction is prepared, its checkpoint complete.
+    fake.hold_commits(true);
+    crate::server::wait_for("a held commit", LONG, || async { !fake.held().is_empty() }).await;
+    let (id, producer, epoch) = fake.held()[0].clone();
+    let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
+    let sink_worker = j["vertices"][1]["subtasks"][0]["worker"].as_u64().unwrap_or_else(|| panic!("the sink is on a worker: {j}"));
+    let (_, list) = server.client(ADMIN).get("/api/v1/workers").await;
+    let name = list["data"].as_array().unwrap().iter().find(|w| w["id"] == sink_worker).unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let restarts = j["restarts"].as_u64().unwrap_or(0);
+    let dead = workers.get_mut(&name).unwrap();
+    dead.signal("-KILL");
+    let _ = dead.exit_status();
+    // The request never reaches the broker; the job restarts on the other worker.
+    fake.hold_commits(false);
+    api.wait_job(&job, LONG, |j| j["restarts"].as_u64().unwrap_or(0) > restarts).await;
+    let j = api.wait_job(&job, LONG, |j| j["status"] != "running" && j["status"] != "restarting").await;
+    assert_eq!(j["status"], "finished", "{j}");
+    let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
+    assert_ne!(j["vertices"][1]["subtasks"][0]["worker"], sink_worker, "the sink moved: {j}");
+
+    // The prepared transaction was committed by the new sink with the dead worker's producer.
+    let commits = fake.requests_of(ApiKey::EndTxn);
+    assert!(
+        commits.iter().any(|s| s.transactional_id.as_deref() == Some(id.as_str())
+            && s.producer == Some((producer, epoch))
+            && s.commit == Some(true)
+            && s.code == Some(0)),
+        "no commit of {id} with producer {producer} epoch {epoch}: {commits:?}"
+    );
+    // Every value once, nothing pending.
+    let mut values: Vec<u64> = (0..2)
+        .flat_map(|p| fake.committed_values(p))
+        .map(|v| rmp_serde::from_slice(&v).expect("a MessagePack u64"))
+        .collect();
+    values.sort_unstable();
+    let want: Vec<u64> = (0..COUNT).collect();
+    assert_eq!(values.len(), want.len(), "{} values committed", values.len());
+    assert_eq!(values, want);
+    assert!((0..2).all(|p| fake.pending_values(p).is_empty()), "a transaction was left open");
 }

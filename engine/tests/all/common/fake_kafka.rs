@@ -143,6 +143,11 @@ struct State {
     sequences: HashMap<(i64, i16, i32), i32>,
     logs: Vec<Vec<Entry>>,
     seen: Vec<Seen>,
+    /// While set, a commit (EndTxn committing) is not served: it waits, unanswered, until
+    /// this is cleared and its connection is then dropped, as if it never arrived.
+    hold_commits: bool,
+    /// The commits held so far: (transactional id, producer id, epoch).
+    held: Vec<(String, i64, i16)>,
 }
 
 impl State {
@@ -226,6 +231,8 @@ impl FakeKafka {
             sequences: HashMap::new(),
             logs: vec![Vec::new(); partitions as usize],
             seen: Vec::new(),
+            hold_commits: false,
+            held: Vec::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let acceptor = {
@@ -289,6 +296,16 @@ impl FakeKafka {
         self.state.lock().unwrap().txns.get(id).is_some_and(|t| t.ongoing.is_some())
     }
 
+    /// Holds commits from now on (`true`) or no longer: see `State::hold_commits`.
+    pub fn hold_commits(&self, hold: bool) {
+        self.state.lock().unwrap().hold_commits = hold;
+    }
+
+    /// The commits held: (transactional id, producer id, epoch).
+    pub fn held(&self) -> Vec<(String, i64, i16)> {
+        self.state.lock().unwrap().held.clone()
+    }
+
     /// `id`'s current producer id and epoch.
     pub fn producer_of(&self, id: &str) -> Option<(i64, i16)> {
         self.state.lock().unwrap().txns.get(id).map(|t| (t.producer_id, t.epoch))
@@ -325,6 +342,24 @@ fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
         let Ok(header) = decode_request_header_from_buffer(&mut body) else { return };
         let Ok(key) = ApiKey::try_from(header.request_api_key) else { return };
         let version = header.request_api_version;
+        if key == ApiKey::EndTxn {
+            let request: EndTxnRequest = decoded(&mut body.clone(), version);
+            let mut held = false;
+            {
+                let mut state = state.lock().unwrap();
+                if state.hold_commits && request.committed {
+                    let id = txn_id(&request.transactional_id);
+                    state.held.push((id, request.producer_id.0, request.producer_epoch));
+                    held = true;
+                }
+            }
+            if held {
+                while state.lock().unwrap().hold_commits {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                return;
+            }
+        }
         let answer = {
             let mut state = state.lock().unwrap();
             handle(&mut state, key, version, &mut body)
