@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use bytes::{BufMut as _, Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -254,7 +254,7 @@ impl DataPlane {
         &self,
         peer: String,
         reader: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
-        mut writer: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+        writer: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
     ) -> Arc<Connection> {
         let (frames, mut outbox) = mpsc::unbounded_channel::<Bytes>();
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
@@ -267,23 +267,24 @@ impl DataPlane {
             credit_wake: Arc::new(Notify::new()),
             closed: AtomicBool::new(false),
             permit: OnceLock::new(),
+            max_frame: self.inner.max_frame_bytes,
         });
         lock(&self.inner.connections).insert(peer.clone(), connection.clone());
-        // Writer: frames in order, flushed when the outbox is drained. Before flushing it
-        // yields once, so that subtasks ready to run add their frames to the same system call
-        // (docs/benchmarks.md, *Beyond one machine*). No timer: an idle connection flushes
-        // at once.
+        // Writer: frames in order, each already carrying its length (the codec's framing,
+        // so the reader's codec reads them), handed to the kernel with `writev` as they are —
+        // no copy into a write buffer. Before writing it yields once, so that subtasks ready
+        // to run add their frames to the same system call (docs/benchmarks.md, *Beyond one
+        // machine*). No timer: an idle connection writes at once.
         let conn = connection.clone();
+        let mut socket = writer.into_inner();
         let write = tokio::spawn(async move {
+            let mut queue = std::collections::VecDeque::new();
             while let Some(frame) = outbox.recv().await {
-                let fed = writer.feed(frame).await.is_ok() && feed_ready(&mut outbox, &mut writer).await;
-                if !fed {
-                    break;
-                }
+                queue.push_back(frame);
+                take_ready(&mut outbox, &mut queue);
                 tokio::task::yield_now().await;
-                if !feed_ready(&mut outbox, &mut writer).await
-                    || SinkExt::<Bytes>::flush(&mut writer).await.is_err()
-                {
+                take_ready(&mut outbox, &mut queue);
+                if write_frames(&mut socket, &mut queue).await.is_err() {
                     break;
                 }
             }
@@ -471,17 +472,57 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
     }
 }
 
-/// Feeds the writer every frame already queued; false when the connection failed.
-async fn feed_ready(
-    outbox: &mut mpsc::UnboundedReceiver<Bytes>,
-    writer: &mut FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
-) -> bool {
+/// Moves every frame already queued to `queue`.
+fn take_ready(outbox: &mut mpsc::UnboundedReceiver<Bytes>, queue: &mut std::collections::VecDeque<Bytes>) {
     while let Ok(frame) = outbox.try_recv() {
-        if writer.feed(frame).await.is_err() {
-            return false;
+        queue.push_back(frame);
+    }
+}
+
+/// Writes every frame of `queue` (up to 64 per system call).
+async fn write_frames(
+    socket: &mut OwnedWriteHalf,
+    queue: &mut std::collections::VecDeque<Bytes>,
+) -> std::io::Result<()> {
+    use bytes::Buf as _;
+    use tokio::io::AsyncWriteExt as _;
+    while !queue.is_empty() {
+        let mut written = {
+            let slices: Vec<std::io::IoSlice<'_>> =
+                queue.iter().take(64).map(|f| std::io::IoSlice::new(f)).collect();
+            socket.write_vectored(&slices).await?
+        };
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while written > 0 {
+            let front = queue.front_mut().expect("written bytes came from the queue");
+            if written >= front.len() {
+                written -= front.len();
+                queue.pop_front();
+            } else {
+                front.advance(written);
+                written = 0;
+            }
         }
     }
-    true
+    Ok(())
+}
+
+/// A frame as the codec frames it: its length (4 bytes, big-endian), the tag, the stream,
+/// and then what `body` appends. `None` past `max` bytes.
+fn encode_frame(tag: u8, stream: u32, max: usize, body: impl FnOnce(&mut Vec<u8>)) -> Option<Bytes> {
+    let mut b = Vec::with_capacity(64);
+    b.extend_from_slice(&[0; 4]);
+    b.push(tag);
+    b.extend_from_slice(&stream.to_le_bytes());
+    body(&mut b);
+    let len = b.len() - 4;
+    if len > max {
+        return None;
+    }
+    b[..4].copy_from_slice(&u32::try_from(len).ok()?.to_be_bytes());
+    Some(Bytes::from(b))
 }
 
 /// One connection with another worker.
@@ -499,16 +540,17 @@ struct Connection {
     stop: tokio::sync::watch::Sender<bool>,
     /// An accepted connection's place among [`MAX_CONNECTIONS`], freed when it is dropped.
     permit: OnceLock<tokio::sync::OwnedSemaphorePermit>,
+    /// The largest frame either side accepts.
+    max_frame: usize,
 }
 
 impl Connection {
     /// Queues a frame; false once the connection is closed.
     fn frame(&self, tag: u8, stream: u32, body: &[u8]) -> bool {
-        let mut b = BytesMut::with_capacity(5 + body.len());
-        b.put_u8(tag);
-        b.put_u32_le(stream);
-        b.put_slice(body);
-        !self.closed.load(Ordering::Acquire) && self.frames.send(b.freeze()).is_ok()
+        let Some(frame) = encode_frame(tag, stream, self.max_frame, |b| b.extend_from_slice(body)) else {
+            return false;
+        };
+        !self.closed.load(Ordering::Acquire) && self.frames.send(frame).is_ok()
     }
 
     /// Sends the credits (and the departures) of every incoming stream.
@@ -609,11 +651,10 @@ struct StreamOut {
 
 impl Outbound for StreamOut {
     fn send(&self, message: &Message) -> Result<(), Closed> {
-        let mut b = Vec::with_capacity(64);
-        b.push(MSG);
-        b.extend_from_slice(&self.stream.to_le_bytes());
-        encode_wire(message, &mut b);
-        if self.conn.closed.load(Ordering::Acquire) || self.conn.frames.send(Bytes::from(b)).is_err() {
+        // A message past the frame bound fails its sender (the peer would refuse the frame).
+        let frame =
+            encode_frame(MSG, self.stream, self.conn.max_frame, |b| encode_wire(message, b)).ok_or(Closed)?;
+        if self.conn.closed.load(Ordering::Acquire) || self.conn.frames.send(frame).is_err() {
             return Err(Closed);
         }
         Ok(())

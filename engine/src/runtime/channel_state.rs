@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use weir_store::StateEntry;
 
 use super::message::Message;
-use crate::record::Batch;
+use crate::record::{Batch, Entry};
 
 /// The state name of channel-state entries.
 pub const IN_FLIGHT: &str = "in-flight";
@@ -72,10 +72,12 @@ fn encode_into(m: &Message, v: &mut Vec<u8>) {
             v.reserve(5 + b.len() * 16 + b.byte_len());
             v.push(BATCH);
             v.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            for r in b.iter() {
-                v.extend_from_slice(&(r.key.len() as u32).to_le_bytes());
-                v.extend_from_slice(&(r.value.len() as u32).to_le_bytes());
-                v.extend_from_slice(&r.timestamp.to_le_bytes());
+            for e in &b.entries {
+                let mut head = [0u8; 16];
+                head[0..4].copy_from_slice(&e.key_len.to_le_bytes());
+                head[4..8].copy_from_slice(&e.value_len.to_le_bytes());
+                head[8..16].copy_from_slice(&e.timestamp.to_le_bytes());
+                v.extend_from_slice(&head);
             }
             v.extend_from_slice(&b.data);
         }
@@ -151,22 +153,21 @@ fn decode_message(v: &[u8]) -> Option<Message> {
     let (&tag, rest) = v.split_first()?;
     Some(match tag {
         BATCH => {
+            // The entries and the bytes as they are: two bulk copies, then one check that
+            // the entries describe exactly the bytes (as a guest's batch is checked).
             let n = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?) as usize;
-            let heads = rest.get(4..4 + n.checked_mul(16)?)?;
-            let mut data = rest.get(4 + n * 16..)?;
-            let mut batch = Batch::with_capacity(n, data.len());
-            for h in heads.chunks_exact(16) {
-                let key_len = u32::from_le_bytes(h[0..4].try_into().ok()?) as usize;
-                let value_len = u32::from_le_bytes(h[4..8].try_into().ok()?) as usize;
-                let ts = i64::from_le_bytes(h[8..16].try_into().ok()?);
-                let key = data.get(..key_len)?;
-                let value = data.get(key_len..key_len.checked_add(value_len)?)?;
-                batch.push(key, value, ts);
-                data = &data[key_len + value_len..];
-            }
-            if !data.is_empty() {
-                return None;
-            }
+            let heads = rest.get(4..4usize.checked_add(n.checked_mul(16)?)?)?;
+            let data = rest.get(4 + n * 16..)?;
+            let entries = heads
+                .chunks_exact(16)
+                .map(|h| Entry {
+                    key_len: u32::from_le_bytes(h[0..4].try_into().expect("4 bytes")),
+                    value_len: u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")),
+                    timestamp: i64::from_le_bytes(h[8..16].try_into().expect("8 bytes")),
+                })
+                .collect();
+            let batch = Batch { data: data.to_vec(), entries };
+            batch.validate().ok()?;
             Message::Batch(batch)
         }
         WATERMARK => Message::Watermark(i64::from_le_bytes(rest.try_into().ok()?)),
@@ -234,5 +235,28 @@ mod tests {
             v.push(0);
             assert_eq!(decode_wire(&v), None, "a longer barrier");
         }
+    }
+
+    #[test]
+    fn a_batch_whose_entries_do_not_describe_its_bytes_does_not_decode() {
+        let mut b = Batch::empty();
+        b.push(b"key", b"value", 1);
+        b.push(b"", b"v2", 2);
+        let mut v = Vec::new();
+        encode_wire(&Message::Batch(b.clone()), &mut v);
+        assert_eq!(decode_wire(&v), Some(Message::Batch(b)));
+        // The first entry's key length (after the tag and the count) one too long, and one
+        // byte too few or too many at the end.
+        let mut longer_key = v.clone();
+        longer_key[5] += 1;
+        assert_eq!(decode_wire(&longer_key), None);
+        assert_eq!(decode_wire(&v[..v.len() - 1]), None);
+        let mut more = v.clone();
+        more.push(0);
+        assert_eq!(decode_wire(&more), None);
+        // A count past the frame.
+        let mut count = v;
+        count[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode_wire(&count), None);
     }
 }

@@ -210,7 +210,9 @@ async fn a_transaction_prepared_by_a_killed_worker_is_committed_by_the_next() {
     crate::server::wait_for("a held commit", LONG, || async { !fake.held().is_empty() }).await;
     let (id, producer, epoch) = fake.held()[0].clone();
     let (_, j) = api.get(&format!("/api/v1/jobs/{job}")).await;
-    let sink_worker = j["vertices"][1]["subtasks"][0]["worker"].as_u64().unwrap_or_else(|| panic!("the sink is on a worker: {j}"));
+    let sink_worker = j["vertices"][1]["subtasks"][0]["worker"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the sink is on a worker: {j}"));
     let (_, list) = server.client(ADMIN).get("/api/v1/workers").await;
     let name = list["data"].as_array().unwrap().iter().find(|w| w["id"] == sink_worker).unwrap()["name"]
         .as_str()
