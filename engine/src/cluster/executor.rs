@@ -19,14 +19,14 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_store::{
-    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, PutChunk, PutSubtaskWrite,
-    StateEntry, StoreError, SubtaskState, SubtaskWrite,
+    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry, StoreError,
+    SubtaskState, SubtaskWrite,
 };
 
 use super::data::DataPlane;
 use super::protocol::{
-    AttemptId, Deploy, ModuleBytes, OutboxAnswer, OutboxCall, RemoteFailure, StorageReply, StorageRequest,
-    SubtaskCounters, ToController, ToWorker, WireSubtaskWrite,
+    AttemptId, Deploy, ModuleBytes, RemoteFailure, StorageReply, StorageRequest, SubtaskCounters,
+    ToController, ToWorker, WireSubtaskWrite,
 };
 use crate::guest::{GuestHost, OperatorModule};
 use crate::local_state::LocalStateConfig;
@@ -452,7 +452,7 @@ impl Counters {
 /// session. Only what subtasks call is served: writing a snapshot, reading channel state,
 /// visiting chains to restore. With `direct`, a snapshot's chunks are put in the object
 /// store here, under ids leased from the controller, and only their ids and sizes travel.
-struct RemoteStorage {
+pub(super) struct RemoteStorage {
     attempt: AttemptId,
     outbox: mpsc::Sender<ToController>,
     calls: Calls,
@@ -478,7 +478,10 @@ fn unavailable(what: &str) -> StoreError {
 impl RemoteStorage {
     /// Sends `request`; the answers arrive on the returned receiver. Blocking: called from
     /// the blocking pool as every storage call is.
-    fn call(&self, request: StorageRequest) -> Result<std::sync::mpsc::Receiver<StorageReply>, StoreError> {
+    pub(super) fn call(
+        &self,
+        request: StorageRequest,
+    ) -> Result<std::sync::mpsc::Receiver<StorageReply>, StoreError> {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         lock(&self.calls).insert(call, tx);
@@ -516,33 +519,9 @@ impl RemoteStorage {
     /// Writes a snapshot's chunks to the object store and has the controller record them.
     fn put_subtask(&self, direct: &DirectChunks, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
         let encoded = weir_store::encode_subtask(&write, direct.max_chunk_bytes)?;
-        let mut ids = self.take_ids(direct, encoded.count() as u64)?;
-        let mut puts = Vec::with_capacity(encoded.count());
-        let mut put = |bytes: Vec<u8>| {
-            let id = ids.next().expect("a leased id per chunk");
-            let chunk = PutChunk { id, size: bytes.len() as u64 };
-            puts.push((id, bytes));
-            chunk
-        };
-        let scopes = encoded
-            .scopes
-            .into_iter()
-            .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
-            .collect();
-        let channel = encoded.channel.into_iter().map(&mut put).collect();
+        let ids = self.take_ids(direct, encoded.count() as u64)?;
+        let (recorded, puts) = encoded.assign(write, ids);
         direct.objects.put_all(&self.attempt.job, puts)?;
-        let recorded = PutSubtaskWrite {
-            job: write.job,
-            checkpoint: write.checkpoint,
-            operator: write.operator,
-            subtask: write.subtask,
-            full: write.full,
-            scopes,
-            previous: write.previous,
-            blob: write.blob,
-            channel,
-            max_chain_length: write.max_chain_length as u64,
-        };
         let rx = self.call(StorageRequest::RecordSubtask(recorded))?;
         match Self::answer(&rx)? {
             StorageReply::Written(state) => Ok(state),
@@ -550,102 +529,11 @@ impl RemoteStorage {
         }
     }
 
-    fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
+    pub(super) fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
         match rx.recv_timeout(STORAGE_TIMEOUT) {
             Ok(StorageReply::Failed(reason)) => Err(StoreError::External(reason)),
             Ok(reply) => Ok(reply),
             Err(_) => Err(StoreError::External("no answer from the controller".into())),
-        }
-    }
-}
-
-impl RemoteStorage {
-    /// An outbox call. A sink makes some from its task (staging at a barrier), as it calls
-    /// the embedded store there: the wait for the controller's answer leaves the runtime's
-    /// thread to the other tasks meanwhile (`block_in_place`).
-    fn outbox(&self, call: OutboxCall) -> Result<OutboxAnswer, StoreError> {
-        let wait = || {
-            let rx = self.call(StorageRequest::Outbox(call))?;
-            match Self::answer(&rx)? {
-                StorageReply::Outbox(answer) => Ok(answer),
-                other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
-            }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(wait)
-            }
-            _ => wait(),
-        }
-    }
-}
-
-fn out_of_turn(answer: OutboxAnswer) -> StoreError {
-    StoreError::External(format!("an outbox answer out of turn: {answer:?}"))
-}
-
-/// A sink's outbox on a worker: the controller's, over the session.
-impl weir_store::Outbox for RemoteStorage {
-    fn outbox_stage(&self, writer: &str, epoch: u64, records: &[Vec<u8>]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let records = records.iter().map(|r| serde_bytes::ByteBuf::from(r.clone())).collect();
-        match self.outbox(OutboxCall::Stage { writer: writer.into(), epoch, records })? {
-            OutboxAnswer::Done => Ok(()),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_epochs(&self, writer: &str) -> Result<Vec<u64>, StoreError> {
-        match self.outbox(OutboxCall::Epochs { writer: writer.into() })? {
-            OutboxAnswer::Epochs(epochs) => Ok(epochs),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_read(
-        &self,
-        writer: &str,
-        epoch: u64,
-        from: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        let call = OutboxCall::Read { writer: writer.into(), epoch, from, limit: limit as u64 };
-        match self.outbox(call)? {
-            OutboxAnswer::Records(records) => {
-                Ok(records.into_iter().map(|(seq, r)| (seq, r.into_vec())).collect())
-            }
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_set_note(&self, writer: &str, epoch: u64, note: &[u8]) -> Result<(), StoreError> {
-        let call = OutboxCall::SetNote { writer: writer.into(), epoch, note: note.to_vec().into() };
-        match self.outbox(call)? {
-            OutboxAnswer::Done => Ok(()),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_note(&self, writer: &str, epoch: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.outbox(OutboxCall::Note { writer: writer.into(), epoch })? {
-            OutboxAnswer::Note(note) => Ok(note.map(serde_bytes::ByteBuf::into_vec)),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_drop(&self, writer: &str, upto: u64) -> Result<u64, StoreError> {
-        match self.outbox(OutboxCall::Drop { writer: writer.into(), upto })? {
-            OutboxAnswer::Count(n) => Ok(n),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_discard_after(&self, writer: &str, checkpoint: u64) -> Result<u64, StoreError> {
-        match self.outbox(OutboxCall::DiscardAfter { writer: writer.into(), checkpoint })? {
-            OutboxAnswer::Count(n) => Ok(n),
-            other => Err(out_of_turn(other)),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod data;
 mod deploy;
 mod executor;
 pub mod objects;
+pub mod outbox;
 pub mod placement;
 pub mod protocol;
 pub mod worker;

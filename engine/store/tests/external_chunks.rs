@@ -234,30 +234,12 @@ fn a_store_that_switches_keeps_reading_its_older_chunks() {
 /// ids the store leased, and has the store record them.
 fn put_by_worker(store: &Store, memory: &Memory, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
     let encoded = weir_store::encode_subtask(&write, store.max_chunk_bytes())?;
-    let mut ids = CheckpointStorage::lease_chunk_ids(store, encoded.count() as u64)?;
-    let mut put = |bytes: Vec<u8>| {
-        let id = ids.next().expect("leased enough ids");
-        memory.put(JOB, id, &bytes).unwrap();
-        PutChunk { id, size: bytes.len() as u64 }
-    };
-    let scopes = encoded
-        .scopes
-        .into_iter()
-        .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
-        .collect();
-    let channel = encoded.channel.into_iter().map(&mut put).collect();
-    store.record_subtask(PutSubtaskWrite {
-        job: write.job,
-        checkpoint: write.checkpoint,
-        operator: write.operator,
-        subtask: write.subtask,
-        full: write.full,
-        scopes,
-        previous: write.previous,
-        blob: write.blob,
-        channel,
-        max_chain_length: write.max_chain_length as u64,
-    })
+    let ids = CheckpointStorage::lease_chunk_ids(store, encoded.count() as u64)?;
+    let (record, puts) = encoded.assign(write, ids);
+    for (id, bytes) in puts {
+        memory.put(JOB, id, &bytes)?;
+    }
+    store.record_subtask(record)
 }
 
 #[test]

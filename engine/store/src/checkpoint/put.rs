@@ -14,11 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
 use crate::checkpoint::live::{LiveState, apply_chain};
-use crate::checkpoint::storage::{bump_last_id, check_channel_state, compacts, encode_entries, encode_live};
-use crate::checkpoint::{CheckpointStatus, StateEntry, SubtaskState, SubtaskWrite};
+use crate::checkpoint::storage::{
+    base_chains, bump_last_id, check_channel_state, check_writable, compacts, encode_entries, encode_live,
+};
+use crate::checkpoint::{StateEntry, SubtaskState, SubtaskWrite};
 use crate::codec::ChunkEncoder;
 use crate::error::StoreError;
-use crate::store::{CHECKPOINTS, COUNTERS, NEXT_CHUNK_ID, Store, read_meta};
+use crate::store::{COUNTERS, NEXT_CHUNK_ID, Store};
 use crate::usage::{Subject, charge};
 
 /// A chunk put in the external chunk store by whoever holds its leased id.
@@ -79,6 +81,41 @@ impl EncodedSubtask {
     pub fn count(&self) -> usize {
         self.scopes.values().map(Vec::len).sum::<usize>() + self.channel.len()
     }
+
+    /// Gives the chunks the ids `ids` (at least [`count`](Self::count) of them), in order:
+    /// the record of `write` to send once they are put, and the chunks to put.
+    pub fn assign(
+        self,
+        write: SubtaskWrite,
+        mut ids: std::ops::Range<u64>,
+    ) -> (PutSubtaskWrite, Vec<(u64, Vec<u8>)>) {
+        let mut puts = Vec::with_capacity(self.count());
+        let mut put = |bytes: Vec<u8>| {
+            let id = ids.next().expect("an id per chunk");
+            let chunk = PutChunk { id, size: bytes.len() as u64 };
+            puts.push((id, bytes));
+            chunk
+        };
+        let scopes = self
+            .scopes
+            .into_iter()
+            .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
+            .collect();
+        let channel = self.channel.into_iter().map(&mut put).collect();
+        let record = PutSubtaskWrite {
+            job: write.job,
+            checkpoint: write.checkpoint,
+            operator: write.operator,
+            subtask: write.subtask,
+            full: write.full,
+            scopes,
+            previous: write.previous,
+            blob: write.blob,
+            channel,
+            max_chain_length: write.max_chain_length as u64,
+        };
+        (record, puts)
+    }
 }
 
 /// Encodes `write` into chunks of at most `max_chunk_bytes` (a store's
@@ -126,16 +163,7 @@ impl Store {
         self.check_disk(write.blob.len() as u64 + 64 * write.chunks().count() as u64)?;
         let txn = self.write_txn(Durability::None)?;
         let state = {
-            if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, write.checkpoint)?
-                && meta.status != CheckpointStatus::InProgress
-            {
-                return Err(StoreError::InvalidTransition {
-                    job: job.to_owned(),
-                    id: write.checkpoint,
-                    status: meta.status,
-                    action: "write state for",
-                });
-            }
+            check_writable(&txn, job, write.checkpoint)?;
             let mut tables = ChunkTables::open(&txn, self)?;
             // An id recorded before is not this write's: it would take over another chunk's row.
             for chunk in write.chunks() {
@@ -147,14 +175,7 @@ impl Store {
                     });
                 }
             }
-            let mut chains = if write.full {
-                BTreeMap::new()
-            } else {
-                for &chunk in write.previous.values().flatten() {
-                    tables.size(job, chunk)?;
-                }
-                write.previous.clone()
-            };
+            let mut chains = base_chains(&tables, job, write.full, write.previous.clone())?;
             let mut counters = txn.open_table(COUNTERS)?;
             let next_id = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
             let mut writer =

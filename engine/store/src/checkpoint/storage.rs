@@ -155,6 +155,38 @@ fn write_size(write: &SubtaskWrite) -> u64 {
 
 /// Fails if two entries of `channel_state` share a (state, key): stored as chunks that are read
 /// back through a map, the second would silently replace the first (a lost in-flight message).
+/// Fails unless checkpoint `id` of `job` may still take state: unknown or in progress.
+pub(super) fn check_writable(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
+    if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)?
+        && meta.status != CheckpointStatus::InProgress
+    {
+        return Err(StoreError::InvalidTransition {
+            job: job.to_owned(),
+            id,
+            status: meta.status,
+            action: "write state for",
+        });
+    }
+    Ok(())
+}
+
+/// The chains a write builds on: none for a full write, else `previous`, each of whose
+/// chunks must still be stored.
+pub(super) fn base_chains(
+    tables: &ChunkTables<'_>,
+    job: &str,
+    full: bool,
+    previous: BTreeMap<u32, Vec<u64>>,
+) -> Result<BTreeMap<u32, Vec<u64>>, StoreError> {
+    if full {
+        return Ok(BTreeMap::new());
+    }
+    for &chunk in previous.values().flatten() {
+        tables.size(job, chunk)?;
+    }
+    Ok(previous)
+}
+
 pub(super) fn check_channel_state(write: &SubtaskWrite) -> Result<(), StoreError> {
     let mut seen = HashSet::with_capacity(write.channel_state.len());
     for entry in &write.channel_state {
@@ -244,25 +276,9 @@ impl CheckpointStorage for Store {
         self.check_disk(write_size(&write))?;
         let txn = self.write_txn(Durability::None)?;
         let state = {
-            if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, write.checkpoint)?
-                && meta.status != CheckpointStatus::InProgress
-            {
-                return Err(StoreError::InvalidTransition {
-                    job: job.to_owned(),
-                    id: write.checkpoint,
-                    status: meta.status,
-                    action: "write state for",
-                });
-            }
+            check_writable(&txn, job, write.checkpoint)?;
             let mut tables = ChunkTables::open(&txn, self)?;
-            let mut chains = if write.full {
-                BTreeMap::new()
-            } else {
-                for &chunk in write.previous.values().flatten() {
-                    tables.size(job, chunk)?;
-                }
-                write.previous
-            };
+            let mut chains = base_chains(&tables, job, write.full, write.previous)?;
             // One entry list per scope, in the order given.
             let mut scopes: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
             for delta in write.scopes.iter() {
