@@ -652,8 +652,14 @@ struct StreamOut {
 impl Outbound for StreamOut {
     fn send(&self, message: &Message) -> Result<(), Closed> {
         // A message past the frame bound fails its sender (the peer would refuse the frame).
-        let frame =
-            encode_frame(MSG, self.stream, self.conn.max_frame, |b| encode_wire(message, b)).ok_or(Closed)?;
+        let Some(frame) = encode_frame(MSG, self.stream, self.conn.max_frame, |b| encode_wire(message, b))
+        else {
+            tracing::warn!(
+                max = self.conn.max_frame,
+                "a message over the data plane's frame bound fails its channel"
+            );
+            return Err(Closed);
+        };
         if self.conn.closed.load(Ordering::Acquire) || self.conn.frames.send(frame).is_err() {
             return Err(Closed);
         }

@@ -303,7 +303,7 @@ pub(crate) async fn run_attempt_on_workers(
             leases: Leases::default(),
             store: env.store.clone(),
         },
-        (cluster.chunk_store.is_some()).then(|| env.store.clone()),
+        cluster.chunk_store.is_some(),
     ));
     let coordinator = spawn_coordinator(plan, env, infos.clone(), controls, coordinator_inbox);
     let final_checkpoint = tasks.with_remote(remote).join(Some(coordinator)).await?;
@@ -349,7 +349,7 @@ async fn follow_workers(
     to_coordinator: mpsc::UnboundedSender<ToCoordinator>,
     followed: Followed,
     serving: Serving,
-    sweep: Option<weir_store::Store>,
+    sweep: bool,
 ) -> Result<(), JobError> {
     let Followed { worker_of_task, counters, used } = followed;
     let workers = serving.workers.clone();
@@ -405,9 +405,8 @@ async fn follow_workers(
                     _ => {}
                 }
             }
-            _ = sweeps.tick(), if sweep.is_some() => {
-                let (store, job, leases) =
-                    (sweep.clone().expect("checked"), serving.job.clone(), serving.leases.clone());
+            _ = sweeps.tick(), if sweep => {
+                let (store, job, leases) = (serving.store.clone(), serving.job.clone(), serving.leases.clone());
                 tokio::task::spawn_blocking(move || {
                     match store.sweep_orphans(&job, &|id| leases.contains(id)) {
                         Ok(0) => {}
@@ -449,7 +448,7 @@ struct Serving {
     storage: Arc<dyn CheckpointStorage>,
     job: String,
     leases: Leases,
-    /// The store: sinks' outboxes.
+    /// The store: sinks' outboxes, the sweep of unrecorded chunk objects.
     store: weir_store::Store,
 }
 
