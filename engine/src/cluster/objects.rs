@@ -7,6 +7,11 @@
 //! the same key is a retry of the same bytes (accepted) or a bug or a zombie (refused).
 //! Objects are never updated; the controller deletes those no retained checkpoint references
 //! ([`ChunkObjects::list`] + [`ChunkObjects::delete`]).
+//!
+//! The same store holds the controller's savepoints and uploaded modules, when it is set:
+//! a savepoint's chunks are `<prefix>/savepoints/<savepoint id as hex>/<number as 16 hex
+//! digits>` (written once, deleted together), a module is `<prefix>/modules/<SHA-256>.wasm`
+//! (its name is its content).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,6 +111,9 @@ pub enum ObjectError {
         /// The chunk id.
         id: u64,
     },
+    /// A put found other bytes under an object's name (a savepoint chunk or a module).
+    #[error("object `{0}` exists with other bytes: it is written once")]
+    Exists(String),
     /// The store failed.
     #[error("object store: {0}")]
     Store(#[from] object_store::Error),
@@ -154,48 +162,147 @@ impl ChunkObjects {
         Ok(ChunkObjects { store, prefix: prefix.trim_matches('/').to_string() })
     }
 
-    fn job_dir(&self, job: &str) -> Path {
-        let job = hex::encode(job.as_bytes());
+    /// `<prefix>/<rest>`.
+    fn under_prefix(&self, rest: &str) -> Path {
         match self.prefix.as_str() {
-            "" => Path::from(format!("chunks/{job}")),
-            prefix => Path::from(format!("{prefix}/chunks/{job}")),
+            "" => Path::from(rest),
+            prefix => Path::from(format!("{prefix}/{rest}")),
         }
+    }
+
+    fn job_dir(&self, job: &str) -> Path {
+        self.under_prefix(&format!("chunks/{}", hex::encode(job.as_bytes())))
     }
 
     fn path(&self, job: &str, id: u64) -> Path {
         self.job_dir(job).join(format!("{id:016x}"))
     }
 
-    /// Writes chunk `id` of `job`, create-only. Writing the same bytes again (a retry) is
-    /// accepted; other bytes are a [`ObjectError::Conflict`].
-    pub async fn put(&self, job: &str, id: u64, bytes: Bytes) -> Result<(), ObjectError> {
-        let path = self.path(job, id);
+    fn savepoint_dir(&self, savepoint: &str) -> Path {
+        self.under_prefix(&format!("savepoints/{}", hex::encode(savepoint.as_bytes())))
+    }
+
+    fn module_path(&self, id: &str) -> Path {
+        self.under_prefix(&format!("modules/{id}.wasm"))
+    }
+
+    /// Writes `bytes` at `path`, create-only: `false` when other bytes are there (the same
+    /// bytes again, a retry, is accepted).
+    async fn put_once(&self, path: &Path, bytes: Bytes) -> Result<bool, ObjectError> {
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
-        match self.store.put_opts(&path, PutPayload::from_bytes(bytes.clone()), options).await {
-            Ok(_) => Ok(()),
-            Err(object_store::Error::AlreadyExists { .. }) => match self.get(job, id).await? {
-                Some(existing) if existing == bytes => Ok(()),
-                _ => Err(ObjectError::Conflict { job: job.to_string(), id }),
-            },
+        match self.store.put_opts(path, PutPayload::from_bytes(bytes.clone()), options).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Ok(self.read(path).await?.as_ref() == Some(&bytes))
+            }
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Chunk `id` of `job`, or `None` if there is none.
-    pub async fn get(&self, job: &str, id: u64) -> Result<Option<Bytes>, ObjectError> {
-        match self.store.get(&self.path(job, id)).await {
+    async fn read(&self, path: &Path) -> Result<Option<Bytes>, ObjectError> {
+        match self.store.get(path).await {
             Ok(object) => Ok(Some(object.bytes().await?)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Deletes chunk `id` of `job` (nothing if it is gone already).
-    pub async fn delete(&self, job: &str, id: u64) -> Result<(), ObjectError> {
-        match self.store.delete(&self.path(job, id)).await {
+    async fn remove(&self, path: &Path) -> Result<(), ObjectError> {
+        match self.store.delete(path).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The names of the objects and directories right under `dir`.
+    async fn names_under(&self, dir: &Path) -> Result<(Vec<String>, Vec<String>), ObjectError> {
+        let listed = self.store.list_with_delimiter(Some(dir)).await?;
+        let name = |path: &Path| path.filename().unwrap_or_default().to_string();
+        Ok((
+            listed.objects.iter().map(|meta| name(&meta.location)).collect(),
+            listed.common_prefixes.iter().map(name).collect(),
+        ))
+    }
+
+    /// Writes chunk `id` of `job`, create-only. Writing the same bytes again (a retry) is
+    /// accepted; other bytes are a [`ObjectError::Conflict`].
+    pub async fn put(&self, job: &str, id: u64, bytes: Bytes) -> Result<(), ObjectError> {
+        match self.put_once(&self.path(job, id), bytes).await? {
+            true => Ok(()),
+            false => Err(ObjectError::Conflict { job: job.to_string(), id }),
+        }
+    }
+
+    /// Chunk `id` of `job`, or `None` if there is none.
+    pub async fn get(&self, job: &str, id: u64) -> Result<Option<Bytes>, ObjectError> {
+        self.read(&self.path(job, id)).await
+    }
+
+    /// Deletes chunk `id` of `job` (nothing if it is gone already).
+    pub async fn delete(&self, job: &str, id: u64) -> Result<(), ObjectError> {
+        self.remove(&self.path(job, id)).await
+    }
+
+    /// Writes chunk `n` of savepoint `savepoint`, create-only (as [`ChunkObjects::put`]).
+    pub async fn put_savepoint(&self, savepoint: &str, n: u64, bytes: Bytes) -> Result<(), ObjectError> {
+        let path = self.savepoint_dir(savepoint).join(format!("{n:016x}"));
+        match self.put_once(&path, bytes).await? {
+            true => Ok(()),
+            false => Err(ObjectError::Exists(path.to_string())),
+        }
+    }
+
+    /// Chunk `n` of savepoint `savepoint`, or `None`.
+    pub async fn get_savepoint(&self, savepoint: &str, n: u64) -> Result<Option<Bytes>, ObjectError> {
+        self.read(&self.savepoint_dir(savepoint).join(format!("{n:016x}"))).await
+    }
+
+    /// Deletes every object of savepoint `savepoint`.
+    pub async fn delete_savepoint(&self, savepoint: &str) -> Result<(), ObjectError> {
+        let dir = self.savepoint_dir(savepoint);
+        let objects: Vec<Path> =
+            self.store.list(Some(&dir)).map_ok(|meta| meta.location).try_collect().await?;
+        for path in objects {
+            self.remove(&path).await?;
+        }
+        Ok(())
+    }
+
+    /// The savepoints that have objects (names that are not hex are skipped).
+    pub async fn list_savepoints(&self) -> Result<Vec<String>, ObjectError> {
+        let (_, dirs) = self.names_under(&self.under_prefix("savepoints")).await?;
+        let mut ids: Vec<String> =
+            dirs.iter().filter_map(|dir| String::from_utf8(hex::decode(dir).ok()?).ok()).collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Writes module `id` (its SHA-256 in hex), create-only.
+    pub async fn put_module(&self, id: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        let path = self.module_path(id);
+        match self.put_once(&path, bytes).await? {
+            true => Ok(()),
+            false => Err(ObjectError::Exists(path.to_string())),
+        }
+    }
+
+    /// Module `id`, or `None`.
+    pub async fn get_module(&self, id: &str) -> Result<Option<Bytes>, ObjectError> {
+        self.read(&self.module_path(id)).await
+    }
+
+    /// Deletes module `id` (nothing if it is gone).
+    pub async fn delete_module(&self, id: &str) -> Result<(), ObjectError> {
+        self.remove(&self.module_path(id)).await
+    }
+
+    /// The ids of the modules stored, sorted.
+    pub async fn list_modules(&self) -> Result<Vec<String>, ObjectError> {
+        let (objects, _) = self.names_under(&self.under_prefix("modules")).await?;
+        let mut ids: Vec<String> =
+            objects.iter().filter_map(|name| name.strip_suffix(".wasm").map(str::to_string)).collect();
+        ids.sort_unstable();
+        Ok(ids)
     }
 
     /// Every chunk of `job` stored: (id, bytes), by id. Objects that are not chunks (other
@@ -258,6 +365,22 @@ impl BlockingChunks {
 }
 
 impl BlockingChunks {
+    /// The objects these calls go to.
+    pub fn objects(&self) -> &ChunkObjects {
+        &self.objects
+    }
+
+    /// Waits for `call` on the objects, from any thread.
+    pub fn block_on<T: Send + 'static, F>(
+        &self,
+        call: impl FnOnce(ChunkObjects) -> F,
+    ) -> Result<T, weir_store::StoreError>
+    where
+        F: Future<Output = Result<T, ObjectError>> + Send + 'static,
+    {
+        self.run(call(self.objects.clone()))
+    }
+
     /// Puts `chunks` of `job` (create-only, as [`ChunkObjects::put`]), up to eight at a time.
     pub fn put_all(&self, job: &str, chunks: Vec<(u64, Vec<u8>)>) -> Result<(), weir_store::StoreError> {
         use futures::StreamExt as _;
@@ -316,6 +439,38 @@ impl weir_store::ExternalChunks for BlockingChunks {
         let (objects, job) = (self.objects.clone(), job.to_string());
         Ok(self.run(async move { objects.list(&job).await })?.into_iter().map(|(id, _)| id).collect())
     }
+
+    fn put_savepoint(&self, savepoint: &str, n: u64, bytes: &[u8]) -> Result<(), weir_store::StoreError> {
+        let (objects, savepoint) = (self.objects.clone(), savepoint.to_string());
+        let bytes = Bytes::copy_from_slice(bytes);
+        self.run(async move { objects.put_savepoint(&savepoint, n, bytes).await })
+    }
+
+    fn get_savepoint(
+        &self,
+        savepoint: &str,
+        n: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, weir_store::StoreError> {
+        let (objects, savepoint) = (self.objects.clone(), savepoint.to_string());
+        match self.run(async move { objects.get_savepoint(&savepoint, n).await })? {
+            Some(bytes) => {
+                out.extend_from_slice(&bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn delete_savepoint(&self, savepoint: &str) -> Result<(), weir_store::StoreError> {
+        let (objects, savepoint) = (self.objects.clone(), savepoint.to_string());
+        self.run(async move { objects.delete_savepoint(&savepoint).await })
+    }
+
+    fn list_savepoints(&self) -> Result<Vec<String>, weir_store::StoreError> {
+        let objects = self.objects.clone();
+        self.run(async move { objects.list_savepoints().await })
+    }
 }
 
 #[cfg(test)]
@@ -339,6 +494,26 @@ mod tests {
         objects.delete("job-a", 1).await.expect("deleting a deleted chunk");
         assert_eq!(objects.list("job-a").await.unwrap(), vec![(0x1_0000_0000, 6)]);
         assert_eq!(objects.get("job-a", 1).await.unwrap(), None);
+
+        // Savepoint chunks and modules live beside the chunks, apart from them.
+        objects.put_savepoint("sp/1", 0, Bytes::from_static(b"zero")).await.unwrap();
+        objects.put_savepoint("sp/1", 0, Bytes::from_static(b"zero")).await.expect("a retry");
+        let exists = objects.put_savepoint("sp/1", 0, Bytes::from_static(b"other")).await.unwrap_err();
+        assert!(matches!(exists, ObjectError::Exists(_)), "{exists}");
+        objects.put_savepoint("sp/1", 1, Bytes::from_static(b"one")).await.unwrap();
+        objects.put_savepoint("sp2", 0, Bytes::from_static(b"two")).await.unwrap();
+        assert_eq!(objects.list_savepoints().await.unwrap(), vec!["sp/1".to_string(), "sp2".to_string()]);
+        assert_eq!(objects.get_savepoint("sp/1", 1).await.unwrap().as_deref(), Some(&b"one"[..]));
+        objects.delete_savepoint("sp/1").await.unwrap();
+        assert_eq!(objects.get_savepoint("sp/1", 0).await.unwrap(), None);
+        assert_eq!(objects.list_savepoints().await.unwrap(), vec!["sp2".to_string()]);
+        let id = "ab".repeat(32);
+        objects.put_module(&id, Bytes::from_static(b"\0asm")).await.unwrap();
+        assert_eq!(objects.list_modules().await.unwrap(), vec![id.clone()]);
+        assert_eq!(objects.get_module(&id).await.unwrap().as_deref(), Some(&b"\0asm"[..]));
+        objects.delete_module(&id).await.unwrap();
+        assert!(objects.list_modules().await.unwrap().is_empty());
+        assert_eq!(objects.list("job-a").await.unwrap(), vec![(0x1_0000_0000, 6)], "chunks untouched");
     }
 
     #[tokio::test]

@@ -117,12 +117,13 @@ pub struct ServerConfig {
     /// Workers (`weir worker`): where they register and the secret they present
     /// (`WEIR_CLUSTER__LISTEN`, `WEIR_CLUSTER__TOKEN`). Without `listen`, none can.
     pub cluster: ClusterConfig,
-    /// Where checkpoint chunks go: unset (the default), into `weir.redb`; else an object
-    /// store (`{ kind = "s3", bucket, endpoint, access_key_id, secret_access_key, ... }`,
-    /// `{ kind = "local", dir }`), the one a cluster's workers share. The chunk index,
-    /// history and manifests stay in `weir.redb`.
+    /// Where checkpoint and savepoint chunks and module bytes go: unset (the default), into
+    /// `weir.redb` and the data directory; else an object store (`{ kind = "s3", bucket,
+    /// endpoint, access_key_id, secret_access_key, ... }`, `{ kind = "local", dir }`), the
+    /// one a cluster's workers share. The chunk and savepoint indexes, history, manifests and
+    /// module records stay in `weir.redb`.
     pub chunk_store: Option<ObjectStoreConfig>,
-    /// The path inside the bucket or directory under which this server's chunks go.
+    /// The path inside the bucket or directory under which this server's objects go.
     pub chunk_store_prefix: String,
 }
 

@@ -88,6 +88,7 @@ impl From<weir_store::StoreError> for ServerError {
                 ServerError::BadRequest(format!("not a valid savepoint file: {m}"))
             }
             StoreError::DiskFull { .. } => ServerError::InsufficientStorage(e.to_string()),
+            StoreError::External(m) => ServerError::Unavailable(format!("object storage failed: {m}")),
             e if e.is_disk_full() => ServerError::InsufficientStorage(format!(
                 "the server's disk is full ({e}); try later or ask the operator to free space"
             )),

@@ -92,15 +92,33 @@ impl Server {
                 .with_context(|| format!("cannot open the store {}", path.display()))?
         };
         store.set_min_free_bytes(config.min_free_bytes);
-        if let Some(objects) = &config.chunk_store {
-            let objects = crate::cluster::objects::ChunkObjects::open(objects, &config.chunk_store_prefix)?;
-            store.set_external_chunks(Arc::new(crate::cluster::objects::BlockingChunks::new(objects)?));
-        }
+        let objects = match &config.chunk_store {
+            Some(objects) => {
+                let objects =
+                    crate::cluster::objects::ChunkObjects::open(objects, &config.chunk_store_prefix)?;
+                let objects = Arc::new(crate::cluster::objects::BlockingChunks::new(objects)?);
+                store.set_external_chunks(objects.clone());
+                Some(objects)
+            }
+            None => None,
+        };
         let host = GuestHost::with_options(config.host_options(dir.join("module-cache")))?;
         let telemetry = Arc::new(Telemetry::new());
         let tenants = Tenants::open(&store)?;
-        let modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
+        let mut modules = ModuleRegistry::open(&store, host.clone(), dir.join("modules"))?
             .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
+        if let Some(objects) = objects {
+            modules = modules.with_objects(objects);
+            // What failed uploads, savepoints and deletions left in object storage.
+            let (store, modules) = (store.clone(), modules.clone());
+            let (savepoints, modules) = tokio::task::spawn_blocking(move || {
+                anyhow::Ok((store.sweep_savepoint_objects()?, modules.sweep_objects()?))
+            })
+            .await??;
+            if savepoints + modules > 0 {
+                tracing::info!(savepoints, modules, "deleted objects no savepoint or module names");
+            }
+        }
         let jobs = JobManager::open(
             &store,
             modules.clone(),

@@ -3,6 +3,11 @@
 //! tenants upload them. It is validated and compiled at upload, so a job never waits for a
 //! compiler and never starts with a module that does not fit the `weir:operator` world.
 //!
+//! With a chunk store configured, a module's bytes also go to object storage
+//! (`<prefix>/modules/<id>.wasm`) before its record commits, and the local file is a cache:
+//! a module whose file is missing (a controller on a new volume, a deleted cache) is fetched
+//! from there and checked against its id. Objects no record names are swept at start.
+//!
 //! Compiling is the expensive part of an upload, so it is bounded: the world is checked on
 //! the component's names before Cranelift runs (in [`GuestHost::load`]), at most
 //! `max_compiles_per_tenant` compilations of a tenant and `max_compiles` of the server run at
@@ -25,6 +30,7 @@ use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, check_name, printable};
 use super::tenants::Quotas;
 use crate::clock::unix_ms;
+use crate::cluster::objects::BlockingChunks;
 use crate::guest::{GuestError, GuestHost, OperatorModule};
 
 /// Refused modules remembered by SHA-256.
@@ -60,6 +66,8 @@ pub struct ModuleRegistry {
     /// never ends with a record whose bytes were just removed.
     files: Arc<Mutex<()>>,
     compiles: Arc<CompileLimits>,
+    /// Where module bytes live beside the local files (with a chunk store).
+    objects: Option<Arc<BlockingChunks>>,
 }
 
 /// Why a module was refused, without its name (a later upload may name it otherwise).
@@ -181,7 +189,59 @@ impl ModuleRegistry {
         txn.open_table(MODULES).map_err(db_err)?;
         txn.commit().map_err(db_err)?;
         let compiles = Arc::new(CompileLimits::new(2, 2));
-        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default(), compiles })
+        Ok(ModuleRegistry { store: store.clone(), host, dir, files: Arc::default(), compiles, objects: None })
+    }
+
+    /// The same registry keeping module bytes in `objects` too.
+    pub fn with_objects(self, objects: Arc<BlockingChunks>) -> Self {
+        ModuleRegistry { objects: Some(objects), ..self }
+    }
+
+    /// Deletes the module objects no tenant's record names (an upload that failed after its
+    /// put, a deletion whose object delete failed); returns how many. Blocking.
+    pub fn sweep_objects(&self) -> ServerResult<usize> {
+        let Some(objects) = &self.objects else {
+            return Ok(0);
+        };
+        let _files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut known = std::collections::HashSet::new();
+        let txn = self.store.database()?.begin_read().map_err(db_err)?;
+        for row in txn.open_table(MODULES).map_err(db_err)?.iter().map_err(db_err)? {
+            known.insert(row.map_err(db_err)?.0.value().1.to_string());
+        }
+        let stored = objects.block_on(|o| async move { o.list_modules().await })?;
+        let mut swept = 0;
+        for id in stored.into_iter().filter(|id| !known.contains(id)) {
+            objects.block_on(|o| async move { o.delete_module(&id).await })?;
+            swept += 1;
+        }
+        Ok(swept)
+    }
+
+    /// The bytes of module `id`: the local file, or (when it is missing) the object, which is
+    /// checked against the id and kept as the local file. Blocking.
+    fn bytes(&self, id: &str) -> ServerResult<Vec<u8>> {
+        let path = self.path(id);
+        let error =
+            |e: &dyn std::fmt::Display| ServerError::Internal(format!("module `{id}` cannot be read: {e}"));
+        match (std::fs::read(&path), &self.objects) {
+            (Ok(bytes), _) => Ok(bytes),
+            (Err(e), Some(objects)) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = id.to_string();
+                let fetched = objects.block_on(|o| async move { o.get_module(&key).await })?;
+                let bytes = fetched.ok_or_else(|| error(&"neither its file nor its object exists"))?;
+                if hex::encode(Sha256::digest(&bytes)) != id {
+                    return Err(error(&"its object does not match its SHA-256"));
+                }
+                let _files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+                let tmp = self.dir.join(format!("{id}.tmp"));
+                std::fs::write(&tmp, &bytes)
+                    .and_then(|()| std::fs::rename(&tmp, &path))
+                    .map_err(|e| error(&e))?;
+                Ok(bytes.to_vec())
+            }
+            (Err(e), _) => Err(error(&e)),
+        }
     }
 
     /// The same registry compiling at most `per_tenant` uploads of one tenant and `total` in
@@ -270,6 +330,12 @@ impl ModuleRegistry {
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .map_err(|e| ServerError::Internal(format!("cannot store module: {e}")))?;
         }
+        // In object storage before the record commits: a record never names a module that is
+        // not there (what a failed upload leaves, `sweep_objects` deletes).
+        if let Some(objects) = &self.objects {
+            let (key, bytes) = (id.clone(), bytes::Bytes::copy_from_slice(bytes));
+            objects.block_on(|o| async move { o.put_module(&key, bytes).await })?;
+        }
         let module =
             Module { id, name: name.to_string(), size: bytes.len() as u64, created_ms: unix_ms(), exports };
         self.put(tenant, &module)?;
@@ -350,6 +416,12 @@ impl ModuleRegistry {
         txn.commit().map_err(db_err)?;
         if !still_used {
             let _ = std::fs::remove_file(self.path(id));
+            if let Some(objects) = &self.objects {
+                let key = id.to_string();
+                if let Err(e) = objects.block_on(|o| async move { o.delete_module(&key).await }) {
+                    tracing::warn!(module = id, "the module's object stays until the next start: {e}");
+                }
+            }
             self.host.forget(id);
         }
         Ok(())
@@ -383,8 +455,7 @@ impl ModuleRegistry {
                     printable(reference)
                 ))
             })?;
-        let bytes = std::fs::read(self.path(&found.id))
-            .map_err(|e| ServerError::Internal(format!("module `{}` cannot be read: {e}", found.id)))?;
+        let bytes = self.bytes(&found.id)?;
         let module = self.host.load(&found.name, &bytes).map_err(refused)?;
         Ok((module, found.id.clone()))
     }

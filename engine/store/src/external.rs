@@ -11,6 +11,13 @@
 //! drops them from the index commits; a crash in between leaves objects that no index row
 //! names, which [`CheckpointStorage::recover`](crate::CheckpointStorage::recover) deletes when
 //! the job next starts (as it deletes objects put for a transaction that never committed).
+//!
+//! Savepoints follow the same rule: with an external store set, the chunks of a savepoint's
+//! scopes are objects too (numbered per savepoint, sized in [`SAVEPOINT_OBJECTS`]); its
+//! info, scope index and subtask blobs stay in redb, as a checkpoint's manifest and blobs
+//! do. A savepoint is deleted in redb first and its objects after; objects of a savepoint
+//! that no info row names are collected by
+//! [`Store::sweep_savepoint_objects`](crate::Store::sweep_savepoint_objects).
 
 use redb::TableDefinition;
 
@@ -19,6 +26,11 @@ use crate::error::StoreError;
 /// (job, chunk id) → size in bytes, for every chunk whose bytes are external.
 pub(crate) const EXTERNAL_CHUNKS: TableDefinition<'_, (&str, u64), u64> =
     TableDefinition::new("weir.external_chunks");
+
+/// (savepoint id, operator, scope, chunk) → (object number, size in bytes), for every
+/// savepoint chunk whose bytes are external.
+pub(crate) const SAVEPOINT_OBJECTS: TableDefinition<'_, (&str, &str, u32, u32), (u64, u64)> =
+    TableDefinition::new("weir.savepoint_objects");
 
 /// Where a store keeps chunk bytes outside its file. Calls block (the store's callers are
 /// on blocking threads).
@@ -32,4 +44,12 @@ pub trait ExternalChunks: Send + Sync + std::fmt::Debug {
     fn delete(&self, job: &str, ids: &[u64]) -> Result<(), StoreError>;
     /// Every chunk id stored for `job`.
     fn list(&self, job: &str) -> Result<Vec<u64>, StoreError>;
+    /// Stores chunk `n` of savepoint `savepoint`, create-only like [`ExternalChunks::put`].
+    fn put_savepoint(&self, savepoint: &str, n: u64, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Appends chunk `n` of savepoint `savepoint` to `out`; `false` when there is none.
+    fn get_savepoint(&self, savepoint: &str, n: u64, out: &mut Vec<u8>) -> Result<bool, StoreError>;
+    /// Deletes every chunk of savepoint `savepoint` (none is no error).
+    fn delete_savepoint(&self, savepoint: &str) -> Result<(), StoreError>;
+    /// The savepoints that have chunks stored.
+    fn list_savepoints(&self) -> Result<Vec<String>, StoreError>;
 }

@@ -13,15 +13,14 @@
 use std::convert::Infallible;
 use std::io::{Read, Write};
 
-use redb::Durability;
 use rmp::Marker;
 use rmp::encode::{ByteBuf, ValueWriteError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
-use crate::savepoint::{SavepointInfo, SavepointWriter, after, read_scope, require_info};
-use crate::store::{SAVEPOINT_BLOBS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES, Store};
+use crate::savepoint::{SavepointInfo, SavepointWriter, ScopeChunks, after, require_info};
+use crate::store::{SAVEPOINT_BLOBS, SAVEPOINT_SCOPES, Store};
 
 /// The first 8 bytes of every savepoint file.
 const MAGIC: &[u8; 8] = b"WEIRSAVE";
@@ -759,14 +758,14 @@ impl Store {
         file.frame(KIND_HEADER, &encode_header(&info)?)?;
 
         let scopes = txn.open_table(SAVEPOINT_SCOPES)?;
-        let pieces = txn.open_table(SAVEPOINT_PIECES)?;
+        let chunks = ScopeChunks::open(&txn, self)?;
         let end = after(id);
         let mut entries = 0u64;
         for item in scopes.range((id, "", 0)..(end.as_str(), "", 0))? {
             let (key, index) = item?;
             let (_, operator, scope) = key.value();
             let mut frame = StateFrame::new();
-            read_scope(&pieces, (id, operator, scope), index.value(), |chunk| {
+            chunks.read((id, operator, scope), index.value(), |chunk| {
                 for entry in chunk {
                     frame.push(&entry.state, &entry.key, entry.value.as_deref().unwrap_or_default());
                     entries += 1;
@@ -820,11 +819,8 @@ impl Store {
         owner: &str,
         reserved: u64,
     ) -> Result<SavepointInfo, StoreError> {
-        self.check_disk(0)?;
-        let txn = self.write_txn(Durability::Immediate)?;
-        crate::usage::release_in(&txn, owner, reserved)?;
-        let info = {
-            let mut writer = SavepointWriter::open(&txn, id, self.max_chunk_bytes)?;
+        self.write_savepoint(id, |txn, mut writer| {
+            crate::usage::release_in(txn, owner, reserved)?;
             let header = read_file(&mut FileReader::new(input), &mut writer)?;
             writer.finish(SavepointInfo {
                 id: id.to_owned(),
@@ -836,10 +832,8 @@ impl Store {
                 entries: header.entries,
                 origin: Some(header.id),
                 description: header.description,
-            })?
-        };
-        txn.commit()?;
-        Ok(info)
+            })
+        })
     }
 }
 

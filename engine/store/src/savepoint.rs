@@ -7,22 +7,26 @@
 //! keyed by scope, so key groups can later be given to a different parallelism.
 //!
 //! The entries of a scope are stored as chunks of the state chunk format (puts only, sorted
-//! by state and key), each split into pieces that fit a B-tree page like checkpoint chunks.
+//! by state and key), each split into pieces that fit a B-tree page like checkpoint chunks,
+//! or, when the store keeps chunks externally ([`Store::set_external_chunks`]), each one
+//! object (`SAVEPOINT_OBJECTS` sizes them; see [`crate::external`]). Blobs stay in redb.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
-use redb::{Durability, ReadTransaction, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadOnlyTable, ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::live::{LiveState, apply_chain};
 use crate::checkpoint::{Manifest, StateEntry};
 use crate::codec::{ChunkEncoder, decode_chunk};
 use crate::error::StoreError;
+use crate::external::{ExternalChunks, SAVEPOINT_OBJECTS};
 use crate::store::{
     CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES,
     SAVEPOINTS, Store,
 };
-use crate::usage::{Meter, Subject, charge};
+use crate::usage::{Meter, Subject, charge, external_savepoint_bytes};
 
 /// A savepoint as stored (MessagePack with field names in the `weir.savepoints` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +59,9 @@ pub(crate) type PieceKey = (&'static str, &'static str, u32, u32, u32);
 
 /// Value of [`SAVEPOINT_SCOPES`]: (chunks, live entries) of a scope.
 pub(crate) type ScopeIndex = (u32, u64);
+
+/// Key of [`SAVEPOINT_OBJECTS`]: (savepoint id, operator, scope, chunk).
+pub(crate) type ObjectKey = (&'static str, &'static str, u32, u32);
 
 /// The smallest string that sorts after every tuple key whose first field is `field`: keys
 /// `(field, ..)` are exactly those below `(after(field), "", 0, ..)`.
@@ -136,46 +143,70 @@ struct OpenScope {
 /// finally the info (with the counted bytes and entries) and the owner index.
 pub(crate) struct SavepointWriter<'txn> {
     txn: &'txn WriteTransaction,
-    /// Bytes stored so far (keys, values and per-entry overhead), charged to the owner.
-    meter: Meter,
     id: String,
     max_chunk_bytes: usize,
     infos: Table<'txn, &'static str, &'static [u8]>,
     owners: Table<'txn, (&'static str, &'static str), ()>,
     scopes: Table<'txn, (&'static str, &'static str, u32), ScopeIndex>,
-    pieces: Table<'txn, PieceKey, &'static [u8]>,
+    chunks: ChunkSink<'txn>,
     blobs: Table<'txn, (&'static str, &'static str, u32), &'static [u8]>,
     open: Option<OpenScope>,
     entries: u64,
     bytes: u64,
 }
 
-/// Stores `chunks` of a scope as pieces, numbered from `first`; returns the next chunk number.
-fn write_chunks(
-    pieces: &mut Table<'_, PieceKey, &'static [u8]>,
-    (id, operator, scope): (&str, &str, u32),
-    first: u32,
-    chunks: Vec<Vec<u8>>,
-    meter: &mut Meter,
-) -> Result<u32, StoreError> {
-    let mut number = first;
-    for bytes in chunks {
-        for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
-            pieces.insert((id, operator, scope, number, piece as u32), part)?;
-            meter.put(id.len() + operator.len() + 12, part.len(), None);
+/// Where a [`SavepointWriter`] stores the chunks of its scopes: pieces in redb, or objects.
+struct ChunkSink<'txn> {
+    pieces: Table<'txn, PieceKey, &'static [u8]>,
+    objects: Table<'txn, ObjectKey, (u64, u64)>,
+    external: Option<Arc<dyn ExternalChunks>>,
+    /// The number of the savepoint's next object.
+    next_object: u64,
+    /// Bytes stored so far (keys, values and per-entry overhead), charged to the owner.
+    meter: Meter,
+}
+
+impl ChunkSink<'_> {
+    /// Stores `chunks` of a scope, numbered from `first`; returns the next chunk number. An
+    /// object is put before the transaction commits: should it not, the object is an orphan
+    /// that [`Store::sweep_savepoint_objects`] deletes.
+    fn write(
+        &mut self,
+        (id, operator, scope): (&str, &str, u32),
+        first: u32,
+        chunks: Vec<Vec<u8>>,
+    ) -> Result<u32, StoreError> {
+        let mut number = first;
+        for bytes in chunks {
+            match &self.external {
+                Some(external) => {
+                    let n = self.next_object;
+                    self.next_object += 1;
+                    external.put_savepoint(id, n, &bytes)?;
+                    self.objects.insert((id, operator, scope, number), (n, bytes.len() as u64))?;
+                    self.meter.0 += external_savepoint_bytes(id.len() + operator.len(), bytes.len() as u64);
+                }
+                None => {
+                    for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
+                        self.pieces.insert((id, operator, scope, number, piece as u32), part)?;
+                        self.meter.put(id.len() + operator.len() + 12, part.len(), None);
+                    }
+                }
+            }
+            number += 1;
         }
-        number += 1;
+        Ok(number)
     }
-    Ok(number)
 }
 
 impl<'txn> SavepointWriter<'txn> {
-    /// Opens the savepoint tables of `txn` for a new savepoint `id`; fails with
-    /// [`StoreError::SavepointExists`] if the id is taken.
+    /// Opens the savepoint tables of `txn` for a new savepoint `id` whose chunks go to
+    /// `external` if set; fails with [`StoreError::SavepointExists`] if the id is taken.
     pub(crate) fn open(
         txn: &'txn WriteTransaction,
         id: &str,
         max_chunk_bytes: usize,
+        external: Option<Arc<dyn ExternalChunks>>,
     ) -> Result<Self, StoreError> {
         let infos = txn.open_table(SAVEPOINTS)?;
         if infos.get(id)?.is_some() {
@@ -183,13 +214,18 @@ impl<'txn> SavepointWriter<'txn> {
         }
         Ok(SavepointWriter {
             txn,
-            meter: Meter::default(),
             id: id.to_owned(),
             max_chunk_bytes,
             infos,
             owners: txn.open_table(SAVEPOINT_OWNERS)?,
             scopes: txn.open_table(SAVEPOINT_SCOPES)?,
-            pieces: txn.open_table(SAVEPOINT_PIECES)?,
+            chunks: ChunkSink {
+                pieces: txn.open_table(SAVEPOINT_PIECES)?,
+                objects: txn.open_table(SAVEPOINT_OBJECTS)?,
+                external,
+                next_object: 0,
+                meter: Meter::default(),
+            },
             blobs: txn.open_table(SAVEPOINT_BLOBS)?,
             open: None,
             entries: 0,
@@ -223,13 +259,7 @@ impl<'txn> SavepointWriter<'txn> {
         self.entries += 1;
         self.bytes += (key.len() + value.len()) as u64;
         let done = open.encoder.take_done();
-        open.chunks = write_chunks(
-            &mut self.pieces,
-            (&self.id, &open.operator, scope),
-            open.chunks,
-            done,
-            &mut self.meter,
-        )?;
+        open.chunks = self.chunks.write((&self.id, &open.operator, scope), open.chunks, done)?;
         Ok(())
     }
 
@@ -237,10 +267,9 @@ impl<'txn> SavepointWriter<'txn> {
     fn close_scope(&mut self) -> Result<(), StoreError> {
         if let Some(open) = self.open.take() {
             let key = (self.id.as_str(), open.operator.as_str(), open.scope);
-            let chunks =
-                write_chunks(&mut self.pieces, key, open.chunks, open.encoder.finish(), &mut self.meter)?;
+            let chunks = self.chunks.write(key, open.chunks, open.encoder.finish())?;
             self.scopes.insert(key, (chunks, open.entries))?;
-            self.meter.put(key.0.len() + key.1.len() + 4, 12, None);
+            self.chunks.meter.put(key.0.len() + key.1.len() + 4, 12, None);
         }
         Ok(())
     }
@@ -248,7 +277,7 @@ impl<'txn> SavepointWriter<'txn> {
     /// Stores the blob of `subtask` of `operator`.
     pub(crate) fn blob(&mut self, operator: &str, subtask: u32, blob: &[u8]) -> Result<(), StoreError> {
         self.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
-        self.meter.put(self.id.len() + operator.len() + 4, blob.len(), None);
+        self.chunks.meter.put(self.id.len() + operator.len() + 4, blob.len(), None);
         self.bytes += blob.len() as u64;
         Ok(())
     }
@@ -274,10 +303,10 @@ impl<'txn> SavepointWriter<'txn> {
         info.entries = self.entries;
         let encoded = encode_info(&info)?;
         self.infos.insert(info.id.as_str(), encoded.as_slice())?;
-        self.meter.put(info.id.len(), encoded.len(), None);
+        self.chunks.meter.put(info.id.len(), encoded.len(), None);
         self.owners.insert((info.owner.as_str(), info.id.as_str()), ())?;
-        self.meter.put(info.owner.len() + info.id.len(), 0, None);
-        charge(self.txn, Subject::Owner(&info.owner), self.meter.0, true)?;
+        self.chunks.meter.put(info.owner.len() + info.id.len(), 0, None);
+        charge(self.txn, Subject::Owner(&info.owner), self.chunks.meter.0, true)?;
         Ok(info)
     }
 }
@@ -301,69 +330,110 @@ fn decode_savepoint_chunk(what: &str, chunk: u32, bytes: &[u8]) -> Result<Vec<St
     Ok(entries)
 }
 
-/// Reads the chunks of `scope` of `operator` in savepoint `id` in order and hands each one's
-/// entries to `on_chunk`; checks the chunk and entry counts of the scope's `index` row.
-pub(crate) fn read_scope(
-    pieces: &impl ReadableTable<PieceKey, &'static [u8]>,
-    (id, operator, scope): (&str, &str, u32),
-    (chunks, entries): ScopeIndex,
-    mut on_chunk: impl FnMut(Vec<StateEntry>) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let what = format!("scope {scope} of operator `{operator}` in savepoint `{id}`");
-    let mut done_chunks = 0u32;
-    let mut done_entries = 0u64;
-    // The chunk being joined: (number, next piece, bytes).
-    let mut current: Option<(u32, u32, Vec<u8>)> = None;
-    let mut finish = |number: u32, bytes: &[u8]| -> Result<(), StoreError> {
-        if number != done_chunks {
-            return Err(StoreError::corrupt(&what, format!("chunk {done_chunks} is missing")));
-        }
-        let decoded = decode_savepoint_chunk(&what, number, bytes)?;
-        done_chunks += 1;
-        done_entries += decoded.len() as u64;
-        on_chunk(decoded)
-    };
-    let range = (id, operator, scope, 0, 0)..=(id, operator, scope, u32::MAX, u32::MAX);
-    for item in pieces.range(range)? {
-        let (key, value) = item?;
-        let (_, _, _, number, piece) = key.value();
-        if let Some((open, next, bytes)) = &mut current
-            && *open == number
-        {
-            if piece != *next {
+/// Where the chunks of a savepoint's scopes are read from, in one read transaction: the
+/// piece table, or objects in the store's external chunk store.
+pub(crate) struct ScopeChunks {
+    pieces: ReadOnlyTable<PieceKey, &'static [u8]>,
+    objects: ReadOnlyTable<ObjectKey, (u64, u64)>,
+    external: Option<Arc<dyn ExternalChunks>>,
+}
+
+impl ScopeChunks {
+    pub(crate) fn open(txn: &ReadTransaction, store: &Store) -> Result<Self, StoreError> {
+        Ok(ScopeChunks {
+            pieces: txn.open_table(SAVEPOINT_PIECES)?,
+            objects: txn.open_table(SAVEPOINT_OBJECTS)?,
+            external: store.external(),
+        })
+    }
+
+    /// Reads the chunks of `scope` of `operator` in savepoint `id` in order and hands each
+    /// one's entries to `on_chunk`; checks the chunk and entry counts of the scope's `index`
+    /// row.
+    pub(crate) fn read(
+        &self,
+        (id, operator, scope): (&str, &str, u32),
+        (chunks, entries): ScopeIndex,
+        mut on_chunk: impl FnMut(Vec<StateEntry>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let what = format!("scope {scope} of operator `{operator}` in savepoint `{id}`");
+        let mut done_chunks = 0u32;
+        let mut done_entries = 0u64;
+        let mut finish = |number: u32, bytes: &[u8]| -> Result<(), StoreError> {
+            if number != done_chunks {
+                return Err(StoreError::corrupt(&what, format!("chunk {done_chunks} is missing")));
+            }
+            let decoded = decode_savepoint_chunk(&what, number, bytes)?;
+            done_chunks += 1;
+            done_entries += decoded.len() as u64;
+            on_chunk(decoded)
+        };
+        let mut bytes = Vec::new();
+        for item in self.objects.range((id, operator, scope, 0)..=(id, operator, scope, u32::MAX))? {
+            let (key, value) = item?;
+            let (number, (n, size)) = (key.value().3, value.value());
+            let external = self.external.as_deref().ok_or_else(|| {
+                StoreError::External(format!(
+                    "{what}: its chunks are in object storage, and this store has no object store set"
+                ))
+            })?;
+            bytes.clear();
+            if !external.get_savepoint(id, n, &mut bytes)? {
+                return Err(StoreError::corrupt(&what, format!("chunk {number} (object {n}) is gone")));
+            }
+            if bytes.len() as u64 != size {
                 return Err(StoreError::corrupt(
                     &what,
-                    format!("chunk {number}: piece {piece} where piece {next} was expected"),
+                    format!("chunk {number} (object {n}) has {} bytes, {size} were stored", bytes.len()),
                 ));
             }
-            *next += 1;
-            bytes.extend_from_slice(value.value());
-            continue;
+            finish(number, &bytes)?;
+        }
+        // The chunk being joined: (number, next piece, bytes).
+        let mut current: Option<(u32, u32, Vec<u8>)> = None;
+        for item in
+            self.pieces.range((id, operator, scope, 0, 0)..=(id, operator, scope, u32::MAX, u32::MAX))?
+        {
+            let (key, value) = item?;
+            let (_, _, _, number, piece) = key.value();
+            if let Some((open, next, bytes)) = &mut current
+                && *open == number
+            {
+                if piece != *next {
+                    return Err(StoreError::corrupt(
+                        &what,
+                        format!("chunk {number}: piece {piece} where piece {next} was expected"),
+                    ));
+                }
+                *next += 1;
+                bytes.extend_from_slice(value.value());
+                continue;
+            }
+            if let Some((open, _, bytes)) = current.take() {
+                finish(open, &bytes)?;
+            }
+            if piece != 0 {
+                return Err(StoreError::corrupt(
+                    &what,
+                    format!("chunk {number}: piece {piece} where piece 0 was expected"),
+                ));
+            }
+            current = Some((number, 1, value.value().to_vec()));
         }
         if let Some((open, _, bytes)) = current.take() {
             finish(open, &bytes)?;
         }
-        if piece != 0 {
+        if (done_chunks, done_entries) != (chunks, entries) {
             return Err(StoreError::corrupt(
                 &what,
-                format!("chunk {number}: piece {piece} where piece 0 was expected"),
+                format!(
+                    "{done_chunks} chunks with {done_entries} entries are stored, the index says \
+                     {chunks} chunks with {entries} entries"
+                ),
             ));
         }
-        current = Some((number, 1, value.value().to_vec()));
+        Ok(())
     }
-    if let Some((open, _, bytes)) = current.take() {
-        finish(open, &bytes)?;
-    }
-    if (done_chunks, done_entries) != (chunks, entries) {
-        return Err(StoreError::corrupt(
-            &what,
-            format!(
-                "{done_chunks} chunks with {done_entries} entries are stored, the index says {chunks} \
-                 chunks with {entries} entries"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 impl Store {
@@ -384,12 +454,10 @@ impl Store {
     ) -> Result<SavepointInfo, StoreError> {
         check_aligned(&info, manifest)?;
         check_scopes_unique(&info, manifest)?;
-        self.check_disk(0)?;
-        let txn = self.write_txn(Durability::Immediate)?;
-        let stored = {
+        let id = info.id.clone();
+        self.write_savepoint(&id, |txn, mut writer| {
             let chunks = txn.open_table(CHUNKS)?;
             let external = self.external();
-            let mut writer = SavepointWriter::open(&txn, &info.id, self.max_chunk_bytes)?;
             for (operator, subtasks) in manifest {
                 for (subtask, state) in subtasks {
                     writer.blob(operator, *subtask, &state.blob)?;
@@ -404,10 +472,59 @@ impl Store {
                     }
                 }
             }
-            writer.finish(info)?
+            writer.finish(info)
+        })
+    }
+
+    /// Has `fill` write new savepoint `id` with a [`SavepointWriter`] in one durable write
+    /// transaction, and commits. When `fill` fails, the transaction is dropped and the objects
+    /// it may have put are deleted (what that misses, [`Store::sweep_savepoint_objects`]
+    /// gets).
+    pub(crate) fn write_savepoint(
+        &self,
+        id: &str,
+        fill: impl for<'t> FnOnce(&'t WriteTransaction, SavepointWriter<'t>) -> Result<SavepointInfo, StoreError>,
+    ) -> Result<SavepointInfo, StoreError> {
+        self.check_disk(0)?;
+        let txn = self.write_txn(Durability::Immediate)?;
+        let external = self.external();
+        let writer = SavepointWriter::open(&txn, id, self.max_chunk_bytes, external.clone())?;
+        match fill(&txn, writer) {
+            Ok(info) => {
+                txn.commit()?;
+                Ok(info)
+            }
+            Err(error) => {
+                let _ = txn.abort();
+                if let Some(external) = external {
+                    let _ = external.delete_savepoint(id);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Deletes the objects of savepoints that are not stored (a creation or import that
+    /// failed, or a deletion whose objects were not all deleted); returns how many savepoints'
+    /// objects were deleted. Holds the store's write lock while it lists, so no savepoint is
+    /// being written meanwhile. Nothing without an external chunk store.
+    pub fn sweep_savepoint_objects(&self) -> Result<usize, StoreError> {
+        let Some(external) = self.external() else {
+            return Ok(0);
         };
-        txn.commit()?;
-        Ok(stored)
+        let txn = self.write_txn(Durability::Immediate)?;
+        let mut swept = 0;
+        {
+            let infos = txn.open_table(SAVEPOINTS)?;
+            for id in external.list_savepoints()? {
+                if infos.get(id.as_str())?.is_none() {
+                    external.delete_savepoint(&id)?;
+                    swept += 1;
+                }
+            }
+        }
+        txn.abort()?;
+        Ok(swept)
     }
 
     /// Savepoint `id`, if it exists.
@@ -443,9 +560,12 @@ impl Store {
         Ok(self.savepoints(owner)?.iter().map(|info| info.bytes).sum())
     }
 
-    /// Deletes savepoint `id` and all its data, durably; `false` if it did not exist.
+    /// Deletes savepoint `id` and all its data, durably; `false` if it did not exist. Its
+    /// objects, if it has any, are deleted once that committed (a failure there leaves them to
+    /// [`Store::sweep_savepoint_objects`]).
     pub fn delete_savepoint(&self, id: &str) -> Result<bool, StoreError> {
         let txn = self.write_txn(Durability::Immediate)?;
+        let mut objects = false;
         {
             let mut infos = txn.open_table(SAVEPOINTS)?;
             let Some(bytes) = infos.remove(id)? else {
@@ -484,12 +604,23 @@ impl Store {
                 meter.remove(id.len() + op.len() + 4, blob.len());
                 false
             })?;
+            txn.open_table(SAVEPOINT_OBJECTS)?.retain_in(
+                (id, "", 0, 0)..(end, "", 0, 0),
+                |(_, op, _, _), (_, size)| {
+                    meter.0 -= external_savepoint_bytes(id.len() + op.len(), size);
+                    objects = true;
+                    false
+                },
+            )?;
             if let Some(owner) = owner {
                 drop((infos, owners));
                 charge(&txn, Subject::Owner(&owner), meter.0, false)?;
             }
         }
         txn.commit()?;
+        if let (true, Some(external)) = (objects, self.external()) {
+            let _ = external.delete_savepoint(id);
+        }
         Ok(true)
     }
 
@@ -533,9 +664,8 @@ impl Store {
         else {
             return Ok(Vec::new());
         };
-        let pieces = txn.open_table(SAVEPOINT_PIECES)?;
         let mut entries = Vec::new();
-        read_scope(&pieces, (id, operator, scope), index, |chunk| {
+        ScopeChunks::open(&txn, self)?.read((id, operator, scope), index, |chunk| {
             entries.extend(chunk);
             Ok(())
         })?;

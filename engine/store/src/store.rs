@@ -142,6 +142,7 @@ fn open_database(path: &Path, create: bool) -> Result<Database, StoreError> {
     txn.open_table(CHUNK_INDEX)?;
     txn.open_table(CHUNK_OWNERS)?;
     txn.open_table(crate::external::EXTERNAL_CHUNKS)?;
+    txn.open_table(crate::external::SAVEPOINT_OBJECTS)?;
     txn.open_table(STREAMS)?;
     txn.open_table(LOG)?;
     txn.open_table(LOG_ENDS)?;

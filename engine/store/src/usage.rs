@@ -77,6 +77,12 @@ pub(crate) fn external_chunk_bytes(job_len: usize, size: u64) -> i64 {
     entry_bytes(job_len + 12, 8) + size as i64
 }
 
+/// The bytes an external chunk of `size` bytes of a savepoint counts for: its row in the
+/// savepoint-object table (`key_len`: the savepoint id's and operator's bytes) plus its bytes.
+pub(crate) fn external_savepoint_bytes(key_len: usize, size: u64) -> i64 {
+    entry_bytes(key_len + 8, 16) + size as i64
+}
+
 /// Bytes of a leaf page that hold no entries (header, room kept free).
 const LEAF_HEADER_BYTES: u64 = 64;
 
@@ -441,26 +447,31 @@ fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
         let (owner, id) = key.value();
         add(Subject::Owner(owner), owner.len() + id.len(), 0)?;
     }
-    let mut by_savepoint = |id: &str, key: usize, value: usize| -> Result<(), StoreError> {
+    let mut by_savepoint = |id: &str, bytes: i64| -> Result<(), StoreError> {
         match savepoint_owner.get(id) {
-            Some(owner) => add(Subject::Owner(owner), key, value),
+            Some(owner) => add_bytes(Subject::Owner(owner), bytes),
             None => Ok(()),
         }
     };
     for item in txn.open_table(SAVEPOINT_SCOPES)?.iter()? {
         let (key, _) = item?;
         let (id, operator, _) = key.value();
-        by_savepoint(id, id.len() + operator.len() + 4, 12)?;
+        by_savepoint(id, entry_bytes(id.len() + operator.len() + 4, 12))?;
     }
     for item in txn.open_table(SAVEPOINT_PIECES)?.iter()? {
         let (k, v) = item?;
         let (id, operator, _, _, _) = k.value();
-        by_savepoint(id, id.len() + operator.len() + 12, v.value().len())?;
+        by_savepoint(id, entry_bytes(id.len() + operator.len() + 12, v.value().len()))?;
     }
     for item in txn.open_table(SAVEPOINT_BLOBS)?.iter()? {
         let (k, v) = item?;
         let (id, operator, _) = k.value();
-        by_savepoint(id, id.len() + operator.len() + 4, v.value().len())?;
+        by_savepoint(id, entry_bytes(id.len() + operator.len() + 4, v.value().len()))?;
+    }
+    for item in txn.open_table(crate::external::SAVEPOINT_OBJECTS)?.iter()? {
+        let (k, v) = item?;
+        let (id, operator, _, _) = k.value();
+        by_savepoint(id, external_savepoint_bytes(id.len() + operator.len(), v.value().1))?;
     }
     Ok(counted.into_iter().map(|(owner, bytes)| (owner, bytes.max(0) as u64)).collect())
 }

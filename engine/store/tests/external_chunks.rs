@@ -14,14 +14,40 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
 use weir_store::{
-    CheckpointMeta, CheckpointStorage, ExternalChunks, PutChunk, PutSubtaskWrite, SavepointInfo, Store,
-    StoreError, SubtaskState, SubtaskWrite,
+    CheckpointMeta, CheckpointStorage, ExternalChunks, PutChunk, PutSubtaskWrite, SavepointInfo, StateEntry,
+    Store, StoreError, SubtaskState, SubtaskWrite,
 };
 
 /// Chunks in memory, create-only like an object store.
 #[derive(Debug, Default)]
 struct Memory {
     chunks: Mutex<BTreeMap<(String, u64), Vec<u8>>>,
+    savepoints: Mutex<BTreeMap<(String, u64), Vec<u8>>>,
+}
+
+fn put_once(
+    map: &Mutex<BTreeMap<(String, u64), Vec<u8>>>,
+    key: (&str, u64),
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    let mut map = map.lock().unwrap();
+    match map.get(&(key.0.to_string(), key.1)) {
+        Some(existing) if existing != bytes => Err(StoreError::External(format!("object {key:?} exists"))),
+        _ => {
+            map.insert((key.0.to_string(), key.1), bytes.to_vec());
+            Ok(())
+        }
+    }
+}
+
+fn get(map: &Mutex<BTreeMap<(String, u64), Vec<u8>>>, key: (&str, u64), out: &mut Vec<u8>) -> bool {
+    match map.lock().unwrap().get(&(key.0.to_string(), key.1)) {
+        Some(bytes) => {
+            out.extend_from_slice(bytes);
+            true
+        }
+        None => false,
+    }
 }
 
 impl Memory {
@@ -32,24 +58,11 @@ impl Memory {
 
 impl ExternalChunks for Memory {
     fn put(&self, job: &str, id: u64, bytes: &[u8]) -> Result<(), StoreError> {
-        let mut chunks = self.chunks.lock().unwrap();
-        match chunks.get(&(job.to_string(), id)) {
-            Some(existing) if existing != bytes => Err(StoreError::External(format!("chunk {id} exists"))),
-            _ => {
-                chunks.insert((job.to_string(), id), bytes.to_vec());
-                Ok(())
-            }
-        }
+        put_once(&self.chunks, (job, id), bytes)
     }
 
     fn get(&self, job: &str, id: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
-        match self.chunks.lock().unwrap().get(&(job.to_string(), id)) {
-            Some(bytes) => {
-                out.extend_from_slice(bytes);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(get(&self.chunks, (job, id), out))
     }
 
     fn delete(&self, job: &str, ids: &[u64]) -> Result<(), StoreError> {
@@ -62,6 +75,33 @@ impl ExternalChunks for Memory {
 
     fn list(&self, job: &str) -> Result<Vec<u64>, StoreError> {
         Ok(self.chunks.lock().unwrap().keys().filter(|(j, _)| j == job).map(|(_, id)| *id).collect())
+    }
+
+    fn put_savepoint(&self, savepoint: &str, n: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        put_once(&self.savepoints, (savepoint, n), bytes)
+    }
+
+    fn get_savepoint(&self, savepoint: &str, n: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
+        Ok(get(&self.savepoints, (savepoint, n), out))
+    }
+
+    fn delete_savepoint(&self, savepoint: &str) -> Result<(), StoreError> {
+        self.savepoints.lock().unwrap().retain(|(id, _), _| id != savepoint);
+        Ok(())
+    }
+
+    fn list_savepoints(&self) -> Result<Vec<String>, StoreError> {
+        let ids: BTreeSet<String> =
+            self.savepoints.lock().unwrap().keys().map(|(id, _)| id.clone()).collect();
+        Ok(ids.into_iter().collect())
+    }
+}
+
+impl Memory {
+    /// The objects of savepoint `id`: number → bytes.
+    fn savepoint(&self, id: &str) -> BTreeMap<u64, Vec<u8>> {
+        let objects = self.savepoints.lock().unwrap();
+        objects.iter().filter(|((sp, _), _)| sp == id).map(|((_, n), bytes)| (*n, bytes.clone())).collect()
     }
 }
 
@@ -315,4 +355,111 @@ fn chunks_a_worker_put_are_recorded_compacted_and_collected_as_the_stores_own() 
     begin(&plain, 17);
     let err = plain.record_subtask(write).unwrap_err();
     assert!(err.to_string().contains("external chunk store"), "{err}");
+}
+
+const SAVEPOINT_PIECES: TableDefinition<'_, (&str, &str, u32, u32, u32), &[u8]> =
+    TableDefinition::new("weir.savepoint_pieces");
+
+fn savepoint_info(id: &str) -> SavepointInfo {
+    SavepointInfo {
+        id: id.into(),
+        owner: "tenant".into(),
+        job: JOB.into(),
+        checkpoint: 5,
+        created_ms: 1,
+        bytes: 0,
+        entries: 0,
+        origin: None,
+        description: serde_json::Value::Null,
+    }
+}
+
+/// (operator, scope, entries, the operator's blobs by subtask).
+type ScopeContents = (String, u32, Vec<StateEntry>, BTreeMap<u32, Vec<u8>>);
+
+/// Every scope's entries and every blob of savepoint `id`, through the public API.
+fn savepoint_contents(store: &Store, id: &str) -> Vec<ScopeContents> {
+    let mut out = Vec::new();
+    for operator in store.savepoint_operators(id).unwrap() {
+        let blobs = store.savepoint_blobs(id, &operator).unwrap();
+        for scope in store.savepoint_scopes(id, &operator).unwrap() {
+            let entries = store.read_savepoint_scope(id, &operator, scope).unwrap();
+            out.push((operator.clone(), scope, entries, blobs.clone()));
+        }
+    }
+    out
+}
+
+fn export(store: &Store, id: &str) -> Vec<u8> {
+    let mut file = Vec::new();
+    store.export_savepoint(id, &mut file).unwrap();
+    file
+}
+
+#[test]
+fn savepoint_chunks_are_objects_read_exported_deleted_and_swept() {
+    // The same history and savepoint in a store that keeps chunks in its file and in one
+    // that keeps them outside.
+    let (_a, plain) = open();
+    let (_b, store) = open();
+    let memory = Arc::new(Memory::default());
+    store.set_external_chunks(memory.clone());
+    for store in [&plain, &store] {
+        history(store);
+        let (_, manifest) = store.latest_completed(JOB).unwrap().unwrap();
+        store.create_savepoint(savepoint_info("sp1"), &manifest).unwrap();
+    }
+    let db = store.database().unwrap();
+    assert_eq!(db.begin_read().unwrap().open_table(SAVEPOINT_PIECES).unwrap().len().unwrap(), 0);
+    let objects = memory.savepoint("sp1");
+    assert!(objects.len() >= 2, "each chunk is an object: {}", objects.len());
+    assert_eq!(objects.keys().copied().collect::<Vec<_>>(), (0..objects.len() as u64).collect::<Vec<_>>());
+    // Read and exported, it is the same savepoint: the export files are equal byte for byte.
+    let contents = savepoint_contents(&plain, "sp1");
+    assert!(contents.iter().map(|(_, _, entries, _)| entries.len()).sum::<usize>() >= 4);
+    assert_eq!(savepoint_contents(&store, "sp1"), contents);
+    let file = export(&plain, "sp1");
+    assert_eq!(export(&store, "sp1"), file);
+    assert_eq!(store.savepoint("sp1").unwrap(), plain.savepoint("sp1").unwrap());
+    // The owner is charged the objects' bytes exactly, and a recount agrees.
+    let held: u64 = objects.values().map(|bytes| bytes.len() as u64).sum();
+    assert!(store.usage("tenant").unwrap() > held);
+    assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
+
+    // An import writes objects too; a failed one leaves none behind.
+    store.import_savepoint(&mut file.as_slice(), "copy", "tenant").unwrap();
+    assert_eq!(memory.savepoint("copy").len(), objects.len());
+    assert_eq!(savepoint_contents(&store, "copy"), contents);
+    let truncated = &file[..file.len() - 40];
+    store.import_savepoint(&mut &truncated[..], "broken", "tenant").unwrap_err();
+    assert!(memory.savepoint("broken").is_empty(), "a failed import's objects are deleted");
+    assert!(store.savepoint("broken").unwrap().is_none());
+
+    // A lost object is reported, not read as an empty scope.
+    memory.savepoints.lock().unwrap().remove(&("copy".to_string(), 1));
+    let (operator, scope) = {
+        let mut found = None;
+        for (operator, scope, _, _) in &contents {
+            if store.read_savepoint_scope("copy", operator, *scope).is_err() {
+                found = Some((operator.clone(), *scope));
+            }
+        }
+        found.expect("a scope reads the lost object")
+    };
+    let err = store.read_savepoint_scope("copy", &operator, scope).unwrap_err();
+    assert!(err.to_string().contains("(object 1) is gone"), "{err}");
+
+    // Deleting a savepoint deletes its objects and gives its bytes back.
+    let before = store.usage("tenant").unwrap();
+    assert!(store.delete_savepoint("copy").unwrap());
+    assert!(memory.savepoint("copy").is_empty());
+    assert!(store.usage("tenant").unwrap() < before);
+    assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
+
+    // Objects of a savepoint that is not stored are swept; a stored one's are kept.
+    memory.put_savepoint("ghost", 0, b"left by a crash").unwrap();
+    assert_eq!(store.sweep_savepoint_objects().unwrap(), 1);
+    assert_eq!(memory.list_savepoints().unwrap(), vec!["sp1".to_string()]);
+    assert_eq!(memory.savepoint("sp1"), objects);
+    assert_eq!(savepoint_contents(&store, "sp1"), contents);
 }

@@ -1,6 +1,7 @@
 //! Savepoints over the API: a module upgrade through a drained savepoint, rescaling
 //! 2 → 3 → 1, an incompatible state schema, a savepoint moved to a second server, a
-//! savepoint outliving checkpoint retention, state inspection, and bad input.
+//! savepoint outliving checkpoint retention, state inspection, bad input, and savepoints and
+//! modules kept in a real S3 server.
 
 use crate::server;
 
@@ -484,4 +485,85 @@ async fn bad_savepoint_input_gets_clear_errors() {
         .post(&format!("/api/v1/jobs?from_savepoint={sp_id}"), &spec("gone", &tokenizer, &wordcount, 2))
         .await;
     assert_eq!(status, 404, "{e}");
+}
+
+/// Savepoints and uploaded modules in a real S3 server (moto, issue 22): a savepoint's chunks
+/// are objects (none in the redb file), modules are objects too, a controller whose module
+/// files are gone fetches them back, a job restores from the savepoint in the bucket, what
+/// failed writes left is swept at start, and deleting the savepoint deletes its objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn savepoints_and_modules_live_in_object_storage() {
+    use weir::cluster::objects::{ChunkObjects, ObjectStoreConfig};
+    let s3 = crate::common::s3::S3Server::start();
+    s3.create_bucket("weir").await;
+    let bucket = ObjectStoreConfig::S3 {
+        bucket: "weir".into(),
+        region: "us-east-1".into(),
+        endpoint: Some(s3.endpoint.clone()),
+        access_key_id: "test".into(),
+        secret_access_key: "secret".into(),
+        allow_http: true,
+    };
+    let objects = ChunkObjects::open(&bucket, "prod").unwrap();
+    let config = |c: &mut weir::server::ServerConfig| {
+        c.chunk_store = Some(bucket.clone());
+        c.chunk_store_prefix = "prod".into();
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+
+    let mut server = TestServer::start_in(&dir, config).await;
+    let (_, api) = server.tenant("acme").await;
+    let tokenizer = setup(&api).await;
+    let wordcount = api.upload_guest("wordcount").await;
+    let mut modules = vec![tokenizer.clone(), wordcount.clone()];
+    modules.sort();
+    assert_eq!(objects.list_modules().await.unwrap(), modules, "every upload is in the bucket");
+    let job = api.create_job(&spec("wc", &tokenizer, &wordcount, 2)).await;
+    push(&api, lines(0, 400)).await;
+    wait_totals(&api, 400).await;
+    push(&api, lines(400, 800)).await;
+    let sp = savepoint(&api, &job, "drain").await;
+    let sp_id = sp["id"].as_str().unwrap().to_string();
+    assert_eq!(objects.list_savepoints().await.unwrap(), vec![sp_id.clone()]);
+    assert!(objects.get_savepoint(&sp_id, 0).await.unwrap().is_some(), "chunk 0 is an object");
+    {
+        use redb::{ReadableDatabase as _, ReadableTableMetadata as _};
+        const PIECES: redb::TableDefinition<'_, (&str, &str, u32, u32, u32), &[u8]> =
+            redb::TableDefinition::new("weir.savepoint_pieces");
+        let db = server.service().store.database().unwrap();
+        let pieces = db.begin_read().unwrap().open_table(PIECES).unwrap().len().unwrap();
+        assert_eq!(pieces, 0, "no savepoint chunk in the redb file");
+    }
+    // Its export reads the objects back.
+    let file =
+        api.request(reqwest::Method::GET, &format!("/api/v1/savepoints/{sp_id}/file")).send().await.unwrap();
+    assert_eq!(file.status(), 200);
+    assert_eq!(&file.bytes().await.unwrap()[..8], b"WEIRSAVE");
+    server.abort();
+    drop(server);
+
+    // What a crash between a put and its commit leaves behind.
+    objects.put_savepoint("ghost", 0, "left by a crash".into()).await.unwrap();
+    objects.put_module(&"0".repeat(64), "never recorded".into()).await.unwrap();
+    // The controller comes back on a volume without its module files.
+    std::fs::remove_dir_all(dir.join("modules")).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("module-cache"));
+    let server = TestServer::start_in(&dir, config).await;
+    assert_eq!(objects.list_savepoints().await.unwrap(), vec![sp_id.clone()], "the ghost is swept");
+    assert_eq!(objects.list_modules().await.unwrap(), modules, "the unrecorded module is swept");
+    let api = server.client(api.token().unwrap());
+    // Rescaled 2 → 3 from the savepoint in the bucket, with modules fetched from it.
+    let job2 = create_from(&api, &spec("wc2", &tokenizer, &wordcount, 3), &sp_id).await;
+    assert_eq!(job2["restored_from"]["savepoint"], sp_id.as_str());
+    for module in &modules {
+        assert!(dir.join(format!("modules/{module}.wasm")).is_file(), "module {module} fetched back");
+    }
+    push(&api, lines(800, 1200)).await;
+    wait_totals(&api, 1200).await;
+    check_exactly_once(&api, 1200).await;
+
+    let (status, v) = api.delete(&format!("/api/v1/savepoints/{sp_id}")).await;
+    assert_eq!(status, 204, "{v}");
+    assert!(objects.list_savepoints().await.unwrap().is_empty(), "its objects went with it");
 }
