@@ -5,7 +5,8 @@
 //! opens the outputs and spawns the subtasks with today's task code; `Control` and `Stop`
 //! reach them; their messages to the coordinator and their checkpoint storage calls go back
 //! over the session ([`RemoteStorage`]: the controller's store stays the single commit
-//! point); `Ended` reports how the part ended. Every job-scoped message names its attempt:
+//! point; with the controller's chunk store shared, the subtasks put their chunks and read
+//! the chains they restore there themselves); `Ended` reports how the part ended. Every job-scoped message names its attempt:
 //! a deploy older than one already seen for the job is refused and messages of an attempt
 //! that is not the job's current one are dropped. A session that ends takes every part with
 //! it (nothing they do could be reported any more).
@@ -19,8 +20,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use weir_store::{
-    CheckpointMeta, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry, StoreError,
-    SubtaskState, SubtaskWrite,
+    CheckpointMeta, CheckpointStorage, EntryVisitor, ExternalChains, GcReport, Manifest, StateEntry,
+    StoreError, SubtaskState, SubtaskWrite,
 };
 
 use super::data::DataPlane;
@@ -197,7 +198,8 @@ impl Executor {
             tracing::info!(
                 job = attempt.job,
                 attempt = attempt.attempt,
-                "this part puts its chunks in the object store itself ({} bytes at most each)",
+                "this part puts its chunks in the object store and reads its restores from there \
+                 itself ({} bytes at most each)",
                 direct.max_chunk_bytes
             );
         }
@@ -463,7 +465,7 @@ pub(super) struct RemoteStorage {
 /// Chunk ids leased at once (a lease's unused ids are never used by anyone).
 const LEASE_BLOCK: u64 = 4096;
 
-/// Where a worker's subtasks put their chunks themselves.
+/// Where a worker's subtasks put their chunks, and read the chains they restore, themselves.
 struct DirectChunks {
     objects: Arc<super::objects::BlockingChunks>,
     max_chunk_bytes: usize,
@@ -529,6 +531,32 @@ impl RemoteStorage {
         }
     }
 
+    /// Visits `chains` as the controller reads them, batch by batch.
+    fn visit_through_controller(
+        &self,
+        chains: Vec<Vec<u64>>,
+        visit: &mut EntryVisitor<'_>,
+    ) -> Result<ControlFlow<()>, StoreError> {
+        let rx = self.call(StorageRequest::VisitChains { chains })?;
+        loop {
+            match Self::answer(&rx)? {
+                StorageReply::Entries { entries, done } => {
+                    for entry in &entries {
+                        if let Some(value) = &entry.value
+                            && visit(&entry.state, &entry.key, value).is_break()
+                        {
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    }
+                    if done {
+                        return Ok(ControlFlow::Continue(()));
+                    }
+                }
+                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            }
+        }
+    }
+
     pub(super) fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
         match rx.recv_timeout(STORAGE_TIMEOUT) {
             Ok(StorageReply::Failed(reason)) => Err(StoreError::External(reason)),
@@ -582,6 +610,12 @@ impl CheckpointStorage for RemoteStorage {
     }
 
     fn read_chain(&self, _job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
+        if let Some(direct) = &self.direct
+            && let Some(entries) =
+                ExternalChains::default().read_chain(direct.objects.as_ref(), &self.attempt.job, chain)?
+        {
+            return Ok(entries);
+        }
         let rx = self.call(StorageRequest::ReadChain { chain: chain.to_vec() })?;
         let mut all = Vec::new();
         loop {
@@ -603,24 +637,37 @@ impl CheckpointStorage for RemoteStorage {
         chains: &[Vec<u64>],
         visit: &mut EntryVisitor<'_>,
     ) -> Result<ControlFlow<()>, StoreError> {
-        let rx = self.call(StorageRequest::VisitChains { chains: chains.to_vec() })?;
-        loop {
-            match Self::answer(&rx)? {
-                StorageReply::Entries { entries, done } => {
-                    for entry in &entries {
-                        if let Some(value) = &entry.value
-                            && visit(&entry.state, &entry.key, value).is_break()
-                        {
-                            return Ok(ControlFlow::Break(()));
-                        }
-                    }
-                    if done {
-                        return Ok(ControlFlow::Continue(()));
-                    }
+        if chains.is_empty() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let Some(direct) = &self.direct else {
+            return self.visit_through_controller(chains.to_vec(), visit);
+        };
+        // Each chain from the objects, or (a chunk the controller keeps in its file) through
+        // the controller: every chain is visited once either way.
+        let mut objects = ExternalChains::default();
+        let mut through_controller = 0;
+        let mut flow = ControlFlow::Continue(());
+        for chain in chains {
+            flow = match objects.visit_chain(direct.objects.as_ref(), &self.attempt.job, chain, visit)? {
+                Some(flow) => flow,
+                None => {
+                    through_controller += 1;
+                    self.visit_through_controller(vec![chain.clone()], visit)?
                 }
-                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            };
+            if flow.is_break() {
+                break;
             }
         }
+        tracing::info!(
+            job = self.attempt.job,
+            attempt = self.attempt.attempt,
+            "restored {} chains ({} bytes) from the object store, {through_controller} through the controller",
+            chains.len() - through_controller,
+            objects.bytes
+        );
+        Ok(flow)
     }
 
     fn history(&self, _job: &str) -> Result<Vec<CheckpointMeta>, StoreError> {

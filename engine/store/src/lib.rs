@@ -57,6 +57,7 @@ mod store;
 pub mod stream;
 mod usage;
 
+pub use checkpoint::live::ExternalChains;
 pub use checkpoint::put::{EncodedSubtask, PutChunk, PutSubtaskWrite, encode_subtask};
 pub use checkpoint::summary::{HistorySummary, Stat};
 pub use checkpoint::{

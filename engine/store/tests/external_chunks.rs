@@ -175,6 +175,24 @@ fn external_chunks_hold_the_bytes_and_everything_reads_and_collects_them() {
         })
         .unwrap();
     assert_eq!(seen, want.len());
+    // A worker reads the chains from the objects alone, to the same entries.
+    let mut direct = weir_store::ExternalChains::default();
+    for chain in last.chains.values() {
+        let mut visited = Vec::new();
+        let flow = direct
+            .visit_chain(memory.as_ref(), JOB, chain, &mut |state, key, value| {
+                visited.push((state.to_owned(), key.to_vec(), value.to_vec()));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(flow, Some(ControlFlow::Continue(())));
+        visited.sort();
+        let read = direct.read_chain(memory.as_ref(), JOB, chain).unwrap().unwrap();
+        assert_eq!(read, store.read_chain(JOB, chain).unwrap());
+        let read: Vec<_> = read.into_iter().map(|e| (e.state, e.key, e.value.unwrap())).collect();
+        assert_eq!(visited, read);
+    }
+    assert!(direct.bytes > 10_000, "{} bytes read", direct.bytes);
     // A savepoint copies the state out of the external chunks.
     let info = SavepointInfo {
         id: "sp1".into(),
@@ -268,6 +286,13 @@ fn a_store_that_switches_keeps_reading_its_older_chunks() {
     let s2 = checkpoint(&store, 2, false, vec![scope(0, vec![put("s", b"b", b"2")])], &s1.chains, 5, 3);
     assert_eq!(memory.ids().len(), 1, "only the new chunk is external");
     assert_eq!(restore(&store, &s2.chains), model(&[("s", b"a", b"1"), ("s", b"b", b"2")]));
+    // Read from the objects alone, a chain with a chunk in the file is not there: a worker
+    // asks the store for it instead.
+    let mut direct = weir_store::ExternalChains::default();
+    assert_eq!(direct.read_chain(memory.as_ref(), JOB, &s2.chains[&0]).unwrap(), None);
+    let newest = [*s2.chains[&0].last().unwrap()];
+    let read = direct.read_chain(memory.as_ref(), JOB, &newest).unwrap();
+    assert_eq!(read, Some(vec![put("s", b"b", b"2")]));
 }
 
 /// What a worker does with a snapshot: encodes it as the store would, puts the chunks under

@@ -30,13 +30,24 @@ async fn completed_checkpoints(api: &Api, job: &str) -> u64 {
     h["counts"]["completed"].as_u64().unwrap()
 }
 
+/// Two workers sharing the controller's chunk store (a directory): they put their chunks
+/// there and, after a worker is killed, the other restores the job's state from there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_on_workers_exactly_once_and_survives_a_killed_worker() {
     let dir = tempfile::tempdir().unwrap();
-    let server = controller(dir.path(), &[]);
+    let objects = dir.path().join("objects");
+    let store = [
+        ("WEIR_CHUNK_STORE__KIND".to_string(), "local".to_string()),
+        ("WEIR_CHUNK_STORE__DIR".to_string(), objects.display().to_string()),
+    ];
+    let server = controller(
+        &dir.path().join("data"),
+        &store.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>(),
+    );
     let addr = server.cluster.clone().unwrap();
-    let w1 = Worker::spawn(&addr, "w1", TOKEN);
-    let w2 = Worker::spawn(&addr, "w2", TOKEN);
+    let w1 = Worker::spawn_with(&addr, "w1", TOKEN, &store);
+    let w2 = Worker::spawn_with(&addr, "w2", TOKEN, &store);
+    w1.wait_line("chunks go to file://");
     let id1 = registered_id(&w1.wait_line("registered as worker"));
     let id2 = registered_id(&w2.wait_line("registered as worker"));
     wait_workers(&server, "both live", |l| {
@@ -78,6 +89,9 @@ async fn a_job_runs_on_workers_exactly_once_and_survives_a_killed_worker() {
     wait_output(&api, 3000).await;
     let (_, detail) = api.get(&format!("/api/v1/jobs/{job}")).await;
     assert!(detail["restarts"].as_u64().unwrap() >= 1, "{detail}");
+    // w1 read the restored counts from the objects, not through the controller.
+    let line = w1.wait_line("from the object store");
+    assert!(line.contains(", 0 through the controller") && !line.contains("restored 0 chains"), "{line}");
     let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/stop")).await;
     assert_eq!(status, 202);
     api.wait_status(&job, "stopped", LONG).await;
@@ -294,7 +308,7 @@ async fn trial(seed: u64, reference: &BTreeMap<String, Vec<serde_json::Value>>) 
     let input = api.create_job(&bids_in(800)).await;
     let job = api.create_job(&q17(&module, stream_bids())).await;
     // The workers share the controller's chunk store: they put their chunks there.
-    cluster.workers[0].wait_line("puts its chunks in the object store itself");
+    cluster.workers[0].wait_line("puts its chunks in the object store and reads");
     let faults: Vec<Fault> = (0..rng.gen_range(1..=2))
         .map(|_| match rng.gen_range(0..10) {
             0..=1 => Fault::KillController,

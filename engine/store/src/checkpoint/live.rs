@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use redb::ReadableTable;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::checkpoint::EntryVisitor;
+use crate::checkpoint::{EntryVisitor, StateEntry};
 use crate::codec::{EntryRef, decode_chunk, decode_chunk_refs};
 use crate::error::StoreError;
 use crate::external::ExternalChunks;
@@ -156,6 +156,51 @@ pub(crate) fn apply_chain(
     Ok(())
 }
 
+/// Reads chains straight from an [`ExternalChunks`], without a store: a cluster worker
+/// restoring from the object storage its controller shares. A chain one of whose chunks has no
+/// object (the controller keeps it in its file, or it is gone) reads as `None`: read that one
+/// through the store. One chain's chunks are held at a time.
+#[derive(Debug, Default)]
+pub struct ExternalChains {
+    reader: ChainReader,
+    /// Bytes of chunks read so far.
+    pub bytes: u64,
+}
+
+impl ExternalChains {
+    /// The live entries of `chain` of `job`, sorted by (state, key), as
+    /// [`CheckpointStorage::read_chain`](crate::CheckpointStorage::read_chain) gives them.
+    pub fn read_chain(
+        &mut self,
+        external: &dyn ExternalChunks,
+        job: &str,
+        chain: &[u64],
+    ) -> Result<Option<Vec<StateEntry>>, StoreError> {
+        if self.reader.read_with(chain, |chunk, out| external.get(job, chunk, out))?.is_some() {
+            return Ok(None);
+        }
+        self.bytes += self.reader.len() as u64;
+        self.reader.entries(job, chain).map(Some)
+    }
+
+    /// Visits the live entries of `chain` of `job`, as
+    /// [`CheckpointStorage::visit_chains`](crate::CheckpointStorage::visit_chains) does one
+    /// chain; nothing is visited when it is `None`.
+    pub fn visit_chain(
+        &mut self,
+        external: &dyn ExternalChunks,
+        job: &str,
+        chain: &[u64],
+        visit: &mut EntryVisitor<'_>,
+    ) -> Result<Option<ControlFlow<()>>, StoreError> {
+        if self.reader.read_with(chain, |chunk, out| external.get(job, chunk, out))?.is_some() {
+            return Ok(None);
+        }
+        self.bytes += self.reader.len() as u64;
+        self.reader.visit(job, chain, visit).map(Some)
+    }
+}
+
 /// Reads a chain's encoded chunks into one buffer (kept from chain to chain, so that a
 /// restore of many chains touches no fresh memory after the largest one) and visits its live
 /// entries.
@@ -176,15 +221,49 @@ impl ChainReader {
         job: &str,
         chain: &[u64],
     ) -> Result<(), StoreError> {
+        match self.read_with(chain, |chunk, out| append_chunk(chunks, external, job, chunk, out))? {
+            Some(chunk) => Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the chunks of `chain` (oldest first) with `fetch(chunk, out)`, which appends a
+    /// chunk's bytes to `out` or says it has none; returns the first chunk it has none of.
+    pub(crate) fn read_with(
+        &mut self,
+        chain: &[u64],
+        mut fetch: impl FnMut(u64, &mut Vec<u8>) -> Result<bool, StoreError>,
+    ) -> Result<Option<u64>, StoreError> {
         self.bytes.clear();
         self.ends.clear();
         for &chunk in chain {
-            if !append_chunk(chunks, external, job, chunk, &mut self.bytes)? {
-                return Err(StoreError::MissingChunk { job: job.to_owned(), chunk });
+            if !fetch(chunk, &mut self.bytes)? {
+                return Ok(Some(chunk));
             }
             self.ends.push(self.bytes.len());
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// The bytes of the chain last read.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Every live entry of the chain last read (chunk ids `chain`), sorted by (state, key).
+    pub(crate) fn entries(&self, job: &str, chain: &[u64]) -> Result<Vec<StateEntry>, StoreError> {
+        let mut entries = Vec::new();
+        let _ = self.visit(job, chain, &mut |state, key, value| {
+            entries.push(StateEntry {
+                state: state.to_owned(),
+                key: key.to_vec(),
+                value: Some(value.to_vec()),
+            });
+            ControlFlow::Continue(())
+        })?;
+        // Each (state, key) is visited once: the order is total.
+        entries.sort_unstable_by(|a, b| (&a.state, &a.key).cmp(&(&b.state, &b.key)));
+        Ok(entries)
     }
 
     /// Sets the chunks as they are (tests).

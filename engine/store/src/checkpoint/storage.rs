@@ -558,18 +558,7 @@ impl CheckpointStorage for Store {
         let txn = self.read_txn()?;
         let mut reader = ChainReader::default();
         reader.read(&txn.open_table(CHUNKS)?, self.external().as_deref(), job, chain)?;
-        let mut entries = Vec::new();
-        let _ = reader.visit(job, chain, &mut |state, key, value| {
-            entries.push(StateEntry {
-                state: state.to_owned(),
-                key: key.to_vec(),
-                value: Some(value.to_vec()),
-            });
-            ControlFlow::Continue(())
-        })?;
-        // Each (state, key) is visited once: the order is total.
-        entries.sort_unstable_by(|a, b| (&a.state, &a.key).cmp(&(&b.state, &b.key)));
-        Ok(entries)
+        reader.entries(job, chain)
     }
 
     fn visit_chains(
