@@ -5,10 +5,11 @@
 //! controller's restarts), its slots are reserved ([`Workers::reserve`]), and its messages
 //! are routed to it alone ([`Workers::attach`]): anything a worker sends about another
 //! attempt is dropped. Subtasks whose connectors need the controller's store (stream log,
-//! files, Kafka sinks with their outboxes) run here, in the controller's own part; every
-//! other subtask runs where placement puts it. Every part registers its inputs (`Deploy`,
-//! answered `Deployed`), then every part opens its outputs and runs (`Start`), so no
-//! channel is opened before its receiving end exists. The coordinator runs here; its
+//! files) run here, in the controller's own part (a Kafka sink on a worker reaches its
+//! outbox over the session); every other subtask runs where placement puts it. Every part
+//! registers its inputs (`Deploy`, answered `Deployed`), then every part opens its outputs
+//! and runs (`Start`), so no channel is opened before its receiving end exists. The
+//! coordinator runs here; its
 //! controls to subtasks elsewhere and their acks travel over the sessions, as do their
 //! checkpoint storage calls (the store here stays the single commit point). The attempt
 //! fails as soon as a worker of it is lost or a part of it fails; every worker is then told
@@ -302,6 +303,7 @@ pub(crate) async fn run_attempt_on_workers(
             job: job.clone(),
             leases: Leases::default(),
             store: env.store.clone(),
+            reservations: super::quota::Reservations::new(env.store.clone(), &job),
         },
         cluster.chunk_store.is_some(),
     ));
@@ -450,11 +452,13 @@ struct Serving {
     leases: Leases,
     /// The store: sinks' outboxes, the sweep of unrecorded chunk objects.
     store: weir_store::Store,
+    /// Quota the attempt's workers reserved for host state (given back when it ends).
+    reservations: super::quota::Reservations,
 }
 
 /// Serves a worker's checkpoint storage call on the blocking pool.
 async fn serve_storage(serving: Serving, worker: u64, call: u64, request: StorageRequest) {
-    let Serving { workers, storage, job, leases, store } = serving;
+    let Serving { workers, storage, job, leases, store, reservations } = serving;
     let handle = tokio::runtime::Handle::current();
     let sender = workers.clone();
     let served = tokio::task::spawn_blocking(move || -> Option<StorageReply> {
@@ -468,6 +472,12 @@ async fn serve_storage(serving: Serving, worker: u64, call: u64, request: Storag
                     leases.add(ids.clone());
                     StorageReply::Leased { first: ids.start, end: ids.end }
                 }))
+            }
+            StorageRequest::Reserve { bytes } => {
+                Some(reservations.reserve(bytes).map_or_else(fail, |()| StorageReply::Done))
+            }
+            StorageRequest::Release { bytes } => {
+                Some(reservations.release(bytes).map_or_else(fail, |()| StorageReply::Done))
             }
             StorageRequest::Outbox(call) => {
                 // A worker's sinks write their own job's outbox only (writers `<job>/...`).

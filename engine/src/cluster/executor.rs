@@ -30,7 +30,7 @@ use super::protocol::{
     ToController, ToWorker, WireSubtaskWrite,
 };
 use crate::guest::{GuestHost, OperatorModule};
-use crate::local_state::LocalStateConfig;
+use crate::local_state::{LocalQuota, LocalStateConfig};
 use crate::plan::{JobSpec, LoadError, ModuleLoader, Plan};
 use crate::runtime::attempt::{Layout, Part};
 use crate::runtime::env::TaskEnv;
@@ -51,6 +51,9 @@ pub struct ExecutorConfig {
     /// The worker's own chunk store: when it is the controller's
     /// ([`Deploy::chunk_store`]), subtasks put their chunks there themselves.
     pub chunks: Option<WorkerChunks>,
+    /// The free-space floor of the disk under `local_state`: host state that would pass it
+    /// is refused (the tenant's quota is the controller's, [`super::quota`]).
+    pub disk_floor: Arc<weir_store::DiskFloor>,
 }
 
 /// A worker's chunk store and where it is ([`super::objects::ObjectStoreConfig::location`]).
@@ -338,11 +341,14 @@ async fn run_part(
             faults: None,
             stop,
             store: None,
-            outbox: Some(storage as Arc<dyn weir_store::Outbox>),
+            outbox: Some(storage.clone() as Arc<dyn weir_store::Outbox>),
             local: LocalStateConfig {
                 base: config.local_state.clone(),
                 job: attempt.job.clone(),
-                quota: None,
+                quota: Some(LocalQuota::new(Arc::new(super::quota::RemoteQuota {
+                    storage: storage.clone(),
+                    floor: config.disk_floor.clone(),
+                }))),
             },
         };
         let (to_coordinator, mut inbox) = mpsc::unbounded_channel::<ToCoordinator>();
@@ -474,7 +480,7 @@ struct DirectChunks {
 }
 
 fn unavailable(what: &str) -> StoreError {
-    StoreError::External(format!("{what} is not available on a worker"))
+    StoreError::Remote(format!("{what} is not available on a worker"))
 }
 
 impl RemoteStorage {
@@ -490,7 +496,7 @@ impl RemoteStorage {
         let message = ToController::Storage { attempt: self.attempt.clone(), call, request };
         self.outbox
             .blocking_send(message)
-            .map_err(|_| StoreError::External("the session with the controller ended".into()))?;
+            .map_err(|_| StoreError::Remote("the session with the controller ended".into()))?;
         Ok(rx)
     }
 
@@ -501,16 +507,14 @@ impl RemoteStorage {
         if lease.end - lease.start < count {
             let want = count.max(LEASE_BLOCK);
             if want > super::protocol::MAX_LEASE {
-                return Err(StoreError::External(format!(
-                    "a snapshot of {count} chunks is more than a lease"
-                )));
+                return Err(StoreError::Remote(format!("a snapshot of {count} chunks is more than a lease")));
             }
             let rx = self.call(StorageRequest::LeaseChunkIds { count: want })?;
             match Self::answer(&rx)? {
                 StorageReply::Leased { first, end } if end.saturating_sub(first) >= count => {
                     *lease = first..end
                 }
-                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+                other => return Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
             }
         }
         let ids = lease.start..lease.start + count;
@@ -527,7 +531,7 @@ impl RemoteStorage {
         let rx = self.call(StorageRequest::RecordSubtask(recorded))?;
         match Self::answer(&rx)? {
             StorageReply::Written(state) => Ok(state),
-            other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            other => Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
         }
     }
 
@@ -552,16 +556,29 @@ impl RemoteStorage {
                         return Ok(ControlFlow::Continue(()));
                     }
                 }
-                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+                other => return Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
             }
+        }
+    }
+
+    /// Runs `wait` (a call that waits for the controller) where waiting is allowed: from a
+    /// task of the runtime, the runtime's thread goes to the other tasks meanwhile
+    /// (`block_in_place`), as subtasks call storage from their tasks (a sink staging at a
+    /// barrier, a local store reserving room).
+    pub(super) fn off_runtime<T>(&self, wait: impl FnOnce() -> T) -> T {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
         }
     }
 
     pub(super) fn answer(rx: &std::sync::mpsc::Receiver<StorageReply>) -> Result<StorageReply, StoreError> {
         match rx.recv_timeout(STORAGE_TIMEOUT) {
-            Ok(StorageReply::Failed(reason)) => Err(StoreError::External(reason)),
+            Ok(StorageReply::Failed(reason)) => Err(StoreError::Remote(reason)),
             Ok(reply) => Ok(reply),
-            Err(_) => Err(StoreError::External("no answer from the controller".into())),
+            Err(_) => Err(StoreError::Remote("no answer from the controller".into())),
         }
     }
 }
@@ -589,7 +606,7 @@ impl CheckpointStorage for RemoteStorage {
         let rx = self.call(StorageRequest::WriteSubtask(wire))?;
         match Self::answer(&rx)? {
             StorageReply::Written(state) => Ok(state),
-            other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+            other => Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
         }
     }
 
@@ -626,7 +643,7 @@ impl CheckpointStorage for RemoteStorage {
                         return Ok(all);
                     }
                 }
-                other => return Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+                other => return Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
             }
         }
     }
@@ -720,6 +737,7 @@ mod tests {
             data: DataPlane::new("0123456789abcdef", "127.0.0.1:9", 1 << 20),
             local_state: dir.path().to_path_buf(),
             chunks: None,
+            disk_floor: Arc::new(weir_store::DiskFloor::new(dir.path().to_path_buf())),
         };
         let (tx, mut rx) = mpsc::channel(16);
         let mut executor = Executor::new(config, tx);

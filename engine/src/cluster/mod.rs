@@ -15,6 +15,7 @@ pub mod objects;
 pub mod outbox;
 pub mod placement;
 pub mod protocol;
+mod quota;
 pub mod worker;
 
 pub use controller::{AttemptInbox, ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};

@@ -83,27 +83,20 @@ pub const MAX_OUTBOX_READ: u64 = 65_536;
 
 impl RemoteStorage {
     /// An outbox call. A sink makes some from its task (staging at a barrier), as it calls
-    /// the embedded store there: the wait for the controller's answer leaves the runtime's
-    /// thread to the other tasks meanwhile (`block_in_place`).
+    /// the embedded store there ([`RemoteStorage::off_runtime`]).
     fn outbox(&self, call: OutboxCall) -> Result<OutboxAnswer, StoreError> {
-        let wait = || {
+        self.off_runtime(|| {
             let rx = self.call(StorageRequest::Outbox(call))?;
             match Self::answer(&rx)? {
                 StorageReply::Outbox(answer) => Ok(answer),
-                other => Err(StoreError::External(format!("an answer out of turn: {other:?}"))),
+                other => Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
             }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(wait)
-            }
-            _ => wait(),
-        }
+        })
     }
 }
 
 fn out_of_turn(answer: OutboxAnswer) -> StoreError {
-    StoreError::External(format!("an outbox answer out of turn: {answer:?}"))
+    StoreError::Remote(format!("an outbox answer out of turn: {answer:?}"))
 }
 
 /// A sink's outbox on a worker: the controller's, over the session.

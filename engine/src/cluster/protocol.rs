@@ -28,7 +28,7 @@ use crate::plan::{NodeBody, Plan};
 use crate::runtime::{Control, ToCoordinator};
 
 /// The version of this protocol; a worker speaking another one is refused.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// What a worker tells the controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -465,6 +465,18 @@ pub enum StorageRequest {
     /// A sink's outbox call ([`weir_store::Outbox`]), against the controller's store; its
     /// writer must be one of the attempt's job. Answered [`StorageReply::Outbox`].
     Outbox(super::outbox::OutboxCall),
+    /// Reserves bytes of the job owner's storage quota for host state on the worker's disk;
+    /// answered [`StorageReply::Done`] or the quota's error. What the attempt holds when it
+    /// ends is given back.
+    Reserve {
+        /// How many.
+        bytes: u64,
+    },
+    /// Gives back bytes reserved before (at most what the attempt holds).
+    Release {
+        /// How many.
+        bytes: u64,
+    },
 }
 
 /// The most chunk ids one [`StorageRequest::LeaseChunkIds`] gets.
@@ -507,6 +519,8 @@ pub enum StorageReply {
     },
     /// The answer to an outbox call.
     Outbox(super::outbox::OutboxAnswer),
+    /// The call succeeded and has nothing to say.
+    Done,
     /// The call failed.
     Failed(String),
 }

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fjall::config::{PartitioningPolicy, PinningPolicy};
@@ -143,7 +144,7 @@ impl LocalStateConfig {
         LocalStateConfig {
             base,
             job: job.to_string(),
-            quota: owner.map(|owner| LocalQuota { store: store.clone(), owner }),
+            quota: owner.map(|owner| LocalQuota::of_owner(store, &owner)),
         }
     }
 }
@@ -177,15 +178,56 @@ pub fn remove_job_dirs(base: &Path, job: &str) {
 }
 
 /// The storage quota the store's disk use is reserved from.
-#[derive(Clone)]
-pub struct LocalQuota {
+#[derive(Clone, Debug)]
+pub struct LocalQuota(Arc<dyn QuotaLedger>);
+
+impl LocalQuota {
+    /// `owner`'s quota in `store`, with the floor of `store`'s disk.
+    pub fn of_owner(store: &Store, owner: &str) -> Self {
+        LocalQuota(Arc::new(OwnerQuota { store: store.clone(), owner: owner.to_string() }))
+    }
+
+    /// The quota `ledger` keeps.
+    pub fn new(ledger: Arc<dyn QuotaLedger>) -> Self {
+        LocalQuota(ledger)
+    }
+}
+
+/// Where a local store's disk use is checked and reserved: the job owner's quota in the
+/// controller's store ([`LocalQuota::of_owner`]), or, on a cluster worker, the controller's
+/// answer over the session and the worker's own disk floor.
+pub trait QuotaLedger: Send + Sync + std::fmt::Debug {
+    /// Fails when writing `bytes` more would pass the local disk's free-space floor.
+    fn check_disk(&self, bytes: u64) -> Result<(), weir_store::StoreError>;
+    /// Reserves `bytes` of the owner's quota; fails with the quota's error.
+    fn reserve(&self, bytes: u64) -> Result<(), weir_store::StoreError>;
+    /// Gives back `bytes` reserved before.
+    fn release(&self, bytes: u64);
+}
+
+/// The owner's quota in a store (on the machine that holds the store).
+struct OwnerQuota {
     store: Store,
     owner: String,
 }
 
-impl std::fmt::Debug for LocalQuota {
+impl std::fmt::Debug for OwnerQuota {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalQuota").field("owner", &self.owner).finish_non_exhaustive()
+        f.debug_struct("OwnerQuota").field("owner", &self.owner).finish_non_exhaustive()
+    }
+}
+
+impl QuotaLedger for OwnerQuota {
+    fn check_disk(&self, bytes: u64) -> Result<(), weir_store::StoreError> {
+        self.store.check_disk(bytes)
+    }
+
+    fn reserve(&self, bytes: u64) -> Result<(), weir_store::StoreError> {
+        self.store.reserve(&self.owner, bytes)
+    }
+
+    fn release(&self, bytes: u64) {
+        let _ = self.store.release(&self.owner, bytes);
     }
 }
 
@@ -242,7 +284,7 @@ impl LocalStore {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(store_error)?;
         if let Some(q) = &config.quota {
-            q.store.check_disk(QUOTA_STEP).map_err(|e| LocalStateError::Quota(e.to_string()))?;
+            q.0.check_disk(QUOTA_STEP).map_err(|e| LocalStateError::Quota(e.to_string()))?;
         }
         let db = Database::builder(&dir)
             .cache_size(CACHE_BYTES)
@@ -564,8 +606,8 @@ impl LocalStore {
                     need - QUOTA_STEP
                 ))
             };
-            quota.store.check_disk(more).map_err(refused)?;
-            quota.store.reserve(&quota.owner, more).map_err(refused)?;
+            quota.0.check_disk(more).map_err(refused)?;
+            quota.0.reserve(more).map_err(refused)?;
             self.reserved = need;
         }
         Ok(())
@@ -615,7 +657,7 @@ impl Drop for LocalStore {
         if let Some(q) = &self.quota
             && self.reserved > 0
         {
-            let _ = q.store.release(&q.owner, self.reserved);
+            q.0.release(self.reserved);
         }
     }
 }

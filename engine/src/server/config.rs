@@ -127,6 +127,18 @@ pub struct ServerConfig {
     pub chunk_store_prefix: String,
 }
 
+/// The part of the controller's configuration a worker uses too ([`ServerConfig::load_shared`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SharedConfig {
+    /// The controller's chunk store: when the worker's is the same, it puts its chunks and
+    /// reads its restores there itself.
+    pub chunk_store: Option<ObjectStoreConfig>,
+    /// The path inside the bucket or directory.
+    pub chunk_store_prefix: String,
+    /// The free space kept on the worker's disk: host state that would leave less is refused.
+    pub min_free_bytes: u64,
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -175,17 +187,11 @@ impl ServerConfig {
         Ok(config)
     }
 
-    /// What a worker shares with its controller (`weir worker --config`): `chunk_store`
-    /// and `chunk_store_prefix`, read from the same file and variables as [`load`](Self::load)
-    /// reads them; the controller's other keys are left alone.
-    pub fn load_chunk_store(file: Option<&Path>) -> Result<(Option<ObjectStoreConfig>, String), ConfigError> {
-        #[derive(Deserialize)]
-        struct Shared {
-            chunk_store: Option<ObjectStoreConfig>,
-            chunk_store_prefix: String,
-        }
-        let shared: Shared = Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
-        Ok((shared.chunk_store, shared.chunk_store_prefix))
+    /// What a worker shares with its controller (`weir worker --config`), read from the
+    /// same file and variables as [`load`](Self::load) reads them; the controller's other
+    /// keys are left alone.
+    pub fn load_shared(file: Option<&Path>) -> Result<SharedConfig, ConfigError> {
+        Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))
     }
 
     fn figment(file: Option<&Path>) -> Result<Figment, ConfigError> {
@@ -280,12 +286,15 @@ mod tests {
         )
         .expect("write");
         assert!(ServerConfig::load(Some(&file)).is_err());
-        let (store, prefix) = ServerConfig::load_chunk_store(Some(&file)).expect("loads");
+        let shared = ServerConfig::load_shared(Some(&file)).expect("loads");
+        let (store, prefix) = (shared.chunk_store, shared.chunk_store_prefix);
+        assert_eq!(shared.min_free_bytes, ServerConfig::default().min_free_bytes);
         assert_eq!(store, Some(ObjectStoreConfig::Local { dir: "/var/lib/chunks".into() }));
         assert_eq!(prefix, "weir");
         let other = ObjectStoreConfig::Local { dir: "/var/lib/other".into() };
         assert_ne!(store.and_then(|s| s.location(&prefix)), other.location(&prefix));
         assert_eq!(ObjectStoreConfig::Memory.location("weir"), None, "memory is never shared");
-        assert_eq!(ServerConfig::load_chunk_store(None).expect("defaults"), (None, "weir".into()));
+        let defaults = ServerConfig::load_shared(None).expect("defaults");
+        assert_eq!((defaults.chunk_store, defaults.chunk_store_prefix), (None, "weir".into()));
     }
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use weir_store::Store;
 
-pub use config::{ConfigError, ServerConfig};
+pub use config::{ConfigError, ServerConfig, SharedConfig};
 pub use error::{ServerError, ServerResult};
 
 use crate::cluster::Workers;

@@ -32,12 +32,22 @@ struct Measure {
     total: u64,
 }
 
-/// The floor: a reserve of free bytes on the filesystem of `dir`.
-pub(crate) struct DiskFloor {
+/// The floor: a reserve of free bytes on the filesystem of `dir` (the store's; a cluster
+/// worker keeps one for its own disk).
+pub struct DiskFloor {
     dir: PathBuf,
     reserve: AtomicU64,
     last: Mutex<Option<Measure>>,
     fresh_for: Duration,
+}
+
+impl std::fmt::Debug for DiskFloor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskFloor")
+            .field("dir", &self.dir)
+            .field("reserve", &self.reserve)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The free space of the store's filesystem against the floor.
@@ -52,11 +62,13 @@ pub struct DiskSpace {
 }
 
 impl DiskFloor {
-    pub(crate) fn new(dir: PathBuf) -> Self {
+    /// A floor on the filesystem of `dir`, with no reserve yet.
+    pub fn new(dir: PathBuf) -> Self {
         DiskFloor { dir, reserve: AtomicU64::new(0), last: Mutex::new(None), fresh_for: FRESH_FOR }
     }
 
-    pub(crate) fn set_reserve(&self, bytes: u64) {
+    /// Keeps `bytes` free (at most a tenth of the filesystem).
+    pub fn set_reserve(&self, bytes: u64) {
         self.reserve.store(bytes, Ordering::Relaxed);
     }
 
@@ -66,7 +78,7 @@ impl DiskFloor {
     }
 
     /// The free space now (measured at most [`FRESH_FOR`] ago).
-    pub(crate) fn space(&self) -> std::io::Result<DiskSpace> {
+    pub fn space(&self) -> std::io::Result<DiskSpace> {
         let m = self.measure()?;
         Ok(DiskSpace { free_bytes: m.free, total_bytes: m.total, reserved_bytes: self.reserve(m.total) })
     }
@@ -74,7 +86,7 @@ impl DiskFloor {
     /// Fails with [`StoreError::DiskFull`] when writing `extra` bytes would leave less than the
     /// reserve free; otherwise counts `extra` as used until the next measurement. A filesystem
     /// that cannot be measured is not refused (the write then meets the disk as it is).
-    pub(crate) fn check(&self, extra: u64) -> Result<(), StoreError> {
+    pub fn check(&self, extra: u64) -> Result<(), StoreError> {
         let Ok(m) = self.measure() else { return Ok(()) };
         let reserved = self.reserve(m.total);
         let needed = extra.max(MIN_WRITE);

@@ -52,6 +52,10 @@ pub enum StoreError {
     /// The external chunk store (object storage) failed.
     #[error("the chunk store failed: {0}")]
     External(String),
+    /// A call to the store across the network (a cluster worker's, to its controller's) failed;
+    /// the text says why (the controller's own error, or that it did not answer).
+    #[error("{0}")]
+    Remote(String),
     /// Stored bytes do not decode (checksum mismatch, truncated data, unknown version, ...).
     #[error("corrupt data in the store: {what}: {detail}")]
     Corrupt {

@@ -64,7 +64,7 @@ pub use checkpoint::{
     CheckpointMeta, CheckpointStatus, CheckpointStorage, EntryVisitor, GcReport, Manifest,
     OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
 };
-pub use disk::DiskSpace;
+pub use disk::{DiskFloor, DiskSpace};
 pub use error::StoreError;
 pub use external::ExternalChunks;
 pub use faulty::FaultyStorage;

@@ -332,3 +332,55 @@ fn a_cluster_listener_needs_a_token() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cluster.listen needs cluster.token"), "{stderr}");
 }
+
+/// Host state on a worker's disk counts against its tenant's storage quota as in process:
+/// past the quota the job fails with the quota's reason, and the room the worker had
+/// reserved is given back when the attempt ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_state_on_a_worker_counts_against_the_tenants_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = controller(dir.path(), &[]);
+    let worker = Worker::spawn(server.cluster.as_deref().unwrap(), "w1", TOKEN);
+    let id = registered_id(&worker.wait_line("registered as worker"));
+    let limit = 48u64 << 20;
+    let (_, api) = server.tenant_with("acme", Some(serde_json::json!({ "max_storage_bytes": limit }))).await;
+    let counter = api.upload_guest("counter").await;
+    let (_, tenant) = api.get("/api/v1/tenant").await;
+    let before = tenant["usage"]["storage_bytes"].as_u64().unwrap();
+    let job = api
+        .create_job(&serde_json::json!({
+            "name": "host-state-on-a-worker",
+            "nodes": [
+                { "id": "ids", "kind": "source", "connector": "generator",
+                  "config": { "mode": "sequence", "count": 200_000, "keys": 200_000, "batch_size": 500 } },
+                { "id": "count", "kind": "operator", "module": counter,
+                  "config": { "backend": "host", "pad": 2000 } },
+                { "id": "out", "kind": "sink", "connector": "blackhole" }
+            ],
+            "edges": [
+                { "from": "ids", "to": "count", "partitioning": "hash" },
+                { "from": "count", "to": "out" }
+            ],
+            "settings": { "checkpoint": { "interval_ms": null }, "restart": { "attempts": 0 } }
+        }))
+        .await;
+    let failed = api.wait_status(&job, "failed", WAIT).await;
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("on worker {id}"))
+            && error.contains("host state of this instance")
+            && error.contains("local disk: storage quota exceeded"),
+        "the job failed for another reason: {failed}"
+    );
+    // The reservation ends with the attempt.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, tenant) = api.get("/api/v1/tenant").await;
+        let now = tenant["usage"]["storage_bytes"].as_u64().unwrap();
+        if now <= before + (1 << 20) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the tenant still uses {now} bytes (before the job: {before})");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -39,9 +39,10 @@ pub struct WorkerArgs {
     /// the worker: checkpoints live with the controller.
     #[arg(long, env = "WEIR_WORKER_DIR")]
     dir: Option<std::path::PathBuf>,
-    /// A config file (TOML, as `weir serve`'s) whose `chunk_store` and `chunk_store_prefix`
-    /// the worker uses (`WEIR_CHUNK_STORE__*` variables too): when they name the
-    /// controller's chunk store, the worker puts its subtasks' chunks there itself.
+    /// A config file (TOML, as `weir serve`'s) whose `chunk_store`, `chunk_store_prefix` and
+    /// `min_free_bytes` the worker uses (`WEIR_CHUNK_STORE__*` and `WEIR_MIN_FREE_BYTES`
+    /// variables too): when they name the controller's chunk store, the worker puts its
+    /// subtasks' chunks there itself.
     #[arg(long, env = "WEIR_CONFIG")]
     config: Option<std::path::PathBuf>,
 }
@@ -61,8 +62,9 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     let data_addr = args.advertise.unwrap_or_else(|| bound.to_string());
     let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES);
     tokio::spawn(data.clone().serve(data_listener));
-    let (chunk_store, prefix) = weir::server::ServerConfig::load_chunk_store(args.config.as_deref())?;
-    let chunks = match &chunk_store {
+    let shared = weir::server::ServerConfig::load_shared(args.config.as_deref())?;
+    let prefix = shared.chunk_store_prefix;
+    let chunks = match &shared.chunk_store {
         Some(config) => match config.location(&prefix) {
             Some(location) => {
                 let objects = ChunkObjects::open(config, &prefix)?;
@@ -75,7 +77,12 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     if let Some(chunks) = &chunks {
         println!("weir worker {name}: chunks go to {}", chunks.location);
     }
-    let executor = ExecutorConfig { host, data, local_state: dir.join("local-state"), chunks };
+    let local_state = dir.join("local-state");
+    std::fs::create_dir_all(&local_state)
+        .with_context(|| format!("cannot create {}", local_state.display()))?;
+    let disk_floor = Arc::new(weir_store::DiskFloor::new(local_state.clone()));
+    disk_floor.set_reserve(shared.min_free_bytes);
+    let executor = ExecutorConfig { host, data, local_state, chunks, disk_floor };
     let options = WorkerOptions {
         controller: args.controller,
         token: args.token,
