@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 
 use super::placement::{Assignment, PlacementError, place};
@@ -56,6 +56,8 @@ pub struct ClusterConfig {
     /// After a restart with jobs to resume, how long the controller waits for a worker to
     /// register before it resumes them in its own process.
     pub resume_wait_ms: u64,
+    /// Mutual TLS on the sessions and the data plane ([`super::tls`]); unset: plain TCP.
+    pub tls: Option<super::tls::TlsFiles>,
 }
 
 impl Default for ClusterConfig {
@@ -70,6 +72,7 @@ impl Default for ClusterConfig {
             max_frame_bytes: 16 << 20,
             data_listen: None,
             data_advertise: None,
+            tls: None,
             resume_wait_ms: 10_000,
         }
     }
@@ -438,9 +441,9 @@ impl Workers {
     }
 }
 
-/// Accepts worker sessions on `listener` for as long as the task runs. Sessions beyond
-/// twice `max_workers` (registered or not) are closed at once.
-pub async fn accept(listener: TcpListener, workers: Workers) {
+/// Accepts worker sessions on `listener` over `transport` for as long as the task runs.
+/// Sessions beyond twice `max_workers` (registered or not) are closed at once.
+pub async fn accept(listener: TcpListener, workers: Workers, transport: super::tls::Transport) {
     let sessions = Arc::new(Semaphore::new(workers.config.max_workers as usize * 2));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -456,18 +459,20 @@ pub async fn accept(listener: TcpListener, workers: Workers) {
             tracing::warn!(%peer, "cluster listener: too many sessions, connection closed");
             continue;
         };
-        let workers = workers.clone();
+        let (workers, transport) = (workers.clone(), transport.clone());
         tokio::spawn(async move {
-            session(stream, peer, &workers).await;
+            match transport.accept(stream).await {
+                Ok(stream) => session(stream, peer, &workers).await,
+                Err(e) => tracing::warn!(%peer, error = %e, "cluster session: refused before its hello"),
+            }
             drop(permit);
         });
     }
 }
 
 /// One worker's session, from its hello to its end.
-async fn session(stream: TcpStream, peer: SocketAddr, workers: &Workers) {
+async fn session(stream: super::tls::Stream, peer: SocketAddr, workers: &Workers) {
     let config = &workers.config;
-    let _ = stream.set_nodelay(true);
     let mut session = Session::new(stream, config.max_frame_bytes);
     let hello = tokio::time::timeout(Duration::from_millis(config.hello_timeout_ms), session.recv()).await;
     let hello = match hello {

@@ -27,11 +27,11 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
+use super::tls::{ReadHalf as OwnedReadHalf, Stream, Transport, WriteHalf as OwnedWriteHalf};
 use crate::runtime::channel_state::{decode_wire, encode_wire};
 use crate::runtime::{
     Closed, CreditSink, Credits, Message, Outbound, Receiver, Sender, credited_channel, remote_sender,
@@ -127,6 +127,8 @@ struct Inner {
     connections: Mutex<HashMap<String, Arc<Connection>>>,
     /// Registered input channels not opened yet.
     inputs: Mutex<HashMap<ChannelKey, (Sender, Arc<StreamCredit>)>>,
+    /// Plain TCP or mutual TLS.
+    transport: Transport,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -134,8 +136,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl DataPlane {
-    /// The data plane of the worker reachable at `address`, holding the cluster `token`.
-    pub fn new(token: &str, address: &str, max_frame_bytes: usize) -> Self {
+    /// The data plane of the worker reachable at `address`, holding the cluster `token`,
+    /// connecting over `transport`.
+    pub fn new(token: &str, address: &str, max_frame_bytes: usize, transport: Transport) -> Self {
         DataPlane {
             inner: Arc::new(Inner {
                 token_hash: Sha256::digest(token.as_bytes()).into(),
@@ -144,6 +147,7 @@ impl DataPlane {
                 max_frame_bytes,
                 connections: Mutex::new(HashMap::new()),
                 inputs: Mutex::new(HashMap::new()),
+                transport,
             }),
         }
     }
@@ -163,6 +167,13 @@ impl DataPlane {
             };
             let this = self.clone();
             tokio::spawn(async move {
+                let stream = match this.inner.transport.accept(stream).await {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        tracing::warn!(%peer, reason = %e, "data connection refused");
+                        return;
+                    }
+                };
                 match this.accept(stream).await {
                     // The permit goes with the connection.
                     Ok(conn) => conn.permit.set(permit).unwrap_or(()),
@@ -172,7 +183,7 @@ impl DataPlane {
         }
     }
 
-    async fn accept(&self, stream: TcpStream) -> Result<Arc<Connection>, String> {
+    async fn accept(&self, stream: Stream) -> Result<Arc<Connection>, String> {
         let (mut reader, mut writer) = self.framed(stream);
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.next()).await {
             Ok(Some(Ok(frame))) => rmp_serde::from_slice::<DataHello>(&frame).map_err(|e| e.to_string())?,
@@ -205,11 +216,10 @@ impl DataPlane {
     /// The two halves of a connection, framed as the data plane frames.
     fn framed(
         &self,
-        stream: TcpStream,
+        stream: Stream,
     ) -> (FramedRead<OwnedReadHalf, LengthDelimitedCodec>, FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>)
     {
-        let _ = stream.set_nodelay(true);
-        let (read, write) = stream.into_split();
+        let (read, write) = stream.split();
         let codec =
             || LengthDelimitedCodec::builder().max_frame_length(self.inner.max_frame_bytes).new_codec();
         // Buffers sized for batches (tens to hundreds of KiB each), so that a frame is read
@@ -226,7 +236,7 @@ impl DataPlane {
             return Ok(c.clone());
         }
         let failed = |reason: String| DataError::Connection { peer: peer.to_string(), reason };
-        let stream = TcpStream::connect(peer).await.map_err(|e| failed(e.to_string()))?;
+        let stream = self.inner.transport.connect(peer).await.map_err(|e| failed(e.to_string()))?;
         let (mut reader, mut writer) = self.framed(stream);
         let hello = DataHello {
             protocol: DATA_PROTOCOL,

@@ -57,17 +57,18 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts the controller's data plane on `listener`, reachable at `advertise` (its
-    /// bound address when `None`).
+    /// bound address when `None`), over `transport`.
     pub fn start(
         workers: Workers,
         listener: TcpListener,
         advertise: Option<String>,
+        transport: super::tls::Transport,
     ) -> std::io::Result<Self> {
         let bound = listener.local_addr()?;
         let data_addr = advertise.unwrap_or_else(|| bound.to_string());
         let config = workers.config();
         let token = config.token.clone().unwrap_or_default();
-        let data = DataPlane::new(&token, &data_addr, super::data::DATA_FRAME_BYTES);
+        let data = DataPlane::new(&token, &data_addr, super::data::DATA_FRAME_BYTES, transport);
         tokio::spawn(data.clone().serve(listener));
         Ok(Cluster { workers, data, data_addr, chunk_store: None })
     }

@@ -734,7 +734,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = ExecutorConfig {
             host: GuestHost::new(None).unwrap(),
-            data: DataPlane::new("0123456789abcdef", "127.0.0.1:9", 1 << 20),
+            data: DataPlane::new("0123456789abcdef", "127.0.0.1:9", 1 << 20, Default::default()),
             local_state: dir.path().to_path_buf(),
             chunks: None,
             disk_floor: Arc::new(weir_store::DiskFloor::new(dir.path().to_path_buf())),

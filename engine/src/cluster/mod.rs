@@ -16,6 +16,7 @@ pub mod outbox;
 pub mod placement;
 pub mod protocol;
 mod quota;
+pub mod tls;
 pub mod worker;
 
 pub use controller::{AttemptInbox, ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};

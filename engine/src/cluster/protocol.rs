@@ -664,8 +664,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SessionReader<S> {
     /// See [`Session::recv`].
     pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, SessionError> {
         loop {
-            let Some(frame) = self.stream.next().await else { return Ok(None) };
-            let frame = frame?;
+            let frame = match self.stream.next().await {
+                None => return Ok(None),
+                // A TLS peer that went away without its close_notify (killed, or a plain
+                // close) has closed the session all the same.
+                Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+                Some(frame) => frame?,
+            };
             let Some((&tag, body)) = frame.split_first() else {
                 return Err(SessionError::Framing("an empty frame".into()));
             };

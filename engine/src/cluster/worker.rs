@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use tokio::net::TcpStream;
-
 use tokio::sync::mpsc;
 
 use super::controller::MAX_MESSAGE_BYTES;
@@ -43,6 +41,8 @@ pub struct WorkerOptions {
     pub slots: u32,
     /// What it runs the subtasks it is given with.
     pub executor: ExecutorConfig,
+    /// Plain TCP or mutual TLS to the controller (the data plane's is in `executor.data`).
+    pub transport: super::tls::Transport,
 }
 
 /// Something the worker's sessions report (the CLI prints them; tests wait on them).
@@ -118,13 +118,12 @@ async fn one_session(
     mut stop: std::pin::Pin<&mut impl Future<Output = ()>>,
 ) -> Ended {
     let stream = tokio::select! {
-        connected = TcpStream::connect(&options.controller) => match connected {
+        connected = options.transport.connect(&options.controller) => match connected {
             Ok(stream) => stream,
             Err(e) => return Ended::NotRegistered(format!("cannot connect to {}: {e}", options.controller)),
         },
         () = stop.as_mut() => return Ended::Stopped,
     };
-    let _ = stream.set_nodelay(true);
     let mut session = Session::new(stream, MAX_FRAME_BYTES);
     let hello = Hello {
         protocol: PROTOCOL_VERSION,

@@ -137,6 +137,17 @@ pub struct SharedConfig {
     pub chunk_store_prefix: String,
     /// The free space kept on the worker's disk: host state that would leave less is refused.
     pub min_free_bytes: u64,
+    /// `cluster.tls`: the worker's certificate, key and the cluster CA (its other `cluster`
+    /// keys are the controller's).
+    pub cluster: SharedCluster,
+}
+
+/// The part of `cluster` a worker uses.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SharedCluster {
+    /// Mutual TLS to the controller and the other workers.
+    #[serde(default)]
+    pub tls: Option<crate::cluster::tls::TlsFiles>,
 }
 
 impl Default for ServerConfig {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use weir_store::Store;
 
-pub use config::{ConfigError, ServerConfig, SharedConfig};
+pub use config::{ConfigError, ServerConfig, SharedCluster, SharedConfig};
 pub use error::{ServerError, ServerResult};
 
 use crate::cluster::Workers;
@@ -109,14 +109,21 @@ impl Server {
             .with_compile_limits(config.max_compiles_per_tenant, config.max_compiles);
         if let Some(objects) = objects {
             modules = modules.with_objects(objects);
-            // What failed uploads, savepoints and deletions left in object storage.
+            // What failed uploads, savepoints and deletions left in object storage, and the
+            // modules uploaded before the store was set.
             let (store, modules) = (store.clone(), modules.clone());
-            let (savepoints, modules) = tokio::task::spawn_blocking(move || {
-                anyhow::Ok((store.sweep_savepoint_objects()?, modules.sweep_objects()?))
+            let (savepoints, (modules, uploaded)) = tokio::task::spawn_blocking(move || {
+                anyhow::Ok((store.sweep_savepoint_objects()?, modules.sync_objects()?))
             })
             .await??;
-            if savepoints + modules > 0 {
-                tracing::info!(savepoints, modules, "deleted objects no savepoint or module names");
+            if savepoints + modules + uploaded > 0 {
+                tracing::info!(
+                    savepoints,
+                    modules,
+                    uploaded,
+                    "object storage: deleted the objects of savepoints and modules no record names, \
+                     put modules that had only their local file"
+                );
             }
         }
         let jobs = JobManager::open(
@@ -294,10 +301,19 @@ async fn start_cluster(
         .await
         .with_context(|| format!("cannot listen for the data plane on {data_listen}"))?;
     let data_bound = data.local_addr()?;
-    let cluster = crate::cluster::Cluster::start(workers.clone(), data, config.data_advertise.clone())?
-        .with_chunk_store(chunk_store);
+    let transport = match &config.tls {
+        Some(files) => crate::cluster::tls::Transport::tls(files)?,
+        None => crate::cluster::tls::Transport::plain(),
+    };
+    let cluster = crate::cluster::Cluster::start(
+        workers.clone(),
+        data,
+        config.data_advertise.clone(),
+        transport.clone(),
+    )?
+    .with_chunk_store(chunk_store);
     jobs.set_cluster(Arc::new(cluster));
-    tokio::spawn(crate::cluster::accept(listener, workers.clone()));
+    tokio::spawn(crate::cluster::accept(listener, workers.clone(), transport));
     Ok((bound, data_bound))
 }
 

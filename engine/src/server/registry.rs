@@ -6,7 +6,8 @@
 //! With a chunk store configured, a module's bytes also go to object storage
 //! (`<prefix>/modules/<id>.wasm`) before its record commits, and the local file is a cache:
 //! a module whose file is missing (a controller on a new volume, a deleted cache) is fetched
-//! from there and checked against its id. Objects no record names are swept at start.
+//! from there and checked against its id. At start, objects no record names are deleted and
+//! recorded modules with only a local file (uploaded before the store was set) are put.
 //!
 //! Compiling is the expensive part of an upload, so it is bounded: the world is checked on
 //! the component's names before Cranelift runs (in [`GuestHost::load`]), at most
@@ -197,25 +198,38 @@ impl ModuleRegistry {
         ModuleRegistry { objects: Some(objects), ..self }
     }
 
-    /// Deletes the module objects no tenant's record names (an upload that failed after its
-    /// put, a deletion whose object delete failed); returns how many. Blocking.
-    pub fn sweep_objects(&self) -> ServerResult<usize> {
+    /// Makes the module objects match the records: deletes those no tenant's record names
+    /// (an upload that failed after its put, a deletion whose object delete failed) and puts
+    /// the local files of recorded modules that have no object (uploaded before the chunk
+    /// store was set). Returns (deleted, put). Blocking; at start.
+    pub fn sync_objects(&self) -> ServerResult<(usize, usize)> {
         let Some(objects) = &self.objects else {
-            return Ok(0);
+            return Ok((0, 0));
         };
         let _files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut known = std::collections::HashSet::new();
+        let mut known = std::collections::BTreeSet::new();
         let txn = self.store.database()?.begin_read().map_err(db_err)?;
         for row in txn.open_table(MODULES).map_err(db_err)?.iter().map_err(db_err)? {
             known.insert(row.map_err(db_err)?.0.value().1.to_string());
         }
-        let stored = objects.block_on(|o| async move { o.list_modules().await })?;
-        let mut swept = 0;
-        for id in stored.into_iter().filter(|id| !known.contains(id)) {
+        let stored: std::collections::BTreeSet<String> =
+            objects.block_on(|o| async move { o.list_modules().await })?.into_iter().collect();
+        let mut deleted = 0;
+        for id in stored.difference(&known) {
+            let id = id.clone();
             objects.block_on(|o| async move { o.delete_module(&id).await })?;
-            swept += 1;
+            deleted += 1;
         }
-        Ok(swept)
+        let mut put = 0;
+        for id in known.difference(&stored) {
+            // A module whose file is gone too cannot be helped here: resolving it says so.
+            let Ok(bytes) = std::fs::read(self.path(id)) else { continue };
+            let id = id.clone();
+            let bytes = bytes::Bytes::from(bytes);
+            objects.block_on(|o| async move { o.put_module(&id, bytes).await })?;
+            put += 1;
+        }
+        Ok((deleted, put))
     }
 
     /// The bytes of module `id`: the local file, or (when it is missing) the object, which is

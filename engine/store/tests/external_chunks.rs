@@ -194,18 +194,7 @@ fn external_chunks_hold_the_bytes_and_everything_reads_and_collects_them() {
     }
     assert!(direct.bytes > 10_000, "{} bytes read", direct.bytes);
     // A savepoint copies the state out of the external chunks.
-    let info = SavepointInfo {
-        id: "sp1".into(),
-        owner: "tenant".into(),
-        job: JOB.into(),
-        checkpoint: 5,
-        created_ms: 1,
-        bytes: 0,
-        entries: 0,
-        origin: None,
-        description: serde_json::Value::Null,
-    };
-    let created = store.create_savepoint(info, &manifest).unwrap();
+    let created = store.create_savepoint(savepoint_info("sp1"), &manifest).unwrap();
     assert_eq!(created.entries, want.len() as u64, "the savepoint copied every live entry");
     // A missing external chunk is a missing chunk, not an empty state.
     memory.delete(JOB, &[last.chains[&1][0]]).unwrap();

@@ -487,10 +487,11 @@ async fn bad_savepoint_input_gets_clear_errors() {
     assert_eq!(status, 404, "{e}");
 }
 
-/// Savepoints and uploaded modules in a real S3 server (moto, issue 22): a savepoint's chunks
-/// are objects (none in the redb file), modules are objects too, a controller whose module
-/// files are gone fetches them back, a job restores from the savepoint in the bucket, what
-/// failed writes left is swept at start, and deleting the savepoint deletes its objects.
+/// Savepoints and uploaded modules in a real S3 server (moto, issue 22): a savepoint's
+/// chunks are objects (none in the redb file), modules are objects too (those uploaded before
+/// the store was set go there at start), a controller whose module files are gone fetches
+/// them back, a job restores from the savepoint in the bucket, what failed writes left is
+/// swept at start, and deleting the savepoint deletes its objects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn savepoints_and_modules_live_in_object_storage() {
     use weir::cluster::objects::{ChunkObjects, ObjectStoreConfig};
@@ -512,9 +513,15 @@ async fn savepoints_and_modules_live_in_object_storage() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
 
-    let mut server = TestServer::start_in(&dir, config).await;
-    let (_, api) = server.tenant("acme").await;
+    // A module uploaded before the chunk store was set goes there at the next start.
+    let mut plain = TestServer::start_in(&dir, |_| {}).await;
+    let (_, api) = plain.tenant("acme").await;
     let tokenizer = setup(&api).await;
+    plain.abort();
+    drop(plain);
+    let mut server = TestServer::start_in(&dir, config).await;
+    assert_eq!(objects.list_modules().await.unwrap(), vec![tokenizer.clone()]);
+    let api = server.client(api.token().unwrap());
     let wordcount = api.upload_guest("wordcount").await;
     let mut modules = vec![tokenizer.clone(), wordcount.clone()];
     modules.sort();

@@ -18,7 +18,7 @@ const WAIT: Duration = Duration::from_secs(60);
 async fn worker(token: &str) -> (DataPlane, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let plane = DataPlane::new(token, &addr, 16 << 20);
+    let plane = DataPlane::new(token, &addr, 16 << 20, Default::default());
     tokio::spawn(plane.clone().serve(listener));
     (plane, addr)
 }

@@ -26,6 +26,7 @@ mod cluster_data;
 mod cluster_jobs;
 mod cluster_kafka;
 mod cluster_objects;
+mod cluster_tls;
 mod cluster_workers;
 mod coordinator;
 mod disk_full;

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 
 use weir::cluster::data::{DATA_FRAME_BYTES, DataPlane};
 use weir::cluster::objects::{BlockingChunks, ChunkObjects};
+use weir::cluster::tls::Transport;
 use weir::cluster::worker::{WorkerOptions, WorkerStatus, run};
 use weir::cluster::{ExecutorConfig, WorkerChunks};
 use weir::guest::GuestHost;
@@ -39,10 +40,11 @@ pub struct WorkerArgs {
     /// the worker: checkpoints live with the controller.
     #[arg(long, env = "WEIR_WORKER_DIR")]
     dir: Option<std::path::PathBuf>,
-    /// A config file (TOML, as `weir serve`'s) whose `chunk_store`, `chunk_store_prefix` and
-    /// `min_free_bytes` the worker uses (`WEIR_CHUNK_STORE__*` and `WEIR_MIN_FREE_BYTES`
-    /// variables too): when they name the controller's chunk store, the worker puts its
-    /// subtasks' chunks there itself.
+    /// A config file (TOML, as `weir serve`'s) whose `chunk_store`, `chunk_store_prefix`,
+    /// `min_free_bytes` and `cluster.tls` the worker uses (`WEIR_CHUNK_STORE__*`,
+    /// `WEIR_MIN_FREE_BYTES` and `WEIR_CLUSTER__TLS__*` variables too): when they name the
+    /// controller's chunk store, the worker puts its subtasks' chunks there itself; with
+    /// `cluster.tls`, it speaks mutual TLS to the controller and the other workers.
     #[arg(long, env = "WEIR_CONFIG")]
     config: Option<std::path::PathBuf>,
 }
@@ -60,9 +62,13 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let host = GuestHost::new(Some(dir.join("module-cache")))?;
     let data_addr = args.advertise.unwrap_or_else(|| bound.to_string());
-    let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES);
-    tokio::spawn(data.clone().serve(data_listener));
     let shared = weir::server::ServerConfig::load_shared(args.config.as_deref())?;
+    let transport = match &shared.cluster.tls {
+        Some(files) => Transport::tls(files)?,
+        None => Transport::plain(),
+    };
+    let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES, transport.clone());
+    tokio::spawn(data.clone().serve(data_listener));
     let prefix = shared.chunk_store_prefix;
     let chunks = match &shared.chunk_store {
         Some(config) => match config.location(&prefix) {
@@ -92,8 +98,13 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
             .slots
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
         executor,
+        transport: transport.clone(),
     };
-    println!("weir worker {name}: data plane on {bound}, registering with {}", options.controller);
+    let over = if transport.is_tls() { "mutual TLS" } else { "plain TCP" };
+    println!(
+        "weir worker {name}: data plane on {bound}, registering with {} over {over}",
+        options.controller
+    );
     let report = move |status: WorkerStatus| match status {
         WorkerStatus::Registered(id) => println!("weir worker {name} registered as worker {id}"),
         WorkerStatus::SessionEnded(reason) => println!("weir worker {name}: session ended ({reason})"),

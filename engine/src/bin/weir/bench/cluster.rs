@@ -9,7 +9,8 @@
 //! events (so that starting, compiling and the final checkpoint are left out), from the
 //! source counters the workers report. CPU: the workers' and the controller's, from
 //! `/proc/<pid>/stat` over the same window. Checkpoints (every second): their count, the
-//! median duration and the bytes written, from the job's checkpoint history.
+//! median duration and the bytes written, from the job's checkpoint history. With `--tls`,
+//! each worker count runs again with every cluster connection over mutual TLS, side by side.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,8 @@ pub struct ClusterBenchOptions {
     pub query: Query,
     /// Runs of each variant (the median is reported).
     pub runs: usize,
+    /// Each worker count also over mutual TLS.
+    pub tls: bool,
 }
 
 /// One run's figures.
@@ -178,7 +181,63 @@ impl Http {
 }
 
 /// One run on `workers` workers.
-async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow::Result<RunFigures> {
+fn openssl(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().context("running openssl")?;
+    if !out.status.success() {
+        bail!("openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// A cluster CA and one certificate for `weir-cluster` under `dir`; returns the variables
+/// that give a process that certificate.
+fn make_certificates(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    std::fs::create_dir_all(dir)?;
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=weir-bench-ca", "-keyout", "ca.key"];
+    ca.extend(ec);
+    ca.extend(["-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE"]);
+    ca.extend(["-addext", "keyUsage=critical,keyCertSign"]);
+    openssl(dir, &ca)?;
+    let mut csr = vec!["req", "-new", "-subj", "/CN=weir-cluster", "-keyout", "node.key", "-out", "node.csr"];
+    csr.extend(ec);
+    openssl(dir, &csr)?;
+    std::fs::write(
+        dir.join("node.ext"),
+        "subjectAltName=DNS:weir-cluster\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )?;
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "node.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "node.pem",
+            "-extfile",
+            "node.ext",
+        ],
+    )?;
+    Ok([("CERT", "node.pem"), ("KEY", "node.key"), ("CA", "ca.pem")]
+        .into_iter()
+        .map(|(k, f)| (format!("WEIR_CLUSTER__TLS__{k}"), dir.join(f).display().to_string()))
+        .collect())
+}
+
+async fn one_run(
+    dir: &Path,
+    workers: usize,
+    o: &ClusterBenchOptions,
+    tls: &[(String, String)],
+) -> anyhow::Result<RunFigures> {
     let exe = std::env::current_exe()?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
@@ -190,6 +249,7 @@ async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow:
         .env("WEIR_ADMIN_TOKEN", ADMIN)
         .env("WEIR_CLUSTER__LISTEN", "127.0.0.1:0")
         .env("WEIR_CLUSTER__TOKEN", TOKEN)
+        .envs(tls.iter().map(|(k, v)| (k, v)))
         .env("RUST_LOG", "weir=warn");
     let controller = Proc::spawn(command)?;
     let cluster = controller.line("weir cluster listening on ")?;
@@ -205,6 +265,7 @@ async fn one_run(dir: &Path, workers: usize, o: &ClusterBenchOptions) -> anyhow:
             .args(["--listen", "127.0.0.1:0", "--slots", "1", "--dir"])
             .arg(dir.join(format!("worker-{k}")))
             .env("WEIR_CLUSTER_TOKEN", TOKEN)
+            .envs(tls.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "weir=warn");
         let worker = Proc::spawn(command)?;
         group.add(&worker.pid())?;
@@ -305,14 +366,25 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// Runs every variant `runs` times, round robin, and prints the medians.
 pub async fn run_and_print(data_dir: &Path, o: &ClusterBenchOptions) -> anyhow::Result<()> {
     let dir = data_dir.join("bench-cluster");
-    let mut results: Vec<Vec<RunFigures>> = o.workers.iter().map(|_| Vec::new()).collect();
+    let tls = match o.tls {
+        true => make_certificates(&data_dir.join("bench-cluster-certs"))?,
+        false => Vec::new(),
+    };
+    // (workers, over TLS)
+    let variants: Vec<(usize, bool)> = o
+        .workers
+        .iter()
+        .flat_map(|&n| std::iter::once((n, false)).chain(o.tls.then_some((n, true))))
+        .collect();
+    let mut results: Vec<Vec<RunFigures>> = variants.iter().map(|_| Vec::new()).collect();
     for round in 0..o.runs {
-        for (i, &n) in o.workers.iter().enumerate() {
-            let figures = one_run(&dir, n, o).await?;
+        for (i, &(n, over_tls)) in variants.iter().enumerate() {
+            let figures = one_run(&dir, n, o, if over_tls { &tls } else { &[] }).await?;
             eprintln!(
-                "run {}/{}: {n} worker(s): {:.0} events/s, {:.0} per CPU-s, workers {:.2} CPUs, controller {:.2}",
+                "run {}/{}: {n} worker(s){}: {:.0} events/s, {:.0} per CPU-s, workers {:.2} CPUs, controller {:.2}",
                 round + 1,
                 o.runs,
+                if over_tls { " over TLS" } else { "" },
                 figures.per_second,
                 figures.per_cpu_second,
                 figures.worker_cpus,
@@ -322,6 +394,7 @@ pub async fn run_and_print(data_dir: &Path, o: &ClusterBenchOptions) -> anyhow::
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(data_dir.join("bench-cluster-certs"));
     println!(
         "Nexmark {} on workers held to {:.2} CPU each (cgroup quota), {} events, median of {} run(s)",
         o.query.name(),
@@ -341,14 +414,23 @@ pub async fn run_and_print(data_dir: &Path, o: &ClusterBenchOptions) -> anyhow::
         "checkpoint ms (median)",
         "bytes per checkpoint",
     ]);
-    let base = median(results.first().map(|r| r.iter().map(|f| f.per_second).collect()).unwrap_or_default());
-    for (i, &n) in o.workers.iter().enumerate() {
+    let per_second = |i: usize| median(results[i].iter().map(|f| f.per_second).collect());
+    let base = if results.is_empty() { 0.0 } else { per_second(0) };
+    for (i, &(n, over_tls)) in variants.iter().enumerate() {
         let r = &results[i];
-        let per_second = median(r.iter().map(|f| f.per_second).collect());
+        let rate = per_second(i);
+        let label = match over_tls {
+            // Beside it, what TLS leaves of the plain figure.
+            true => format!(
+                "{n}, TLS ({:.2} of plain)",
+                if i > 0 && per_second(i - 1) > 0.0 { rate / per_second(i - 1) } else { 0.0 }
+            ),
+            false => n.to_string(),
+        };
         table.add_row([
-            n.to_string(),
-            format!("{per_second:.0}"),
-            format!("{:.2}", if base > 0.0 { per_second / base } else { 0.0 }),
+            label,
+            format!("{rate:.0}"),
+            format!("{:.2}", if base > 0.0 { rate / base } else { 0.0 }),
             format!("{:.0}", median(r.iter().map(|f| f.per_cpu_second).collect())),
             format!("{:.2}", median(r.iter().map(|f| f.worker_cpus).collect())),
             format!("{:.2}", median(r.iter().map(|f| f.controller_cpus).collect())),

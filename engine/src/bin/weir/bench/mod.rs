@@ -215,6 +215,11 @@ pub enum Suite {
         /// Runs of each variant (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Runs every worker count twice, plain TCP and mutual TLS (`cluster.tls`, with a CA
+        /// and a certificate the `openssl` command makes), round robin, and reports what TLS
+        /// costs.
+        #[arg(long)]
+        tls: bool,
     },
     /// Keyed state in guest memory versus on the host's local store (issue 21): the keyed
     /// count's records per second and per CPU-second while loading the keys and on random
@@ -403,13 +408,14 @@ pub async fn run(data_dir: &Path, suite: Suite) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(&options.dir);
             Ok(())
         }
-        Suite::Cluster { workers, cpu, events, query, runs } => {
+        Suite::Cluster { workers, cpu, events, query, runs, tls } => {
             let options = cluster::ClusterBenchOptions {
                 workers: workers.into_iter().filter(|n| *n > 0).collect(),
                 cpu,
                 events: events.max(1000),
                 query,
                 runs: runs.max(1),
+                tls,
             };
             cluster::run_and_print(data_dir, &options).await
         }

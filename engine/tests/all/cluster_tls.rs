@@ -1,0 +1,155 @@
+//! Mutual TLS on the cluster's connections (issue 22): a controller and two workers holding
+//! certificates of one cluster CA run a job exactly once, their sessions and data plane
+//! over TLS; a worker speaking plain TCP, and one whose certificate another CA signed, never
+//! register. The CA and certificates are made with the `openssl` command.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::cluster_workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
+use crate::server::wordcount::{self, check_exactly_once, lines, push, wait_output};
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl runs");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A CA `name` in `dir`: (`name.pem`, `name.key`).
+fn ca(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ],
+    );
+    (dir.join(pem), dir.join(key))
+}
+
+/// A certificate `name` for DNS name `san`, signed by `ca`: (`name.pem`, `name.key`).
+fn certificate(dir: &Path, name: &str, ca: &(PathBuf, PathBuf), san: &str) -> (PathBuf, PathBuf) {
+    let (pem, key, csr, ext) =
+        (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
+    std::fs::write(
+        dir.join(&ext),
+        format!(
+            "subjectAltName=DNS:{san}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n"
+        ),
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ],
+    );
+    let (ca_pem, ca_key) = (ca.0.to_str().unwrap(), ca.1.to_str().unwrap());
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            ca_pem,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &pem,
+            "-extfile",
+            &ext,
+        ],
+    );
+    (dir.join(pem), dir.join(key))
+}
+
+/// The variables that give a process `cert` under the cluster CA `ca`.
+fn tls_env(cert: &(PathBuf, PathBuf), ca: &Path) -> Vec<(String, String)> {
+    [("CERT", &cert.0), ("KEY", &cert.1), ("CA", &ca.to_path_buf())]
+        .into_iter()
+        .map(|(k, v)| (format!("WEIR_CLUSTER__TLS__{k}"), v.display().to_string()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_mutual_tls_runs_a_job_and_refuses_strangers() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let cluster_ca = ca(&certs, "cluster-ca");
+    let controller_cert = certificate(&certs, "controller", &cluster_ca, "weir-cluster");
+    let worker_cert = certificate(&certs, "worker", &cluster_ca, "weir-cluster");
+    let other_ca = ca(&certs, "other-ca");
+    let stranger_cert = certificate(&certs, "stranger", &other_ca, "weir-cluster");
+
+    let env = tls_env(&controller_cert, &cluster_ca.0);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = controller(&dir.path().join("data"), &env);
+    let addr = server.cluster.clone().unwrap();
+    let worker_env = tls_env(&worker_cert, &cluster_ca.0);
+    let w1 = Worker::spawn_with(&addr, "w1", TOKEN, &worker_env);
+    let w2 = Worker::spawn_with(&addr, "w2", TOKEN, &worker_env);
+    w1.wait_line("over mutual TLS");
+    let id1 = registered_id(&w1.wait_line("registered as worker"));
+    let id2 = registered_id(&w2.wait_line("registered as worker"));
+
+    // Strangers: plain TCP, and a certificate of another CA (the token is right).
+    let plain = Worker::spawn(&addr, "plain", TOKEN);
+    plain.wait_line("cannot register");
+    let stranger = Worker::spawn_with(&addr, "stranger", TOKEN, &tls_env(&stranger_cert, &cluster_ca.0));
+    stranger.wait_line("cannot register");
+
+    // The word count on the two TLS workers (one slot each), exactly once.
+    let (_, api) = server.tenant("acme").await;
+    api.upload_guest("tokenizer").await;
+    api.upload_guest("wordcount").await;
+    api.post("/api/v1/streams", &json!({ "name": "lines", "partitions": 2 })).await;
+    push(&api, lines(0, 1000)).await;
+    let job = api.create_job(&wordcount::spec("tls-wordcount", "tokenizer", "wordcount")).await;
+    let list = wait_workers(&server, "a slot on each TLS worker", |l| {
+        [id1, id2].iter().all(|id| find(l, *id).is_some_and(|w| w["used_slots"] == 1))
+    })
+    .await;
+    assert_eq!(list.len(), 2, "only the TLS workers registered: {list:#?}");
+    wait_output(&api, 1000).await;
+    let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/stop")).await;
+    assert_eq!(status, 202);
+    api.wait_status(&job, "stopped", std::time::Duration::from_secs(120)).await;
+    check_exactly_once(&api, 1000).await;
+}
