@@ -293,6 +293,7 @@ mod tests {
         std::fs::write(
             &file,
             "listen = \"0.0.0.0:8080\"\n[cluster]\nlisten = \"0.0.0.0:7070\"\n\
+             [cluster.tls]\ncert = \"/tls/tls.crt\"\nkey = \"/tls/tls.key\"\nca = \"/tls/ca.crt\"\n\
              [chunk_store]\nkind = \"local\"\ndir = \"/var/lib/chunks\"\n",
         )
         .expect("write");
@@ -300,6 +301,8 @@ mod tests {
         let shared = ServerConfig::load_shared(Some(&file)).expect("loads");
         let (store, prefix) = (shared.chunk_store, shared.chunk_store_prefix);
         assert_eq!(shared.min_free_bytes, ServerConfig::default().min_free_bytes);
+        let tls = shared.cluster.tls.expect("cluster.tls is read");
+        assert_eq!((tls.cert.to_str(), tls.server_name.as_str()), (Some("/tls/tls.crt"), "weir-cluster"));
         assert_eq!(store, Some(ObjectStoreConfig::Local { dir: "/var/lib/chunks".into() }));
         assert_eq!(prefix, "weir");
         let other = ObjectStoreConfig::Local { dir: "/var/lib/other".into() };
