@@ -6,9 +6,9 @@
 //! reach them; their messages to the coordinator and their checkpoint storage calls go back
 //! over the session ([`RemoteStorage`]: the controller's store stays the single commit
 //! point; with the controller's chunk store shared, the subtasks put their chunks and read
-//! the chains they restore there themselves); `Ended` reports how the part ended. Every job-scoped message names its attempt:
-//! a deploy older than one already seen for the job is refused and messages of an attempt
-//! that is not the job's current one are dropped. A session that ends takes every part with
+//! the chains they restore there themselves); `Ended` reports how the part ended. Every
+//! job-scoped message names its attempt: a deploy older than one already seen for the job
+//! is refused and messages of an attempt that is not the job's current one are dropped. A session that ends takes every part with
 //! it (nothing they do could be reported any more).
 
 use std::collections::{BTreeMap, HashMap};

@@ -494,17 +494,10 @@ async fn bad_savepoint_input_gets_clear_errors() {
 /// swept at start, and deleting the savepoint deletes its objects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn savepoints_and_modules_live_in_object_storage() {
-    use weir::cluster::objects::{ChunkObjects, ObjectStoreConfig};
+    use weir::cluster::objects::ChunkObjects;
     let s3 = crate::common::s3::S3Server::start();
     s3.create_bucket("weir").await;
-    let bucket = ObjectStoreConfig::S3 {
-        bucket: "weir".into(),
-        region: "us-east-1".into(),
-        endpoint: Some(s3.endpoint.clone()),
-        access_key_id: "test".into(),
-        secret_access_key: "secret".into(),
-        allow_http: true,
-    };
+    let bucket = s3.config("weir");
     let objects = ChunkObjects::open(&bucket, "prod").unwrap();
     let config = |c: &mut weir::server::ServerConfig| {
         c.chunk_store = Some(bucket.clone());

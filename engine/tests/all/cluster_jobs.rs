@@ -292,14 +292,7 @@ async fn trial(seed: u64, reference: &BTreeMap<String, Vec<serde_json::Value>>) 
     let dir = tempfile::tempdir().unwrap();
     let s3 = S3Server::start();
     s3.create_bucket("weir").await;
-    let objects = ObjectStoreConfig::S3 {
-        bucket: "weir".into(),
-        region: "us-east-1".into(),
-        endpoint: Some(s3.endpoint.clone()),
-        access_key_id: "testing".into(),
-        secret_access_key: "testing".into(),
-        allow_http: true,
-    };
+    let objects = s3.config("weir");
     let mut cluster = Cluster::start(&dir.path().join("data"), &objects);
     let (_, mut api) = cluster.server.tenant("chaos").await;
     let module = api.upload_guest("nexmark-q17").await;

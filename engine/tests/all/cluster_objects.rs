@@ -3,26 +3,15 @@
 //! listing by job, deletes, prefixes.
 
 use bytes::Bytes;
-use weir::cluster::objects::{ChunkObjects, ObjectError, ObjectStoreConfig};
+use weir::cluster::objects::{ChunkObjects, ObjectError};
 
 use crate::common::s3::S3Server;
-
-fn s3(server: &S3Server, secret: &str) -> ObjectStoreConfig {
-    ObjectStoreConfig::S3 {
-        bucket: "weir".into(),
-        region: "us-east-1".into(),
-        endpoint: Some(server.endpoint.clone()),
-        access_key_id: "test".into(),
-        secret_access_key: secret.into(),
-        allow_http: true,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunks_in_s3_are_written_once_listed_and_deleted() {
     let server = S3Server::start();
     server.create_bucket("weir").await;
-    let objects = ChunkObjects::open(&s3(&server, "secret"), "cluster-1").unwrap();
+    let objects = ChunkObjects::open(&server.config("weir"), "cluster-1").unwrap();
     let job = "0123456789abcdef";
     assert_eq!(objects.get(job, 7).await.unwrap(), None);
     let chunk = Bytes::from(vec![7u8; 300_000]);
@@ -41,6 +30,6 @@ async fn chunks_in_s3_are_written_once_listed_and_deleted() {
     assert_eq!(objects.list(job).await.unwrap(), vec![(9, 4)]);
     assert_eq!(objects.list("other-job").await.unwrap(), vec![(8, 5)]);
     // Another prefix in the same bucket is another store.
-    let other = ChunkObjects::open(&s3(&server, "secret"), "cluster-2").unwrap();
+    let other = ChunkObjects::open(&server.config("weir"), "cluster-2").unwrap();
     assert_eq!(other.list(job).await.unwrap(), vec![]);
 }

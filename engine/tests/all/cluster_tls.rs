@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
+use weir::cluster::data::{ChannelKey, DataError, DataPlane};
+use weir::cluster::tls::{TlsFiles, Transport};
 
 use crate::cluster_workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
 use crate::server::wordcount::{self, check_exactly_once, lines, push, wait_output};
@@ -134,6 +136,29 @@ async fn a_cluster_over_mutual_tls_runs_a_job_and_refuses_strangers() {
     plain.wait_line("cannot register");
     let stranger = Worker::spawn_with(&addr, "stranger", TOKEN, &tls_env(&stranger_cert, &cluster_ca.0));
     stranger.wait_line("cannot register");
+    // A worker's data plane takes no plain connection either (with the right token), and
+    // takes one over TLS with a certificate of the cluster CA.
+    let listed = wait_workers(&server, "w1 listed", |l| find(l, id1).is_some()).await;
+    let data_addr = find(&listed, id1).unwrap()["data_addr"].as_str().unwrap().to_string();
+    let key = ChannelKey { job: "no-such-job".into(), attempt: 1, channel: 0 };
+    let ends = || (("up".to_string(), 0), ("down".to_string(), 0));
+    let plain_plane = DataPlane::new(TOKEN, "127.0.0.1:9", 1 << 20, Transport::plain());
+    let (from, to) = ends();
+    match plain_plane.output(&data_addr, &key, 2, from, to).await {
+        Err(DataError::Connection { .. }) => {}
+        other => panic!("a plain data connection was not refused: {other:?}"),
+    }
+    let files = TlsFiles {
+        cert: worker_cert.0.clone(),
+        key: worker_cert.1.clone(),
+        ca: cluster_ca.0.clone(),
+        server_name: "weir-cluster".into(),
+    };
+    let tls_plane = DataPlane::new(TOKEN, "127.0.0.1:9", 1 << 20, Transport::tls(&files).unwrap());
+    let (from, to) = ends();
+    if let Err(DataError::Connection { reason, .. }) = tls_plane.output(&data_addr, &key, 2, from, to).await {
+        panic!("a TLS data connection with the cluster's certificate failed: {reason}");
+    }
 
     // The word count on the two TLS workers (one slot each), exactly once.
     let (_, api) = server.tenant("acme").await;

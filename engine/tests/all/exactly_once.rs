@@ -538,7 +538,7 @@ fn chaos_trials_host_state() {
 /// chunks. In-process trials only (a killed process's store is reopened without them).
 #[test]
 fn chaos_trials_object_storage() {
-    use weir::cluster::objects::{BlockingChunks, ChunkObjects, ObjectStoreConfig};
+    use weir::cluster::objects::{BlockingChunks, ChunkObjects};
     common::quiet_injected_panics();
     let server = common::s3::S3Server::start();
     tokio::runtime::Runtime::new().unwrap().block_on(server.create_bucket("weir"));
@@ -547,14 +547,7 @@ fn chaos_trials_object_storage() {
     for t in 0..count.max(1) {
         let seed = base + 7000 + t;
         let setup = Setup::of(seed);
-        let config = ObjectStoreConfig::S3 {
-            bucket: "weir".into(),
-            region: "us-east-1".into(),
-            endpoint: Some(server.endpoint.clone()),
-            access_key_id: "test".into(),
-            secret_access_key: "test".into(),
-            allow_http: true,
-        };
+        let config = server.config("weir");
         let objects = ChunkObjects::open(&config, &format!("trial-{seed}")).unwrap();
         let chunks: Arc<dyn ExternalChunks> = Arc::new(BlockingChunks::new(objects).unwrap());
         let started = std::time::Instant::now();

@@ -19,12 +19,11 @@
 
 use std::collections::BTreeSet;
 
-use super::sink::SharedOutbox;
 use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
 
 use super::client::{Client, KafkaError, ProducerIdentity, encode_batch};
-use super::sink::{SPILL_BYTES, SinkSettings, Staged, convert};
+use super::sink::{SPILL_BYTES, SharedOutbox, SinkSettings, Staged, convert};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
 

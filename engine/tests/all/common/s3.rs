@@ -50,6 +50,18 @@ impl S3Server {
         server
     }
 
+    /// The config of `bucket` on this server (moto takes any credentials).
+    pub fn config(&self, bucket: &str) -> weir::cluster::objects::ObjectStoreConfig {
+        weir::cluster::objects::ObjectStoreConfig::S3 {
+            bucket: bucket.into(),
+            region: "us-east-1".into(),
+            endpoint: Some(self.endpoint.clone()),
+            access_key_id: "test".into(),
+            secret_access_key: "test".into(),
+            allow_http: true,
+        }
+    }
+
     /// Creates `bucket` (moto does not check signatures).
     pub async fn create_bucket(&self, bucket: &str) {
         let status = reqwest::Client::new()
