@@ -19,6 +19,7 @@ pub mod local_state;
 pub mod modules;
 pub mod plan;
 pub mod record;
+pub mod retry;
 pub mod runtime;
 pub mod savepoint;
 pub mod server;
