@@ -1,11 +1,18 @@
 //! The layout rules of docs/design.md ("Where things live"), checked on the source tree:
-//! no import cycle between the top-level modules of `engine/src`, nor between the files of
-//! `engine/src/runtime`; the crate root holds `lib.rs`, module folders and single-noun
-//! files only; no source file over 800 lines unless it says why.
 //!
-//! Imports are read as text: every `crate::<module>` path (and, inside `runtime/`,
-//! `super::<file>`) in a file is an edge from the file's module to that module. `use`
-//! lists spanning lines and paths inside expressions count alike.
+//! - **one way inside every folder**: in every folder of the library (`engine/src`), the
+//!   binary (`engine/src/bin/weir`), the store crate (`engine/store/src`) and the guest SDK
+//!   (`guest-sdk/src`), the folder's entries import each other without a cycle (an entry is a
+//!   file `x.rs` together with its folder `x/`; the folder's own `mod.rs`/`lib.rs` is not one);
+//! - the crate root holds `lib.rs`, module folders and single-noun files only;
+//! - no source or test file over 800 lines unless it says why;
+//! - the map in docs/design.md names every folder and root file of `engine/src`, and every
+//!   path it names exists.
+//!
+//! Imports are read as text, comments left out: every path that starts with `crate::`,
+//! `$crate::`, `super::` or `self::` is resolved against the file's own module (`use` lists,
+//! nested ones too, are expanded), and a path that leaves the file's entry of a folder for
+//! another entry of the same folder is an edge between the two.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -14,8 +21,16 @@ const MAX_LINES: usize = 800;
 /// A file longer than [`MAX_LINES`] must carry this marker with its reason.
 const LONG_FILE_MARKER: &str = "long file:";
 
+fn engine() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn repo() -> PathBuf {
+    engine().parent().unwrap().to_path_buf()
+}
+
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    engine().join("src")
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -29,35 +44,184 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `<prefix><ident>` in `text` (identifiers of lower-case modules).
-fn references(text: &str, prefix: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for (i, _) in text.match_indices(prefix) {
-        // Not the tail of a longer path (`weir::crate::` cannot happen; `self::super::` can).
-        let rest = &text[i + prefix.len()..];
-        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
-            found.insert(name);
+/// Strips `//` comments (docs cite paths in prose).
+fn code(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Reads a use tree at `*i` (after a path segment and its `::`): identifiers joined by
+/// `::`, ending in a name, a glob or a `{…}` list of trees. Pushes every full path.
+fn use_tree(text: &[u8], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let skip_space = |i: &mut usize| {
+        while *i < text.len() && text[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    let mut path = prefix;
+    loop {
+        skip_space(i);
+        if *i < text.len() && text[*i] == b'{' {
+            *i += 1;
+            loop {
+                skip_space(i);
+                if *i >= text.len() {
+                    return;
+                }
+                if text[*i] == b'}' {
+                    *i += 1;
+                    return;
+                }
+                if text[*i] == b',' {
+                    *i += 1;
+                    continue;
+                }
+                let before = *i;
+                use_tree(text, i, path.clone(), out);
+                if *i == before {
+                    // Not a tree (`*`, `self as x`): step over the character.
+                    *i += 1;
+                }
+            }
+        }
+        let start = *i;
+        while *i < text.len() && is_ident_char(text[*i]) {
+            *i += 1;
+        }
+        if *i == start {
+            out.push(path);
+            return;
+        }
+        path.push(String::from_utf8_lossy(&text[start..*i]).into_owned());
+        if text[*i..].starts_with(b"::") {
+            *i += 2;
+        } else {
+            out.push(path);
+            // A rename (`x as y`): the new name is no path.
+            let mut j = *i;
+            skip_space(&mut j);
+            if text[j..].starts_with(b"as") && text.get(j + 2).is_some_and(|c| c.is_ascii_whitespace()) {
+                j += 2;
+                skip_space(&mut j);
+                while j < text.len() && is_ident_char(text[j]) {
+                    j += 1;
+                }
+                *i = j;
+            }
+            return;
         }
     }
-    // `use crate::{a, b::c}` lists.
-    for (i, _) in text.match_indices(&format!("{prefix}{{")) {
-        let rest = &text[i + prefix.len() + 1..];
-        let list = &rest[..rest.find('}').unwrap_or(rest.len())];
-        for item in list.split(',') {
-            let name: String =
-                item.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() {
-                found.insert(name);
+}
+
+/// Every path in `text` that starts at `crate`, `$crate`, `super` or `self`, resolved to a
+/// path from the crate root for a file whose module is `module`.
+fn resolved_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        // A path's first segment: not the tail of another path or identifier. (One scan from
+        // left to right, so the `super::` inside `use super::{a, super::b}` is read as part of
+        // its list.)
+        let starts = ["crate::", "super::", "self::"].iter().any(|w| bytes[at..].starts_with(w.as_bytes()));
+        let before = bytes[..at].iter().rev().find(|c| !c.is_ascii_whitespace());
+        if !starts || (at > 0 && is_ident_char(bytes[at - 1])) || before == Some(&b':') {
+            at += 1;
+            continue;
+        }
+        let mut raw = Vec::new();
+        use_tree(bytes, &mut at, Vec::new(), &mut raw);
+        for path in raw {
+            let mut resolved: Vec<String> = Vec::new();
+            let mut segments = path.into_iter().peekable();
+            match segments.next().as_deref() {
+                Some("crate") => {}
+                Some("self") => resolved.extend_from_slice(module),
+                Some("super") => {
+                    resolved.extend_from_slice(&module[..module.len().saturating_sub(1)]);
+                    while segments.peek().is_some_and(|s| s == "super") {
+                        segments.next();
+                        resolved.pop();
+                    }
+                }
+                _ => continue,
             }
+            resolved.extend(segments.filter(|s| s != "self"));
+            found.push(resolved);
         }
     }
     found
 }
 
-/// Strips `//` comments (docs cite paths in prose).
-fn code(text: &str) -> String {
-    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+/// A crate's sources: the folder of its root file and the root file's name.
+struct CrateTree {
+    /// How findings name it (`engine/src`).
+    name: String,
+    root: PathBuf,
+    /// Folders below `root` that belong to another crate (the binary's).
+    exclude: Vec<PathBuf>,
+}
+
+impl CrateTree {
+    fn new(name: &str, root: PathBuf) -> Self {
+        CrateTree { name: name.to_string(), root, exclude: Vec::new() }
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        rust_files(&self.root, &mut files);
+        files.retain(|f| !self.exclude.iter().any(|e| f.starts_with(e)));
+        files
+    }
+
+    /// The module path of a file (`cluster/deploy.rs` → `[cluster, deploy]`).
+    fn module_of(&self, file: &Path) -> Vec<String> {
+        let rel = file.strip_prefix(&self.root).unwrap();
+        let mut module: Vec<String> =
+            rel.components().map(|c| c.as_os_str().to_str().unwrap().to_string()).collect();
+        let last = module.pop().unwrap();
+        let stem = last.trim_end_matches(".rs");
+        let is_root = module.is_empty() && ["lib", "main"].contains(&stem);
+        if stem != "mod" && !is_root {
+            module.push(stem.to_string());
+        }
+        module
+    }
+}
+
+/// Per folder (its module path): the graph between its entries.
+type FolderGraphs = BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>>;
+
+/// The import graph inside every folder of a crate.
+fn folder_graphs(tree: &CrateTree) -> FolderGraphs {
+    let files = tree.files();
+    let modules: Vec<Vec<String>> = files.iter().map(|f| tree.module_of(f)).collect();
+    let mut graphs: FolderGraphs = BTreeMap::new();
+    // Nodes: every entry of every folder.
+    for module in &modules {
+        for depth in 0..module.len() {
+            graphs.entry(module[..depth].to_vec()).or_default().entry(module[depth].clone()).or_default();
+        }
+    }
+    for (file, module) in files.iter().zip(&modules) {
+        let text = code(&std::fs::read_to_string(file).unwrap());
+        for path in resolved_paths(&text, module) {
+            for depth in 0..module.len() {
+                let folder = &module[..depth];
+                if path.len() <= depth || path[..depth] != *folder || path[depth] == module[depth] {
+                    continue;
+                }
+                let graph = graphs.get_mut(folder).unwrap();
+                if graph.contains_key(&path[depth]) {
+                    graph.get_mut(&module[depth]).unwrap().insert(path[depth].clone());
+                }
+            }
+        }
+    }
+    graphs
 }
 
 /// A cycle in `graph`, if any (as the list of nodes on it).
@@ -101,74 +265,43 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
     None
 }
 
-/// The module graph: `module_of(file)` → the modules its code names through `prefixes`.
-fn graph(
-    files: &[PathBuf],
-    module_of: impl Fn(&Path) -> Option<String>,
-    prefixes: &[&str],
-) -> BTreeMap<String, BTreeSet<String>> {
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in files {
-        let Some(module) = module_of(file) else { continue };
-        let text = code(&std::fs::read_to_string(file).unwrap());
-        let edges = graph.entry(module.clone()).or_default();
-        for prefix in prefixes {
-            for target in references(&text, prefix) {
-                if target != module {
-                    edges.insert(target);
-                }
+/// Every folder's cycle, as `engine/src/cluster/: executor -> protocol -> executor`.
+fn cycles(tree: &CrateTree) -> Vec<String> {
+    folder_graphs(tree)
+        .iter()
+        .filter_map(|(folder, graph)| {
+            let cycle = find_cycle(graph)?;
+            let mut at = tree.name.clone();
+            for part in folder {
+                at.push('/');
+                at.push_str(part);
             }
-        }
-    }
-    let known: BTreeSet<String> = graph.keys().cloned().collect();
-    for edges in graph.values_mut() {
-        edges.retain(|t| known.contains(t));
-    }
-    graph
+            Some(format!("{at}/: {}", cycle.join(" -> ")))
+        })
+        .collect()
 }
 
-fn library_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    // The binary is not part of the library's module graph.
-    files.retain(|f| !f.starts_with(src().join("bin")));
-    files
-}
-
-#[test]
-fn the_top_level_modules_of_the_library_import_each_other_in_one_direction() {
-    let root = src();
-    let graph = graph(
-        &library_files(),
-        |f| {
-            let rel = f.strip_prefix(&root).ok()?;
-            let first = rel.components().next()?.as_os_str().to_str()?;
-            (first != "lib.rs").then(|| first.trim_end_matches(".rs").to_string())
-        },
-        &["crate::"],
-    );
-    assert!(graph.len() > 5, "the module graph was not read: {graph:?}");
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!("import cycle between top-level modules: {}", cycle.join(" -> "));
-    }
+fn workspace_crates() -> Vec<CrateTree> {
+    let mut library = CrateTree::new("engine/src", src());
+    library.exclude.push(src().join("bin"));
+    vec![
+        library,
+        CrateTree::new("engine/src/bin/weir", src().join("bin/weir")),
+        CrateTree::new("engine/store/src", engine().join("store/src")),
+        CrateTree::new("guest-sdk/src", repo().join("guest-sdk/src")),
+    ]
 }
 
 #[test]
-fn the_files_of_the_runtime_import_each_other_in_one_direction() {
-    let runtime = src().join("runtime");
-    let graph = graph(
-        &library_files(),
-        |f| {
-            let rel = f.strip_prefix(&runtime).ok()?;
-            let first = rel.components().next()?.as_os_str().to_str()?;
-            (first != "mod.rs").then(|| first.trim_end_matches(".rs").to_string())
-        },
-        &["super::", "crate::runtime::"],
-    );
-    assert!(graph.contains_key("coordinator") && graph.contains_key("task"), "{graph:?}");
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!("import cycle inside runtime/: {}", cycle.join(" -> "));
+fn every_folder_of_every_crate_imports_one_way() {
+    let mut found = Vec::new();
+    for tree in workspace_crates() {
+        let graphs = folder_graphs(&tree);
+        let edges: usize = graphs.values().flat_map(|g| g.values()).map(|e| e.len()).sum();
+        assert!(edges > 5, "{}: the import graph was not read: {graphs:?}", tree.name);
+        found.extend(cycles(&tree));
     }
+    assert!(found.is_empty(), "import cycles inside folders:\n  {}", found.join("\n  "));
 }
 
 #[test]
@@ -197,33 +330,151 @@ fn the_crate_root_holds_lib_rs_module_folders_and_single_noun_files() {
 }
 
 #[test]
-fn no_source_file_is_over_800_lines_without_saying_why() {
+fn no_source_or_test_file_is_over_800_lines_without_saying_why() {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("store/src"), &mut files);
+    for dir in ["engine/src", "engine/tests", "engine/store/src", "engine/store/tests", "guest-sdk"] {
+        let dir = repo().join(dir);
+        if dir.exists() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    assert!(files.len() > 100, "the sources were not read: {} files", files.len());
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
             let lines = text.lines().count();
             (lines > MAX_LINES && !text.contains(LONG_FILE_MARKER))
-                .then(|| format!("{} ({lines})", f.display()))
+                .then(|| format!("{} ({lines})", f.strip_prefix(repo()).unwrap().display()))
         })
         .collect();
     assert!(long.is_empty(), "over {MAX_LINES} lines without a `{LONG_FILE_MARKER}` comment: {long:?}");
 }
 
+/// The paths in backquotes in the "Where things live" table of docs/design.md, with one
+/// level of `{a,b}` expanded, each resolved from where its row says: the repository root when
+/// it starts at a top-level folder, else the source folder of the row's module (`weir-store`:
+/// `engine/store/src`, `weir-guest`: `guest-sdk/src`, otherwise `engine/src`).
+fn mapped_paths(design: &str) -> Vec<(String, PathBuf)> {
+    let section = design.split("\n## Where things live").nth(1).expect("design.md has a \"Where things live\"");
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let top_level = ["engine/", "guest-sdk/", "examples/", "web-ui/", "wit/", "docs/", "deploy/", ".ci/"];
+    let mut paths = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with('|') && !l.starts_with("|---")) {
+        let module = row.split('|').nth(2).unwrap_or("");
+        let base = if module.contains("weir-store") {
+            "engine/store/src"
+        } else if module.contains("weir-guest") {
+            "guest-sdk/src"
+        } else {
+            "engine/src"
+        };
+        for (n, quoted) in row.split('`').enumerate() {
+            if n % 2 == 0 || !(quoted.contains('/') || quoted.ends_with(".rs")) || quoted.contains(' ') {
+                continue;
+            }
+            let expanded: Vec<String> = match (quoted.find('{'), quoted.find('}')) {
+                (Some(open), Some(close)) => quoted[open + 1..close]
+                    .split(',')
+                    .map(|item| format!("{}{}{}", &quoted[..open], item.trim(), &quoted[close + 1..]))
+                    .collect(),
+                _ => vec![quoted.to_string()],
+            };
+            for path in expanded {
+                let from_root = top_level.iter().any(|t| path.starts_with(t));
+                let full = if from_root { repo().join(&path) } else { repo().join(base).join(&path) };
+                paths.push((path, full));
+            }
+        }
+    }
+    paths
+}
+
 #[test]
-fn the_cycle_finder_finds_cycles() {
-    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    g.entry("a".into()).or_default().insert("b".into());
-    g.entry("b".into()).or_default().insert("c".into());
-    g.entry("c".into()).or_default();
-    assert_eq!(find_cycle(&g), None);
-    g.entry("c".into()).or_default().insert("a".into());
-    assert_eq!(find_cycle(&g), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
-    assert_eq!(
-        references("use crate::{plan::Plan, runtime};\nlet x = crate::guest::f();", "crate::"),
-        ["guest", "plan", "runtime"].map(String::from).into_iter().collect()
-    );
+fn the_map_in_design_md_names_every_folder_and_root_file_and_nothing_that_is_gone() {
+    let design = std::fs::read_to_string(repo().join("docs/design.md")).unwrap();
+    let paths = mapped_paths(&design);
+    assert!(paths.len() > 40, "the map was not read: {paths:?}");
+    let missing: Vec<&String> = paths.iter().filter(|(_, full)| !full.exists()).map(|(p, _)| p).collect();
+    assert!(missing.is_empty(), "docs/design.md \"Where things live\" names paths that do not exist: {missing:?}");
+
+    // Every folder of engine/src (at any depth) and every file at its root is named, or
+    // something inside it is.
+    let mut wanted = Vec::new();
+    fn folders(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.push(path.clone());
+                folders(&path, out);
+            }
+        }
+    }
+    folders(&src(), &mut wanted);
+    for entry in std::fs::read_dir(src()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && path.file_name().unwrap() != "lib.rs" {
+            wanted.push(path);
+        }
+    }
+    let unnamed: Vec<String> = wanted
+        .iter()
+        .filter(|w| !paths.iter().any(|(_, full)| full.starts_with(w)))
+        .map(|w| w.strip_prefix(repo()).unwrap().display().to_string())
+        .collect();
+    assert!(unnamed.is_empty(), "docs/design.md \"Where things live\" does not name: {unnamed:?}");
+}
+
+/// The checker itself, on a synthetic tree.
+mod checker {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, CrateTree) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let tree = CrateTree::new("synthetic", dir.path().to_path_buf());
+        (dir, tree)
+    }
+
+    #[test]
+    fn a_cycle_inside_a_folder_is_found_and_named() {
+        let (_dir, tree) = tree(&[
+            ("lib.rs", "pub mod a;\npub mod b;"),
+            ("a/mod.rs", "mod x;\nmod y;\nmod z;\npub use x::X;"),
+            ("a/x.rs", "use super::y::Y;\npub struct X;"),
+            ("a/y.rs", "pub struct Y(crate::a::z::Z);"),
+            ("a/z.rs", "use crate::{a::{x::X, w}};\npub struct Z;"),
+            ("b.rs", "use crate::a::X; // crate::a is below b"),
+        ]);
+        assert_eq!(cycles(&tree), vec!["synthetic/a/: x -> y -> z -> x".to_string()]);
+    }
+
+    #[test]
+    fn imports_that_go_one_way_pass_and_comments_do_not_count() {
+        let (_dir, tree) = tree(&[
+            ("lib.rs", "pub mod a;\npub mod b;\nuse a::X;"),
+            ("a/mod.rs", "mod x;\nmod y;\npub use x::X;"),
+            ("a/x.rs", "use super::y::Y;\npub struct X(Y);\n#[cfg(test)]\nmod tests {\n    use super::*;\n}"),
+            ("a/y.rs", "// see super::x::X, which uses this\npub struct Y;\npub(super) fn f() {}"),
+            ("b/mod.rs", "mod deep;"),
+            ("b/deep/mod.rs", "use super::super::a::X;\nuse self::inner::I;\nmod inner;"),
+            ("b/deep/inner.rs", "pub struct I;"),
+        ]);
+        assert_eq!(cycles(&tree), Vec::<String>::new());
+        let graphs = folder_graphs(&tree);
+        assert_eq!(graphs[&vec!["a".to_string()]]["x"], ["y".to_string()].into_iter().collect());
+        assert_eq!(graphs[&vec![]]["b"], ["a".to_string()].into_iter().collect());
+    }
+
+    #[test]
+    fn super_resolves_from_the_files_own_module() {
+        let module = ["runtime".to_string(), "task".to_string()];
+        let paths = resolved_paths("use super::{channel::Sender, super::plan};\nlet x = self::inner::f();", &module);
+        let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+        assert_eq!(paths, ["runtime::channel::Sender", "plan", "runtime::task::inner::f"]);
+    }
 }
