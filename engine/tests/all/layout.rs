@@ -478,3 +478,41 @@ mod checker {
         assert_eq!(paths, ["runtime::channel::Sender", "plan", "runtime::task::inner::f"]);
     }
 }
+
+/// Every invariant docs/design.md numbers (`**C4**`, `**T2**`, …) is cited in a comment of
+/// the code that keeps it.
+#[test]
+fn every_numbered_invariant_is_cited_where_the_code_keeps_it() {
+    let design = std::fs::read_to_string(repo().join("docs/design.md")).unwrap();
+    let mut ids = BTreeSet::new();
+    for (at, _) in design.match_indices("- **") {
+        let rest = &design[at + 4..];
+        let id = &rest[..rest.find("**").unwrap_or(0)];
+        let mut chars = id.chars();
+        if chars.next().is_some_and(|c| c.is_ascii_uppercase()) && !id.is_empty() && chars.all(|c| c.is_ascii_digit()) && id.len() > 1 {
+            ids.insert(id.to_string());
+        }
+    }
+    assert!(ids.len() >= 30, "the invariants were not read: {ids:?}");
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    rust_files(&engine().join("store/src"), &mut files);
+    let mut comments = String::new();
+    for file in files {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            if let Some((_, comment)) = line.split_once("//") {
+                comments.push_str(comment);
+                comments.push('\n');
+            }
+        }
+    }
+    let cited = |id: &str| {
+        comments.match_indices(id).any(|(at, _)| {
+            let before = comments[..at].chars().next_back();
+            let after = comments[at + id.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric()) && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    };
+    let uncited: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
+    assert!(uncited.is_empty(), "invariants of docs/design.md cited nowhere in the code: {uncited:?}");
+}
