@@ -681,7 +681,7 @@ pub(crate) fn open_recovered_sink(
 /// Puts the channel state of the restored checkpoint (the in-flight data an unaligned
 /// checkpoint persisted, in `chunks`; `expected` messages) into the gate, to be delivered
 /// per channel in its original order before anything new. Lost or damaged channel state
-/// fails the restore: resuming without it would drop records.
+/// fails the restore: resuming without it would drop records. Invariant C12.
 pub(crate) async fn restore_channel_state(
     gate: &mut InputGate,
     storage: Arc<dyn CheckpointStorage>,
@@ -709,6 +709,7 @@ pub(crate) async fn restore_channel_state(
                 "the job has no input channel from subtask {upstream} on port {port}"
             ))
         })?;
+        // C12: replayed ahead of anything the channel brings, in its original order.
         gate.replay(channel, messages);
     }
     Ok(())
