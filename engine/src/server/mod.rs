@@ -27,7 +27,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use weir_store::Store;
 
-pub use config::{ConfigError, ServerConfig, SharedCluster, SharedConfig};
+pub use config::{ServerConfig, ServerConfigError, SharedCluster, SharedConfig};
 pub use error::{ServerError, ServerResult};
 
 use crate::cluster::Workers;
