@@ -17,7 +17,7 @@ pub mod ledger;
 pub mod msgpack;
 pub mod registry;
 pub mod savepoints;
-pub mod state;
+pub mod state_pages;
 pub mod streams;
 pub mod telemetry;
 pub mod tenants;

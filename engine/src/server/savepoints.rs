@@ -21,7 +21,7 @@ use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, new_id, printable};
 use super::jobs::{JobManager, JobStatus};
 use super::ledger::charge_row;
-use super::state::{StatePage, StateQuery, page};
+use super::state_pages::{StatePage, StateQuery, page};
 use super::tenants::Tenant;
 use crate::clock::unix_ms;
 use crate::runtime::{JobEvent, StopMode};
