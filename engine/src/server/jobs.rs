@@ -19,14 +19,12 @@ mod kafka_access;
 mod live;
 mod resume;
 
-pub use live::WorkerLoad;
-
 use admission::{TenantModules, apply_quota_settings, scope_spec};
 
 use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, new_id};
-use super::ledger::charge_row;
+use super::ledger::{charge_row, job_owner};
 use super::registry::ModuleRegistry;
 use super::telemetry::Telemetry;
 use super::tenants::Tenant;
@@ -342,7 +340,7 @@ impl JobManager {
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
         // Everything the job stores from now on (checkpoints, restored state) is the tenant's.
-        self.inner.store.set_owners(&[(format!("job/{id}"), tenant.id.clone())])?;
+        self.inner.store.set_owners(&[(job_owner(&id), tenant.id.clone())])?;
         let restored_from = match restore {
             Some((savepoint, options)) => {
                 Some(restore_into(&self.inner.store, &id, &plan, &savepoint, options).await.map_err(|e| {

@@ -18,7 +18,7 @@ use metrics::{Counter, Histogram, Key, Label, Metadata, Recorder as _};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 
 use super::Usage;
-use super::jobs::WorkerLoad;
+use super::worker_load::WorkerLoad;
 use super::tenants::{Quotas, Tenant};
 use crate::cluster::WorkerInfo;
 

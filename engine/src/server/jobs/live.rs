@@ -9,22 +9,7 @@ use std::time::Instant;
 use super::{JobManager, Sample, SubtaskLive};
 use crate::plan::Plan;
 use crate::runtime::RunEnv;
-
-/// What the running jobs' subtasks do on one worker ([`JobManager::worker_loads`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WorkerLoad {
-    /// Subtasks of running jobs it runs.
-    pub subtasks: u32,
-    /// Records they take in per second, summed.
-    pub records_in_per_second: f64,
-    /// Records they emit per second, summed.
-    pub records_out_per_second: f64,
-    /// Those of them that waited for room downstream at least half of the last sample.
-    pub backpressured: u32,
-}
-
-/// The backpressure from which [`WorkerLoad::backpressured`] counts a subtask.
-const BACKPRESSURED: f64 = 0.5;
+use crate::server::worker_load::WorkerLoad;
 
 impl JobManager {
     /// Samples the live counters of a running job: rates, backpressure and telemetry.
@@ -100,11 +85,11 @@ impl JobManager {
             let Ok(s) = r.sample.lock() else { continue };
             for sub in s.live.iter().flatten() {
                 let Some(worker) = sub.worker else { continue };
-                let load = loads.entry(worker).or_default();
-                load.subtasks += 1;
-                load.records_in_per_second += sub.records_in_per_second;
-                load.records_out_per_second += sub.records_out_per_second;
-                load.backpressured += u32::from(sub.backpressure >= BACKPRESSURED);
+                loads.entry(worker).or_default().add(
+                    sub.records_in_per_second,
+                    sub.records_out_per_second,
+                    sub.backpressure,
+                );
             }
         }
         loads
