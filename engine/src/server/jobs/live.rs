@@ -6,10 +6,42 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::{JobManager, Sample, SubtaskLive};
+use serde::Serialize;
+
+use super::JobManager;
 use crate::plan::Plan;
-use crate::runtime::RunEnv;
+use crate::runtime::{JobMetrics, RunEnv};
 use crate::server::worker_load::WorkerLoad;
+
+/// Live figures of one subtask.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SubtaskLive {
+    /// Subtask index.
+    pub subtask: u32,
+    /// Records received in this run.
+    pub records_in: u64,
+    /// Records emitted in this run.
+    pub records_out: u64,
+    /// Records received per second (last second).
+    pub records_in_per_second: f64,
+    /// Records emitted per second (last second).
+    pub records_out_per_second: f64,
+    /// Share of the last second spent waiting for room downstream (0 to 1).
+    pub backpressure: f64,
+    /// The worker that runs it (`None`: the server's own process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u64>,
+}
+
+/// The latest sample of a running job's counters.
+#[derive(Default)]
+pub(super) struct Sample {
+    at: Option<Instant>,
+    metrics: Option<Arc<JobMetrics>>,
+    /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
+    counters: HashMap<(usize, u32), (u64, u64, u64)>,
+    live: Vec<Vec<SubtaskLive>>,
+}
 
 impl JobManager {
     /// Samples the live counters of a running job: rates, backpressure and telemetry.
