@@ -184,8 +184,10 @@ pub async fn checkpoint_state(
 ) -> Result<Json<StatePage>, ServerError> {
     let job = server.jobs.get(&tenant.id, &job_id)?;
     let checkpoint_id = parse_checkpoint_id(&job_id, &checkpoint_id)?;
-    let query =
-        crate::server::state::StateQuery { max_bytes: Some(server.config.max_page_bytes), ..query.into() };
+    let query = crate::server::state_pages::StateQuery {
+        max_bytes: Some(server.config.max_page_bytes),
+        ..query.into()
+    };
     let page = server.checkpoints.state(&job, checkpoint_id, &operator, query).await?;
     Ok(Json(page.into()))
 }

@@ -181,8 +181,10 @@ pub async fn savepoint_state(
     Path((savepoint_id, operator)): Path<(String, String)>,
     Query(query): Query<StateQuery>,
 ) -> Result<Json<StatePage>, ServerError> {
-    let query =
-        crate::server::state::StateQuery { max_bytes: Some(server.config.max_page_bytes), ..query.into() };
+    let query = crate::server::state_pages::StateQuery {
+        max_bytes: Some(server.config.max_page_bytes),
+        ..query.into()
+    };
     let page = server.savepoints.state(&tenant.id, &savepoint_id, &operator, query).await?;
     Ok(Json(page.into()))
 }

@@ -9,7 +9,7 @@ use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage as _, Histo
 use super::error::{ServerError, ServerResult};
 use super::ids::printable;
 use super::jobs::{JobManager, JobRecord};
-use super::state::{StatePage, StateQuery, page};
+use super::state_pages::{StatePage, StateQuery, page};
 
 /// A page of a job's checkpoint history ([`Checkpoints::page`]).
 #[derive(Debug, Clone)]

@@ -43,7 +43,7 @@ const KEYS: [&str; 21] = [
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum ServerConfigError {
     /// The config file given does not exist.
     #[error("the config file {} does not exist", .0.display())]
     NoFile(PathBuf),
@@ -191,9 +191,9 @@ impl ServerConfig {
     }
 
     /// Defaults, merged with `file` (TOML) when given, then with `WEIR_*` variables.
-    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+    pub fn load(file: Option<&Path>) -> Result<Self, ServerConfigError> {
         let config: ServerConfig =
-            Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))?;
+            Self::figment(file)?.extract().map_err(|e| ServerConfigError::Invalid(Box::new(e)))?;
         config.validate()?;
         Ok(config)
     }
@@ -201,15 +201,15 @@ impl ServerConfig {
     /// What a worker shares with its controller (`weir worker --config`), read from the
     /// same file and variables as [`load`](Self::load) reads them; the controller's other
     /// keys are left alone.
-    pub fn load_shared(file: Option<&Path>) -> Result<SharedConfig, ConfigError> {
-        Self::figment(file)?.extract().map_err(|e| ConfigError::Invalid(Box::new(e)))
+    pub fn load_shared(file: Option<&Path>) -> Result<SharedConfig, ServerConfigError> {
+        Self::figment(file)?.extract().map_err(|e| ServerConfigError::Invalid(Box::new(e)))
     }
 
-    fn figment(file: Option<&Path>) -> Result<Figment, ConfigError> {
+    fn figment(file: Option<&Path>) -> Result<Figment, ServerConfigError> {
         let mut figment = Figment::from(Serialized::defaults(ServerConfig::default()));
         if let Some(file) = file {
             if !file.exists() {
-                return Err(ConfigError::NoFile(file.to_path_buf()));
+                return Err(ServerConfigError::NoFile(file.to_path_buf()));
             }
             figment = figment.merge(Toml::file(file));
         }
@@ -222,15 +222,16 @@ impl ServerConfig {
     }
 
     /// Checks what types alone do not: the Kafka connections' names and settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ServerConfigError> {
         use crate::connectors::kafka::config::check_connection_name;
         for (name, connection) in &self.kafka_connections {
-            check_connection_name(name).map_err(|e| ConfigError::Value(format!("kafka_connections: {e}")))?;
+            check_connection_name(name)
+                .map_err(|e| ServerConfigError::Value(format!("kafka_connections: {e}")))?;
             connection
                 .validate()
-                .map_err(|e| ConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
+                .map_err(|e| ServerConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
         }
-        self.cluster.validate().map_err(ConfigError::Value)?;
+        self.cluster.validate().map_err(ServerConfigError::Value)?;
         Ok(())
     }
 }

@@ -7,154 +7,49 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
+use redb::{ReadableDatabase, ReadableTable};
 use tracing::Instrument as _;
 use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
-use crate::clock::unix_ms;
 mod admission;
 mod hold;
 mod kafka_access;
 mod live;
+mod record;
 mod resume;
 
-pub use live::WorkerLoad;
+pub use live::SubtaskLive;
+pub(crate) use record::JOBS;
+pub use record::{JobRecord, JobStatus};
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
+use live::Sample;
+use record::{decode_job, encode_job};
 
-use super::codec::{decode_record, encode_record};
 use super::error::{ServerError, ServerResult};
 use super::ids::{check_hex_id, new_id};
-use super::ledger::charge_row;
+use super::ledger::{charge_row, job_owner};
 use super::registry::ModuleRegistry;
 use super::telemetry::Telemetry;
 use super::tenants::Tenant;
+use crate::clock::unix_ms;
 use crate::connectors::kafka::ConnectionConfig;
 use crate::plan::{JobSpec, Plan, PlanLimits};
-use crate::runtime::{JobEvent, JobMetrics, RunEnv, StopMode, commit_latest, run_job_checkpointed};
-use crate::savepoint::{RestoreError, RestoreOptions, RestoreReport, restore_into};
-
-/// (tenant, job id) → job record (JSON).
-pub(crate) const JOBS: TableDefinition<'_, (&str, &str), &[u8]> = TableDefinition::new("weir.jobs");
+use crate::runtime::{JobError, JobEvent, JobReport, RunEnv, StopMode, commit_latest, run_job_checkpointed};
+use crate::savepoint::{RestoreError, RestoreOptions, restore_into};
 
 /// How often the live rates of a running job are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobStatus {
-    /// Running (restored from its latest checkpoint if it had one).
-    Running,
-    /// Failed and waiting to restart from its latest checkpoint.
-    Restarting,
-    /// Asked to stop: taking its final checkpoint.
-    Stopping,
-    /// Stopped at a final checkpoint (or at once: its tenant was disabled); `restart` resumes it.
-    Stopped,
-    /// Its input ended and every output is committed.
-    Finished,
-    /// Cancelled; `restart` resumes it from its latest checkpoint.
-    Canceled,
-    /// Failed for good (restarts used up, or it cannot run); `error` says why.
-    Failed,
-}
-
-impl JobStatus {
-    /// The job runs (or is about to).
-    pub fn is_active(self) -> bool {
-        matches!(self, JobStatus::Running | JobStatus::Restarting | JobStatus::Stopping)
-    }
-
-    /// Its name in the API (`running`, `stopped`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Running => "running",
-            JobStatus::Restarting => "restarting",
-            JobStatus::Stopping => "stopping",
-            JobStatus::Stopped => "stopped",
-            JobStatus::Finished => "finished",
-            JobStatus::Canceled => "canceled",
-            JobStatus::Failed => "failed",
-        }
-    }
-
-    /// The job counts against the tenant's job and subtask quotas.
-    pub fn holds_quota(self) -> bool {
-        self.is_active() || self == JobStatus::Stopped
-    }
-}
-
-/// A job as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobRecord {
-    /// Its id (32 hex digits).
-    pub id: String,
-    /// The owning tenant.
-    #[serde(skip)]
-    pub tenant: String,
-    /// The spec's name.
-    pub name: String,
-    /// Current status.
-    pub status: JobStatus,
-    /// Why it failed (or the last failure it restarted after).
-    pub error: Option<String>,
-    /// Creation time, unix ms.
-    pub created_ms: u64,
-    /// When the current run started, unix ms.
-    pub start_ms: Option<u64>,
-    /// When it last ended, unix ms.
-    pub end_ms: Option<u64>,
-    /// Restarts after failures, over every run.
-    pub restarts: u32,
-    /// Total subtasks.
-    pub subtasks: u32,
-    /// The spec as submitted, with module references pinned to module ids.
-    pub spec: JobSpec,
-    /// The savepoint the job started from, and how its state was mapped.
-    #[serde(default)]
-    pub restored_from: Option<RestoreReport>,
-    /// Server starts that resumed the job since it last showed progress (a completed
-    /// checkpoint, or a minute of running); see `jobs/resume.rs`. Internal: not in the API.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unconfirmed_resumes: u32,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredJob {
-    tenant: String,
-    #[serde(flatten)]
-    record: JobRecord,
-}
-
-/// Live figures of one subtask.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SubtaskLive {
-    /// Subtask index.
-    pub subtask: u32,
-    /// Records received in this run.
-    pub records_in: u64,
-    /// Records emitted in this run.
-    pub records_out: u64,
-    /// Records received per second (last second).
-    pub records_in_per_second: f64,
-    /// Records emitted per second (last second).
-    pub records_out_per_second: f64,
-    /// Share of the last second spent waiting for room downstream (0 to 1).
-    pub backpressure: f64,
-    /// The worker that runs it (`None`: the server's own process).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker: Option<u64>,
-}
-
-#[derive(Default)]
-struct Sample {
-    at: Option<Instant>,
-    metrics: Option<Arc<JobMetrics>>,
-    /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
-    counters: HashMap<(usize, u32), (u64, u64, u64)>,
-    live: Vec<Vec<SubtaskLive>>,
+/// Why a run of a job ended without a report; its message is the job's `error`.
+#[derive(Debug, thiserror::Error)]
+enum RunFailure {
+    /// The run failed (restarts used up, or the job cannot run).
+    #[error(transparent)]
+    Job(JobError),
+    /// The run itself panicked (not a subtask: those fail the attempt and may restart).
+    #[error("job failed: its run panicked: {0}")]
+    Panicked(String),
 }
 
 struct Running {
@@ -268,7 +163,7 @@ impl JobManager {
         let txn = self.inner.store.database()?.begin_write().map_err(db_err)?;
         {
             let mut t = txn.open_table(JOBS).map_err(db_err)?;
-            let value = encode_record(&StoredJob { tenant: job.tenant.clone(), record: job.clone() })?;
+            let value = encode_job(&job.tenant, job)?;
             let key = (job.tenant.as_str(), job.id.as_str());
             let old = t.insert(key, value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
             charge_row(&txn, key.0, key.0.len() + key.1.len(), (old, Some(value.len())), 0, false)?;
@@ -294,7 +189,7 @@ impl JobManager {
                 txn.abort().map_err(db_err)?;
                 return Ok(record);
             }
-            let value = encode_record(&StoredJob { tenant: tenant.to_string(), record: record.clone() })?;
+            let value = encode_job(tenant, &record)?;
             let old = t.insert((tenant, id), value.as_slice()).map_err(db_err)?.map(|v| v.value().len());
             charge_row(&txn, tenant, tenant.len() + id.len(), (old, Some(value.len())), 0, false)?;
             job = record;
@@ -342,7 +237,7 @@ impl JobManager {
         self.check_counts(tenant, None, plan.subtask_count())?;
         let id = new_id(16);
         // Everything the job stores from now on (checkpoints, restored state) is the tenant's.
-        self.inner.store.set_owners(&[(format!("job/{id}"), tenant.id.clone())])?;
+        self.inner.store.set_owners(&[(job_owner(&id), tenant.id.clone())])?;
         let restored_from = match restore {
             Some((savepoint, options)) => {
                 Some(restore_into(&self.inner.store, &id, &plan, &savepoint, options).await.map_err(|e| {
@@ -479,10 +374,8 @@ impl JobManager {
                 // this job, recorded as any failure, instead of leaving it `running`.
                 let run = std::panic::AssertUnwindSafe(run_job_checkpointed(&plan, &run_env));
                 let result = match futures::FutureExt::catch_unwind(run).await {
-                    Ok(result) => result.map_err(|e| e.to_string()),
-                    Err(panic) => {
-                        Err(format!("job failed: its run panicked: {}", resume::panic_text(&*panic)))
-                    }
+                    Ok(result) => result.map_err(RunFailure::Job),
+                    Err(panic) => Err(RunFailure::Panicked(resume::panic_text(&*panic))),
                 };
                 events.abort();
                 manager.finished(&tenant, &id, generation, result).await;
@@ -557,13 +450,7 @@ impl JobManager {
     }
 
     /// Records how a run ended.
-    async fn finished(
-        &self,
-        tenant: &str,
-        id: &str,
-        generation: u64,
-        result: Result<crate::runtime::JobReport, String>,
-    ) {
+    async fn finished(&self, tenant: &str, id: &str, generation: u64, result: Result<JobReport, RunFailure>) {
         {
             let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if running.get(id).is_none_or(|r| r.generation != generation) {
@@ -582,7 +469,7 @@ impl JobManager {
                 }
                 Err(e) => {
                     j.status = JobStatus::Failed;
-                    j.error = Some(e.clone());
+                    j.error = Some(e.to_string());
                 }
             }
         });
@@ -725,15 +612,4 @@ impl JobManager {
             r.task.abort();
         }
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-fn decode_job(bytes: &[u8]) -> ServerResult<JobRecord> {
-    let stored: StoredJob = decode_record(bytes)?;
-    let mut record = stored.record;
-    record.tenant = stored.tenant;
-    Ok(record)
 }

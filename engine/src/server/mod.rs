@@ -15,19 +15,21 @@ pub mod ids;
 pub mod jobs;
 pub mod ledger;
 pub mod msgpack;
+pub mod recount;
 pub mod registry;
 pub mod savepoints;
-pub mod state;
+pub mod state_pages;
 pub mod streams;
 pub mod telemetry;
 pub mod tenants;
+pub mod worker_load;
 
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use weir_store::Store;
 
-pub use config::{ConfigError, ServerConfig, SharedCluster, SharedConfig};
+pub use config::{ServerConfig, ServerConfigError, SharedCluster, SharedConfig};
 pub use error::{ServerError, ServerResult};
 
 use crate::cluster::Workers;
@@ -136,7 +138,7 @@ impl Server {
         let streams = Streams::open(&store)?;
         let checkpoints = Checkpoints::new(&store, jobs.clone());
         let savepoints = Savepoints::open(&store, jobs.clone(), dir.join("tmp"))?;
-        ledger::prepare(&store, &tenants, &jobs)?;
+        recount::prepare(&store, &tenants, &jobs)?;
         let workers = Workers::new(config.cluster.clone());
         let cluster_addresses = match &config.cluster.listen {
             Some(listen) => {
@@ -216,7 +218,7 @@ impl Server {
 
     /// The registered workers, each with what the running jobs' subtasks do on it (nothing
     /// for a lost worker: a sample taken before it was lost may still name it).
-    pub fn workers_with_loads(&self) -> Vec<(crate::cluster::WorkerInfo, jobs::WorkerLoad)> {
+    pub fn workers_with_loads(&self) -> Vec<(crate::cluster::WorkerInfo, worker_load::WorkerLoad)> {
         let mut loads = self.jobs.worker_loads();
         let mut workers = Vec::new();
         for w in self.workers.list() {

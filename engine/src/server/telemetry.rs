@@ -10,17 +10,12 @@
 //! in one process keep their own figures.
 
 pub mod process;
+mod scrape;
 
-use std::fmt::Write as _;
 use std::time::Instant;
 
 use metrics::{Counter, Histogram, Key, Label, Metadata, Recorder as _};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
-
-use super::Usage;
-use super::jobs::WorkerLoad;
-use super::tenants::{Quotas, Tenant};
-use crate::cluster::WorkerInfo;
 
 const META: Metadata<'static> = Metadata::new("weir", metrics::Level::INFO, Some("weir::server"));
 
@@ -125,128 +120,6 @@ impl Telemetry {
         self.handle.run_upkeep();
         self.handle.render()
     }
-
-    /// The whole exposition of a scrape: the recorded metrics, then the process, the
-    /// build, each tenant's usage against its quotas, and each worker.
-    pub fn scrape(&self, tenants: &[(Tenant, Usage)], workers: &[(WorkerInfo, WorkerLoad)]) -> String {
-        let mut out = self.render();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if let Some(p) = process::Process::read() {
-            p.write(&mut out);
-        }
-        let _ = writeln!(
-            out,
-            "# HELP weir_build_info The Weir version serving.\n# TYPE weir_build_info gauge\n\
-             weir_build_info{{version=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION")
-        );
-        let _ = writeln!(
-            out,
-            "# HELP weir_uptime_seconds Seconds since the server opened its store.\n\
-             # TYPE weir_uptime_seconds gauge\nweir_uptime_seconds {}",
-            self.started.elapsed().as_secs_f64()
-        );
-        write_tenants(&mut out, tenants);
-        write_workers(&mut out, workers);
-        out
-    }
-}
-
-/// The quotas as (name, limit, usage if the quota is a total the tenant uses up). Every
-/// field of [`Quotas`] is here (the destructuring fails to compile when one is added).
-fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 6] {
-    let Quotas { max_jobs, max_subtasks, max_memory_mb, max_cpu_ms, max_module_bytes, max_storage_bytes } =
-        quotas;
-    [
-        ("jobs", u64::from(*max_jobs), Some(u64::from(usage.jobs))),
-        ("subtasks", u64::from(*max_subtasks), Some(u64::from(usage.subtasks))),
-        ("storage_bytes", *max_storage_bytes, Some(usage.storage_bytes)),
-        // Limits of one instance, call or upload: nothing accumulates against them.
-        ("memory_mb", *max_memory_mb, None),
-        ("cpu_ms", *max_cpu_ms, None),
-        ("module_bytes", *max_module_bytes, None),
-    ]
-}
-
-/// A label value escaped for the text format.
-fn label(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn write_tenants(out: &mut String, tenants: &[(Tenant, Usage)]) {
-    let mut usage = String::new();
-    let mut quota = String::new();
-    let mut disabled = String::new();
-    for (t, u) in tenants {
-        let id = label(&t.id);
-        for (name, limit, used) in quota_rows(&t.quotas, u) {
-            let _ = writeln!(quota, "weir_tenant_quota{{tenant=\"{id}\",quota=\"{name}\"}} {limit}");
-            if let Some(used) = used {
-                let _ = writeln!(usage, "weir_tenant_usage{{tenant=\"{id}\",quota=\"{name}\"}} {used}");
-            }
-        }
-        let _ = writeln!(
-            disabled,
-            "weir_tenant_disabled{{tenant=\"{id}\",name=\"{}\"}} {}",
-            label(&t.name),
-            u8::from(t.disabled_ms.is_some())
-        );
-    }
-    let _ = write!(
-        out,
-        "# HELP weir_tenant_usage What a tenant uses of a quota.\n# TYPE weir_tenant_usage gauge\n{usage}\
-         # HELP weir_tenant_quota A tenant's limit.\n# TYPE weir_tenant_quota gauge\n{quota}\
-         # HELP weir_tenant_disabled 1 when the admin disabled the tenant.\n\
-         # TYPE weir_tenant_disabled gauge\n{disabled}"
-    );
-}
-
-/// One series per worker and figure: the registry's view (live, slots, heartbeat age) and
-/// what the running jobs' subtasks do there. Lost workers are listed with `weir_worker_up 0`
-/// (the registry keeps the latest 64) so that an alert sees one go.
-fn write_workers(out: &mut String, workers: &[(WorkerInfo, WorkerLoad)]) {
-    if workers.is_empty() {
-        return;
-    }
-    type Figure = fn(&WorkerInfo, &WorkerLoad) -> f64;
-    let figures: [(&str, &str, Figure); 8] = [
-        ("weir_worker_up", "1 while the worker is registered and live, 0 once lost.", |w, _| {
-            f64::from(u8::from(w.lost.is_none()))
-        }),
-        ("weir_worker_slots", "Subtasks the worker runs at once.", |w, _| f64::from(w.slots)),
-        ("weir_worker_used_slots", "Slots reserved for running attempts.", |w, _| {
-            f64::from(w.reserved.values().sum::<u32>())
-        }),
-        ("weir_worker_heartbeat_age_seconds", "Seconds since the worker's last heartbeat.", |w, _| {
-            w.heartbeat_age_ms as f64 / 1000.0
-        }),
-        ("weir_worker_subtasks", "Subtasks of running jobs on the worker.", |_, l| f64::from(l.subtasks)),
-        ("weir_worker_records_in_per_second", "Records its subtasks take in per second.", |_, l| {
-            l.records_in_per_second
-        }),
-        ("weir_worker_records_out_per_second", "Records its subtasks emit per second.", |_, l| {
-            l.records_out_per_second
-        }),
-        (
-            "weir_worker_backpressured_subtasks",
-            "Its subtasks that waited for room downstream half the time or more.",
-            |_, l| f64::from(l.backpressured),
-        ),
-    ];
-    for (name, help, figure) in figures {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for (w, load) in workers {
-            let _ = writeln!(
-                out,
-                "{name}{{worker=\"{}\",name=\"{}\"}} {}",
-                w.id,
-                label(&w.name),
-                figure(w, load)
-            );
-        }
-    }
 }
 
 #[cfg(test)]
@@ -284,10 +157,5 @@ mod tests {
         assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_total"), 2300.0, "{text}");
         assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_sum"), 2300.0, "{text}");
         assert_eq!(value(&text, "weir_checkpoint_persisted_in_flight_bytes_count"), 3.0, "{text}");
-    }
-
-    #[test]
-    fn labels_are_escaped() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -145,7 +145,7 @@ fn stateful(name: &str, lines: u64, tolerable: u32) -> Value {
 async fn assert_ledger_matches_recount(server: &Arc<Server>) {
     let store = server.store.clone();
     let (ledger, recount) = tokio::task::spawn_blocking(move || {
-        (store.usage_ledger().expect("ledger"), weir::server::ledger::recount(&store).expect("recount"))
+        (store.usage_ledger().expect("ledger"), weir::server::recount::recount(&store).expect("recount"))
     })
     .await
     .expect("recount task");

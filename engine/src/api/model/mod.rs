@@ -193,9 +193,9 @@ mod tests {
             timestamp: -1,
         });
         same_json::<_, Usage>(server::Usage { jobs: 1, subtasks: 2, storage_bytes: 3 });
-        same_json::<_, StatePage>(server::state::StatePage {
+        same_json::<_, StatePage>(server::state_pages::StatePage {
             operator: "count".into(),
-            data: vec![server::state::StateItem {
+            data: vec![server::state_pages::StateItem {
                 key_group: Some(3),
                 subtask: None,
                 state: "counts".into(),

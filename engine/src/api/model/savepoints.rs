@@ -143,9 +143,9 @@ pub struct StateQuery {
     pub limit: Option<usize>,
 }
 
-impl From<StateQuery> for server::state::StateQuery {
+impl From<StateQuery> for server::state_pages::StateQuery {
     fn from(q: StateQuery) -> Self {
-        server::state::StateQuery { state: q.state, cursor: q.cursor, limit: q.limit, max_bytes: None }
+        server::state_pages::StateQuery { state: q.state, cursor: q.cursor, limit: q.limit, max_bytes: None }
     }
 }
 
@@ -169,8 +169,8 @@ pub struct StateItem {
     pub value: serde_json::Value,
 }
 
-impl From<server::state::StateItem> for StateItem {
-    fn from(i: server::state::StateItem) -> Self {
+impl From<server::state_pages::StateItem> for StateItem {
+    fn from(i: server::state_pages::StateItem) -> Self {
         StateItem {
             key_group: i.key_group,
             subtask: i.subtask,
@@ -193,8 +193,8 @@ pub struct StatePage {
     pub next: Option<String>,
 }
 
-impl From<server::state::StatePage> for StatePage {
-    fn from(p: server::state::StatePage) -> Self {
+impl From<server::state_pages::StatePage> for StatePage {
+    fn from(p: server::state_pages::StatePage) -> Self {
         StatePage { operator: p.operator, data: p.data.into_iter().map(Into::into).collect(), next: p.next }
     }
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::cluster::WorkerInfo;
-use crate::server::jobs::WorkerLoad;
+use crate::server::worker_load::WorkerLoad;
 
 /// A worker registered with this server (`weir worker`), live or lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

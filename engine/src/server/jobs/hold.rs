@@ -6,7 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{JobManager, JobStatus};
+use super::JobManager;
+use super::record::JobStatus;
 use crate::clock::unix_ms;
 use crate::runtime::commit_latest;
 use crate::server::error::ServerResult;

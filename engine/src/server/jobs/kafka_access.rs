@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::connectors::kafka::config::pattern_prefixes;
 use crate::connectors::kafka::{ConnectionConfig, KafkaAccess};
 use crate::connectors::{SinkConfig, SourceConfig, SourceKind};
-use crate::plan::{JobSpec, NodeBody, NodeKind, Plan};
+use crate::plan::{JobSpec, NodeBody, NodeKind, NodeSpec, Plan};
 use crate::server::error::{ServerError, ServerResult};
 use crate::server::ids::printable;
 use crate::server::tenants::{KafkaGrant, Tenant};
@@ -52,106 +52,152 @@ pub(super) fn resolve_kafka(
         if node.connector.as_deref() != Some("kafka") {
             continue;
         }
-        let refuse = |m: String| ServerError::BadRequest(format!("node `{}`: {m}", node.id));
-        let forbid = |m: String| ServerError::Forbidden(format!("node `{}`: {m}", node.id));
-        if let Some(map) = node.config.as_object()
-            && let Some(key) = map.keys().find(|k| {
-                INLINE_KEYS.contains(&k.as_str()) || k.starts_with("sasl_") || k.starts_with("ssl_")
-            })
-        {
-            return Err(refuse(format!(
-                "`{}` is not accepted: name a connection; the server connects only to the connections \
-                 its admin configured (GET /api/v1/kafka/connections lists those the tenant may use)",
-                printable(key)
-            )));
-        }
-        // (topics, pattern, group ids) the node asks for.
-        let (name, topics, pattern, groups) = match node.kind {
+        refuse_inline_settings(node)?;
+        let Some(ask) = KafkaAsk::of(node)? else { continue };
+        let Some(name) = &ask.connection else { continue };
+        let access = check_grant(tenant, node, name, &ask, connections)?;
+        resolved.0.insert(node.id.clone(), Arc::new(access));
+    }
+    Ok(resolved)
+}
+
+/// Refuses a Kafka node's config that names an address or credentials of its own.
+fn refuse_inline_settings(node: &NodeSpec) -> ServerResult<()> {
+    if let Some(map) = node.config.as_object()
+        && let Some(key) = map
+            .keys()
+            .find(|k| INLINE_KEYS.contains(&k.as_str()) || k.starts_with("sasl_") || k.starts_with("ssl_"))
+    {
+        return Err(ServerError::BadRequest(format!(
+            "node `{}`: `{}` is not accepted: name a connection; the server connects only to the connections \
+             its admin configured (GET /api/v1/kafka/connections lists those the tenant may use)",
+            node.id,
+            printable(key)
+        )));
+    }
+    Ok(())
+}
+
+/// What a Kafka node asks for on its connection.
+struct KafkaAsk {
+    /// The connection it names.
+    connection: Option<String>,
+    /// The topics it reads or writes.
+    topics: Vec<String>,
+    /// The pattern of the topics it reads.
+    pattern: Option<String>,
+    /// Its consumer group, or its transactional id prefix.
+    groups: Vec<String>,
+}
+
+impl KafkaAsk {
+    /// What `node` asks for; `None` when its config does not parse (the planner refuses it).
+    fn of(node: &NodeSpec) -> ServerResult<Option<KafkaAsk>> {
+        let ask = match node.kind {
             NodeKind::Source => match SourceConfig::parse("kafka", &node.config) {
-                Ok(SourceConfig { kind: SourceKind::Kafka(c), .. }) => {
-                    (c.connection, c.topics, c.topic_pattern, c.group_id.into_iter().collect::<Vec<_>>())
-                }
-                _ => continue,
+                Ok(SourceConfig { kind: SourceKind::Kafka(c), .. }) => KafkaAsk {
+                    connection: c.connection,
+                    topics: c.topics,
+                    pattern: c.topic_pattern,
+                    groups: c.group_id.into_iter().collect(),
+                },
+                _ => return Ok(None),
             },
             NodeKind::Sink => match SinkConfig::parse("kafka", &node.config) {
                 Ok(SinkConfig::Kafka(c)) => {
                     if c.delivery == crate::connectors::kafka::Delivery::Transactional
                         && c.transactional_id_prefix.is_none()
                     {
-                        return Err(refuse(
-                            "delivery transactional needs a `transactional_id_prefix` that starts with one of \
-                             the tenant's group prefixes (GET /api/v1/kafka/connections)"
-                                .into(),
-                        ));
+                        return Err(ServerError::BadRequest(format!(
+                            "node `{}`: delivery transactional needs a `transactional_id_prefix` that starts \
+                             with one of the tenant's group prefixes (GET /api/v1/kafka/connections)",
+                            node.id
+                        )));
                     }
-                    (c.connection, vec![c.topic], None, c.transactional_id_prefix.into_iter().collect())
+                    KafkaAsk {
+                        connection: c.connection,
+                        topics: vec![c.topic],
+                        pattern: None,
+                        groups: c.transactional_id_prefix.into_iter().collect(),
+                    }
                 }
-                _ => continue,
+                _ => return Ok(None),
             },
-            NodeKind::Operator => continue,
+            NodeKind::Operator => return Ok(None),
         };
-        let Some(name) = name else { continue };
-        let grant = tenant.kafka.iter().find(|g| g.connection == name);
-        let connection = match (connections.get(&name), grant) {
-            (Some(c), Some(_)) => c,
-            (Some(_), None) => {
-                return Err(forbid(format!(
-                    "the tenant may not use Kafka connection `{}`; ask the server's admin for a grant \
-                     (the tenant may use: {})",
-                    printable(&name),
-                    granted(tenant, connections)
-                )));
-            }
-            (None, _) => {
-                return Err(refuse(format!(
-                    "there is no Kafka connection `{}`; the tenant may use: {}",
-                    printable(&name),
-                    granted(tenant, connections)
-                )));
-            }
-        };
-        let grant = grant.expect("matched above");
-        let access = KafkaAccess {
-            name: Some(name.clone()),
-            connection: connection.clone(),
-            topic_prefixes: Some(grant.topic_prefixes.clone()),
-            group_prefixes: Some(grant.group_prefixes.clone()),
-        };
-        let outside = |what: &str, value: &str, prefixes: &[String]| {
-            forbid(format!(
-                "{what} `{}` is outside what the tenant may use on connection `{name}` (it must start with \
-                 one of: {})",
-                printable(value),
-                list(prefixes)
-            ))
-        };
-        for topic in &topics {
-            if !access.topic_allowed(topic) {
-                return Err(outside("topic", topic, &grant.topic_prefixes));
-            }
-        }
-        if let Some(pattern) = &pattern {
-            let bounded = pattern_prefixes(pattern)
-                .filter(|literals| literals.iter().all(|l| access.topic_allowed(l)))
-                .is_some();
-            if !bounded {
-                return Err(forbid(format!(
-                    "topic_pattern `{}` may match topics outside what the tenant may use on connection \
-                     `{name}`: start it with one of: {}",
-                    printable(pattern),
-                    list(&grant.topic_prefixes)
-                )));
-            }
-        }
-        for id in &groups {
-            if !access.group_allowed(id) {
-                let what = if node.kind == NodeKind::Source { "group_id" } else { "transactional_id_prefix" };
-                return Err(outside(what, id, &grant.group_prefixes));
-            }
-        }
-        resolved.0.insert(node.id.clone(), Arc::new(access));
+        Ok(Some(ask))
     }
-    Ok(resolved)
+}
+
+/// Checks what `node` asks for on connection `name` against `tenant`'s grant of it; returns
+/// the access the node gets.
+fn check_grant(
+    tenant: &Tenant,
+    node: &NodeSpec,
+    name: &str,
+    ask: &KafkaAsk,
+    connections: &BTreeMap<String, ConnectionConfig>,
+) -> ServerResult<KafkaAccess> {
+    let refuse = |m: String| ServerError::BadRequest(format!("node `{}`: {m}", node.id));
+    let forbid = |m: String| ServerError::Forbidden(format!("node `{}`: {m}", node.id));
+    let grant = tenant.kafka.iter().find(|g| g.connection == name);
+    let (connection, grant) = match (connections.get(name), grant) {
+        (Some(c), Some(g)) => (c, g),
+        (Some(_), None) => {
+            return Err(forbid(format!(
+                "the tenant may not use Kafka connection `{}`; ask the server's admin for a grant \
+                 (the tenant may use: {})",
+                printable(name),
+                granted(tenant, connections)
+            )));
+        }
+        (None, _) => {
+            return Err(refuse(format!(
+                "there is no Kafka connection `{}`; the tenant may use: {}",
+                printable(name),
+                granted(tenant, connections)
+            )));
+        }
+    };
+    let access = KafkaAccess {
+        name: Some(name.to_string()),
+        connection: connection.clone(),
+        topic_prefixes: Some(grant.topic_prefixes.clone()),
+        group_prefixes: Some(grant.group_prefixes.clone()),
+    };
+    let outside = |what: &str, value: &str, prefixes: &[String]| {
+        forbid(format!(
+            "{what} `{}` is outside what the tenant may use on connection `{name}` (it must start with \
+             one of: {})",
+            printable(value),
+            list(prefixes)
+        ))
+    };
+    for topic in &ask.topics {
+        if !access.topic_allowed(topic) {
+            return Err(outside("topic", topic, &grant.topic_prefixes));
+        }
+    }
+    if let Some(pattern) = &ask.pattern {
+        let bounded = pattern_prefixes(pattern)
+            .filter(|literals| literals.iter().all(|l| access.topic_allowed(l)))
+            .is_some();
+        if !bounded {
+            return Err(forbid(format!(
+                "topic_pattern `{}` may match topics outside what the tenant may use on connection \
+                 `{name}`: start it with one of: {}",
+                printable(pattern),
+                list(&grant.topic_prefixes)
+            )));
+        }
+    }
+    for id in &ask.groups {
+        if !access.group_allowed(id) {
+            let what = if node.kind == NodeKind::Source { "group_id" } else { "transactional_id_prefix" };
+            return Err(outside(what, id, &grant.group_prefixes));
+        }
+    }
+    Ok(access)
 }
 
 /// The connections `tenant` was granted that the server has, for a message.

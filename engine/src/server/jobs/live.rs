@@ -6,25 +6,42 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::{JobManager, Sample, SubtaskLive};
-use crate::plan::Plan;
-use crate::runtime::RunEnv;
+use serde::Serialize;
 
-/// What the running jobs' subtasks do on one worker ([`JobManager::worker_loads`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WorkerLoad {
-    /// Subtasks of running jobs it runs.
-    pub subtasks: u32,
-    /// Records they take in per second, summed.
+use super::JobManager;
+use crate::plan::Plan;
+use crate::runtime::{JobMetrics, RunEnv};
+use crate::server::worker_load::WorkerLoad;
+
+/// Live figures of one subtask.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SubtaskLive {
+    /// Subtask index.
+    pub subtask: u32,
+    /// Records received in this run.
+    pub records_in: u64,
+    /// Records emitted in this run.
+    pub records_out: u64,
+    /// Records received per second (last second).
     pub records_in_per_second: f64,
-    /// Records they emit per second, summed.
+    /// Records emitted per second (last second).
     pub records_out_per_second: f64,
-    /// Those of them that waited for room downstream at least half of the last sample.
-    pub backpressured: u32,
+    /// Share of the last second spent waiting for room downstream (0 to 1).
+    pub backpressure: f64,
+    /// The worker that runs it (`None`: the server's own process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u64>,
 }
 
-/// The backpressure from which [`WorkerLoad::backpressured`] counts a subtask.
-const BACKPRESSURED: f64 = 0.5;
+/// The latest sample of a running job's counters.
+#[derive(Default)]
+pub(super) struct Sample {
+    at: Option<Instant>,
+    metrics: Option<Arc<JobMetrics>>,
+    /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
+    counters: HashMap<(usize, u32), (u64, u64, u64)>,
+    live: Vec<Vec<SubtaskLive>>,
+}
 
 impl JobManager {
     /// Samples the live counters of a running job: rates, backpressure and telemetry.
@@ -100,11 +117,11 @@ impl JobManager {
             let Ok(s) = r.sample.lock() else { continue };
             for sub in s.live.iter().flatten() {
                 let Some(worker) = sub.worker else { continue };
-                let load = loads.entry(worker).or_default();
-                load.subtasks += 1;
-                load.records_in_per_second += sub.records_in_per_second;
-                load.records_out_per_second += sub.records_out_per_second;
-                load.backpressured += u32::from(sub.backpressure >= BACKPRESSURED);
+                loads.entry(worker).or_default().add(
+                    sub.records_in_per_second,
+                    sub.records_out_per_second,
+                    sub.backpressure,
+                );
             }
         }
         loads

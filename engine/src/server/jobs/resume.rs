@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::{JOBS, JobManager, JobStatus, db_err, decode_job};
+use super::record::{JOBS, JobStatus, decode_job};
+use super::{JobManager, db_err};
 use crate::clock::unix_ms;
 use crate::server::error::{ServerError, ServerResult};
 

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use futures::{Stream, StreamExt as _};
 
-use super::{SavepointRecord, SavepointStatus, Savepoints};
+use super::Savepoints;
+use super::record::{SavepointRecord, SavepointStatus};
 use crate::clock::unix_ms;
 use crate::savepoint::Description;
 use crate::server::error::{ServerError, ServerResult};
