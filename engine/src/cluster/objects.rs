@@ -478,7 +478,7 @@ mod tests {
     use super::*;
 
     /// The behaviour every backend must have (the S3 one is checked against a real server in
-    /// `tests/all/cluster_objects.rs`).
+    /// `tests/all/cluster/objects.rs`).
     pub(crate) async fn behaves(objects: &ChunkObjects) {
         assert_eq!(objects.get("job-a", 1).await.unwrap(), None);
         objects.put("job-a", 1, Bytes::from_static(b"one")).await.unwrap();

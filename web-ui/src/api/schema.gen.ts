@@ -1,5 +1,5 @@
 // Generated from openapi.json by openapi-typescript: do not edit. Run `npm run gen:api`.
-// openapi.json itself is the server's document: `WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api_openapi::/)'`.
+// openapi.json itself is the server's document: `WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api::openapi::/)'`.
 
 export interface paths {
     "/api/v1/jobs": {

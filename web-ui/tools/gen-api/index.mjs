@@ -10,14 +10,14 @@ import openapiTS, { astToString } from 'openapi-typescript';
 
 const api = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'api');
 
-/** The committed OpenAPI document, written by the engine's `api_openapi` test. */
+/** The committed OpenAPI document, written by the engine's `api::openapi` tests. */
 export const documentPath = join(api, 'openapi.json');
 
 /** The generated types. */
 export const schemaPath = join(api, 'schema.gen.ts');
 
 export const HEADER = `// Generated from openapi.json by openapi-typescript: do not edit. Run \`npm run gen:api\`.
-// openapi.json itself is the server's document: \`WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api_openapi::/)'\`.
+// openapi.json itself is the server's document: \`WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api::openapi::/)'\`.
 
 `;
 

@@ -4,6 +4,7 @@
 pub mod event_time;
 pub mod fake_kafka;
 pub mod kafka;
+pub mod languages;
 pub mod nexmark_ref;
 pub mod s3;
 

@@ -7,7 +7,7 @@
 //! snapshots; plain and document snapshots alternate, `runs` of each, and the median per
 //! entry is reported. The last delta is restored into fresh instances, alternating likewise
 //! (instantiation not timed). Both paths store the same bytes (tests:
-//! `encoded_state::*`), so only the time differs.
+//! `state::encoded::*`), so only the time differs.
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -19,11 +19,11 @@ use rand::{Rng as _, SeedableRng as _};
 use serde_json::json;
 use weir::connectors::kafka::client::{Client, ClientConfig};
 
-use crate::cluster_workers::{TOKEN, Worker, controller};
+use super::workers::{TOKEN, Worker, controller};
 use crate::common::fake_kafka::{EndTxnMode, FakeKafka};
 use crate::common::kafka::read_all;
 use crate::common::tansu::TansuBroker;
-use crate::kafka_exactly_once::{bids, check, produce_input};
+use crate::kafka::exactly_once::{bids, check, produce_input};
 use crate::server::{ADMIN, Api};
 
 const LONG: Duration = Duration::from_secs(180);

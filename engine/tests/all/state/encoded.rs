@@ -37,7 +37,7 @@ fn counter(inst: &OperatorInstance, name: &str) -> u64 {
 }
 
 fn python(name: &str) -> Vec<u8> {
-    let built = crate::api_languages::build("python");
+    let built = crate::common::languages::build("python");
     std::fs::read(built.join(format!("{name}.wasm"))).unwrap()
 }
 

@@ -17,7 +17,7 @@ use weir_store::{CheckpointStorage as _, ExternalChunks as _};
 
 use weir::cluster::objects::ObjectStoreConfig;
 
-use crate::cluster_workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
+use super::workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
 use crate::common::s3::S3Server;
 use crate::server::wordcount::{self, check_exactly_once, lines, push, wait_output};
 use crate::server::{Api, TestServer};
@@ -655,7 +655,7 @@ async fn a_slow_sink_on_one_worker_throttles_the_source_on_another() {
     let other = *sinks.iter().find(|w| **w != source).unwrap();
     let series = |name: &str, worker: u64, w: &str| format!("{name}{{worker=\"{worker}\",name=\"{w}\"}}");
     let names: BTreeMap<u64, &str> = ids.iter().copied().zip(["a", "b"]).collect();
-    let metrics = crate::api_tokens::scrape(&server).await;
+    let metrics = crate::api::tokens::scrape(&server).await;
     let figure = |name: &str, worker: u64| {
         let key = series(name, worker, names[&worker]);
         *metrics.get(&key).unwrap_or_else(|| panic!("no {key} in {metrics:?}"))

@@ -109,7 +109,7 @@ fn invalid_input(result: Result<Batch, GuestError>) -> String {
 /// go through the plain `process`).
 async fn q1_paths_agree(lang: &str, seed: u64, all_carried: bool) {
     eprintln!("{lang}: seed {seed}");
-    let built = crate::api_languages::build(lang);
+    let built = crate::common::languages::build(lang);
     let host = GuestHost::new(None).unwrap();
     let read = |name: &str| std::fs::read(built.join(format!("{name}.wasm"))).unwrap();
     let mut rust = instance(&host, "rust", weir::builtin::get("nexmark-q1").unwrap()).await;
@@ -191,7 +191,7 @@ fn nexmark_bids(n: usize, size: usize, keyed: bool) -> Vec<Batch> {
 /// cannot carry (the plain `process` takes them), and a price written as a float, which it
 /// can; the two JavaScript q1 agree on each.
 async fn javascript_q1_json_path() {
-    let built = crate::api_languages::build("js");
+    let built = crate::common::languages::build("js");
     let host = GuestHost::new(None).unwrap();
     let read = |name: &str| std::fs::read(built.join(format!("{name}.wasm"))).unwrap();
     let mut rust = instance(&host, "rust", weir::builtin::get("nexmark-q1").unwrap()).await;

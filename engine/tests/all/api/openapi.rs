@@ -260,7 +260,7 @@ fn the_web_ui_copy_is_the_document() {
     panic!(
         "web-ui/src/api/openapi.json is not the API's OpenAPI document (first difference at line \
          {}: committed {:?}, generated {:?}). Regenerate it with \
-         `WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api_openapi::/)'`, then the UI's types with \
+         `WEIR_BLESS=1 cargo nextest run --workspace -E 'test(/^api::openapi::/)'`, then the UI's types with \
          `cd web-ui && npm run gen:api`, and commit both.",
         i + 1,
         old.get(i).copied().unwrap_or("<end of file>"),

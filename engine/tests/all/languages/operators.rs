@@ -12,17 +12,15 @@
 //! - components built against an older or a different world are refused at upload, naming
 //!   the missing export or the unknown import.
 //!
-//! The harness builds each language with `examples/<lang>/build.sh --with-test-fixtures` into
-//! `<target>/lang/<lang>` (once: a stamp records the build, a file lock serialises test
-//! processes). The tools come from `$WEIR_TOOLS` (default `<repo>/target/tools`); `.ci/run`
-//! installs them. `WEIR_LANG_SEED` replays a failing trial.
+//! The components come from `common::languages::build` (each language's `build.sh`, once per
+//! source change). `WEIR_LANG_SEED` replays a failing trial.
 
+use crate::common;
 use crate::server;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
@@ -33,77 +31,6 @@ use server::{Api, TestServer, wait_for};
 const LONG: Duration = Duration::from_secs(300);
 /// Bids of the q17 jobs.
 const BIDS: u64 = 20_000;
-
-// ---------------------------------------------------------------------------------------
-// Building the components.
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The cargo target directory of this test binary (`<target>/debug/deps/<test>`).
-fn target_dir() -> PathBuf {
-    let weir = Path::new(env!("CARGO_BIN_EXE_weir"));
-    weir.parent().and_then(Path::parent).expect("<target>/debug/weir").to_path_buf()
-}
-
-/// The newest modification time of the files under `dir`, skipping build outputs and
-/// installed packages.
-fn newest(dir: &Path) -> SystemTime {
-    let mut latest = SystemTime::UNIX_EPOCH;
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if matches!(name.to_str(), Some("build" | "node_modules" | "__pycache__" | "target")) {
-            continue;
-        }
-        let meta = entry.metadata().unwrap();
-        let time = if meta.is_dir() { newest(&entry.path()) } else { meta.modified().unwrap() };
-        latest = latest.max(time);
-    }
-    latest
-}
-
-/// Builds `lang`'s components (unless the last build is newer than every source) and returns
-/// the directory holding them.
-pub(crate) fn build(lang: &str) -> PathBuf {
-    let root = repo();
-    let out = target_dir().join("lang").join(lang);
-    std::fs::create_dir_all(&out).unwrap();
-    // One build at a time, across the test processes.
-    let lock = std::fs::File::create(target_dir().join("lang").join(format!("{lang}.lock"))).unwrap();
-    lock.lock().expect("lock the language build");
-    let stamp = out.join(".built");
-    let sources =
-        [root.join("examples").join(lang), root.join("wit"), root.join("engine/test-guests/worlds")]
-            .iter()
-            .map(|d| newest(d))
-            .max()
-            .unwrap();
-    let built = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok();
-    if built.is_none_or(|b| b < sources) {
-        let script = root.join("examples").join(lang).join("build.sh");
-        eprintln!("building the {lang} components: {} --with-test-fixtures", script.display());
-        let output = Command::new("bash")
-            .arg(&script)
-            .arg("--with-test-fixtures")
-            .env("WEIR_BUILD_DIR", &out)
-            .env("CARGO_TARGET_DIR", target_dir())
-            .output()
-            .expect("run build.sh");
-        assert!(
-            output.status.success(),
-            "{} failed ({}); install the tools with `{} --tools-only`:\n{}\n{}",
-            script.display(),
-            output.status,
-            script.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::fs::write(&stamp, b"").unwrap();
-    }
-    out
-}
 
 fn component(dir: &Path, name: &str) -> Vec<u8> {
     let path = dir.join(format!("{name}.wasm"));
@@ -248,7 +175,7 @@ async fn language(lang: &str, default_seed: u64) {
     let seed = std::env::var("WEIR_LANG_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default_seed);
     eprintln!("{lang}: seed {seed} (replay with WEIR_LANG_SEED={seed})");
     let mut rng = SmallRng::seed_from_u64(seed);
-    let built = build(lang);
+    let built = common::languages::build(lang);
     let dir = tempfile::tempdir().unwrap();
     let mut server = TestServer::spawn_process(dir.path());
     let (_, api) = server.tenant("acme").await;
@@ -355,7 +282,7 @@ async fn language(lang: &str, default_seed: u64) {
 
 /// Each wrong-world component is refused at upload with a message naming what is missing.
 async fn wrong_worlds(lang: &str) {
-    let built = build(lang);
+    let built = common::languages::build(lang);
     let server = TestServer::start(|_| {}).await;
     let (_, api) = server.tenant("acme").await;
     let cases = [

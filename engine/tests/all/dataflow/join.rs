@@ -183,7 +183,7 @@ fn joins_survive_failures_with_the_same_pairs() {
 /// exactly what the reference pairs, for every join kind.
 #[test]
 fn python_joins_match_the_same_reference() {
-    let module = crate::api_languages::build("python").join("join-pairs.wasm");
+    let module = common::languages::build("python").join("join-pairs.wasm");
     for (join, bounds) in joins() {
         let dir = tempfile::tempdir().unwrap();
         let (out, late) = (dir.path().join("out"), dir.path().join("late"));

@@ -1,7 +1,7 @@
 //! Host keyed state (`keyed-state`, the SDK's `HostKeyedState`) through the real parts:
 //! wasmtime, the local fjall store, the redb checkpoint store. Rescale through savepoints
 //! and export/import between stores, incremental checkpoints, the storage quota. Exactly
-//! once under faults and SIGKILL: `exactly_once::chaos_trials_host_state`.
+//! once under faults and SIGKILL: `checkpoints::exactly_once::chaos_trials_host_state`.
 
 use crate::common;
 
@@ -264,7 +264,7 @@ fn host_state_counts_against_the_storage_quota() {
 /// test binary directly (nextest stops a test at 300 s):
 /// `WEIR_LARGE_KEYS=50000000 WEIR_LARGE_INTERVAL_MS=10000 WEIR_LARGE_MAX_CHAIN=32
 /// WEIR_LARGE_KILL_AFTER=25 WEIR_BIN=target/release/weir target/debug/deps/all-<hash>
-/// host_state::large_host_state_survives_sigkill --exact --nocapture` (docs/benchmarks.md,
+/// state::host::large_host_state_survives_sigkill --exact --nocapture` (docs/benchmarks.md,
 /// "State larger than memory", has the figures).
 #[test]
 fn large_host_state_survives_sigkill() {

@@ -10,7 +10,7 @@ use serde_json::json;
 use weir::cluster::data::{ChannelKey, DataError, DataPlane};
 use weir::cluster::tls::{TlsFiles, Transport};
 
-use crate::cluster_workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
+use super::workers::{TOKEN, Worker, controller, find, registered_id, wait_workers};
 use crate::server::wordcount::{self, check_exactly_once, lines, push, wait_output};
 
 fn openssl(dir: &Path, args: &[&str]) {

@@ -251,7 +251,7 @@ fn windows_survive_sigkill_of_the_process() {
 #[test]
 fn python_windows_match_the_same_reference() {
     common::quiet_injected_panics();
-    let module = crate::api_languages::build("python").join("window-count.wasm");
+    let module = common::languages::build("python").join("window-count.wasm");
     let module = module.to_str().unwrap();
     for (i, case) in cases().iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();

@@ -493,7 +493,7 @@ fn trials_on(first: u64, backend: &str) {
             Err(e) => panic!(
                 "chaos trial with seed {seed} ({setup}, {backend} state) failed — replay with \
                  WEIR_CHAOS_REPLAY={seed}{} WEIR_CHAOS_BACKEND={backend} \
-                 cargo nextest run --workspace -E 'test(=exactly_once::chaos_trials_a)': {e}",
+                 cargo nextest run --workspace -E 'test(=checkpoints::exactly_once::chaos_trials_a)': {e}",
                 if kill { " WEIR_CHAOS_KILL=1" } else { "" }
             ),
         }

@@ -30,7 +30,7 @@ const RESET: u64 = 37;
 const JOB: &str = "py-host";
 
 fn module() -> PathBuf {
-    crate::api_languages::build("python").join("counter-host.wasm")
+    common::languages::build("python").join("counter-host.wasm")
 }
 
 /// ids (2 subtasks) → the Python counter (2, hash) → file sink (exactly once).

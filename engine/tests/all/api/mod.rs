@@ -1,0 +1,11 @@
+//! The HTTP API and its clients: a job's life over the API (upload, create, checkpoints,
+//! stop, a server killed and resumed), the OpenAPI document and the routes it lists, tenant
+//! isolation and authentication over every operation, tokens, disabled tenants and
+//! `/metrics`, the web UI the binary serves, and the CLI client driving a real server.
+
+mod cli;
+mod lifecycle;
+mod openapi;
+mod tenants;
+pub(crate) mod tokens;
+mod ui;

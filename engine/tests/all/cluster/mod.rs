@@ -1,0 +1,11 @@
+//! The cluster (issue 22): `weir serve` as the controller and `weir worker` processes over
+//! real sockets. Workers registering, lost and refused; the data plane between workers;
+//! checkpoint chunks in an S3-protocol server; jobs on workers exactly once across killed
+//! workers; Kafka on workers; mutual TLS on every connection.
+
+mod data;
+mod jobs;
+mod kafka;
+mod objects;
+mod tls;
+mod workers;

@@ -1,0 +1,10 @@
+//! Kafka: the source and sink end to end against a real Kafka-protocol broker (Tansu), the
+//! `exactly_once` chaos trials, the `transactional` sink's protocol against a fake
+//! transaction-capable broker, connections and tenants' grants, and what the tests' broker
+//! itself does.
+
+mod access;
+mod connectors;
+pub(crate) mod exactly_once;
+mod tansu;
+mod transactional;
