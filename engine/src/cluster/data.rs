@@ -12,7 +12,7 @@
 //!
 //! Frames (length-prefixed like the control session, at most `max_frame_bytes`): a tag, a
 //! stream id (`u32`, chosen by the side that opened the stream), and:
-//! `OPEN` the channel key (MessagePack) · `MSG` a message (`channel_state::encode_wire`) ·
+//! `OPEN` the channel key (MessagePack) · `MSG` a message (`in_flight::encode_wire`) ·
 //! `CREDIT` batches taken (`u32`) · `CLOSE` every sender is gone · `GONE` the receiver is
 //! gone. A connection opens with the dialer's hello (the cluster token, its data address);
 //! a connection that ends closes every stream on it: the senders' pushes fail and the
@@ -32,7 +32,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use super::tls::{ReadHalf as OwnedReadHalf, Stream, Transport, WriteHalf as OwnedWriteHalf};
-use crate::runtime::channel_state::{decode_wire, encode_wire};
+use crate::runtime::in_flight::{decode_wire, encode_wire};
 use crate::runtime::{
     Closed, CreditSink, Credits, Message, Outbound, Receiver, Sender, credited_channel, remote_sender,
 };

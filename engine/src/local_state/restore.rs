@@ -1,7 +1,11 @@
 //! Restoring a local store from checkpoint entries by bulk ingestion.
 
-use super::{HOST_STATE_PREFIX, LocalStateError, LocalStore, split_chain_key, store_error};
 use fjall::Keyspace;
+
+use super::error::{LocalStateError, store_error};
+use super::keys::{HOST_STATE_PREFIX, split_chain_key, write_local_key};
+use super::limits::{check_field, check_value};
+use super::store::LocalStore;
 
 /// Fills a fresh store from the live entries of a checkpoint (before `open`), by bulk
 /// ingestion: entries are buffered until their key group changes (a checkpoint's chain holds
@@ -87,8 +91,15 @@ impl std::fmt::Debug for LocalRestorer {
     }
 }
 
+impl LocalStore {
+    /// A restorer that fills this store from checkpoint entries.
+    pub fn restorer(self) -> LocalRestorer {
+        LocalRestorer::new(self)
+    }
+}
+
 impl LocalRestorer {
-    pub(super) fn new(store: LocalStore) -> Self {
+    fn new(store: LocalStore) -> Self {
         LocalRestorer {
             store,
             pending: SortedRun::default(),
@@ -116,8 +127,8 @@ impl LocalRestorer {
         let (record, field) = split_chain_key(key).ok_or_else(|| {
             LocalStateError::Store(format!("a malformed host state key in state `{state}`"))
         })?;
-        LocalStore::check_value(value)?;
-        LocalStore::check_field(field)?;
+        check_value(value)?;
+        check_field(field)?;
         let group = self.store.owned_group(record)?;
         if self.group != Some(group) || self.pending.bytes.len() >= self.run_bytes {
             self.send_run()?;
@@ -125,7 +136,7 @@ impl LocalRestorer {
         }
         let run = &mut self.pending;
         let start = run.bytes.len();
-        LocalStore::write_key(&mut run.bytes, group, sid, record, field);
+        write_local_key(&mut run.bytes, group, sid, record, field);
         let key_len = run.bytes.len() - start;
         run.bytes.extend_from_slice(value);
         let item = (start as u32, key_len as u32, value.len() as u32);

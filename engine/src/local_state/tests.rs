@@ -1,8 +1,10 @@
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use proptest::prelude::*;
 
 use super::*;
+use crate::key_groups::key_group;
 
 fn config(dir: &Path) -> LocalStateConfig {
     LocalStateConfig { base: dir.to_path_buf(), job: "job".into(), quota: None }

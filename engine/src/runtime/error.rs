@@ -4,7 +4,7 @@ use super::barrier::ProtocolError;
 use super::channel::Closed;
 use super::input_gate::UpstreamGone;
 use super::scopes::DeltaError;
-use super::task_state::RestoreError;
+use super::subtask_blob::TaskRestoreError as RestoreError;
 use crate::connectors::ConnectorError;
 use crate::guest::GuestError;
 use crate::plan::PlanError;

@@ -11,8 +11,8 @@ use super::env::RunEnv;
 use super::error::{JobError, TaskError};
 use super::report::JobReport;
 use super::store_call::store_call;
+use super::subtask_blob::{TaskRestoreError, restored_state};
 use super::task::open_recovered_sink;
-use super::task_state::{RestoreError, restored_state};
 use crate::connectors::ConnectorEnv;
 use crate::plan::{NodeBody, Plan};
 
@@ -129,8 +129,8 @@ pub async fn commit_latest(plan: &Plan, env: &RunEnv) -> Result<Option<u64>, Job
 fn check_manifest(plan: &Plan, manifest: &Manifest) -> Result<(), JobError> {
     for node in &plan.nodes {
         let error = match manifest.get(&node.id) {
-            None => RestoreError::MissingNode(node.id.clone()),
-            Some(m) if m.len() != node.parallelism as usize => RestoreError::Parallelism {
+            None => TaskRestoreError::MissingNode(node.id.clone()),
+            Some(m) if m.len() != node.parallelism as usize => TaskRestoreError::Parallelism {
                 node: node.id.clone(),
                 checkpoint: m.len(),
                 job: node.parallelism,

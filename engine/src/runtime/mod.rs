@@ -5,10 +5,11 @@
 //! - data plane: `channel` ([`Sender`], [`Receiver`]), [`InputGate`], [`Output`], [`Message`],
 //!   watermarks;
 //! - subtasks: `task` (the source, operator and sink loops), `barrier` (aligned and
-//!   unaligned checkpoints at a task), `channel_state` (in-flight data, encoded);
+//!   unaligned checkpoints at a task), `in_flight` (the channel state of an unaligned
+//!   checkpoint: in-flight messages, encoded);
 //! - checkpoints: `control` (messages), `coordinator`, `snapshot_writer` (the async part),
 //!   `scopes` (key-group split and restore chunks), `restore` (chains into a guest),
-//!   `task_state` (a subtask's blob);
+//!   `subtask_blob` ([`TaskState`], a subtask's non-keyed state, stored as its blob);
 //! - running a job: `job` (attempts, restarts, recommits), `attempt` (wiring, spawning,
 //!   joining one attempt), `env` ([`RunEnv`]), `stop`, `report`.
 //!
@@ -17,12 +18,12 @@
 pub(crate) mod attempt;
 pub mod barrier;
 mod channel;
-pub mod channel_state;
 mod control;
 mod coordinator;
 pub(crate) mod env;
 mod error;
 pub mod faults;
+pub mod in_flight;
 mod input_gate;
 mod job;
 mod message;
@@ -34,8 +35,8 @@ mod scopes;
 mod snapshot_writer;
 mod stop;
 pub(crate) mod store_call;
+mod subtask_blob;
 mod task;
-mod task_state;
 mod tasks;
 mod watermark;
 
@@ -58,5 +59,5 @@ pub use restore::restore_chains;
 pub use scopes::{DeltaError, RESTORE_CHUNK_BYTES, RestoreChunker, restore_chunks, split_into_scopes};
 pub use snapshot_writer::{SnapshotWriter, WriteRequest, WriterConfig, snapshot_writer};
 pub use stop::{StopMode, StopSignal};
-pub use task_state::{RestoreError, TaskState};
+pub use subtask_blob::{TaskRestoreError, TaskState};
 pub use watermark::WatermarkTracker;

@@ -9,12 +9,12 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use weir_store::{CheckpointStorage, ScopeDelta, StateEntry, SubtaskStats, SubtaskWrite};
 
-use super::channel_state::{ChannelMessages, encode};
 use super::control::ToCoordinator;
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
+use super::in_flight::{ChannelMessages, encode};
 use super::scopes::split_into_scopes;
-use super::task_state::TaskState;
+use super::subtask_blob::TaskState;
 use crate::clock::unix_ms;
 use crate::guest::bindings::StateDelta;
 use crate::local_state::LocalChanges;

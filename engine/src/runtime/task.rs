@@ -24,10 +24,10 @@ use weir_store::{CheckpointStorage, SubtaskStats};
 
 use super::barrier::{BarrierHandler, Finished, Snapshot, Steps};
 use super::channel::Closed;
-use super::channel_state::ChannelMessages;
 use super::control::{Control, ToCoordinator};
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
+use super::in_flight::ChannelMessages;
 use super::input_gate::InputGate;
 use super::message::{Barrier, Message};
 use super::metrics::{JobMetrics, SubtaskMetrics};
@@ -36,7 +36,7 @@ use super::restore::restore_chains;
 use super::scopes::RESTORE_CHUNK_BYTES;
 use super::snapshot_writer::{SnapshotWriter, WriteRequest};
 use super::stop::{StopMode, StopSignal};
-use super::task_state::{RestoreError, TaskState};
+use super::subtask_blob::{TaskRestoreError, TaskState};
 use super::watermark::WatermarkTracker;
 use crate::connectors::{ConnectorEnv, Sink, SinkConfig, Source};
 use crate::guest::OperatorInstance;
@@ -402,7 +402,7 @@ pub async fn run_operator(
     if let Some(c) = &checkpointing {
         if !c.restored.watermarks.is_empty() {
             watermarks =
-                WatermarkTracker::restore(&c.restored.watermarks).ok_or(RestoreError::NoWatermarks)?;
+                WatermarkTracker::restore(&c.restored.watermarks).ok_or(TaskRestoreError::NoWatermarks)?;
         }
         for (ts, key) in &c.restored.timers {
             instance.timers().register(key.clone(), *ts);
@@ -694,18 +694,18 @@ pub(crate) async fn restore_channel_state(
     }
     let entries = tokio::task::spawn_blocking(move || storage.read_chain(&job, &chunks))
         .await?
-        .map_err(|e| RestoreError::ChannelState(e.to_string()))?;
-    let channels = super::channel_state::decode(&entries).map_err(|e| RestoreError::ChannelState(e.0))?;
+        .map_err(|e| TaskRestoreError::ChannelState(e.to_string()))?;
+    let channels = super::in_flight::decode(&entries).map_err(|e| TaskRestoreError::ChannelState(e.0))?;
     let found: u64 = channels.values().map(|m| m.len() as u64).sum();
     if found != expected {
-        return Err(RestoreError::ChannelState(format!(
+        return Err(TaskRestoreError::ChannelState(format!(
             "{found} of the {expected} in-flight messages it recorded are stored"
         ))
         .into());
     }
     for ((port, upstream), messages) in channels {
         let channel = gate.channel_of(port, upstream).ok_or_else(|| {
-            RestoreError::ChannelState(format!(
+            TaskRestoreError::ChannelState(format!(
                 "the job has no input channel from subtask {upstream} on port {port}"
             ))
         })?;

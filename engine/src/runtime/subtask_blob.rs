@@ -1,5 +1,7 @@
 //! A subtask's state that is not keyed state — source position, watermarks, timers, a
-//! sink's pending transactions, the state schema version — stored as the subtask's blob.
+//! sink's pending transactions, the state schema version — stored as the subtask's blob
+//! ([`TaskState`]), and why saved state cannot be restored into a subtask
+//! ([`TaskRestoreError`]).
 
 use serde::{Deserialize, Serialize};
 use weir_store::{Manifest, SubtaskState};
@@ -30,7 +32,7 @@ pub struct TaskState {
 /// Why saved state cannot be restored into a job's subtask.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RestoreError {
+pub enum TaskRestoreError {
     /// A subtask's blob does not decode.
     #[error("corrupt task state: {0}")]
     Corrupt(#[from] rmp_serde::decode::Error),
@@ -82,7 +84,7 @@ impl TaskState {
     }
 
     /// Decodes, with an error for a corrupt blob.
-    pub fn decode(bytes: &[u8]) -> Result<Self, RestoreError> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, TaskRestoreError> {
         if bytes.is_empty() {
             return Ok(TaskState::default());
         }
@@ -94,9 +96,9 @@ impl TaskState {
     /// into the module they were taken with, so the recorded version must be the module's
     /// (a checkpoint written before versions were recorded counts as the module's own);
     /// migrating state to a changed module is the work of a savepoint.
-    pub fn restore_version(&self, operator: &str, module_version: u32) -> Result<u32, RestoreError> {
+    pub fn restore_version(&self, operator: &str, module_version: u32) -> Result<u32, TaskRestoreError> {
         match self.state_version {
-            Some(recorded) if recorded != module_version => Err(RestoreError::StateVersion {
+            Some(recorded) if recorded != module_version => Err(TaskRestoreError::StateVersion {
                 operator: operator.to_string(),
                 recorded,
                 module: module_version,
@@ -120,7 +122,7 @@ pub(crate) fn restored_state(
     manifest: &Manifest,
     node: &str,
     subtask: u32,
-) -> Result<TaskState, RestoreError> {
+) -> Result<TaskState, TaskRestoreError> {
     match subtask_state(manifest, node, subtask) {
         Some(s) => TaskState::decode(&s.blob),
         None => Ok(TaskState::default()),
@@ -141,7 +143,7 @@ mod tests {
         };
         assert_eq!(TaskState::decode(&state.encode()).unwrap(), state);
         assert_eq!(TaskState::decode(&[]).unwrap(), TaskState::default());
-        assert!(matches!(TaskState::decode(&[0xc1]), Err(RestoreError::Corrupt(_))));
+        assert!(matches!(TaskState::decode(&[0xc1]), Err(TaskRestoreError::Corrupt(_))));
     }
 
     #[test]
