@@ -4,7 +4,7 @@ use super::barrier::ProtocolError;
 use super::channel::Closed;
 use super::input_gate::UpstreamGone;
 use super::scopes::DeltaError;
-use super::subtask_blob::TaskRestoreError as RestoreError;
+use super::subtask_blob::TaskRestoreError;
 use crate::connectors::ConnectorError;
 use crate::guest::GuestError;
 use crate::plan::PlanError;
@@ -48,7 +48,7 @@ pub enum TaskError {
     Blocking(#[from] tokio::task::JoinError),
     /// Saved state cannot be restored into this task.
     #[error("cannot restore: {0}")]
-    Restore(#[from] RestoreError),
+    Restore(#[from] TaskRestoreError),
     /// A sink's input ended with pre-committed output that no checkpoint committed.
     #[error("the input ended with {0} transaction(s) not committed by a checkpoint")]
     Uncommitted(usize),
