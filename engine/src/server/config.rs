@@ -230,7 +230,7 @@ impl ServerConfig {
                 .validate()
                 .map_err(|e| ConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
         }
-        self.cluster.validate().map_err(ConfigError::Value)?;
+        self.cluster.validate().map_err(|e| ConfigError::Value(e.to_string()))?;
         Ok(())
     }
 }
