@@ -98,21 +98,45 @@ impl std::fmt::Debug for ClusterConfig {
 
 impl ClusterConfig {
     /// Checks the values (the token is needed only with a listener).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ClusterConfigError> {
         if self.listen.is_some() && self.token.as_ref().is_none_or(|t| t.len() < 16) {
-            return Err("cluster.listen needs cluster.token, a secret of at least 16 bytes".into());
+            return Err(ClusterConfigError::Token);
         }
         if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms * 2 > self.heartbeat_timeout_ms {
-            return Err(format!(
-                "cluster.heartbeat_timeout_ms ({}) must be at least twice cluster.heartbeat_interval_ms ({}), which is above 0",
-                self.heartbeat_timeout_ms, self.heartbeat_interval_ms
-            ));
+            return Err(ClusterConfigError::Heartbeat {
+                interval_ms: self.heartbeat_interval_ms,
+                timeout_ms: self.heartbeat_timeout_ms,
+            });
         }
         if self.hello_timeout_ms == 0 || self.max_workers == 0 || self.max_frame_bytes < 4096 {
-            return Err("cluster.hello_timeout_ms and cluster.max_workers must be above 0 and cluster.max_frame_bytes at least 4096".into());
+            return Err(ClusterConfigError::Bounds);
         }
         Ok(())
     }
+}
+
+/// Why the `cluster` settings are not valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterConfigError {
+    /// A listener without a token.
+    #[error("cluster.listen needs cluster.token, a secret of at least 16 bytes")]
+    Token,
+    /// Heartbeats that cannot be told from a lost worker.
+    #[error(
+        "cluster.heartbeat_timeout_ms ({timeout_ms}) must be at least twice cluster.heartbeat_interval_ms ({interval_ms}), which is above 0"
+    )]
+    Heartbeat {
+        /// `cluster.heartbeat_interval_ms`.
+        interval_ms: u64,
+        /// `cluster.heartbeat_timeout_ms`.
+        timeout_ms: u64,
+    },
+    /// A bound at zero or too small.
+    #[error(
+        "cluster.hello_timeout_ms and cluster.max_workers must be above 0 and cluster.max_frame_bytes at least 4096"
+    )]
+    Bounds,
 }
 
 /// A worker as the registry knows it.
@@ -652,11 +676,11 @@ mod tests {
     #[test]
     fn the_config_needs_a_token_and_sane_timeouts() {
         let mut config = ClusterConfig { listen: Some("0.0.0.0:0".into()), ..ClusterConfig::default() };
-        assert!(config.validate().unwrap_err().contains("token"));
+        assert!(config.validate().unwrap_err().to_string().contains("token"));
         config.token = Some(TOKEN.into());
         config.validate().unwrap();
         config.heartbeat_timeout_ms = config.heartbeat_interval_ms;
-        assert!(config.validate().unwrap_err().contains("twice"));
+        assert!(config.validate().unwrap_err().to_string().contains("twice"));
         ClusterConfig::default().validate().unwrap();
     }
 }

@@ -80,29 +80,55 @@ enum DataAnswer {
     Refused(String),
 }
 
-/// Why the data plane could not open a channel.
+pub use crate::runtime::DataError;
+
+/// Why a connection with a peer ended, or was refused at its hello.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DataError {
-    /// The peer could not be reached or the connection failed.
-    #[error("the data connection to {peer} failed: {reason}")]
-    Connection {
-        /// The peer's data address.
-        peer: String,
-        /// Why.
-        reason: String,
-    },
-    /// The peer refused the connection.
-    #[error("the worker at {peer} refused the data connection: {reason}")]
-    Refused {
-        /// The peer's data address.
-        peer: String,
-        /// Its reason.
-        reason: String,
-    },
-    /// The key is registered already.
-    #[error("channel {0:?} is registered already")]
-    Duplicate(ChannelKey),
+enum LinkError {
+    /// The connection failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The hello did not decode.
+    #[error("a hello that does not decode: {0}")]
+    BadHello(#[source] rmp_serde::decode::Error),
+    /// The answer to the hello did not encode.
+    #[error("an answer that does not encode: {0}")]
+    Encode(#[from] rmp_serde::encode::Error),
+    /// The peer closed the connection before its hello.
+    #[error("closed before its hello")]
+    ClosedBeforeHello,
+    /// The peer did not say hello within [`HELLO_TIMEOUT`].
+    #[error("no hello in time")]
+    NoHello,
+    /// The hello was refused.
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    /// A frame too short for its header.
+    #[error("a frame shorter than its header")]
+    ShortFrame,
+    /// An `OPEN` whose channel key did not decode.
+    #[error("a bad open: {0}")]
+    BadOpen(#[source] rmp_serde::decode::Error),
+    /// A `MSG` whose message did not decode.
+    #[error("a message that does not decode")]
+    BadMessage,
+    /// A `CREDIT` whose count is not 4 bytes.
+    #[error("a bad credit")]
+    BadCredit,
+    /// A frame with an unknown tag.
+    #[error("an unknown frame tag {0}")]
+    UnknownTag(u8),
+}
+
+/// Why a hello is refused (the reason travels in [`DataAnswer::Refused`]).
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error("data protocol {0} is not {DATA_PROTOCOL}")]
+    Protocol(u32),
+    #[error("the cluster token is not valid")]
+    Token,
+    #[error("a bad data address")]
+    Address,
 }
 
 /// A worker's data plane (cheap to clone).
@@ -183,32 +209,32 @@ impl DataPlane {
         }
     }
 
-    async fn accept(&self, stream: Stream) -> Result<Arc<Connection>, String> {
+    async fn accept(&self, stream: Stream) -> Result<Arc<Connection>, LinkError> {
         let (mut reader, mut writer) = self.framed(stream);
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.next()).await {
-            Ok(Some(Ok(frame))) => rmp_serde::from_slice::<DataHello>(&frame).map_err(|e| e.to_string())?,
-            Ok(Some(Err(e))) => return Err(e.to_string()),
-            Ok(None) => return Err("closed before its hello".into()),
-            Err(_) => return Err("no hello in time".into()),
+            Ok(Some(Ok(frame))) => rmp_serde::from_slice::<DataHello>(&frame).map_err(LinkError::BadHello)?,
+            Ok(Some(Err(e))) => return Err(e.into()),
+            Ok(None) => return Err(LinkError::ClosedBeforeHello),
+            Err(_) => return Err(LinkError::NoHello),
         };
         let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
         let refusal = if hello.protocol != DATA_PROTOCOL {
-            Some(format!("data protocol {} is not {DATA_PROTOCOL}", hello.protocol))
+            Some(Refusal::Protocol(hello.protocol))
         } else if presented != self.inner.token_hash {
-            Some("the cluster token is not valid".to_string())
+            Some(Refusal::Token)
         } else if hello.from.is_empty() || hello.from.len() > 256 {
-            Some("a bad data address".to_string())
+            Some(Refusal::Address)
         } else {
             None
         };
         let answer = match &refusal {
-            Some(reason) => DataAnswer::Refused(reason.clone()),
+            Some(reason) => DataAnswer::Refused(reason.to_string()),
             None => DataAnswer::Welcome,
         };
-        let bytes = rmp_serde::to_vec(&answer).map_err(|e| e.to_string())?;
-        writer.send(Bytes::from(bytes)).await.map_err(|e| e.to_string())?;
+        let bytes = rmp_serde::to_vec(&answer)?;
+        writer.send(Bytes::from(bytes)).await?;
         if let Some(reason) = refusal {
-            return Err(reason);
+            return Err(reason.into());
         }
         Ok(self.start(hello.from, reader, writer))
     }
@@ -323,7 +349,7 @@ impl DataPlane {
                 match next {
                     Some(Ok(frame)) => {
                         if let Err(reason) = this.dispatch(&conn, frame.freeze()) {
-                            break reason;
+                            break reason.to_string();
                         }
                     }
                     Some(Err(e)) => break e.to_string(),
@@ -343,15 +369,15 @@ impl DataPlane {
     }
 
     /// Handles one frame from the peer; an error ends the connection.
-    fn dispatch(&self, conn: &Arc<Connection>, frame: Bytes) -> Result<(), String> {
+    fn dispatch(&self, conn: &Arc<Connection>, frame: Bytes) -> Result<(), LinkError> {
         if frame.len() < 5 {
-            return Err("a frame shorter than its header".into());
+            return Err(LinkError::ShortFrame);
         }
         let (tag, stream) = (frame[0], u32::from_le_bytes(frame[1..5].try_into().expect("4 bytes")));
         let body = frame.slice(5..);
         match tag {
             OPEN => {
-                let key: ChannelKey = rmp_serde::from_slice(&body).map_err(|e| format!("a bad open: {e}"))?;
+                let key: ChannelKey = rmp_serde::from_slice(&body).map_err(LinkError::BadOpen)?;
                 match lock(&self.inner.inputs).remove(&key) {
                     Some((sender, credit)) => {
                         let _ = credit.bound.set((Arc::downgrade(conn), stream));
@@ -367,7 +393,7 @@ impl DataPlane {
                 }
             }
             MSG => {
-                let message = decode_wire(&body).ok_or("a message that does not decode")?;
+                let message = decode_wire(&body).ok_or(LinkError::BadMessage)?;
                 let mut incoming = lock(&conn.incoming);
                 let Some((sender, _)) = incoming.get(&stream) else { return Ok(()) };
                 let pushed = match message {
@@ -381,7 +407,7 @@ impl DataPlane {
                 }
             }
             CREDIT => {
-                let n = u32::from_le_bytes(body.as_ref().try_into().map_err(|_| "a bad credit")?);
+                let n = u32::from_le_bytes(body.as_ref().try_into().map_err(|_| LinkError::BadCredit)?);
                 if let Some(credits) = lock(&conn.outgoing).get(&stream) {
                     credits.grant(n);
                 }
@@ -394,7 +420,7 @@ impl DataPlane {
                     credits.close();
                 }
             }
-            other => return Err(format!("an unknown frame tag {other}")),
+            other => return Err(LinkError::UnknownTag(other)),
         }
         Ok(())
     }
@@ -413,7 +439,8 @@ impl DataPlane {
         let (sender, receiver) = credited_channel(capacity, from, to, credit.clone());
         let mut inputs = lock(&self.inner.inputs);
         if inputs.contains_key(&key) {
-            return Err(DataError::Duplicate(key));
+            let ChannelKey { job, attempt, channel } = key;
+            return Err(DataError::Duplicate { job, attempt, channel });
         }
         inputs.insert(key, (sender, credit));
         Ok(receiver)
@@ -462,9 +489,8 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
         capacity: usize,
         from: (String, u32),
         to: (String, u32),
-    ) -> Result<Receiver, String> {
+    ) -> Result<Receiver, DataError> {
         DataPlane::input(self, ChannelKey { job, attempt, channel }, capacity, from, to)
-            .map_err(|e| e.to_string())
     }
 
     fn output<'a>(
@@ -474,10 +500,10 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
         capacity: usize,
         from: (String, u32),
         to: (String, u32),
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Sender, String>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Sender, DataError>> + Send + 'a>> {
         Box::pin(async move {
             let key = ChannelKey { job, attempt, channel };
-            DataPlane::output(self, peer, &key, capacity, from, to).await.map_err(|e| e.to_string())
+            DataPlane::output(self, peer, &key, capacity, from, to).await
         })
     }
 }

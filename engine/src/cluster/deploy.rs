@@ -11,7 +11,7 @@
 //! and runs (`Start`), so no channel is opened before its receiving end exists. The
 //! coordinator runs here; its
 //! controls to subtasks elsewhere and their acks travel over the sessions, as do their
-//! checkpoint storage calls (the store here stays the single commit point). The attempt
+//! checkpoint storage calls (`storage_service`; the store here stays the single commit point). The attempt
 //! fails as soon as a worker of it is lost or a part of it fails; every worker is then told
 //! to cancel, and the job's restart places the next attempt on the workers that remain.
 
@@ -21,26 +21,25 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use weir_store::{CheckpointMeta, CheckpointStorage, Manifest, StateEntry, SubtaskWrite};
+use weir_store::{CheckpointMeta, Manifest};
 
 use super::controller::{AttemptInbox, WorkerEvent, Workers};
 use super::data::DataPlane;
-use super::protocol::{
-    AttemptId, Deploy, MAX_LEASE, ModuleBytes, SharedChunkStore, StorageReply, StorageRequest, ToController,
-    ToWorker, WireSubtaskWrite,
-};
+use super::protocol::{AttemptId, Deploy, ModuleBytes, SharedChunkStore, ToController, ToWorker};
+use super::quota::Reservations;
+use super::storage_service::{Leases, StorageService};
 use crate::connectors::{SinkConfig, SourceKind};
 use crate::plan::{NodeBody, Plan, PlanNode};
 use crate::runtime::attempt::{Layout, Part, control_channels, spawn_coordinator, task_infos};
 use crate::runtime::store_call::store_call;
-use crate::runtime::{JobError, JobReport, RunEnv, StopMode, ToCoordinator};
+use crate::runtime::{
+    AttemptStep, ClusterError, Control, JobError, JobMetrics, JobReport, RunEnv, StopMode, SubtaskMetrics,
+    ToCoordinator,
+};
 
 /// How long the workers have to set up their parts of an attempt (plan, compile modules,
 /// register inputs).
 const DEPLOY_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Entries of a visit travel in batches of about this many bytes.
-const VISIT_BATCH_BYTES: usize = 4 << 20;
 
 /// The controller's cluster: the registry of workers and the controller's own data plane
 /// (for the subtasks that run here).
@@ -77,20 +76,6 @@ impl Cluster {
     pub fn with_chunk_store(mut self, location: Option<String>) -> Self {
         self.chunk_store = location;
         self
-    }
-}
-
-/// Chunk ids leased to an attempt's workers: what they may record, and what a sweep spares.
-#[derive(Debug, Clone, Default)]
-struct Leases(Arc<std::sync::Mutex<Vec<std::ops::Range<u64>>>>);
-
-impl Leases {
-    fn add(&self, ids: std::ops::Range<u64>) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(ids);
-    }
-
-    fn contains(&self, id: u64) -> bool {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|r| r.contains(&id))
     }
 }
 
@@ -139,38 +124,16 @@ pub(crate) async fn run_attempt_on_workers(
     let mut events = workers.subscribe();
     let parallelisms: Vec<u32> =
         plan.nodes.iter().map(|n| if pinned_here(n) { 0 } else { n.parallelism }).collect();
-    let assignment = workers.reserve(&job, &parallelisms).map_err(|e| JobError::Cluster(e.to_string()))?;
+    let assignment = workers.reserve(&job, &parallelisms).map_err(ClusterError::from)?;
     let _release = Release { workers: workers.clone(), job: job.clone() };
-    // Place 0 is the controller; the workers follow in id order.
-    let used: BTreeSet<u64> = assignment.iter().flatten().copied().collect();
-    let mut addresses = vec![cluster.data_addr.clone()];
-    let mut place_of = BTreeMap::new();
-    for &worker in &used {
-        let addr = workers
-            .data_addr(worker)
-            .ok_or_else(|| JobError::Cluster(format!("worker {worker} was lost while the job was placed")))?;
-        place_of.insert(worker, addresses.len() as u32);
-        addresses.push(addr);
-    }
-    let places: Vec<Vec<u32>> = plan
-        .nodes
-        .iter()
-        .zip(&assignment)
-        .map(|(node, workers_of)| {
-            if workers_of.is_empty() {
-                vec![0; node.parallelism as usize]
-            } else {
-                workers_of.iter().map(|w| place_of[w]).collect()
-            }
-        })
-        .collect();
+    let placed = Placed::new(plan, &assignment, cluster)?;
     let mut inbox = workers.attach(attempt.clone());
-    let _cancel = Cancel { workers: workers.clone(), attempt: attempt.clone(), to: used.clone() };
+    let _cancel = Cancel { workers: workers.clone(), attempt: attempt.clone(), to: placed.used.clone() };
     let layout = Layout {
         job: job.clone(),
         attempt: number,
-        places: places.clone(),
-        addresses: addresses.clone(),
+        places: placed.places.clone(),
+        addresses: placed.addresses.clone(),
         here: 0,
         data: Arc::new(cluster.data.clone()),
     };
@@ -178,7 +141,96 @@ pub(crate) async fn run_attempt_on_workers(
     cluster.data.forget(&job);
     let mut part = Part::prepare(plan, Some(&layout))?;
     // Deploy every worker's part and wait until each registered its inputs.
-    let spec_json = serde_json::to_string(&plan.spec).map_err(|e| JobError::Cluster(e.to_string()))?;
+    deploy_parts(plan, env, &restore, cluster, &attempt, &placed).await?;
+    await_deployed(&mut inbox, &mut events, &placed.used).await?;
+    for &worker in &placed.used {
+        if !workers.send(worker, ToWorker::Start { attempt: attempt.clone() }).await {
+            return Err(ClusterError::WorkerGone { worker, step: AttemptStep::Starting }.into());
+        }
+    }
+    part.open_outputs().await?;
+    let infos = task_infos(plan);
+    let (controls, mut receivers) = control_channels(infos.len());
+    let worker_of_task = forward_controls(plan, &placed, &mut receivers, workers, &attempt);
+    let stop_forwarder =
+        tokio::spawn(forward_stops(env.stop.clone(), workers.clone(), attempt.clone(), placed.used.clone()));
+    let _stop_forwarder = AbortOnDrop(stop_forwarder);
+    let (to_coordinator, coordinator_inbox) = mpsc::unbounded_channel::<ToCoordinator>();
+    let task_env = env.task_env();
+    let (finished, tasks) = part.spawn(Some(&task_env), restore.as_ref(), receivers, &to_coordinator)?;
+    let metrics = finished.metrics();
+    let counters = counters_by_task(plan, &metrics, &worker_of_task);
+    env.set_live_metrics(metrics);
+    let remote = Box::pin(follow_workers(
+        inbox,
+        events,
+        to_coordinator,
+        Followed { worker_of_task, counters, used: placed.used.clone() },
+        StorageService {
+            workers: workers.clone(),
+            storage: env.storage.clone(),
+            job: job.clone(),
+            leases: Leases::default(),
+            store: env.store.clone(),
+            reservations: Reservations::new(env.store.clone(), &job),
+        },
+        cluster.chunk_store.is_some(),
+    ));
+    let coordinator = spawn_coordinator(plan, env, infos.clone(), controls, coordinator_inbox);
+    let final_checkpoint = tasks.with_remote(remote).join(Some(coordinator)).await?;
+    finished.finish(plan, Some(env), start, infos.len(), final_checkpoint)
+}
+
+/// Where an attempt's subtasks run: place 0 is the controller, the workers follow in id
+/// order.
+struct Placed {
+    /// The workers the attempt uses.
+    used: BTreeSet<u64>,
+    /// Each place's data address.
+    addresses: Vec<String>,
+    /// Each worker's place.
+    place_of: BTreeMap<u64, u32>,
+    /// Per node, per subtask: its place.
+    places: Vec<Vec<u32>>,
+}
+
+impl Placed {
+    /// The places of `assignment` (per node, per subtask, a worker; no worker: here).
+    fn new(plan: &Plan, assignment: &[Vec<u64>], cluster: &Cluster) -> Result<Self, ClusterError> {
+        let used: BTreeSet<u64> = assignment.iter().flatten().copied().collect();
+        let mut addresses = vec![cluster.data_addr.clone()];
+        let mut place_of = BTreeMap::new();
+        for &worker in &used {
+            let addr = cluster
+                .workers
+                .data_addr(worker)
+                .ok_or(ClusterError::WorkerGone { worker, step: AttemptStep::Placing })?;
+            place_of.insert(worker, addresses.len() as u32);
+            addresses.push(addr);
+        }
+        let places = plan
+            .nodes
+            .iter()
+            .zip(assignment)
+            .map(|(node, workers_of)| {
+                if workers_of.is_empty() {
+                    vec![0; node.parallelism as usize]
+                } else {
+                    workers_of.iter().map(|w| place_of[w]).collect()
+                }
+            })
+            .collect();
+        Ok(Placed { used, addresses, place_of, places })
+    }
+
+    /// The worker at `place` (not 0).
+    fn worker_at(&self, place: u32) -> u64 {
+        *self.place_of.iter().find(|(_, p)| **p == place).expect("placed").0
+    }
+}
+
+/// The operator modules of `plan`, by the reference its spec uses.
+fn shipped_modules(plan: &Plan) -> BTreeMap<String, ModuleBytes> {
     let mut modules = BTreeMap::new();
     for (node, spec_node) in plan.nodes.iter().zip(&plan.spec.nodes) {
         if let (NodeBody::Operator { module, .. }, Some(reference)) = (&node.body, &spec_node.module) {
@@ -188,27 +240,50 @@ pub(crate) async fn run_attempt_on_workers(
             });
         }
     }
+    modules
+}
+
+/// Sends every worker of the attempt its part.
+async fn deploy_parts(
+    plan: &Plan,
+    env: &RunEnv,
+    restore: &Option<(CheckpointMeta, Manifest)>,
+    cluster: &Cluster,
+    attempt: &AttemptId,
+    placed: &Placed,
+) -> Result<(), ClusterError> {
+    let spec_json = serde_json::to_string(&plan.spec).map_err(ClusterError::Spec)?;
+    let modules = shipped_modules(plan);
     let chunk_store = cluster
         .chunk_store
         .clone()
         .map(|location| SharedChunkStore { location, max_chunk_bytes: env.store.max_chunk_bytes() as u64 });
     let kafka = super::protocol::kafka_access(plan);
-    for (&worker, &here) in &place_of {
+    for (&worker, &here) in &placed.place_of {
         let deploy = Deploy {
             attempt: attempt.clone(),
             spec_json: spec_json.clone(),
             modules: modules.clone(),
             restore: restore.clone(),
-            places: places.clone(),
-            addresses: addresses.clone(),
+            places: placed.places.clone(),
+            addresses: placed.addresses.clone(),
             here,
             chunk_store: chunk_store.clone(),
             kafka: kafka.clone(),
         };
-        if !workers.send(worker, ToWorker::Deploy(Box::new(deploy))).await {
-            return Err(JobError::Cluster(format!("worker {worker} was lost while the job was deployed")));
+        if !cluster.workers.send(worker, ToWorker::Deploy(Box::new(deploy))).await {
+            return Err(ClusterError::WorkerGone { worker, step: AttemptStep::Deploying });
         }
     }
+    Ok(())
+}
+
+/// Waits until every worker of `used` set up its part (within [`DEPLOY_TIMEOUT`]).
+async fn await_deployed(
+    inbox: &mut AttemptInbox,
+    events: &mut tokio::sync::broadcast::Receiver<WorkerEvent>,
+    used: &BTreeSet<u64>,
+) -> Result<(), ClusterError> {
     let mut deployed = BTreeSet::new();
     let deadline = tokio::time::Instant::now() + DEPLOY_TIMEOUT;
     while deployed.len() < used.len() {
@@ -217,44 +292,44 @@ pub(crate) async fn run_attempt_on_workers(
                 Some((worker, ToController::Deployed { result: Ok(()), .. })) => {
                     deployed.insert(worker);
                 }
-                Some((worker, ToController::Deployed { result: Err(e), .. })) => {
-                    return Err(JobError::Cluster(format!("worker {worker} could not deploy the job: {e}")));
+                Some((worker, ToController::Deployed { result: Err(refusal), .. })) => {
+                    return Err(ClusterError::DeployRefused { worker, reason: refusal.0 });
                 }
                 Some(_) => {}
-                None => return Err(JobError::Cluster("the attempt's inbox closed".into())),
+                None => return Err(ClusterError::InboxClosed),
             },
             event = events.recv() => {
                 if let Ok(WorkerEvent::Lost(worker, reason)) = event
                     && used.contains(&worker)
                 {
-                    return Err(JobError::Cluster(format!("worker {worker} was lost: {reason}")));
+                    return Err(ClusterError::WorkerLost { worker, reason });
                 }
             }
             () = tokio::time::sleep_until(deadline) => {
-                return Err(JobError::Cluster(format!(
-                    "the workers did not deploy the job within {} s",
-                    DEPLOY_TIMEOUT.as_secs()
-                )));
+                return Err(ClusterError::DeployTimeout { timeout: DEPLOY_TIMEOUT });
             }
         }
     }
-    for &worker in &used {
-        if !workers.send(worker, ToWorker::Start { attempt: attempt.clone() }).await {
-            return Err(JobError::Cluster(format!("worker {worker} was lost while the job started")));
-        }
-    }
-    part.open_outputs().await?;
-    // The coordinator's controls: to the tasks here directly, to the others over their
-    // worker's session.
-    let infos = task_infos(plan);
-    let (controls, mut receivers) = control_channels(infos.len());
+    Ok(())
+}
+
+/// The coordinator's controls: to the tasks here directly (their receivers stay in
+/// `receivers`), to the others over their worker's session. Returns the worker of each
+/// task elsewhere, by task index.
+fn forward_controls(
+    plan: &Plan,
+    placed: &Placed,
+    receivers: &mut BTreeMap<usize, mpsc::UnboundedReceiver<Control>>,
+    workers: &Workers,
+    attempt: &AttemptId,
+) -> BTreeMap<usize, u64> {
     let mut worker_of_task = BTreeMap::new();
     let mut task = 0usize;
     for (index, node) in plan.nodes.iter().enumerate() {
         for s in 0..node.parallelism {
-            let place = places[index][s as usize];
+            let place = placed.places[index][s as usize];
             if place != 0 {
-                let worker = *place_of.iter().find(|(_, p)| **p == place).expect("placed").0;
+                let worker = placed.worker_at(place);
                 worker_of_task.insert(task, worker);
                 let mut rx = receivers.remove(&task).expect("a receiver per task");
                 let (workers, attempt) = (workers.clone(), attempt.clone());
@@ -274,15 +349,16 @@ pub(crate) async fn run_attempt_on_workers(
             task += 1;
         }
     }
-    let stop_forwarder =
-        tokio::spawn(forward_stops(env.stop.clone(), workers.clone(), attempt.clone(), used.clone()));
-    let _stop_forwarder = AbortOnDrop(stop_forwarder);
-    let (to_coordinator, coordinator_inbox) = mpsc::unbounded_channel::<ToCoordinator>();
-    let task_env = env.task_env();
-    let (finished, tasks) = part.spawn(Some(&task_env), restore.as_ref(), receivers, &to_coordinator)?;
-    let metrics = finished.metrics();
-    // Task index → its counters; those of subtasks elsewhere name their worker.
-    let mut counters = Vec::with_capacity(infos.len());
+    worker_of_task
+}
+
+/// Task index → its counters; those of subtasks elsewhere name their worker.
+fn counters_by_task(
+    plan: &Plan,
+    metrics: &JobMetrics,
+    worker_of_task: &BTreeMap<usize, u64>,
+) -> Vec<Arc<SubtaskMetrics>> {
+    let mut counters = Vec::new();
     for (index, node) in plan.nodes.iter().enumerate() {
         for s in 0..node.parallelism {
             let m = metrics.subtasks[index][s as usize].clone();
@@ -292,25 +368,7 @@ pub(crate) async fn run_attempt_on_workers(
             counters.push(m);
         }
     }
-    env.set_live_metrics(metrics);
-    let remote = Box::pin(follow_workers(
-        inbox,
-        events,
-        to_coordinator,
-        Followed { worker_of_task, counters, used: used.clone() },
-        Serving {
-            workers: workers.clone(),
-            storage: env.storage.clone(),
-            job: job.clone(),
-            leases: Leases::default(),
-            store: env.store.clone(),
-            reservations: super::quota::Reservations::new(env.store.clone(), &job),
-        },
-        cluster.chunk_store.is_some(),
-    ));
-    let coordinator = spawn_coordinator(plan, env, infos.clone(), controls, coordinator_inbox);
-    let final_checkpoint = tasks.with_remote(remote).join(Some(coordinator)).await?;
-    finished.finish(plan, Some(env), start, infos.len(), final_checkpoint)
+    counters
 }
 
 /// Forwards the job's stop requests to its workers (their sources end their input).
@@ -351,7 +409,7 @@ async fn follow_workers(
     mut events: tokio::sync::broadcast::Receiver<WorkerEvent>,
     to_coordinator: mpsc::UnboundedSender<ToCoordinator>,
     followed: Followed,
-    serving: Serving,
+    serving: StorageService,
     sweep: bool,
 ) -> Result<(), JobError> {
     let Followed { worker_of_task, counters, used } = followed;
@@ -360,13 +418,13 @@ async fn follow_workers(
     let mut running = used.clone();
     // A worker lost before this loop subscribed is not live any more.
     if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
-        return Err(JobError::Cluster(format!("worker {gone} was lost")));
+        return Err(ClusterError::WorkerGone { worker: gone, step: AttemptStep::Running }.into());
     }
     while !running.is_empty() {
         tokio::select! {
             message = inbox.recv() => {
                 let Some((worker, message)) = message else {
-                    return Err(JobError::Cluster("the attempt's inbox closed".into()));
+                    return Err(ClusterError::InboxClosed.into());
                 };
                 match message {
                     ToController::Coordinator { message, .. } => {
@@ -377,7 +435,7 @@ async fn follow_workers(
                         }
                     }
                     ToController::Storage { call, request, .. } if used.contains(&worker) => {
-                        tokio::spawn(serve_storage(serving.clone(), worker, call, request));
+                        tokio::spawn(serving.clone().serve_call(worker, call, request));
                     }
                     ToController::Metrics { counters: reported, .. } => {
                         for c in reported {
@@ -420,11 +478,11 @@ async fn follow_workers(
             }
             event = events.recv() => match event {
                 Ok(WorkerEvent::Lost(worker, reason)) if running.contains(&worker) => {
-                    return Err(JobError::Cluster(format!("worker {worker} was lost: {reason}")));
+                    return Err(ClusterError::WorkerLost { worker, reason }.into());
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
-                        return Err(JobError::Cluster(format!("worker {gone} was lost")));
+                        return Err(ClusterError::WorkerGone { worker: gone, step: AttemptStep::Running }.into());
                     }
                 }
                 _ => {}
@@ -439,136 +497,9 @@ struct Followed {
     /// Task index → the worker that runs it (tasks here are not listed).
     worker_of_task: BTreeMap<usize, u64>,
     /// Task index → its counters.
-    counters: Vec<Arc<crate::runtime::SubtaskMetrics>>,
+    counters: Vec<Arc<SubtaskMetrics>>,
     /// The workers of the attempt.
     used: BTreeSet<u64>,
-}
-
-/// What serves an attempt's storage calls.
-#[derive(Clone)]
-struct Serving {
-    workers: Workers,
-    storage: Arc<dyn CheckpointStorage>,
-    job: String,
-    leases: Leases,
-    /// The store: sinks' outboxes, the sweep of unrecorded chunk objects.
-    store: weir_store::Store,
-    /// Quota the attempt's workers reserved for host state (given back when it ends).
-    reservations: super::quota::Reservations,
-}
-
-/// Serves a worker's checkpoint storage call on the blocking pool.
-async fn serve_storage(serving: Serving, worker: u64, call: u64, request: StorageRequest) {
-    let Serving { workers, storage, job, leases, store, reservations } = serving;
-    let handle = tokio::runtime::Handle::current();
-    let sender = workers.clone();
-    let served = tokio::task::spawn_blocking(move || -> Option<StorageReply> {
-        let fail = |e: weir_store::StoreError| StorageReply::Failed(e.to_string());
-        match request {
-            StorageRequest::LeaseChunkIds { count } => {
-                if count == 0 || count > MAX_LEASE {
-                    return Some(StorageReply::Failed(format!("a lease of {count} ids; 1 to {MAX_LEASE}")));
-                }
-                Some(storage.lease_chunk_ids(count).map_or_else(fail, |ids| {
-                    leases.add(ids.clone());
-                    StorageReply::Leased { first: ids.start, end: ids.end }
-                }))
-            }
-            StorageRequest::Reserve { bytes } => {
-                Some(reservations.reserve(bytes).map_or_else(fail, |()| StorageReply::Done))
-            }
-            StorageRequest::Release { bytes } => {
-                Some(reservations.release(bytes).map_or_else(fail, |()| StorageReply::Done))
-            }
-            StorageRequest::Outbox(call) => {
-                // A worker's sinks write their own job's outbox only (writers `<job>/...`).
-                if !call.writer().strip_prefix(job.as_str()).is_some_and(|rest| rest.starts_with('/')) {
-                    return Some(StorageReply::Failed(format!(
-                        "outbox writer `{}` is not one of this job's",
-                        call.writer()
-                    )));
-                }
-                Some(call.serve(&store).map_or_else(fail, StorageReply::Outbox))
-            }
-            StorageRequest::RecordSubtask(mut write) => {
-                // Only ids this attempt leased: a worker cannot claim another's chunks.
-                if let Some(chunk) = write.chunks().find(|c| !leases.contains(c.id)) {
-                    return Some(StorageReply::Failed(format!(
-                        "chunk {} was not leased to this attempt",
-                        chunk.id
-                    )));
-                }
-                write.job = job;
-                Some(storage.record_subtask(write).map_or_else(fail, StorageReply::Written))
-            }
-            StorageRequest::WriteSubtask(wire) => {
-                let WireSubtaskWrite {
-                    checkpoint,
-                    operator,
-                    subtask,
-                    full,
-                    scopes,
-                    previous,
-                    blob,
-                    channel_state,
-                    max_chain_length,
-                } = wire;
-                let write = SubtaskWrite {
-                    job,
-                    checkpoint,
-                    operator,
-                    subtask,
-                    full,
-                    scopes: Arc::new(scopes),
-                    previous,
-                    blob,
-                    channel_state,
-                    max_chain_length: usize::try_from(max_chain_length).unwrap_or(usize::MAX),
-                };
-                Some(storage.write_subtask(write).map_or_else(fail, StorageReply::Written))
-            }
-            StorageRequest::ReadChain { chain } => Some(
-                storage
-                    .read_chain(&job, &chain)
-                    .map_or_else(fail, |entries| StorageReply::Entries { entries, done: true }),
-            ),
-            StorageRequest::VisitChains { chains } => {
-                let mut batch: Vec<StateEntry> = Vec::new();
-                let mut bytes = 0usize;
-                let mut gone = false;
-                let visited = storage.visit_chains(&job, &chains, &mut |state, key, value| {
-                    bytes += state.len() + key.len() + value.len() + 16;
-                    batch.push(StateEntry {
-                        state: state.to_string(),
-                        key: key.to_vec(),
-                        value: Some(value.to_vec()),
-                    });
-                    if bytes >= VISIT_BATCH_BYTES {
-                        bytes = 0;
-                        let reply =
-                            StorageReply::Entries { entries: std::mem::take(&mut batch), done: false };
-                        if !handle.block_on(sender.send(worker, ToWorker::Storage { call, reply })) {
-                            gone = true;
-                            return std::ops::ControlFlow::Break(());
-                        }
-                    }
-                    std::ops::ControlFlow::Continue(())
-                });
-                match visited {
-                    Err(e) => Some(fail(e)),
-                    Ok(_) if gone => None,
-                    Ok(_) => Some(StorageReply::Entries { entries: batch, done: true }),
-                }
-            }
-        }
-    })
-    .await;
-    let reply = match served {
-        Ok(Some(reply)) => reply,
-        Ok(None) => return,
-        Err(e) => StorageReply::Failed(format!("the storage call failed: {e}")),
-    };
-    workers.send(worker, ToWorker::Storage { call, reply }).await;
 }
 
 /// Gives up an attempt's slot reservation when the attempt ends (the next attempt

@@ -16,9 +16,13 @@ pub mod outbox;
 pub mod placement;
 pub mod protocol;
 mod quota;
+mod remote_storage;
+mod storage_service;
 pub mod tls;
 pub mod worker;
 
-pub use controller::{AttemptInbox, ClusterConfig, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept};
+pub use controller::{
+    AttemptInbox, ClusterConfig, ClusterConfigError, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept,
+};
 pub use deploy::Cluster;
 pub use executor::{ExecutorConfig, WorkerChunks};

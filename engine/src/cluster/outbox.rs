@@ -1,12 +1,11 @@
 //! A sink's outbox on a worker (docs/design.md §13): the calls of [`weir_store::Outbox`]
-//! carried over the worker's session to the controller's store ([`OutboxCall`]), which
-//! serves only writers of the attempt's job.
+//! as they cross the worker's session to the controller's store ([`OutboxCall`], answered
+//! [`OutboxAnswer`]), and how the controller carries one out ([`OutboxCall::serve`]; it
+//! serves only writers of the attempt's job). The worker's side is
+//! `remote_storage::RemoteStorage`.
 
 use serde::{Deserialize, Serialize};
 use weir_store::StoreError;
-
-use super::executor::RemoteStorage;
-use super::protocol::{StorageReply, StorageRequest};
 
 /// A [`weir_store::Outbox`] call of a sink on a worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,87 +79,3 @@ impl OutboxCall {
 
 /// The most records one [`OutboxCall::Read`] returns.
 pub const MAX_OUTBOX_READ: u64 = 65_536;
-
-impl RemoteStorage {
-    /// An outbox call. A sink makes some from its task (staging at a barrier), as it calls
-    /// the embedded store there ([`RemoteStorage::off_runtime`]).
-    fn outbox(&self, call: OutboxCall) -> Result<OutboxAnswer, StoreError> {
-        self.off_runtime(|| {
-            let rx = self.call(StorageRequest::Outbox(call))?;
-            match Self::answer(&rx)? {
-                StorageReply::Outbox(answer) => Ok(answer),
-                other => Err(StoreError::Remote(format!("an answer out of turn: {other:?}"))),
-            }
-        })
-    }
-}
-
-fn out_of_turn(answer: OutboxAnswer) -> StoreError {
-    StoreError::Remote(format!("an outbox answer out of turn: {answer:?}"))
-}
-
-/// A sink's outbox on a worker: the controller's, over the session.
-impl weir_store::Outbox for RemoteStorage {
-    fn outbox_stage(&self, writer: &str, epoch: u64, records: &[Vec<u8>]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let records = records.iter().map(|r| serde_bytes::ByteBuf::from(r.clone())).collect();
-        match self.outbox(OutboxCall::Stage { writer: writer.into(), epoch, records })? {
-            OutboxAnswer::Done => Ok(()),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_epochs(&self, writer: &str) -> Result<Vec<u64>, StoreError> {
-        match self.outbox(OutboxCall::Epochs { writer: writer.into() })? {
-            OutboxAnswer::Epochs(epochs) => Ok(epochs),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_read(
-        &self,
-        writer: &str,
-        epoch: u64,
-        from: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        let call = OutboxCall::Read { writer: writer.into(), epoch, from, limit: limit as u64 };
-        match self.outbox(call)? {
-            OutboxAnswer::Records(records) => {
-                Ok(records.into_iter().map(|(seq, r)| (seq, r.into_vec())).collect())
-            }
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_set_note(&self, writer: &str, epoch: u64, note: &[u8]) -> Result<(), StoreError> {
-        let call = OutboxCall::SetNote { writer: writer.into(), epoch, note: note.to_vec().into() };
-        match self.outbox(call)? {
-            OutboxAnswer::Done => Ok(()),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_note(&self, writer: &str, epoch: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.outbox(OutboxCall::Note { writer: writer.into(), epoch })? {
-            OutboxAnswer::Note(note) => Ok(note.map(serde_bytes::ByteBuf::into_vec)),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_drop(&self, writer: &str, upto: u64) -> Result<u64, StoreError> {
-        match self.outbox(OutboxCall::Drop { writer: writer.into(), upto })? {
-            OutboxAnswer::Count(n) => Ok(n),
-            other => Err(out_of_turn(other)),
-        }
-    }
-
-    fn outbox_discard_after(&self, writer: &str, checkpoint: u64) -> Result<u64, StoreError> {
-        match self.outbox(OutboxCall::DiscardAfter { writer: writer.into(), checkpoint })? {
-            OutboxAnswer::Count(n) => Ok(n),
-            other => Err(out_of_turn(other)),
-        }
-    }
-}

@@ -11,19 +11,7 @@
 
 use std::collections::BTreeMap;
 
-/// Why a job's attempt cannot be placed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlacementError {
-    /// Not enough free slots.
-    #[error("the job needs {needed} slots (its largest parallelism) and the workers have {free} free")]
-    NotEnoughSlots {
-        /// Slots the job needs.
-        needed: u32,
-        /// Free slots on the live workers.
-        free: u32,
-    },
-}
+pub use crate::runtime::PlacementError;
 
 /// Where each subtask runs: per node (in plan order), per subtask, a worker id.
 pub type Assignment = Vec<Vec<u64>>;

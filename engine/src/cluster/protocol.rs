@@ -51,7 +51,7 @@ pub enum ToController {
         /// The attempt.
         attempt: AttemptId,
         /// Why not, when it could not.
-        result: Result<(), String>,
+        result: Result<(), DeployRefusal>,
     },
     /// A message of one of the attempt's subtasks to the coordinator.
     Coordinator {
@@ -85,6 +85,13 @@ pub enum ToController {
         request: StorageRequest,
     },
 }
+
+/// Why a worker could not set up its part of an attempt, as it tells the controller (on
+/// the wire: the reason's text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct DeployRefusal(pub String);
 
 /// A worker's registration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -738,6 +745,14 @@ mod tests {
         worker.send(&ToController::Goodbye { reason: "x".repeat(2000) }).await.unwrap();
         let err = controller.recv::<ToController>().await.unwrap_err();
         assert!(err.to_string().contains("frame size too big"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_deploy_crosses_the_wire_as_its_text() {
+        // Older peers send and read `Result<(), String>`.
+        let typed: Result<(), DeployRefusal> = Err(DeployRefusal("a bad spec".into()));
+        let plain: Result<(), String> = Err("a bad spec".into());
+        assert_eq!(rmp_serde::to_vec_named(&typed).unwrap(), rmp_serde::to_vec_named(&plain).unwrap());
     }
 
     #[test]

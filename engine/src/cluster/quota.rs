@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use weir_store::{DiskFloor, Store, StoreError};
 
-use super::executor::RemoteStorage;
 use super::protocol::{StorageReply, StorageRequest};
+use super::remote_storage::RemoteStorage;
 use crate::local_state::QuotaLedger;
 
 /// The bytes an attempt's workers reserved from its job owner's quota (controller side).

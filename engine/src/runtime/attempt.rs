@@ -20,7 +20,7 @@ use super::channel::{ChannelStats, Receiver, Sender, channel};
 use super::control::{Control, ToCoordinator};
 use super::coordinator::{Coordinator, TaskInfo};
 use super::env::{RunEnv, TaskEnv};
-use super::error::{JobError, TaskError};
+use super::error::{ClusterError, DataError, JobError, TaskError};
 use super::input_gate::InputGate;
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::{EdgeOutput, Output};
@@ -144,7 +144,7 @@ pub(crate) trait RemoteChannels: Send + Sync {
         capacity: usize,
         from: (String, u32),
         to: (String, u32),
-    ) -> Result<Receiver, String>;
+    ) -> Result<Receiver, DataError>;
 
     /// Opens the sending end of channel `key` to the process at `peer`.
     fn output<'a>(
@@ -154,7 +154,7 @@ pub(crate) trait RemoteChannels: Send + Sync {
         capacity: usize,
         from: (String, u32),
         to: (String, u32),
-    ) -> Pin<Box<dyn Future<Output = Result<Sender, String>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Result<Sender, DataError>> + Send + 'a>>;
 }
 
 impl Layout {
@@ -206,7 +206,7 @@ impl<'a> Part<'a> {
                 .data
                 .output(&p.peer, p.key, capacity, p.from, p.to)
                 .await
-                .map_err(JobError::Cluster)?;
+                .map_err(ClusterError::from)?;
             self.wiring.channel_stats.push(sender.stats().clone());
             let slots = self.wiring.senders.get_mut(&p.target).expect("senders built");
             slots[p.slot] = Some(sender);
@@ -239,8 +239,10 @@ impl<'a> Part<'a> {
                 if self.layout.is_some_and(|l| !l.is_here(index, s)) {
                     continue;
                 }
-                let control = controls.remove(&task).ok_or_else(|| {
-                    JobError::Cluster(format!("no control channel for task {task} ({} {s})", node.id))
+                let control = controls.remove(&task).ok_or_else(|| ClusterError::NoControlChannel {
+                    task,
+                    node: node.id.clone(),
+                    subtask: s,
                 })?;
                 let subtask = Subtask {
                     plan,
@@ -375,14 +377,16 @@ impl Wiring {
                                 let rx = layout
                                     .data
                                     .input(key, settings.channel_capacity, from_id, to_id)
-                                    .map_err(JobError::Cluster)?;
+                                    .map_err(ClusterError::from)?;
                                 gates[to][j as usize].push((edge.port, rx));
                             }
                             (true, false) => {
                                 let place = layout.place(to, j) as usize;
-                                let peer = layout.addresses.get(place).cloned().ok_or_else(|| {
-                                    JobError::Cluster(format!("no address for place {place}"))
-                                })?;
+                                let peer = layout
+                                    .addresses
+                                    .get(place)
+                                    .cloned()
+                                    .ok_or(ClusterError::NoAddress { place })?;
                                 pending.push(PendingOutput {
                                     target: (edge.from, out_index, i),
                                     slot,

@@ -1,4 +1,12 @@
-//! Errors of running a job.
+//! Errors of running a job, and of running it on a cluster's workers.
+//!
+//! [`ClusterError`] and its parts ([`PlacementError`], [`DataError`]) are defined here, at
+//! the runtime's seam with the cluster (the runtime asks a cluster to run attempts through
+//! [`super::AttemptRunner`] and to carry channels through `attempt::RemoteChannels`):
+//! [`JobError::Cluster`] carries them, and `cluster/` imports the runtime, never the
+//! reverse. `cluster/` builds them; each says whether a retry may help ([`Retry`]).
+
+use std::time::Duration;
 
 use super::barrier::ProtocolError;
 use super::channel::Closed;
@@ -8,6 +16,7 @@ use super::subtask_blob::TaskRestoreError;
 use crate::connectors::ConnectorError;
 use crate::guest::GuestError;
 use crate::plan::PlanError;
+use crate::retry::{Retry, RetryHint};
 
 /// Why a subtask stopped.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +136,7 @@ pub enum JobError {
     /// The job's attempt could not be placed or run on the cluster's workers (not enough
     /// slots, a worker lost, a deploy refused).
     #[error("job failed: cluster: {0}")]
-    Cluster(String),
+    Cluster(#[from] ClusterError),
     /// A subtask panicked (a bug in Weir, or an injected fault).
     #[error("job failed: node `{node}` subtask {subtask} panicked: {message}")]
     Panic {
@@ -138,4 +147,206 @@ pub enum JobError {
         /// The panic message.
         message: String,
     },
+}
+
+/// Why a job's attempt could not run on a cluster's workers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The attempt's subtasks do not fit on the live workers.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    /// A channel between two processes of the attempt could not be set up.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A worker of the attempt was lost (its session ended, or its heartbeats stopped).
+    #[error("worker {worker} was lost: {reason}")]
+    WorkerLost {
+        /// The worker's id.
+        worker: u64,
+        /// Why the controller dropped it.
+        reason: String,
+    },
+    /// A worker of the attempt was gone when the controller next reached for it.
+    #[error("worker {worker} was lost {step}")]
+    WorkerGone {
+        /// The worker's id.
+        worker: u64,
+        /// What the attempt was doing.
+        step: AttemptStep,
+    },
+    /// A worker could not set up its part of the attempt (plan the spec, compile the
+    /// modules, register its channels).
+    #[error("worker {worker} could not deploy the job: {reason}")]
+    DeployRefused {
+        /// The worker's id.
+        worker: u64,
+        /// The worker's reason.
+        reason: String,
+    },
+    /// The workers did not all set up their parts in time.
+    #[error("the workers did not deploy the job within {} s", .timeout.as_secs())]
+    DeployTimeout {
+        /// The time they had.
+        timeout: Duration,
+    },
+    /// The controller stopped routing the workers' messages to the attempt.
+    #[error("the attempt's inbox closed")]
+    InboxClosed,
+    /// The job's spec could not be encoded for the workers.
+    #[error("the job's spec cannot be sent to the workers: {0}")]
+    Spec(#[source] serde_json::Error),
+    /// The attempt's layout names no control channel for a task here (a bug in Weir).
+    #[error("no control channel for task {task} ({node} {subtask})")]
+    NoControlChannel {
+        /// The task's index.
+        task: usize,
+        /// Its node.
+        node: String,
+        /// Its subtask.
+        subtask: u32,
+    },
+    /// The attempt's layout names no data address for a place (a bug in Weir).
+    #[error("no address for place {place}")]
+    NoAddress {
+        /// The place.
+        place: usize,
+    },
+}
+
+/// What an attempt on a cluster was doing when one of its workers was found gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptStep {
+    /// Placing its subtasks.
+    Placing,
+    /// Sending the workers their parts.
+    Deploying,
+    /// Telling the workers to start.
+    Starting,
+    /// Running.
+    Running,
+}
+
+impl std::fmt::Display for AttemptStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AttemptStep::Placing => "while the job was placed",
+            AttemptStep::Deploying => "while the job was deployed",
+            AttemptStep::Starting => "while the job started",
+            AttemptStep::Running => "while the job ran",
+        })
+    }
+}
+
+impl Retry for ClusterError {
+    /// A lost worker, a failed connection, a timeout or too few slots may pass (workers
+    /// come back); a refused deploy, a spec that does not encode or a broken layout will
+    /// not.
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            ClusterError::Placement(e) => e.retry_hint(),
+            ClusterError::Data(e) => e.retry_hint(),
+            ClusterError::WorkerLost { .. }
+            | ClusterError::WorkerGone { .. }
+            | ClusterError::DeployTimeout { .. }
+            | ClusterError::InboxClosed => RetryHint::Transient,
+            ClusterError::DeployRefused { .. }
+            | ClusterError::Spec(_)
+            | ClusterError::NoControlChannel { .. }
+            | ClusterError::NoAddress { .. } => RetryHint::Final,
+        }
+    }
+}
+
+/// Why a job's attempt cannot be placed on the cluster's workers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlacementError {
+    /// Not enough free slots.
+    #[error("the job needs {needed} slots (its largest parallelism) and the workers have {free} free")]
+    NotEnoughSlots {
+        /// Slots the job needs.
+        needed: u32,
+        /// Free slots on the live workers.
+        free: u32,
+    },
+}
+
+impl Retry for PlacementError {
+    /// Slots free up as jobs end and workers join.
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            PlacementError::NotEnoughSlots { .. } => RetryHint::Transient,
+        }
+    }
+}
+
+/// Why the data plane could not set up a channel between two processes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The peer could not be reached or the connection failed.
+    #[error("the data connection to {peer} failed: {reason}")]
+    Connection {
+        /// The peer's data address.
+        peer: String,
+        /// Why.
+        reason: String,
+    },
+    /// The peer refused the connection.
+    #[error("the worker at {peer} refused the data connection: {reason}")]
+    Refused {
+        /// The peer's data address.
+        peer: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// The channel is registered already.
+    #[error("channel {channel} of attempt {attempt} of job `{job}` is registered already")]
+    Duplicate {
+        /// The job.
+        job: String,
+        /// The attempt.
+        attempt: u64,
+        /// The channel's number in the attempt's wiring.
+        channel: u32,
+    },
+}
+
+impl Retry for DataError {
+    /// A connection may succeed next time; a refusal (another token, another protocol) or
+    /// a channel registered twice (a bug) will not.
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            DataError::Connection { .. } => RetryHint::Transient,
+            DataError::Refused { .. } | DataError::Duplicate { .. } => RetryHint::Final,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_errors_say_whether_a_retry_may_help() {
+        let transient = [
+            ClusterError::from(PlacementError::NotEnoughSlots { needed: 4, free: 2 }),
+            ClusterError::WorkerLost { worker: 1, reason: "heartbeat timeout".into() },
+            ClusterError::WorkerGone { worker: 1, step: AttemptStep::Running },
+            ClusterError::DeployTimeout { timeout: Duration::from_secs(1) },
+            DataError::Connection { peer: "p".into(), reason: "refused".into() }.into(),
+        ];
+        for e in transient {
+            assert_eq!(e.retry_hint(), RetryHint::Transient, "{e}");
+        }
+        let last = [
+            ClusterError::DeployRefused { worker: 1, reason: "a bad spec".into() },
+            ClusterError::NoAddress { place: 3 },
+            DataError::Refused { peer: "p".into(), reason: "the cluster token is not valid".into() }.into(),
+        ];
+        for e in last {
+            assert_eq!(e.retry_hint(), RetryHint::Final, "{e}");
+        }
+    }
 }

@@ -53,6 +53,9 @@ pub enum ServerConfigError {
     /// A value has the right type but not a valid value.
     #[error("invalid configuration: {0}")]
     Value(String),
+    /// The `cluster` section does not hold together.
+    #[error("invalid configuration: {0}")]
+    Cluster(#[from] crate::cluster::ClusterConfigError),
 }
 
 /// How `weir serve` runs.
@@ -231,7 +234,7 @@ impl ServerConfig {
                 .validate()
                 .map_err(|e| ServerConfigError::Value(format!("kafka_connections.{name}: {e}")))?;
         }
-        self.cluster.validate().map_err(ServerConfigError::Value)?;
+        self.cluster.validate()?;
         Ok(())
     }
 }

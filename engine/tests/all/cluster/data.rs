@@ -204,5 +204,8 @@ async fn a_worker_without_the_cluster_token_is_refused() {
         Err(DataError::Refused { reason, .. }) => assert!(reason.contains("token"), "{reason}"),
         other => panic!("not refused: {other:?}"),
     }
-    assert!(matches!(b.input(key(0), 2, from, to), Err(DataError::Duplicate(_))), "the input is still there");
+    assert!(
+        matches!(b.input(key(0), 2, from, to), Err(DataError::Duplicate { .. })),
+        "the input is still there"
+    );
 }
