@@ -20,7 +20,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
 use crate::savepoint::{SavepointInfo, SavepointWriter, ScopeChunks, after, require_info};
-use crate::store::{SAVEPOINT_BLOBS, SAVEPOINT_SCOPES, Store};
+use crate::store::Store;
+use crate::tables::{SAVEPOINT_BLOBS, SAVEPOINT_SCOPES};
 
 /// The first 8 bytes of every savepoint file.
 const MAGIC: &[u8; 8] = b"WEIRSAVE";

@@ -14,11 +14,9 @@ use std::collections::BTreeMap;
 use redb::{ReadableTable, Table, TableDefinition, TableHandle, WriteTransaction};
 
 use super::chunk::{HEADER, MAX_CHUNK_BYTES, MAX_CHUNK_RECORDS, VERSION};
-use super::log_key_len;
-use super::staged::staged_key_len;
 use crate::codec::{Reader, read_record};
 use crate::error::StoreError;
-use crate::store::{LOG, STAGED};
+use crate::tables::{LOG, STAGED, log_key_len, staged_key_len};
 use crate::usage::{Subject, charge, entry_bytes};
 
 /// (stream, partition, offset) → one encoded record: the log before chunks.
