@@ -124,6 +124,112 @@ fn write_channel_state(
     Ok(ids)
 }
 
+/// Fails unless checkpoint `id` of `job` may complete: in progress (or unrecorded), and newer
+/// than every completed one.
+fn check_completable(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
+    if let Some(existing) = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)?
+        && existing.status != CheckpointStatus::InProgress
+    {
+        return Err(StoreError::InvalidTransition {
+            job: job.to_owned(),
+            id,
+            status: existing.status,
+            action: "complete",
+        });
+    }
+    let manifests = txn.open_table(MANIFESTS)?;
+    if let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() {
+        let latest = last?.0.value().1;
+        if latest >= id {
+            return Err(StoreError::StaleCheckpoint { job: job.to_owned(), id, latest, what: "completed" });
+        }
+    }
+    Ok(())
+}
+
+/// The meta to store for a completed checkpoint: retained, with its sizes computed from the
+/// chunk index (which also checks that every chunk `manifest` references exists).
+fn sized_meta(
+    tables: &ChunkTables<'_>,
+    meta: &CheckpointMeta,
+    manifest: &Manifest,
+) -> Result<CheckpointMeta, StoreError> {
+    let job = meta.job.as_str();
+    let mut stored = meta.clone();
+    stored.retained = true;
+    stored.failure = None;
+    let mut seen = HashSet::new();
+    stored.full_size = 0;
+    for chunk in manifest_chunks(manifest) {
+        let size = tables.size(job, chunk)?;
+        if seen.insert(chunk) {
+            stored.full_size += size;
+        }
+    }
+    for stats in &mut stored.subtasks {
+        let mut bytes = 0;
+        if let Some(state) = manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask)) {
+            for chunk in state_chunks(state) {
+                bytes += tables.size(job, chunk)?;
+            }
+        }
+        stats.full_state_bytes = bytes;
+    }
+    Ok(stored)
+}
+
+/// Stores the completed checkpoint's meta `stored` and its manifest, and drops it from the
+/// in-progress index.
+fn store_completed(
+    txn: &WriteTransaction,
+    stored: &CheckpointMeta,
+    manifest: &Manifest,
+    (meter, changes): (&mut Meter, &mut Changes),
+) -> Result<(), StoreError> {
+    let (job, id) = (stored.job.as_str(), stored.id);
+    put_meta(&mut txn.open_table(CHECKPOINTS)?, stored, (&mut *meter, changes))?;
+    let encoded = encode_manifest(manifest);
+    let old = txn.open_table(MANIFESTS)?.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
+    meter.put(job.len() + 8, encoded.len(), old);
+    if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
+        meter.remove(job.len() + 8, 0);
+    }
+    Ok(())
+}
+
+/// Retention: removes the manifests of `job` but the newest `retain` (at least 1) and the
+/// pinned ones, marking their metas no longer retained.
+fn retain_newest(
+    txn: &WriteTransaction,
+    job: &str,
+    retain: usize,
+    report: &mut GcReport,
+    (meter, changes): (&mut Meter, &mut Changes),
+) -> Result<(), StoreError> {
+    let mut manifests = txn.open_table(MANIFESTS)?;
+    let mut ids = Vec::new();
+    for item in manifests.range((job, 0)..=(job, u64::MAX))? {
+        ids.push(item?.0.value().1);
+    }
+    let keep_from = ids.len().saturating_sub(retain.max(1));
+    let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+    for &old in &ids[..keep_from] {
+        let old_meta = read_meta(&checkpoints, job, old)?;
+        if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
+            continue;
+        }
+        if let Some(removed) = manifests.remove((job, old))? {
+            meter.remove(job.len() + 8, removed.value().len());
+        }
+        if let Some(mut old_meta) = old_meta {
+            old_meta.retained = false;
+            put_meta(&mut checkpoints, &old_meta, (&mut *meter, &mut *changes))?;
+        }
+        report.removed_checkpoints.push(old);
+    }
+    Ok(())
+}
+
 impl CheckpointStorage for Store {
     fn begin(&self, meta: &CheckpointMeta) -> Result<(), StoreError> {
         let job = meta.job.as_str();
@@ -268,98 +374,20 @@ impl CheckpointStorage for Store {
         let mut meter = Meter::default();
         let mut changes = Changes::new();
         let dropped = {
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            if let Some(existing) = read_meta(&checkpoints, job, id)?
-                && existing.status != CheckpointStatus::InProgress
-            {
-                return Err(StoreError::InvalidTransition {
-                    job: job.to_owned(),
-                    id,
-                    status: existing.status,
-                    action: "complete",
-                });
-            }
-            let mut manifests = txn.open_table(MANIFESTS)?;
-            if let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() {
-                let latest = last?.0.value().1;
-                if latest >= id {
-                    return Err(StoreError::StaleCheckpoint {
-                        job: job.to_owned(),
-                        id,
-                        latest,
-                        what: "completed",
-                    });
-                }
-            }
+            check_completable(&txn, job, id)?;
             let mut tables = ChunkTables::open(&txn, self)?;
-
-            // The stored meta: sizes computed from the chunk index (this also checks that
-            // every referenced chunk exists).
-            let mut stored = meta.clone();
-            stored.retained = true;
-            stored.failure = None;
-            let mut seen = HashSet::new();
-            stored.full_size = 0;
-            for chunk in manifest_chunks(manifest) {
-                let size = tables.size(job, chunk)?;
-                if seen.insert(chunk) {
-                    stored.full_size += size;
-                }
-            }
-            for stats in &mut stored.subtasks {
-                let mut bytes = 0;
-                if let Some(state) =
-                    manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask))
-                {
-                    for chunk in state_chunks(state) {
-                        bytes += tables.size(job, chunk)?;
-                    }
-                }
-                stats.full_state_bytes = bytes;
-            }
-            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
-            drop(checkpoints);
-            let encoded = encode_manifest(manifest);
-            let old = manifests.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
-            meter.put(job.len() + 8, encoded.len(), old);
-            if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
-                meter.remove(job.len() + 8, 0);
-            }
-
+            let stored = sized_meta(&tables, meta, manifest)?;
+            store_completed(&txn, &stored, manifest, (&mut meter, &mut changes))?;
             // Older checkpoints still in progress can no longer complete.
-            let older_ids = match id.checked_sub(1) {
-                Some(below) => in_progress_ids(&txn, job, 0..=below)?,
-                None => Vec::new(),
-            };
-            for older in older_ids {
-                let reason = format!("subsumed by completed checkpoint {id}");
-                fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
-            }
-
-            // Retention: keep the newest `retain` manifests, and pinned ones.
-            let mut ids = Vec::new();
-            for item in manifests.range((job, 0)..=(job, u64::MAX))? {
-                ids.push(item?.0.value().1);
-            }
-            let keep_from = ids.len().saturating_sub(retain.max(1));
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            for &old in &ids[..keep_from] {
-                let old_meta = read_meta(&checkpoints, job, old)?;
-                if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
-                    continue;
+            if let Some(below) = id.checked_sub(1) {
+                for older in in_progress_ids(&txn, job, 0..=below)? {
+                    let reason = format!("subsumed by completed checkpoint {id}");
+                    fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
                 }
-                if let Some(removed) = manifests.remove((job, old))? {
-                    meter.remove(job.len() + 8, removed.value().len());
-                }
-                if let Some(mut old_meta) = old_meta {
-                    old_meta.retained = false;
-                    put_meta(&mut checkpoints, &old_meta, (&mut meter, &mut changes))?;
-                }
-                report.removed_checkpoints.push(old);
             }
-
+            retain_newest(&txn, job, retain, &mut report, (&mut meter, &mut changes))?;
             // GC: chunks owned by checkpoints up to this one that no kept manifest references.
-            let keep = kept_chunks(&manifests, job)?;
+            let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
             tables.collect(job, 0..=id, &keep, &mut report)?;
             meter.0 += tables.meter.0;
             tables.finish()
