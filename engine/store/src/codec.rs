@@ -2,7 +2,7 @@
 //! chunks of records are in `stream::chunk`).
 //!
 //! Chunks and manifests end with the XXH3-64 of everything before it, so a damaged value is
-//! reported as [`StoreError::Corrupt`] instead of being restored wrongly.
+//! reported as [`StoreError::Corrupt`](crate::StoreError::Corrupt) instead of being restored wrongly.
 //!
 //! Chunk layout (version 1): `version: u8`, `state count: varint`, per state `len: varint,
 //! utf-8 bytes`, `entry count: varint`, per entry `state index: varint, key len: varint, key,

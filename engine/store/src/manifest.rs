@@ -44,8 +44,8 @@ pub struct SubtaskState {
     /// (an array of integers) still decode.
     #[serde(with = "serde_bytes")]
     pub blob: Vec<u8>,
-    /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`](crate::SubtaskWrite::channel_state)), in
-    /// order; read back with [`CheckpointStorage::read_chain`](crate::CheckpointStorage::read_chain)`(job, &channel)`. Empty for an
+    /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`]), in
+    /// order; read back with [`CheckpointStorage::read_chain`]`(job, &channel)`. Empty for an
     /// aligned checkpoint.
     ///
     /// Contract: `read_chain` returns the entries sorted by `(state, key)`, not in the order
@@ -53,9 +53,14 @@ pub struct SubtaskState {
     /// (big-endian channel index `u32`, then big-endian sequence number `u64`).
     ///
     /// These chunks belong to this checkpoint alone: the engine must not pass them back as
-    /// [`SubtaskWrite::previous`](crate::SubtaskWrite::previous); retention keeps them as long as the checkpoint's manifest
+    /// [`SubtaskWrite::previous`]; retention keeps them as long as the checkpoint's manifest
     /// and collects them with it. A savepoint cannot be copied from a manifest that has any
-    /// ([`StoreError::UnalignedCheckpoint`](crate::StoreError::UnalignedCheckpoint)).
+    /// ([`StoreError::UnalignedCheckpoint`]).
+    ///
+    /// [`SubtaskWrite::channel_state`]: crate::SubtaskWrite::channel_state
+    /// [`CheckpointStorage::read_chain`]: crate::CheckpointStorage::read_chain
+    /// [`SubtaskWrite::previous`]: crate::SubtaskWrite::previous
+    /// [`StoreError::UnalignedCheckpoint`]: crate::StoreError::UnalignedCheckpoint
     #[serde(default)]
     pub channel: Vec<u64>,
     /// Chunk bytes written by this write (deltas plus compactions plus channel state).

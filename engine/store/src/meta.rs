@@ -50,8 +50,10 @@ pub struct SubtaskStats {
     /// Bytes written by this subtask for this checkpoint.
     pub state_bytes: u64,
     /// Total size of the chunks of the subtask's chains and of its channel state
-    /// ([`CheckpointStorage::complete`](crate::CheckpointStorage::complete) fills it in), so that the subtasks' figures add up to
+    /// ([`CheckpointStorage::complete`] fills it in), so that the subtasks' figures add up to
     /// [`CheckpointMeta::full_size`].
+    ///
+    /// [`CheckpointStorage::complete`]: crate::CheckpointStorage::complete
     pub full_state_bytes: u64,
     /// The subtask took this checkpoint unaligned: its barrier overtook in-flight records,
     /// which were persisted with the checkpoint as channel state.
@@ -83,7 +85,9 @@ pub struct CheckpointMeta {
     #[serde(default)]
     pub stopped: bool,
     /// Taken for a savepoint: retention keeps its manifest (and chunks) until
-    /// [`Store::unpin`](crate::Store::unpin).
+    /// [`Store::unpin`].
+    ///
+    /// [`Store::unpin`]: crate::Store::unpin
     #[serde(default)]
     pub pinned: bool,
     /// This checkpoint holds a savepoint's state, written when the job was started from
@@ -97,10 +101,14 @@ pub struct CheckpointMeta {
     /// End minus trigger time.
     pub duration_ms: Option<f64>,
     /// Bytes written by this checkpoint (its incremental size; the engine sums
-    /// [`SubtaskState::bytes_written`](crate::SubtaskState::bytes_written), which includes channel state).
+    /// [`SubtaskState::bytes_written`], which includes channel state).
+    ///
+    /// [`SubtaskState::bytes_written`]: crate::SubtaskState::bytes_written
     pub state_size: u64,
     /// Total bytes of every chunk the manifest references, channel state included: it
-    /// belongs to the checkpoint ([`CheckpointStorage::complete`](crate::CheckpointStorage::complete) fills it in).
+    /// belongs to the checkpoint ([`CheckpointStorage::complete`] fills it in).
+    ///
+    /// [`CheckpointStorage::complete`]: crate::CheckpointStorage::complete
     pub full_size: u64,
     /// Why it failed.
     pub failure: Option<String>,

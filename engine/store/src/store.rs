@@ -187,7 +187,7 @@ impl Store {
 
     /// Keeps the bytes of chunks written from now on in `external` (object storage) instead
     /// of the file, for every clone; chunks stored before stay readable where they are. See
-    /// [`ExternalChunks`](crate::ExternalChunks).
+    /// [`ExternalChunks`].
     pub fn set_external_chunks(&self, external: Arc<dyn ExternalChunks>) {
         *self.handle.external.write().unwrap_or_else(PoisonError::into_inner) = Some(external);
     }

@@ -6,6 +6,9 @@
 //! change as a `write_subtask` of the same entries would change them, compaction included
 //! (done here, reading the chain's objects), so what is restored does not depend on who wrote
 //! the chunks.
+//!
+//! [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
+//! [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
 
 use std::collections::BTreeMap;
 

@@ -20,9 +20,9 @@ use crate::tables::{LOG, STAGED, log_key_len, staged_key_len};
 use crate::usage::{Subject, charge, entry_bytes};
 
 /// (stream, partition, offset) → one encoded record: the log before chunks.
-pub(crate) const OLD_LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
+const OLD_LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
 /// (stream, writer, epoch, sequence) → partition (varint) + one encoded record.
-pub(crate) const OLD_STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
+const OLD_STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
     TableDefinition::new("weir.log_staged");
 
 fn valid_record(bytes: &[u8]) -> bool {
