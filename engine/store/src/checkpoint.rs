@@ -1,47 +1,27 @@
-//! Checkpoint types and the [`CheckpointStorage`] trait the engine codes against.
+//! The [`CheckpointStorage`] trait the engine codes against, what it writes and reports
+//! ([`SubtaskWrite`], [`GcReport`]), and its implementation for [`Store`](crate::Store).
+//!
+//! Inside, files import one way: `storage` (the trait's implementation) → `put` (chunks
+//! written elsewhere) → `write` (the rules both follow) → `chunks`, `live`, `history`;
+//! `summary` → `history`.
 
 mod chunks;
+mod history;
 pub(crate) mod live;
 pub(crate) mod put;
-pub(crate) mod storage;
+mod storage;
 pub(crate) mod summary;
+mod write;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-
-/// One entry of operator state. `value: None` is a tombstone (an explicit delete).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateEntry {
-    /// The state's name (as declared by the operator).
-    pub state: String,
-    /// The entry's key (the record key for keyed state, empty for operator state).
-    /// Serialised as bytes (MessagePack `bin`), not as a sequence of integers: state crosses
-    /// the cluster's control session in these types (docs/benchmarks.md, *Beyond one machine*).
-    #[serde(with = "serde_bytes")]
-    pub key: Vec<u8>,
-    /// The value, or `None` for a delete.
-    #[serde(with = "serde_bytes")]
-    pub value: Option<Vec<u8>>,
-}
-
-/// Scopes at or above this value hold a subtask's operator (non-keyed) state:
-/// `OPERATOR_SCOPE_BASE + subtask`. Scopes below it are key groups.
-pub const OPERATOR_SCOPE_BASE: u32 = 1 << 31;
-
-/// The entries of one scope (a key group, or a subtask's operator state) in one write.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ScopeDelta {
-    /// The key group, or `OPERATOR_SCOPE_BASE + subtask`.
-    pub scope: u32,
-    /// Puts and tombstones, applied in order.
-    pub entries: Vec<StateEntry>,
-}
+use crate::manifest::{Manifest, ScopeDelta, StateEntry, SubtaskState};
+use crate::meta::CheckpointMeta;
 
 /// What one subtask writes for one checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -82,152 +62,6 @@ pub struct SubtaskWrite {
     /// `⌊max_chain_length / 2⌋ + 1` and this many increments (checkpoints that added to it),
     /// drawn for each base from its first chunk id (values below 1 count as 1).
     pub max_chain_length: usize,
-}
-
-/// A subtask's state after a write: its chains per scope (chunk ids, oldest first). The
-/// engine passes `chains` as `previous` next time and puts the whole value into the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct SubtaskState {
-    /// Per scope, the chunk ids to apply in order. Scopes without state are absent.
-    pub chains: BTreeMap<u32, Vec<u64>>,
-    /// The opaque blob of the write. Manifests written before it was serialised as bytes
-    /// (an array of integers) still decode.
-    #[serde(with = "serde_bytes")]
-    pub blob: Vec<u8>,
-    /// The chunks of the write's channel state (see [`SubtaskWrite::channel_state`]), in
-    /// order; read back with [`CheckpointStorage::read_chain`]`(job, &channel)`. Empty for an
-    /// aligned checkpoint.
-    ///
-    /// Contract: `read_chain` returns the entries sorted by `(state, key)`, not in the order
-    /// they were written, so the engine encodes keys whose byte order is the replay order
-    /// (big-endian channel index `u32`, then big-endian sequence number `u64`).
-    ///
-    /// These chunks belong to this checkpoint alone: the engine must not pass them back as
-    /// [`SubtaskWrite::previous`]; retention keeps them as long as the checkpoint's manifest
-    /// and collects them with it. A savepoint cannot be copied from a manifest that has any
-    /// ([`StoreError::UnalignedCheckpoint`]).
-    #[serde(default)]
-    pub channel: Vec<u64>,
-    /// Chunk bytes written by this write (deltas plus compactions plus channel state).
-    pub bytes_written: u64,
-    /// Scopes compacted by this write.
-    pub compactions: u32,
-}
-
-/// The manifest of a checkpoint: per operator, per subtask, its [`SubtaskState`].
-pub type Manifest = BTreeMap<String, BTreeMap<u32, SubtaskState>>;
-
-/// The life cycle of a checkpoint. Only `Completed` checkpoints are ever restored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckpointStatus {
-    /// Triggered, not yet complete.
-    #[default]
-    InProgress,
-    /// Every subtask acknowledged; the manifest was stored durably.
-    Completed,
-    /// Aborted, timed out, or interrupted by a restart.
-    Failed,
-}
-
-impl fmt::Display for CheckpointStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CheckpointStatus::InProgress => "in progress",
-            CheckpointStatus::Completed => "completed",
-            CheckpointStatus::Failed => "failed",
-        })
-    }
-}
-
-/// Statistics of one subtask's part of a checkpoint.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct SubtaskStats {
-    /// The operator (node) id.
-    pub operator: String,
-    /// The subtask index.
-    pub subtask: u32,
-    /// When the acknowledgement arrived (unix ms).
-    pub ack_time_ms: u64,
-    /// Time spent in the synchronous part of the snapshot.
-    pub sync_ms: f64,
-    /// Time spent writing the snapshot.
-    pub async_ms: f64,
-    /// Time spent aligning barriers.
-    pub alignment_ms: f64,
-    /// Bytes buffered during alignment.
-    pub alignment_bytes: u64,
-    /// Time between the trigger and the first barrier reaching the subtask.
-    pub start_delay_ms: f64,
-    /// Bytes written by this subtask for this checkpoint.
-    pub state_bytes: u64,
-    /// Total size of the chunks of the subtask's chains and of its channel state
-    /// ([`CheckpointStorage::complete`] fills it in), so that the subtasks' figures add up to
-    /// [`CheckpointMeta::full_size`].
-    pub full_state_bytes: u64,
-    /// The subtask took this checkpoint unaligned: its barrier overtook in-flight records,
-    /// which were persisted with the checkpoint as channel state.
-    #[serde(default)]
-    pub unaligned: bool,
-    /// Bytes of in-flight records (and watermarks) persisted as channel state.
-    #[serde(default)]
-    pub persisted_in_flight_bytes: u64,
-    /// When the subtask switched this checkpoint from aligned to unaligned (its alignment
-    /// waited longer than `aligned_timeout_ms`), unix ms; `None` when it did not switch (an
-    /// aligned checkpoint, or one unaligned from its start).
-    #[serde(default)]
-    pub switched_to_unaligned_ms: Option<u64>,
-}
-
-/// The history row of a checkpoint (kept forever, also after retention removed its manifest).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CheckpointMeta {
-    /// The job.
-    pub job: String,
-    /// The checkpoint id (increasing per job, never reused).
-    pub id: u64,
-    /// Where the checkpoint is in its life cycle.
-    pub status: CheckpointStatus,
-    /// The checkpoint taken at the end of the input.
-    pub is_final: bool,
-    /// The final checkpoint was taken because the job was stopped, not because its input
-    /// ended: the job resumes from it when started again.
-    #[serde(default)]
-    pub stopped: bool,
-    /// Taken for a savepoint: retention keeps its manifest (and chunks) until
-    /// [`Store::unpin`](crate::Store::unpin).
-    #[serde(default)]
-    pub pinned: bool,
-    /// This checkpoint holds a savepoint's state, written when the job was started from
-    /// savepoint `savepoint` (it is the job's first).
-    #[serde(default)]
-    pub savepoint: Option<String>,
-    /// When it was triggered (unix ms).
-    pub trigger_time_ms: u64,
-    /// Completion or failure time (unix ms).
-    pub end_time_ms: Option<u64>,
-    /// End minus trigger time.
-    pub duration_ms: Option<f64>,
-    /// Bytes written by this checkpoint (its incremental size; the engine sums
-    /// [`SubtaskState::bytes_written`], which includes channel state).
-    pub state_size: u64,
-    /// Total bytes of every chunk the manifest references, channel state included: it
-    /// belongs to the checkpoint ([`CheckpointStorage::complete`] fills it in).
-    pub full_size: u64,
-    /// Why it failed.
-    pub failure: Option<String>,
-    /// Per-subtask statistics.
-    pub subtasks: Vec<SubtaskStats>,
-    /// Whether its manifest is still kept (false once retention removed it, and for
-    /// checkpoints that never completed).
-    pub retained: bool,
-}
-
-impl CheckpointMeta {
-    /// A new in-progress checkpoint.
-    pub fn new(job: impl Into<String>, id: u64, trigger_time_ms: u64) -> Self {
-        CheckpointMeta { job: job.into(), id, trigger_time_ms, ..CheckpointMeta::default() }
-    }
 }
 
 /// What garbage collection removed when a checkpoint completed.
@@ -425,38 +259,5 @@ impl<S: CheckpointStorage + ?Sized> CheckpointStorage for Arc<S> {
 
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {
         (**self).chunk_usage(job)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_cross_as_bytes_and_older_integer_arrays_still_decode() {
-        let entry = StateEntry { state: "s".into(), key: vec![1, 2, 3], value: Some(vec![200; 64]) };
-        let encoded = rmp_serde::to_vec_named(&entry).expect("encodes");
-        // 64 bytes of value as MessagePack `bin` (2-byte header), not 64 two-byte integers;
-        // the key too; plus the state and the three field names.
-        assert!(encoded.len() <= 64 + 2 + 5 + 2 + 17, "{} bytes", encoded.len());
-        assert_eq!(rmp_serde::from_slice::<StateEntry>(&encoded).expect("decodes"), entry);
-
-        // A manifest entry written before: the blob as an array of integers.
-        #[derive(Serialize)]
-        struct Old {
-            chains: BTreeMap<u32, Vec<u64>>,
-            blob: Vec<u8>,
-            bytes_written: u64,
-            compactions: u32,
-        }
-        let old = rmp_serde::to_vec_named(&Old {
-            chains: BTreeMap::from([(0, vec![7])]),
-            blob: vec![9, 255],
-            bytes_written: 5,
-            compactions: 0,
-        })
-        .expect("encodes");
-        let state: SubtaskState = rmp_serde::from_slice(&old).expect("an older manifest decodes");
-        assert_eq!((state.blob, state.chains[&0].clone()), (vec![9, 255], vec![7]));
     }
 }

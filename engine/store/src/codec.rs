@@ -2,7 +2,7 @@
 //! chunks of records are in `stream::chunk`).
 //!
 //! Chunks and manifests end with the XXH3-64 of everything before it, so a damaged value is
-//! reported as [`StoreError::Corrupt`] instead of being restored wrongly.
+//! reported as [`StoreError::Corrupt`](crate::StoreError::Corrupt) instead of being restored wrongly.
 //!
 //! Chunk layout (version 1): `version: u8`, `state count: varint`, per state `len: varint,
 //! utf-8 bytes`, `entry count: varint`, per entry `state index: varint, key len: varint, key,
@@ -21,10 +21,119 @@ use std::collections::{BTreeMap, HashMap};
 use xxhash_rust::xxh3::xxh3_64;
 
 #[cfg(test)]
-use crate::checkpoint::StateEntry;
-use crate::checkpoint::{Manifest, SubtaskState};
-#[cfg(test)]
-use crate::stream::LogRecord;
+use crate::manifest::StateEntry;
+use crate::manifest::{Manifest, SubtaskState};
+
+/// What is wrong with stored bytes that do not decode (a chunk, a manifest, a log chunk or
+/// its reference); [`StoreError::Corrupt`](crate::StoreError::Corrupt) carries it with what
+/// was being read. Byte positions count from the start of the decoded body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DecodeError {
+    /// Shorter than the smallest possible value.
+    #[error("{0} bytes is too short")]
+    TooShort(usize),
+    /// The trailing checksum does not match the bytes before it.
+    #[error("checksum mismatch")]
+    ChecksumMismatch,
+    /// A 10-byte varint whose last byte holds more than 1 bit.
+    #[error("varint overflow at byte {0}")]
+    VarintOverflow(usize),
+    /// The bytes end inside a varint.
+    #[error("truncated varint at byte {0}")]
+    TruncatedVarint(usize),
+    /// A varint of more than 10 bytes.
+    #[error("varint too long at byte {0}")]
+    VarintTooLong(usize),
+    /// The bytes end where a byte was expected.
+    #[error("truncated at byte {0}")]
+    Truncated(usize),
+    /// A number that must fit 32 bits does not.
+    #[error("{0} does not fit 32 bits")]
+    Over32Bits(u64),
+    /// A length prefix longer than what is left.
+    #[error("length {len} at byte {at} exceeds the {left} bytes left")]
+    LengthPastEnd {
+        /// The length read.
+        len: u64,
+        /// Where the bytes it announces start.
+        at: usize,
+        /// Bytes left there.
+        left: usize,
+    },
+    /// A count of items that cannot fit in what is left.
+    #[error("count {count} exceeds the {left} bytes left")]
+    CountPastEnd {
+        /// The count read.
+        count: u64,
+        /// Bytes left.
+        left: usize,
+    },
+    /// A state or operator name that is not UTF-8.
+    #[error("a name is not valid UTF-8")]
+    NameNotUtf8,
+    /// Bytes left over after the last item.
+    #[error("{0} unexpected bytes at the end")]
+    TrailingBytes(usize),
+    /// A version byte this build does not read.
+    #[error("unknown {what} version {version}")]
+    UnknownVersion {
+        /// "chunk" or "manifest".
+        what: &'static str,
+        /// The version byte.
+        version: u8,
+    },
+    /// An entry names a state the chunk does not list.
+    #[error("state index {index} out of range ({states} states)")]
+    StateIndex {
+        /// The index read.
+        index: u64,
+        /// The chunk's state count.
+        states: usize,
+    },
+    /// An entry tag other than put or delete.
+    #[error("unknown entry tag {0}")]
+    UnknownTag(u8),
+    /// A log chunk shorter than its header.
+    #[error("{0} bytes is too short for a chunk")]
+    ShortLogChunk(usize),
+    /// A log chunk whose header counts no record.
+    #[error("a chunk of 0 records")]
+    EmptyLogChunk,
+    /// A log value that looks like a chunk reference but is not one.
+    #[error("{0} bytes is not a chunk reference")]
+    NotAReference(usize),
+    /// A chunk reference with an impossible record count.
+    #[error("a chunk reference of {0} records")]
+    ReferenceCount(u32),
+    /// A chunk reference with a length impossible for its record count.
+    #[error("a chunk reference of {len} bytes for {count} records")]
+    ReferenceLength {
+        /// The length it gives.
+        len: usize,
+        /// Its record count.
+        count: u32,
+    },
+    /// A body whose length is not the one its reference gives.
+    #[error("body {id} has {len} bytes, its reference says {expected}")]
+    BodyLength {
+        /// The body's id.
+        id: u64,
+        /// Its length.
+        len: usize,
+        /// The reference's length.
+        expected: u32,
+    },
+    /// A body whose record count is not the one its reference gives.
+    #[error("body {id} holds {count} records, its reference says {expected}")]
+    BodyCount {
+        /// The body's id.
+        id: u64,
+        /// Its header's count.
+        count: u32,
+        /// The reference's count.
+        expected: u32,
+    },
+}
 
 const CHUNK_VERSION: u8 = 1;
 const MANIFEST_VERSION: u8 = 2;
@@ -67,15 +176,15 @@ fn seal(mut out: Vec<u8>) -> Vec<u8> {
 }
 
 /// Checks the trailing checksum and returns the bytes before it.
-fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
+fn unseal(bytes: &[u8]) -> Result<&[u8], DecodeError> {
     if bytes.len() < CHECKSUM_LEN + 1 {
-        return Err(format!("{} bytes is too short", bytes.len()));
+        return Err(DecodeError::TooShort(bytes.len()));
     }
     let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
     let mut expected = [0u8; CHECKSUM_LEN];
     expected.copy_from_slice(sum);
     if xxh3_64(body) != u64::from_le_bytes(expected) {
-        return Err("checksum mismatch".to_owned());
+        return Err(DecodeError::ChecksumMismatch);
     }
     Ok(body)
 }
@@ -93,7 +202,7 @@ impl<'a> Reader<'a> {
 
     /// One LEB128 varint (at most 10 bytes, the last at most 1).
     #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u64, String> {
+    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
         let rest = &self.bytes[self.pos..];
         // Lengths below 128: one byte.
         if let Some(&byte) = rest.first()
@@ -107,67 +216,67 @@ impl<'a> Reader<'a> {
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte < 0x80 {
                 if i == 9 && byte > 1 {
-                    return Err(format!("varint overflow at byte {}", self.pos + i));
+                    return Err(DecodeError::VarintOverflow(self.pos + i));
                 }
                 self.pos += i + 1;
                 return Ok(value);
             }
         }
         if rest.len() < 10 {
-            Err(format!("truncated varint at byte {}", self.pos + rest.len()))
+            Err(DecodeError::TruncatedVarint(self.pos + rest.len()))
         } else {
-            Err(format!("varint too long at byte {}", self.pos + 10))
+            Err(DecodeError::VarintTooLong(self.pos + 10))
         }
     }
 
-    fn u8(&mut self) -> Result<u8, String> {
-        let byte = *self.bytes.get(self.pos).ok_or_else(|| format!("truncated at byte {}", self.pos))?;
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        let byte = *self.bytes.get(self.pos).ok_or(DecodeError::Truncated(self.pos))?;
         self.pos += 1;
         Ok(byte)
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, DecodeError> {
         let value = self.varint()?;
-        u32::try_from(value).map_err(|_| format!("{value} does not fit 32 bits"))
+        u32::try_from(value).map_err(|_| DecodeError::Over32Bits(value))
     }
 
     #[inline]
-    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], String> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let len = self.varint()?;
         let remaining = self.bytes.len() - self.pos;
         let len = usize::try_from(len)
             .ok()
             .filter(|len| *len <= remaining)
-            .ok_or_else(|| format!("length {len} at byte {} exceeds the {remaining} bytes left", self.pos))?;
+            .ok_or(DecodeError::LengthPastEnd { len, at: self.pos, left: remaining })?;
         let bytes = &self.bytes[self.pos..self.pos + len];
         self.pos += len;
         Ok(bytes)
     }
 
-    fn string(&mut self) -> Result<&'a str, String> {
+    fn string(&mut self) -> Result<&'a str, DecodeError> {
         let bytes = self.bytes()?;
-        std::str::from_utf8(bytes).map_err(|_| "a name is not valid UTF-8".to_owned())
+        std::str::from_utf8(bytes).map_err(|_| DecodeError::NameNotUtf8)
     }
 
     /// A count of items that each take at least one byte (guards allocations).
-    fn count(&mut self) -> Result<usize, String> {
+    fn count(&mut self) -> Result<usize, DecodeError> {
         let count = self.varint()?;
         let remaining = self.bytes.len() - self.pos;
         usize::try_from(count)
             .ok()
             .filter(|count| *count <= remaining)
-            .ok_or_else(|| format!("count {count} exceeds the {remaining} bytes left"))
+            .ok_or(DecodeError::CountPastEnd { count, left: remaining })
     }
 
     pub(crate) fn rest(&self) -> &'a [u8] {
         &self.bytes[self.pos..]
     }
 
-    pub(crate) fn finish(&self) -> Result<(), String> {
+    pub(crate) fn finish(&self) -> Result<(), DecodeError> {
         if self.pos == self.bytes.len() {
             Ok(())
         } else {
-            Err(format!("{} unexpected bytes at the end", self.bytes.len() - self.pos))
+            Err(DecodeError::TrailingBytes(self.bytes.len() - self.pos))
         }
     }
 }
@@ -276,12 +385,12 @@ struct OpenChunk<'a> {
 }
 
 impl<'a> OpenChunk<'a> {
-    fn open(bytes: &'a [u8]) -> Result<Self, String> {
+    fn open(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let body = unseal(bytes)?;
         let mut reader = Reader::new(body);
         let version = reader.u8()?;
         if version != CHUNK_VERSION {
-            return Err(format!("unknown chunk version {version}"));
+            return Err(DecodeError::UnknownVersion { what: "chunk", version });
         }
         let state_count = reader.count()?;
         let mut states = Vec::with_capacity(state_count);
@@ -294,17 +403,17 @@ impl<'a> OpenChunk<'a> {
 
     /// The next entry: (state index, key, value or `None` for a tombstone).
     #[inline]
-    fn entry(&mut self) -> Result<RawEntry<'a>, String> {
+    fn entry(&mut self) -> Result<RawEntry<'a>, DecodeError> {
         let index = self.reader.varint()?;
         let state = u32::try_from(index)
             .ok()
             .filter(|index| (*index as usize) < self.states.len())
-            .ok_or_else(|| format!("state index {index} out of range ({} states)", self.states.len()))?;
+            .ok_or(DecodeError::StateIndex { index, states: self.states.len() })?;
         let key = self.reader.bytes()?;
         let value = match self.reader.u8()? {
             TAG_PUT => Some(self.reader.bytes()?),
             TAG_DELETE => None,
-            tag => return Err(format!("unknown entry tag {tag}")),
+            tag => return Err(DecodeError::UnknownTag(tag)),
         };
         Ok((state, key, value))
     }
@@ -314,7 +423,7 @@ impl<'a> OpenChunk<'a> {
 pub(crate) fn decode_chunk(
     bytes: &[u8],
     mut apply: impl FnMut(&str, &[u8], Option<&[u8]>),
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     let mut chunk = OpenChunk::open(bytes)?;
     for _ in 0..chunk.entries {
         let (state, key, value) = chunk.entry()?;
@@ -337,7 +446,7 @@ pub(crate) struct EntryRef<'a> {
 pub(crate) fn decode_chunk_refs<'a>(
     bytes: &'a [u8],
     out: &mut Vec<EntryRef<'a>>,
-) -> Result<Vec<&'a str>, String> {
+) -> Result<Vec<&'a str>, DecodeError> {
     let mut chunk = OpenChunk::open(bytes)?;
     let start = out.len();
     // Each entry takes at least three bytes: a bound on the count that needs no trust.
@@ -358,7 +467,7 @@ pub(crate) fn decode_chunk_refs<'a>(
 
 /// Decodes a chunk into owned entries.
 #[cfg(test)]
-pub(crate) fn decode_chunk_entries(bytes: &[u8]) -> Result<Vec<StateEntry>, String> {
+pub(crate) fn decode_chunk_entries(bytes: &[u8]) -> Result<Vec<StateEntry>, DecodeError> {
     let mut entries = Vec::new();
     decode_chunk(bytes, |state, key, value| {
         entries.push(StateEntry {
@@ -400,12 +509,12 @@ pub(crate) fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
 }
 
 /// Decodes a manifest written by [`encode_manifest`] (or by the version before it).
-pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
+pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, DecodeError> {
     let body = unseal(bytes)?;
     let mut reader = Reader::new(body);
     let version = reader.u8()?;
     if version != MANIFEST_VERSION && version != MANIFEST_VERSION_1 {
-        return Err(format!("unknown manifest version {version}"));
+        return Err(DecodeError::UnknownVersion { what: "manifest", version });
     }
     let mut manifest = Manifest::new();
     for _ in 0..reader.count()? {
@@ -443,12 +552,6 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
 }
 
 /// Encodes a log record: key, value (length-prefixed), zigzag timestamp.
-#[cfg(test)]
-pub(crate) fn encode_record(out: &mut Vec<u8>, record: &LogRecord) {
-    encode_record_parts(out, &record.key, &record.value, record.timestamp);
-}
-
-/// [`encode_record`] from borrowed parts.
 pub(crate) fn encode_record_parts(out: &mut Vec<u8>, key: &[u8], value: &[u8], timestamp: i64) {
     put_bytes(out, key);
     put_bytes(out, value);
@@ -462,20 +565,11 @@ pub(crate) fn record_len_bound(key: usize, value: usize) -> usize {
 
 /// Reads one record written by [`encode_record_parts`] from `reader`, borrowing its bytes.
 #[inline]
-pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), String> {
+pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), DecodeError> {
     let key = reader.bytes()?;
     let value = reader.bytes()?;
     let timestamp = unzigzag(reader.varint()?);
     Ok((key, value, timestamp))
-}
-
-/// Decodes a log record written by [`encode_record`]; the whole input must be used.
-#[cfg(test)]
-pub(crate) fn decode_record(bytes: &[u8]) -> Result<LogRecord, String> {
-    let mut reader = Reader::new(bytes);
-    let (key, value, timestamp) = read_record(&mut reader)?;
-    reader.finish()?;
-    Ok(LogRecord { key: key.to_vec(), value: value.to_vec(), timestamp })
 }
 
 #[cfg(test)]
@@ -553,7 +647,7 @@ mod tests {
         }
         // A well-sealed body with bad structure is rejected too.
         let bad = seal(vec![CHUNK_VERSION, 1, 1, b's', 1, 5, 0, 0]);
-        assert!(decode_chunk_entries(&bad).unwrap_err().contains("state index"));
+        assert!(decode_chunk_entries(&bad).unwrap_err().to_string().contains("state index"));
         let bad = seal(vec![CHUNK_VERSION, 0, 200, 1]);
         assert!(decode_chunk_entries(&bad).is_err());
     }
@@ -620,7 +714,7 @@ mod tests {
         // A channel count larger than the bytes left is rejected, not allocated.
         let mut bad = body.to_vec();
         bad[16] = 100;
-        assert!(decode_manifest(&seal(bad)).unwrap_err().contains("exceeds"));
+        assert!(decode_manifest(&seal(bad)).unwrap_err().to_string().contains("exceeds"));
     }
 
     #[test]
@@ -636,16 +730,26 @@ mod tests {
         let mut as_v2 = vec![1, 1, 2, b'o', b'p', 1, 0, 1, 0, 2, 1, 2, 1, b'b', 5, 0];
         as_v2[0] = 2;
         assert!(decode_manifest(&seal(as_v2)).is_err());
-        assert!(decode_manifest(&seal(vec![3, 0])).unwrap_err().contains("unknown manifest version 3"));
+        assert!(
+            decode_manifest(&seal(vec![3, 0]))
+                .unwrap_err()
+                .to_string()
+                .contains("unknown manifest version 3")
+        );
     }
 
     #[test]
     fn record_round_trip() {
-        let record = LogRecord { key: b"k".to_vec(), value: vec![1; 200], timestamp: -5 };
+        let (key, value, timestamp) = (&b"k"[..], &[1; 200][..], -5);
         let mut out = Vec::new();
-        encode_record(&mut out, &record);
+        encode_record_parts(&mut out, key, value, timestamp);
         assert_eq!(out.len(), 1 + 1 + 2 + 200 + 1);
-        assert_eq!(decode_record(&out).unwrap(), record);
-        assert!(decode_record(&out[..out.len() - 1]).is_err());
+        fn decode(bytes: &[u8]) -> Result<(&[u8], &[u8], i64), DecodeError> {
+            let mut reader = Reader::new(bytes);
+            let record = read_record(&mut reader)?;
+            reader.finish().map(|()| record)
+        }
+        assert_eq!(decode(&out).unwrap(), (key, value, timestamp));
+        assert!(decode(&out[..out.len() - 1]).is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::checkpoint::CheckpointStatus;
+use crate::meta::CheckpointStatus;
 
 /// Everything that can go wrong in the store. Messages name what was missing or wrong (job,
 /// checkpoint id, chunk id, stream name).
@@ -261,7 +261,7 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn corrupt(what: impl Into<String>, detail: impl Into<String>) -> Self {
-        StoreError::Corrupt { what: what.into(), detail: detail.into() }
+    pub(crate) fn corrupt(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        StoreError::Corrupt { what: what.into(), detail: detail.to_string() }
     }
 }

@@ -4,7 +4,7 @@
 //! With [`Store::set_external_chunks`](crate::Store::set_external_chunks) set, chunks the
 //! store writes go to the [`ExternalChunks`] (put before the transaction that records them
 //! commits) instead of its piece table; the chunk index, the owners and the storage ledger
-//! stay in redb, and [`EXTERNAL_CHUNKS`] records which chunks are external and their size, so
+//! stay in redb, and `EXTERNAL_CHUNKS` records which chunks are external and their size, so
 //! a tenant's quota counts them exactly as stored pieces. Chunks are read from the piece table
 //! first and from the external store when they have no pieces, so a store that switched keeps
 //! reading its older chunks. Deletions of external chunks happen after the transaction that
@@ -13,24 +13,13 @@
 //! the job next starts (as it deletes objects put for a transaction that never committed).
 //!
 //! Savepoints follow the same rule: with an external store set, the chunks of a savepoint's
-//! scopes are objects too (numbered per savepoint, sized in [`SAVEPOINT_OBJECTS`]); its
+//! scopes are objects too (numbered per savepoint, sized in `SAVEPOINT_OBJECTS`); its
 //! info, scope index and subtask blobs stay in redb, as a checkpoint's manifest and blobs
 //! do. A savepoint is deleted in redb first and its objects after; objects of a savepoint
 //! that no info row names are collected by
 //! [`Store::sweep_savepoint_objects`](crate::Store::sweep_savepoint_objects).
 
-use redb::TableDefinition;
-
 use crate::error::StoreError;
-
-/// (job, chunk id) → size in bytes, for every chunk whose bytes are external.
-pub(crate) const EXTERNAL_CHUNKS: TableDefinition<'_, (&str, u64), u64> =
-    TableDefinition::new("weir.external_chunks");
-
-/// (savepoint id, operator, scope, chunk) → (object number, size in bytes), for every
-/// savepoint chunk whose bytes are external.
-pub(crate) const SAVEPOINT_OBJECTS: TableDefinition<'_, (&str, &str, u32, u32), (u64, u64)> =
-    TableDefinition::new("weir.savepoint_objects");
 
 /// Where a store keeps chunk bytes outside its file. Calls block (the store's callers are
 /// on blocking threads).

@@ -4,10 +4,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::checkpoint::{
-    CheckpointMeta, CheckpointStorage, GcReport, Manifest, StateEntry, SubtaskState, SubtaskWrite,
-};
+use crate::checkpoint::put::PutSubtaskWrite;
+use crate::checkpoint::{CheckpointStorage, GcReport, SubtaskWrite};
 use crate::error::StoreError;
+use crate::manifest::{Manifest, StateEntry, SubtaskState};
+use crate::meta::CheckpointMeta;
 
 /// Wraps a [`CheckpointStorage`] and makes `write_subtask` and `complete` fail with
 /// [`StoreError::Injected`] with a fixed probability, before the inner storage is touched.
@@ -149,7 +150,7 @@ impl<S: CheckpointStorage> CheckpointStorage for FaultyStorage<S> {
         self.inner.lease_chunk_ids(count)
     }
 
-    fn record_subtask(&self, write: crate::PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+    fn record_subtask(&self, write: PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
         self.maybe_fail(&format!(
             "record of subtask {}/{} for checkpoint {} of job `{}`",
             write.operator, write.subtask, write.checkpoint, write.job

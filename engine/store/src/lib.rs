@@ -44,30 +44,46 @@
 
 #![deny(missing_docs)]
 
+// The crate's map, lowest layer first; a file imports only from layers below its own.
+// 0. `tables` (every redb table), `manifest` (what a checkpoint restores), `meta` (its
+//    history row): import nothing of the crate.
+// 1. `error` (the one error enum), `codec` (chunk and manifest encodings, `CodecError`).
+// 2. `disk` (free-space floor), `external` (chunk bytes outside the file).
+// 3. `store` (the `Store` handle and its transactions), then `usage` (the ledger every
+//    write charges).
+// 4. Features, each an `impl Store`: `checkpoint/`, `stream/`, `outbox`, then `savepoint`
+//    (reads checkpoint chains), `savefile` (its portable file), `faulty` (wraps storage).
+// 5. `recount` (reads every table for the ledger's recount) and `open` (opens every table and
+//    migrates older formats).
+
 mod checkpoint;
 mod codec;
 mod disk;
 mod error;
 mod external;
 mod faulty;
+mod manifest;
+mod meta;
+mod open;
 mod outbox;
+mod recount;
 mod savefile;
 mod savepoint;
 mod store;
 pub mod stream;
+mod tables;
 mod usage;
 
 pub use checkpoint::live::ExternalChains;
 pub use checkpoint::put::{EncodedSubtask, PutChunk, PutSubtaskWrite, encode_subtask};
 pub use checkpoint::summary::{HistorySummary, Stat};
-pub use checkpoint::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, EntryVisitor, GcReport, Manifest,
-    OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, SubtaskState, SubtaskStats, SubtaskWrite,
-};
+pub use checkpoint::{CheckpointStorage, EntryVisitor, GcReport, SubtaskWrite};
 pub use disk::{DiskFloor, DiskSpace};
 pub use error::StoreError;
 pub use external::ExternalChunks;
 pub use faulty::FaultyStorage;
+pub use manifest::{Manifest, OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, SubtaskState};
+pub use meta::{CheckpointMeta, CheckpointStatus, SubtaskStats};
 pub use outbox::Outbox;
 pub use savepoint::SavepointInfo;
 pub use store::{DEFAULT_MAX_CHUNK_BYTES, Store};

@@ -28,38 +28,12 @@
 //!   is refused at the owner's limit and at the disk floor, like stream staging; notes, drops
 //!   and discards are never refused (they serve the delivery of counted work, which frees it).
 
-use redb::{Durability, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{Durability, ReadableTable, WriteTransaction};
 
 use crate::error::StoreError;
 use crate::store::Store;
+use crate::tables::{EPOCH_KEY, OUTBOX, OUTBOX_EPOCHS, OUTBOX_NOTES, RECORD_KEY, job_of};
 use crate::usage::{Meter, Subject, charge};
-
-/// (writer, epoch, sequence) → one staged record, as the sink encoded it.
-pub(crate) const OUTBOX: TableDefinition<'_, (&str, u64, u64), &[u8]> = TableDefinition::new("weir.outbox");
-/// (writer, epoch) → the number of records staged (the next sequence number).
-pub(crate) const OUTBOX_EPOCHS: TableDefinition<'_, (&str, u64), u64> =
-    TableDefinition::new("weir.outbox_epochs");
-/// (writer, epoch) → the epoch's note.
-pub(crate) const OUTBOX_NOTES: TableDefinition<'_, (&str, u64), &[u8]> =
-    TableDefinition::new("weir.outbox_notes");
-
-/// Key bytes of an [`OUTBOX`] entry (besides the writer's name).
-pub(crate) const RECORD_KEY: usize = 16;
-/// Key bytes of an [`OUTBOX_EPOCHS`] or [`OUTBOX_NOTES`] entry (besides the writer's name).
-pub(crate) const EPOCH_KEY: usize = 8;
-
-/// The job a writer belongs to: its name up to the first `/` (job ids contain none).
-pub(crate) fn job_of(writer: &str) -> &str {
-    writer.split_once('/').map_or(writer, |(job, _)| job)
-}
-
-/// Opens the outbox's tables.
-pub(crate) fn open_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(OUTBOX)?;
-    txn.open_table(OUTBOX_EPOCHS)?;
-    txn.open_table(OUTBOX_NOTES)?;
-    Ok(())
-}
 
 /// Removes every record, count and note of `writer` with an epoch in `first..=last`, metering
 /// what it frees; returns how many records.

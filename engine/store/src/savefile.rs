@@ -7,8 +7,11 @@
 //! frame (kind 255) holding the frame and entry counts and the SHA-256 of everything before it.
 //! Payloads are MessagePack maps.
 //!
-//! (long file: the encoder and the decoder of one format stay side by side, so a change to
-//! a frame is made to both at once.)
+//! The encoder and the decoder of each frame stay side by side here, so a change to a frame
+//! is made to both at once; `msgpack` reads payloads, and `frame_error` says what is wrong.
+
+mod frame_error;
+mod msgpack;
 
 use std::convert::Infallible;
 use std::io::{Read, Write};
@@ -18,9 +21,12 @@ use rmp::encode::{ByteBuf, ValueWriteError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use self::frame_error::FrameError;
+use self::msgpack::{MsgReader, marker_name};
 use crate::error::StoreError;
 use crate::savepoint::{SavepointInfo, SavepointWriter, ScopeChunks, after, require_info};
-use crate::store::{SAVEPOINT_BLOBS, SAVEPOINT_SCOPES, Store};
+use crate::store::Store;
+use crate::tables::{SAVEPOINT_BLOBS, SAVEPOINT_SCOPES};
 
 /// The first 8 bytes of every savepoint file.
 const MAGIC: &[u8; 8] = b"WEIRSAVE";
@@ -252,175 +258,20 @@ impl<'a> FileWriter<'a> {
 // ---------------------------------------------------------------------------------------------
 // Decoding
 
-/// What a MessagePack marker introduces, for error messages.
-fn marker_name(marker: Marker) -> &'static str {
-    match marker {
-        Marker::FixPos(_)
-        | Marker::FixNeg(_)
-        | Marker::U8
-        | Marker::U16
-        | Marker::U32
-        | Marker::U64
-        | Marker::I8
-        | Marker::I16
-        | Marker::I32
-        | Marker::I64 => "an integer",
-        Marker::F32 | Marker::F64 => "a float",
-        Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string",
-        Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "binary data",
-        Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "an array",
-        Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map",
-        Marker::Null => "nil",
-        Marker::True | Marker::False => "a boolean",
-        Marker::FixExt1
-        | Marker::FixExt2
-        | Marker::FixExt4
-        | Marker::FixExt8
-        | Marker::FixExt16
-        | Marker::Ext8
-        | Marker::Ext16
-        | Marker::Ext32 => "an extension",
-        Marker::Reserved => "the reserved byte 0xc1",
-    }
-}
-
-/// A bounds-checked MessagePack reader over one payload; values borrow from it.
-struct MsgReader<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> MsgReader<'a> {
-    fn new(payload: &'a [u8]) -> Self {
-        MsgReader { rest: payload }
-    }
-
-    fn take(&mut self, len: usize, what: &str) -> Result<&'a [u8], String> {
-        if len > self.rest.len() {
-            return Err(format!("{what} needs {len} bytes but only {} are left", self.rest.len()));
-        }
-        let (taken, rest) = self.rest.split_at(len);
-        self.rest = rest;
-        Ok(taken)
-    }
-
-    fn be(&mut self, len: usize, what: &str) -> Result<u64, String> {
-        Ok(self.take(len, what)?.iter().fold(0, |value, byte| (value << 8) | u64::from(*byte)))
-    }
-
-    fn marker(&mut self, what: &str) -> Result<Marker, String> {
-        Ok(Marker::from_u8(self.take(1, what)?[0]))
-    }
-
-    fn map_len(&mut self, what: &str) -> Result<u64, String> {
-        match self.marker(what)? {
-            Marker::FixMap(len) => Ok(u64::from(len)),
-            Marker::Map16 => self.be(2, what),
-            Marker::Map32 => self.be(4, what),
-            other => Err(format!("{what} must be a map, not {}", marker_name(other))),
-        }
-    }
-
-    fn array_len(&mut self, what: &str) -> Result<u64, String> {
-        match self.marker(what)? {
-            Marker::FixArray(len) => Ok(u64::from(len)),
-            Marker::Array16 => self.be(2, what),
-            Marker::Array32 => self.be(4, what),
-            other => Err(format!("{what} must be an array, not {}", marker_name(other))),
-        }
-    }
-
-    fn str(&mut self, what: &str) -> Result<&'a str, String> {
-        let len = match self.marker(what)? {
-            Marker::FixStr(len) => u64::from(len),
-            Marker::Str8 => self.be(1, what)?,
-            Marker::Str16 => self.be(2, what)?,
-            Marker::Str32 => self.be(4, what)?,
-            other => return Err(format!("{what} must be a string, not {}", marker_name(other))),
-        };
-        let bytes = self.take(len as usize, what)?;
-        std::str::from_utf8(bytes).map_err(|_| format!("{what} is not valid UTF-8"))
-    }
-
-    fn bin(&mut self, what: &str) -> Result<&'a [u8], String> {
-        let len = match self.marker(what)? {
-            Marker::Bin8 => self.be(1, what)?,
-            Marker::Bin16 => self.be(2, what)?,
-            Marker::Bin32 => self.be(4, what)?,
-            other => return Err(format!("{what} must be binary data, not {}", marker_name(other))),
-        };
-        self.take(len as usize, what)
-    }
-
-    /// An unsigned integer in any MessagePack integer encoding (signed ones must not be
-    /// negative).
-    fn uint(&mut self, what: &str) -> Result<u64, String> {
-        let negative = || format!("{what} must not be negative");
-        match self.marker(what)? {
-            Marker::FixPos(value) => Ok(u64::from(value)),
-            Marker::U8 => self.be(1, what),
-            Marker::U16 => self.be(2, what),
-            Marker::U32 => self.be(4, what),
-            Marker::U64 => self.be(8, what),
-            Marker::I8 => u64::try_from(self.take(1, what)?[0] as i8).map_err(|_| negative()),
-            Marker::I16 => u64::try_from(self.be(2, what)? as u16 as i16).map_err(|_| negative()),
-            Marker::I32 => u64::try_from(self.be(4, what)? as u32 as i32).map_err(|_| negative()),
-            Marker::I64 => u64::try_from(self.be(8, what)? as i64).map_err(|_| negative()),
-            Marker::FixNeg(_) => Err(negative()),
-            other => Err(format!("{what} must be an unsigned integer, not {}", marker_name(other))),
-        }
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        let value = self.uint(what)?;
-        u32::try_from(value).map_err(|_| format!("{what} is {value}, more than 32 bits"))
-    }
-
-    /// Reads a map with exactly the fields `names` (any order), handing each field's name and
-    /// the reader positioned at its value to `field`.
-    fn fields(
-        &mut self,
-        what: &str,
-        names: &[&str],
-        mut field: impl FnMut(&str, &mut Self) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let len = self.map_len(what)?;
-        let mut seen = vec![false; names.len()];
-        for _ in 0..len {
-            let name = self.str(&format!("a key of {what}"))?;
-            let index = names
-                .iter()
-                .position(|known| *known == name)
-                .ok_or_else(|| format!("{what} has an unknown field `{name}`"))?;
-            if std::mem::replace(&mut seen[index], true) {
-                return Err(format!("{what} has the field `{name}` twice"));
-            }
-            field(name, self)?;
-        }
-        match seen.iter().position(|seen| !seen) {
-            Some(missing) => Err(format!("{what} has no field `{}`", names[missing])),
-            None => Ok(()),
-        }
-    }
-
-    fn finish(&self, what: &str) -> Result<(), String> {
-        match self.rest.len() {
-            0 => Ok(()),
-            extra => Err(format!("{extra} unexpected bytes after {what}")),
-        }
-    }
-}
-
-fn decode_header(payload: &[u8]) -> Result<Header, String> {
+fn decode_header(payload: &[u8]) -> Result<Header, FrameError> {
     match payload.first().map(|byte| Marker::from_u8(*byte)) {
         Some(Marker::FixMap(_) | Marker::Map16 | Marker::Map32) => {}
-        Some(other) => return Err(format!("the header must be a map, not {}", marker_name(other))),
-        None => return Err("the header is empty".to_owned()),
+        Some(other) => {
+            let found = marker_name(other);
+            return Err(FrameError::WrongType { what: "the header".to_owned(), expected: "a map", found });
+        }
+        None => return Err(FrameError::EmptyHeader),
     }
     let mut deserializer = rmp_serde::Deserializer::new(std::io::Cursor::new(payload));
-    let header = Header::deserialize(&mut deserializer).map_err(|error| format!("the header: {error}"))?;
+    let header = Header::deserialize(&mut deserializer).map_err(FrameError::Header)?;
     let extra = payload.len() as u64 - deserializer.position();
     if extra > 0 {
-        return Err(format!("{extra} unexpected bytes after the header"));
+        return Err(FrameError::TrailingBytes { extra, what: "the header".to_owned() });
     }
     Ok(header)
 }
@@ -434,7 +285,7 @@ struct StateFrameIn<'a> {
     entries: Vec<(&'a str, &'a [u8], &'a [u8])>,
 }
 
-fn decode_state(payload: &[u8]) -> Result<StateFrameIn<'_>, String> {
+fn decode_state(payload: &[u8]) -> Result<StateFrameIn<'_>, FrameError> {
     let mut reader = MsgReader::new(payload);
     let (mut operator, mut scope, mut entries) = ("", 0, Vec::new());
     reader.fields("the state frame", &["operator", "scope", "entries"], |name, reader| {
@@ -449,9 +300,7 @@ fn decode_state(payload: &[u8]) -> Result<StateFrameIn<'_>, String> {
                     let what = format!("entry {number}");
                     let items = reader.array_len(&what)?;
                     if items != 3 {
-                        return Err(format!(
-                            "{what} must be an array of 3 items (state, key, value), not {items}"
-                        ));
+                        return Err(FrameError::EntryItems { what, items });
                     }
                     let state = reader.str(&format!("the state of {what}"))?;
                     let key = reader.bin(&format!("the key of {what}"))?;
@@ -474,7 +323,7 @@ struct BlobFrameIn<'a> {
     blob: &'a [u8],
 }
 
-fn decode_blob(payload: &[u8]) -> Result<BlobFrameIn<'_>, String> {
+fn decode_blob(payload: &[u8]) -> Result<BlobFrameIn<'_>, FrameError> {
     let mut reader = MsgReader::new(payload);
     let mut frame = BlobFrameIn { operator: "", subtask: 0, blob: &[] };
     reader.fields("the blob frame", &["operator", "subtask", "blob"], |name, reader| {
@@ -489,7 +338,7 @@ fn decode_blob(payload: &[u8]) -> Result<BlobFrameIn<'_>, String> {
     Ok(frame)
 }
 
-fn decode_end(payload: &[u8]) -> Result<End, String> {
+fn decode_end(payload: &[u8]) -> Result<End, FrameError> {
     let mut reader = MsgReader::new(payload);
     let mut end = End { frames: 0, entries: 0, sha256: [0; 32] };
     reader.fields("the end frame", &["frames", "entries", "sha256"], |name, reader| {
@@ -498,9 +347,7 @@ fn decode_end(payload: &[u8]) -> Result<End, String> {
             "entries" => end.entries = reader.uint("`entries`")?,
             _ => {
                 let sha256 = reader.bin("`sha256`")?;
-                end.sha256 = sha256
-                    .try_into()
-                    .map_err(|_| format!("`sha256` must be 32 bytes, not {}", sha256.len()))?;
+                end.sha256 = sha256.try_into().map_err(|_| FrameError::Sha256Length(sha256.len()))?;
             }
         }
         Ok(())
@@ -621,59 +468,56 @@ struct FrameOrder {
 }
 
 impl FrameOrder {
-    fn state(&mut self, frame: &StateFrameIn<'_>) -> Result<(), String> {
+    fn state(&mut self, frame: &StateFrameIn<'_>) -> Result<(), FrameError> {
         if let Some((operator, subtask)) = &self.last_blob {
-            return Err(format!(
-                "a state frame after the blob of operator `{operator}` subtask {subtask} (state \
-                 frames come before blob frames)"
-            ));
+            return Err(FrameError::StateAfterBlob { operator: operator.clone(), subtask: *subtask });
         }
         let (Some(first), Some(last)) = (frame.entries.first(), frame.entries.last()) else {
-            return Err("a state frame without entries".to_owned());
+            return Err(FrameError::NoEntries);
         };
         if let Some((operator, scope, state, key)) = &self.last_state {
             match (operator.as_str(), *scope).cmp(&(frame.operator, frame.scope)) {
                 std::cmp::Ordering::Greater => {
-                    return Err(format!(
-                        "scope {} of operator `{}` after scope {scope} of operator `{operator}` \
-                         (state frames must be in (operator, scope) order)",
-                        frame.scope, frame.operator
-                    ));
+                    return Err(FrameError::ScopeOrder {
+                        scope: frame.scope,
+                        operator: frame.operator.to_owned(),
+                        previous_scope: *scope,
+                        previous_operator: operator.clone(),
+                    });
                 }
                 std::cmp::Ordering::Equal if (state.as_str(), key.as_slice()) >= (first.0, first.1) => {
-                    return Err(format!(
-                        "entry 1 (state `{}`) is not after the last entry of the previous frame of \
-                         the scope (the entries of a scope must be sorted by state and key, \
-                         without duplicates)",
-                        first.0
-                    ));
+                    return Err(FrameError::EntryOrder {
+                        number: 1,
+                        state: first.0.to_owned(),
+                        previous: "the last entry of the previous frame of the scope",
+                    });
                 }
                 _ => {}
             }
         }
         for (number, pair) in frame.entries.windows(2).enumerate() {
             if (pair[0].0, pair[0].1) >= (pair[1].0, pair[1].1) {
-                return Err(format!(
-                    "entry {} (state `{}`) is not after the entry before it (the entries of a scope \
-                     must be sorted by state and key, without duplicates)",
-                    number + 2,
-                    pair[1].0
-                ));
+                return Err(FrameError::EntryOrder {
+                    number: number + 2,
+                    state: pair[1].0.to_owned(),
+                    previous: "the entry before it",
+                });
             }
         }
         self.last_state = Some((frame.operator.to_owned(), frame.scope, last.0.to_owned(), last.1.to_vec()));
         Ok(())
     }
 
-    fn blob(&mut self, frame: &BlobFrameIn<'_>) -> Result<(), String> {
+    fn blob(&mut self, frame: &BlobFrameIn<'_>) -> Result<(), FrameError> {
         if let Some((operator, subtask)) = &self.last_blob
             && (operator.as_str(), *subtask) >= (frame.operator, frame.subtask)
         {
-            return Err(format!(
-                "the blob of operator `{}` subtask {} after the blob of operator `{operator}` subtask \
-                 {subtask} (blob frames must be in (operator, subtask) order, each once)",
-                frame.operator, frame.subtask
-            ));
+            return Err(FrameError::BlobOrder {
+                operator: frame.operator.to_owned(),
+                subtask: frame.subtask,
+                previous_operator: operator.clone(),
+                previous_subtask: *subtask,
+            });
         }
         self.last_blob = Some((frame.operator.to_owned(), frame.subtask));
         Ok(())
@@ -693,7 +537,7 @@ fn read_file(reader: &mut FileReader<'_>, writer: &mut SavepointWriter<'_>) -> R
     let end = loop {
         let number = reader.frames + 1;
         let (kind, payload) = reader.frame()?;
-        let error = |detail| frame_error(number, detail);
+        let error = |detail: FrameError| frame_error(number, detail);
         match kind {
             KIND_STATE => {
                 let frame = decode_state(&payload).map_err(error)?;
@@ -708,8 +552,8 @@ fn read_file(reader: &mut FileReader<'_>, writer: &mut SavepointWriter<'_>) -> R
                 writer.blob(frame.operator, frame.subtask, frame.blob)?;
             }
             KIND_END => break decode_end(&payload).map_err(error)?,
-            KIND_HEADER => return Err(error("a second header frame".to_owned())),
-            other => return Err(error(format!("unknown frame kind {other}"))),
+            KIND_HEADER => return Err(error(FrameError::SecondHeader)),
+            other => return Err(error(FrameError::UnknownKind(other))),
         }
     };
     let digest: [u8; 32] = std::mem::take(&mut reader.hasher).finalize().into();
@@ -880,29 +724,46 @@ mod tests {
         put_uint(&mut map, 1 << 40);
         put_str(&mut map, "blob");
         put_bin(&mut map, b"x");
-        assert_eq!(decode_blob(map.as_slice()).unwrap_err(), "`subtask` is 1099511627776, more than 32 bits");
+        assert_eq!(
+            decode_blob(map.as_slice()).unwrap_err().to_string(),
+            "`subtask` is 1099511627776, more than 32 bits"
+        );
 
         let mut map = ByteBuf::new();
         infallible(rmp::encode::write_map_len(&mut map, 2));
         put_str(&mut map, "operator");
         put_str(&mut map, "op");
         put_str(&mut map, "operator");
-        assert_eq!(decode_blob(map.as_slice()).unwrap_err(), "the blob frame has the field `operator` twice");
+        assert_eq!(
+            decode_blob(map.as_slice()).unwrap_err().to_string(),
+            "the blob frame has the field `operator` twice"
+        );
 
         let mut map = ByteBuf::new();
         infallible(rmp::encode::write_map_len(&mut map, 1));
         put_str(&mut map, "color");
-        assert_eq!(decode_end(map.as_slice()).unwrap_err(), "the end frame has an unknown field `color`");
+        assert_eq!(
+            decode_end(map.as_slice()).unwrap_err().to_string(),
+            "the end frame has an unknown field `color`"
+        );
 
         let mut map = ByteBuf::new();
         infallible(rmp::encode::write_map_len(&mut map, 0));
-        assert_eq!(decode_end(map.as_slice()).unwrap_err(), "the end frame has no field `frames`");
+        assert_eq!(
+            decode_end(map.as_slice()).unwrap_err().to_string(),
+            "the end frame has no field `frames`"
+        );
 
         let mut end = encode_end(&End { frames: 1, entries: 2, sha256: [0; 32] });
         end.push(0);
-        assert_eq!(decode_end(&end).unwrap_err(), "1 unexpected bytes after the end frame");
-        assert_eq!(decode_end(&[0x92]).unwrap_err(), "the end frame must be a map, not an array");
-        assert!(decode_end(&[0x83, 0xa6, b'f']).unwrap_err().contains("needs 6 bytes but only 1 are left"));
+        assert_eq!(decode_end(&end).unwrap_err().to_string(), "1 unexpected bytes after the end frame");
+        assert_eq!(decode_end(&[0x92]).unwrap_err().to_string(), "the end frame must be a map, not an array");
+        assert!(
+            decode_end(&[0x83, 0xa6, b'f'])
+                .unwrap_err()
+                .to_string()
+                .contains("needs 6 bytes but only 1 are left")
+        );
 
         let mut frame = StateFrame::new();
         frame.push("s", b"k", b"v");
@@ -912,24 +773,9 @@ mod tests {
         payload[at] = 0xa1;
         payload.remove(at + 1);
         assert_eq!(
-            decode_state(&payload).unwrap_err(),
+            decode_state(&payload).unwrap_err().to_string(),
             "the value of entry 1 must be binary data, not a string"
         );
-        assert!(decode_header(&[0x90]).unwrap_err().contains("must be a map, not an array"));
-    }
-
-    #[test]
-    fn signed_integers_are_accepted_when_not_negative() {
-        for (bytes, expected) in [
-            (&[0xd0, 5][..], Ok(5)),
-            (&[0xd1, 0x01, 0x00], Ok(256)),
-            (&[0xd2, 0, 0, 0, 9], Ok(9)),
-            (&[0xd3, 0, 0, 0, 0, 0, 0, 0, 1], Ok(1)),
-            (&[0xd0, 0xff], Err("`n` must not be negative".to_owned())),
-            (&[0xff], Err("`n` must not be negative".to_owned())),
-            (&[0xcb, 0, 0, 0, 0, 0, 0, 0, 0], Err("`n` must be an unsigned integer, not a float".to_owned())),
-        ] {
-            assert_eq!(MsgReader::new(bytes).uint("`n`"), expected, "{bytes:?}");
-        }
+        assert!(decode_header(&[0x90]).unwrap_err().to_string().contains("must be a map, not an array"));
     }
 }

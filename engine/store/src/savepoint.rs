@@ -18,13 +18,14 @@ use redb::{Durability, ReadOnlyTable, ReadTransaction, ReadableTable, Table, Wri
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::live::{LiveState, apply_chain};
-use crate::checkpoint::{Manifest, StateEntry};
 use crate::codec::{ChunkEncoder, decode_chunk};
 use crate::error::StoreError;
-use crate::external::{ExternalChunks, SAVEPOINT_OBJECTS};
-use crate::store::{
-    CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES,
-    SAVEPOINTS, Store,
+use crate::external::ExternalChunks;
+use crate::manifest::{Manifest, StateEntry};
+use crate::store::Store;
+use crate::tables::{
+    CHUNK_PIECE_BYTES, CHUNKS, SAVEPOINT_BLOBS, SAVEPOINT_OBJECTS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES,
+    SAVEPOINT_SCOPES, SAVEPOINTS,
 };
 use crate::usage::{Meter, Subject, charge, external_savepoint_bytes};
 

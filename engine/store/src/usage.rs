@@ -20,29 +20,13 @@
 //! - An older store without a ledger is counted by rescanning once ([`Store::rebuild_usage`]);
 //!   [`Store::scan_usage`] recounts from the data, to check that the ledger did not drift.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use redb::{Durability, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{Durability, ReadableTable, WriteTransaction};
 
 use crate::error::StoreError;
-use crate::outbox::{self, OUTBOX, OUTBOX_EPOCHS, OUTBOX_NOTES, job_of};
-use crate::savepoint::SavepointInfo;
-use crate::store::{
-    BODIES, CHECKPOINTS, CHUNK_INDEX, CHUNK_OWNERS, CHUNKS, COUNTERS, IN_PROGRESS, LOG, LOG_ENDS, MANIFESTS,
-    SAVEPOINT_BLOBS, SAVEPOINT_OWNERS, SAVEPOINT_PIECES, SAVEPOINT_SCOPES, SAVEPOINTS, STAGED, Store,
-};
-use crate::stream;
-
-/// subject (`job/<id>`, `stream/<name>`, `stream/<prefix>.`) → owner.
-pub(crate) const OWNERS: TableDefinition<'_, &str, &str> = TableDefinition::new("weir.usage_owners");
-/// owner → bytes stored for it.
-pub(crate) const USAGE: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.usage");
-/// owner → the most bytes it may store (no row: no limit).
-pub(crate) const LIMITS: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.usage_limits");
-/// owner → bytes reserved for uploads in flight (cleared at open).
-pub(crate) const RESERVED: TableDefinition<'_, &str, u64> = TableDefinition::new("weir.usage_reserved");
-/// The [`COUNTERS`] row that says the ledger is complete (older stores lack it).
-const LEDGER_VERSION: &str = "usage_ledger_version";
+use crate::store::Store;
+use crate::tables::{COUNTERS, LEDGER_VERSION, LIMITS, OWNERS, RESERVED, USAGE};
 
 /// Bytes counted per stored entry on top of its key and value: redb's two 4-byte offsets per
 /// entry and the length prefixes of tuple keys.
@@ -116,7 +100,7 @@ pub(crate) enum Subject<'a> {
     Owner(&'a str),
 }
 
-fn owner_of(
+pub(crate) fn owner_of(
     owners: &impl ReadableTable<&'static str, &'static str>,
     subject: Subject<'_>,
 ) -> Result<Option<String>, StoreError> {
@@ -218,15 +202,6 @@ pub fn set_limit_in(txn: &WriteTransaction, owner: &str, limit: Option<u64>) -> 
     Ok(())
 }
 
-/// Opens the ledger's tables and clears the reservations of a previous process.
-pub(crate) fn open_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
-    txn.open_table(OWNERS)?;
-    txn.open_table(USAGE)?;
-    txn.open_table(LIMITS)?;
-    txn.open_table(RESERVED)?.retain(|_, _| false)?;
-    Ok(())
-}
-
 impl Store {
     /// Registers owners of subjects (`(subject, owner)`: `job/<id>`, `stream/<name>`, or a
     /// stream namespace `stream/<prefix>.`), in one durable transaction. Data written before
@@ -299,27 +274,6 @@ impl Store {
         Ok(txn.open_table(COUNTERS)?.get(LEDGER_VERSION)?.is_some())
     }
 
-    /// Replaces the ledger by a recount of the store's data ([`Store::scan_usage`]) plus
-    /// `extra` (bytes of tables kept outside the store, per owner), in one durable
-    /// transaction, and marks it complete.
-    pub fn rebuild_usage(&self, extra: &BTreeMap<String, u64>) -> Result<(), StoreError> {
-        let txn = self.write_txn(Durability::Immediate)?;
-        let mut counted = scan(&txn)?;
-        for (owner, bytes) in extra {
-            *counted.entry(owner.clone()).or_default() += *bytes;
-        }
-        {
-            let mut usage = txn.open_table(USAGE)?;
-            usage.retain(|_, _| false)?;
-            for (owner, bytes) in &counted {
-                usage.insert(owner.as_str(), *bytes)?;
-            }
-            txn.open_table(COUNTERS)?.insert(LEDGER_VERSION, 1)?;
-        }
-        txn.commit()?;
-        Ok(())
-    }
-
     /// The ledger as stored: owner → bytes (without reservations).
     pub fn usage_ledger(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         let txn = self.read_txn()?;
@@ -330,148 +284,4 @@ impl Store {
         }
         Ok(out)
     }
-
-    /// Recounts the bytes of the store's own tables per owner, reading everything (for
-    /// checks and the one-time rebuild; the ledger is what normal operation reads).
-    pub fn scan_usage(&self) -> Result<BTreeMap<String, u64>, StoreError> {
-        let txn = self.write_txn(Durability::None)?;
-        let counted = scan(&txn)?;
-        txn.abort()?;
-        Ok(counted)
-    }
-}
-
-/// Counts every table of the store per owner, as the write paths charge it.
-fn scan(txn: &WriteTransaction) -> Result<BTreeMap<String, u64>, StoreError> {
-    let owners = txn.open_table(OWNERS)?;
-    let mut cache: HashMap<String, Option<String>> = HashMap::new();
-    let mut counted: BTreeMap<String, i64> = BTreeMap::new();
-    let mut add_bytes = |subject: Subject<'_>, bytes: i64| -> Result<(), StoreError> {
-        let name = match subject {
-            Subject::Job(j) => format!("j{j}"),
-            Subject::Stream(s) => format!("s{s}"),
-            Subject::Owner(o) => format!("o{o}"),
-        };
-        if !cache.contains_key(&name) {
-            cache.insert(name.clone(), owner_of(&owners, subject)?);
-        }
-        if let Some(Some(owner)) = cache.get(&name) {
-            *counted.entry(owner.clone()).or_default() += bytes;
-        }
-        Ok(())
-    };
-    for item in txn.open_table(crate::external::EXTERNAL_CHUNKS)?.iter()? {
-        let (key, size) = item?;
-        let (job, _) = key.value();
-        add_bytes(Subject::Job(job), external_chunk_bytes(job.len(), size.value()))?;
-    }
-    let mut add =
-        |subject: Subject<'_>, key: usize, value: usize| add_bytes(subject, entry_bytes(key, value));
-    for item in txn.open_table(CHECKPOINTS)?.iter()? {
-        let (k, v) = item?;
-        let (job, _) = k.value();
-        add(Subject::Job(job), job.len() + 8, v.value().len())?;
-    }
-    for item in txn.open_table(IN_PROGRESS)?.iter()? {
-        let (key, _) = item?;
-        let (job, _) = key.value();
-        add(Subject::Job(job), job.len() + 8, 0)?;
-    }
-    for item in txn.open_table(MANIFESTS)?.iter()? {
-        let (k, v) = item?;
-        let (job, _) = k.value();
-        add(Subject::Job(job), job.len() + 8, v.value().len())?;
-    }
-    for item in txn.open_table(CHUNKS)?.iter()? {
-        let (k, v) = item?;
-        let (job, _, _) = k.value();
-        add(Subject::Job(job), job.len() + 12, v.value().len())?;
-    }
-    for item in txn.open_table(CHUNK_INDEX)?.iter()? {
-        let (key, _) = item?;
-        let (job, _) = key.value();
-        add(Subject::Job(job), job.len() + 8, 16)?;
-    }
-    for item in txn.open_table(CHUNK_OWNERS)?.iter()? {
-        let (key, _) = item?;
-        let (job, _, _) = key.value();
-        add(Subject::Job(job), job.len() + 16, 8)?;
-    }
-    for item in txn.open_table(LOG)?.iter()? {
-        let (k, v) = item?;
-        let (name, _, _) = k.value();
-        add(Subject::Stream(name), stream::log_key_len(name), v.value().len())?;
-    }
-    for item in txn.open_table(LOG_ENDS)?.iter()? {
-        let (key, _) = item?;
-        let (name, _) = key.value();
-        add(Subject::Stream(name), name.len() + 4, 8)?;
-    }
-    for item in txn.open_table(STAGED)?.iter()? {
-        let (k, v) = item?;
-        let (name, writer, _, _, _) = k.value();
-        add(Subject::Stream(name), stream::staged_key_len(name, writer), v.value().len())?;
-    }
-    for item in txn.open_table(BODIES)?.iter()? {
-        let (k, v) = item?;
-        let (name, _) = k.value();
-        add(Subject::Stream(name), stream::body_key_len(name), v.value().len())?;
-    }
-    for item in txn.open_table(OUTBOX)?.iter()? {
-        let (k, v) = item?;
-        let (writer, _, _) = k.value();
-        add(Subject::Job(job_of(writer)), writer.len() + outbox::RECORD_KEY, v.value().len())?;
-    }
-    for item in txn.open_table(OUTBOX_EPOCHS)?.iter()? {
-        let (key, _) = item?;
-        let (writer, _) = key.value();
-        add(Subject::Job(job_of(writer)), writer.len() + outbox::EPOCH_KEY, 8)?;
-    }
-    for item in txn.open_table(OUTBOX_NOTES)?.iter()? {
-        let (k, v) = item?;
-        let (writer, _) = k.value();
-        add(Subject::Job(job_of(writer)), writer.len() + outbox::EPOCH_KEY, v.value().len())?;
-    }
-    // Savepoints: their owner is in their info row.
-    let mut savepoint_owner: HashMap<String, String> = HashMap::new();
-    for item in txn.open_table(SAVEPOINTS)?.iter()? {
-        let (k, v) = item?;
-        let id = k.value();
-        if let Ok(info) = rmp_serde::from_slice::<SavepointInfo>(v.value()) {
-            add(Subject::Owner(&info.owner), id.len(), v.value().len())?;
-            savepoint_owner.insert(id.to_owned(), info.owner);
-        }
-    }
-    for item in txn.open_table(SAVEPOINT_OWNERS)?.iter()? {
-        let (key, _) = item?;
-        let (owner, id) = key.value();
-        add(Subject::Owner(owner), owner.len() + id.len(), 0)?;
-    }
-    let mut by_savepoint = |id: &str, bytes: i64| -> Result<(), StoreError> {
-        match savepoint_owner.get(id) {
-            Some(owner) => add_bytes(Subject::Owner(owner), bytes),
-            None => Ok(()),
-        }
-    };
-    for item in txn.open_table(SAVEPOINT_SCOPES)?.iter()? {
-        let (key, _) = item?;
-        let (id, operator, _) = key.value();
-        by_savepoint(id, entry_bytes(id.len() + operator.len() + 4, 12))?;
-    }
-    for item in txn.open_table(SAVEPOINT_PIECES)?.iter()? {
-        let (k, v) = item?;
-        let (id, operator, _, _, _) = k.value();
-        by_savepoint(id, entry_bytes(id.len() + operator.len() + 12, v.value().len()))?;
-    }
-    for item in txn.open_table(SAVEPOINT_BLOBS)?.iter()? {
-        let (k, v) = item?;
-        let (id, operator, _) = k.value();
-        by_savepoint(id, entry_bytes(id.len() + operator.len() + 4, v.value().len()))?;
-    }
-    for item in txn.open_table(crate::external::SAVEPOINT_OBJECTS)?.iter()? {
-        let (k, v) = item?;
-        let (id, operator, _, _) = k.value();
-        by_savepoint(id, external_savepoint_bytes(id.len() + operator.len(), v.value().1))?;
-    }
-    Ok(counted.into_iter().map(|(owner, bytes)| (owner, bytes.max(0) as u64)).collect())
 }

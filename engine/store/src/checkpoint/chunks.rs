@@ -9,8 +9,9 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use crate::checkpoint::GcReport;
 use crate::error::StoreError;
-use crate::external::{EXTERNAL_CHUNKS, ExternalChunks};
-use crate::store::{CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, Store};
+use crate::external::ExternalChunks;
+use crate::store::Store;
+use crate::tables::{CHUNK_INDEX, CHUNK_OWNERS, CHUNK_PIECE_BYTES, CHUNKS, EXTERNAL_CHUNKS};
 use crate::usage::{Meter, external_chunk_bytes};
 
 /// The chunk tables of one write transaction.

@@ -17,10 +17,11 @@ use std::ops::ControlFlow;
 use redb::ReadableTable;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::checkpoint::{EntryVisitor, StateEntry};
+use crate::checkpoint::EntryVisitor;
 use crate::codec::{EntryRef, decode_chunk, decode_chunk_refs};
 use crate::error::StoreError;
 use crate::external::ExternalChunks;
+use crate::manifest::StateEntry;
 
 /// A (state, key) of the chain: `state` indexes the chain's state names, `hash` covers both.
 #[derive(Clone, Copy)]

@@ -6,21 +6,27 @@
 //! change as a `write_subtask` of the same entries would change them, compaction included
 //! (done here, reading the chain's objects), so what is restored does not depend on who wrote
 //! the chunks.
+//!
+//! [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
+//! [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
 
 use std::collections::BTreeMap;
 
 use redb::{Durability, ReadableTable as _};
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::SubtaskWrite;
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
+use crate::checkpoint::history::bump_last_id;
 use crate::checkpoint::live::{LiveState, apply_chain};
-use crate::checkpoint::storage::{
-    base_chains, bump_last_id, check_channel_state, check_writable, compacts, encode_entries, encode_live,
+use crate::checkpoint::write::{
+    base_chains, check_channel_state, check_writable, compacts, encode_entries, encode_live,
 };
-use crate::checkpoint::{StateEntry, SubtaskState, SubtaskWrite};
 use crate::codec::ChunkEncoder;
 use crate::error::StoreError;
-use crate::store::{COUNTERS, NEXT_CHUNK_ID, Store};
+use crate::manifest::{StateEntry, SubtaskState};
+use crate::store::Store;
+use crate::tables::{COUNTERS, NEXT_CHUNK_ID};
 use crate::usage::{Subject, charge};
 
 /// A chunk put in the external chunk store by whoever holds its leased id.

@@ -3,73 +3,26 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::ControlFlow;
 
-use redb::{Durability, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadableTable, WriteTransaction};
 
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
+use crate::checkpoint::history::{Changes, bump_last_id, decode_meta, now_ms, put_meta, read_meta};
 use crate::checkpoint::live::{ChainReader, LiveState, apply_chain, apply_entry};
+use crate::checkpoint::put::PutSubtaskWrite;
 use crate::checkpoint::summary;
-use crate::checkpoint::{
-    CheckpointMeta, CheckpointStatus, CheckpointStorage, EntryVisitor, GcReport, Manifest, StateEntry,
-    SubtaskState, SubtaskWrite,
+use crate::checkpoint::write::{
+    base_chains, check_channel_state, check_writable, compacts, encode_entries, encode_live,
 };
+use crate::checkpoint::{CheckpointStorage, EntryVisitor, GcReport, SubtaskWrite};
 use crate::codec::{ChunkEncoder, decode_manifest, encode_manifest};
 use crate::error::StoreError;
-use crate::store::decode_meta;
-use crate::store::{
-    CHECKPOINTS, CHUNK_INDEX, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID, MANIFESTS, NEXT_CHUNK_ID, Store,
-    encode_meta, now_ms, read_meta,
+use crate::manifest::{Manifest, StateEntry, SubtaskState};
+use crate::meta::{CheckpointMeta, CheckpointStatus};
+use crate::store::Store;
+use crate::tables::{
+    CHECKPOINTS, CHUNK_INDEX, CHUNKS, COUNTERS, IN_PROGRESS, JOB_LAST_ID, MANIFESTS, NEXT_CHUNK_ID,
 };
 use crate::usage::{Meter, Subject, charge};
-
-pub(super) fn encode_entries<'e>(
-    entries: impl IntoIterator<Item = &'e StateEntry>,
-    max_bytes: usize,
-    live_only: bool,
-) -> Vec<Vec<u8>> {
-    let mut encoder = ChunkEncoder::new(max_bytes);
-    for entry in entries {
-        if live_only && entry.value.is_none() {
-            continue;
-        }
-        encoder.push(&entry.state, &entry.key, entry.value.as_deref());
-    }
-    encoder.finish()
-}
-
-pub(super) fn encode_live(live: &LiveState, max_bytes: usize) -> Vec<Vec<u8>> {
-    let mut encoder = ChunkEncoder::new(max_bytes);
-    for (state, keys) in live {
-        for (key, value) in keys {
-            encoder.push(state, key, Some(value));
-        }
-    }
-    encoder.finish()
-}
-
-pub(super) fn bump_last_id(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
-    let mut table = txn.open_table(JOB_LAST_ID)?;
-    let last = table.get(job)?.map_or(0, |last| last.value());
-    if id > last {
-        table.insert(job, id)?;
-    }
-    Ok(())
-}
-
-/// History-row changes `(old, new)` of one transaction, for the job's summary.
-type Changes = Vec<(Option<CheckpointMeta>, CheckpointMeta)>;
-
-fn put_meta(
-    table: &mut Table<'_, (&'static str, u64), &'static [u8]>,
-    meta: &CheckpointMeta,
-    (meter, changes): (&mut Meter, &mut Changes),
-) -> Result<(), StoreError> {
-    let bytes = encode_meta(meta)?;
-    let old = table.insert((meta.job.as_str(), meta.id), bytes.as_slice())?;
-    let old = old.map(|v| (v.value().len(), decode_meta(&meta.job, meta.id, v.value()).ok()));
-    meter.put(meta.job.len() + 8, bytes.len(), old.as_ref().map(|(len, _)| *len));
-    changes.push((old.and_then(|(_, meta)| meta), meta.clone()));
-    Ok(())
-}
 
 fn decode_stored_manifest(job: &str, id: u64, bytes: &[u8]) -> Result<Manifest, StoreError> {
     decode_manifest(bytes)
@@ -153,58 +106,6 @@ fn write_size(write: &SubtaskWrite) -> u64 {
     (entries + write.blob.len()) as u64
 }
 
-/// Fails if two entries of `channel_state` share a (state, key): stored as chunks that are read
-/// back through a map, the second would silently replace the first (a lost in-flight message).
-/// Fails unless checkpoint `id` of `job` may still take state: unknown or in progress.
-pub(super) fn check_writable(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
-    if let Some(meta) = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)?
-        && meta.status != CheckpointStatus::InProgress
-    {
-        return Err(StoreError::InvalidTransition {
-            job: job.to_owned(),
-            id,
-            status: meta.status,
-            action: "write state for",
-        });
-    }
-    Ok(())
-}
-
-/// The chains a write builds on: none for a full write, else `previous`, each of whose
-/// chunks must still be stored.
-pub(super) fn base_chains(
-    tables: &ChunkTables<'_>,
-    job: &str,
-    full: bool,
-    previous: BTreeMap<u32, Vec<u64>>,
-) -> Result<BTreeMap<u32, Vec<u64>>, StoreError> {
-    if full {
-        return Ok(BTreeMap::new());
-    }
-    for &chunk in previous.values().flatten() {
-        tables.size(job, chunk)?;
-    }
-    Ok(previous)
-}
-
-pub(super) fn check_channel_state(write: &SubtaskWrite) -> Result<(), StoreError> {
-    let mut seen = HashSet::with_capacity(write.channel_state.len());
-    for entry in &write.channel_state {
-        if !seen.insert((entry.state.as_str(), entry.key.as_slice())) {
-            return Err(StoreError::InvalidMeta {
-                job: write.job.clone(),
-                id: write.checkpoint,
-                reason: format!(
-                    "the channel state of subtask {} of operator `{}` holds state `{}` key {:02x?} \
-                     twice; each in-flight message needs its own key",
-                    write.subtask, write.operator, entry.state, entry.key
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Writes the live entries of `channel_state` in order as chunks of the writer's checkpoint,
 /// encoding one chunk at a time (channel state may be many MiB); returns their ids in order.
 fn write_channel_state(
@@ -221,6 +122,112 @@ fn write_channel_state(
     }
     ids.extend(writer.write(encoder.finish())?);
     Ok(ids)
+}
+
+/// Fails unless checkpoint `id` of `job` may complete: in progress (or unrecorded), and newer
+/// than every completed one.
+fn check_completable(txn: &WriteTransaction, job: &str, id: u64) -> Result<(), StoreError> {
+    if let Some(existing) = read_meta(&txn.open_table(CHECKPOINTS)?, job, id)?
+        && existing.status != CheckpointStatus::InProgress
+    {
+        return Err(StoreError::InvalidTransition {
+            job: job.to_owned(),
+            id,
+            status: existing.status,
+            action: "complete",
+        });
+    }
+    let manifests = txn.open_table(MANIFESTS)?;
+    if let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() {
+        let latest = last?.0.value().1;
+        if latest >= id {
+            return Err(StoreError::StaleCheckpoint { job: job.to_owned(), id, latest, what: "completed" });
+        }
+    }
+    Ok(())
+}
+
+/// The meta to store for a completed checkpoint: retained, with its sizes computed from the
+/// chunk index (which also checks that every chunk `manifest` references exists).
+fn sized_meta(
+    tables: &ChunkTables<'_>,
+    meta: &CheckpointMeta,
+    manifest: &Manifest,
+) -> Result<CheckpointMeta, StoreError> {
+    let job = meta.job.as_str();
+    let mut stored = meta.clone();
+    stored.retained = true;
+    stored.failure = None;
+    let mut seen = HashSet::new();
+    stored.full_size = 0;
+    for chunk in manifest_chunks(manifest) {
+        let size = tables.size(job, chunk)?;
+        if seen.insert(chunk) {
+            stored.full_size += size;
+        }
+    }
+    for stats in &mut stored.subtasks {
+        let mut bytes = 0;
+        if let Some(state) = manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask)) {
+            for chunk in state_chunks(state) {
+                bytes += tables.size(job, chunk)?;
+            }
+        }
+        stats.full_state_bytes = bytes;
+    }
+    Ok(stored)
+}
+
+/// Stores the completed checkpoint's meta `stored` and its manifest, and drops it from the
+/// in-progress index.
+fn store_completed(
+    txn: &WriteTransaction,
+    stored: &CheckpointMeta,
+    manifest: &Manifest,
+    (meter, changes): (&mut Meter, &mut Changes),
+) -> Result<(), StoreError> {
+    let (job, id) = (stored.job.as_str(), stored.id);
+    put_meta(&mut txn.open_table(CHECKPOINTS)?, stored, (&mut *meter, changes))?;
+    let encoded = encode_manifest(manifest);
+    let old = txn.open_table(MANIFESTS)?.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
+    meter.put(job.len() + 8, encoded.len(), old);
+    if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
+        meter.remove(job.len() + 8, 0);
+    }
+    Ok(())
+}
+
+/// Retention: removes the manifests of `job` but the newest `retain` (at least 1) and the
+/// pinned ones, marking their metas no longer retained.
+fn retain_newest(
+    txn: &WriteTransaction,
+    job: &str,
+    retain: usize,
+    report: &mut GcReport,
+    (meter, changes): (&mut Meter, &mut Changes),
+) -> Result<(), StoreError> {
+    let mut manifests = txn.open_table(MANIFESTS)?;
+    let mut ids = Vec::new();
+    for item in manifests.range((job, 0)..=(job, u64::MAX))? {
+        ids.push(item?.0.value().1);
+    }
+    let keep_from = ids.len().saturating_sub(retain.max(1));
+    let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+    for &old in &ids[..keep_from] {
+        let old_meta = read_meta(&checkpoints, job, old)?;
+        if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
+            continue;
+        }
+        if let Some(removed) = manifests.remove((job, old))? {
+            meter.remove(job.len() + 8, removed.value().len());
+        }
+        if let Some(mut old_meta) = old_meta {
+            old_meta.retained = false;
+            put_meta(&mut checkpoints, &old_meta, (&mut *meter, &mut *changes))?;
+        }
+        report.removed_checkpoints.push(old);
+    }
+    Ok(())
 }
 
 impl CheckpointStorage for Store {
@@ -367,98 +374,20 @@ impl CheckpointStorage for Store {
         let mut meter = Meter::default();
         let mut changes = Changes::new();
         let dropped = {
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            if let Some(existing) = read_meta(&checkpoints, job, id)?
-                && existing.status != CheckpointStatus::InProgress
-            {
-                return Err(StoreError::InvalidTransition {
-                    job: job.to_owned(),
-                    id,
-                    status: existing.status,
-                    action: "complete",
-                });
-            }
-            let mut manifests = txn.open_table(MANIFESTS)?;
-            if let Some(last) = manifests.range((job, 0)..=(job, u64::MAX))?.next_back() {
-                let latest = last?.0.value().1;
-                if latest >= id {
-                    return Err(StoreError::StaleCheckpoint {
-                        job: job.to_owned(),
-                        id,
-                        latest,
-                        what: "completed",
-                    });
-                }
-            }
+            check_completable(&txn, job, id)?;
             let mut tables = ChunkTables::open(&txn, self)?;
-
-            // The stored meta: sizes computed from the chunk index (this also checks that
-            // every referenced chunk exists).
-            let mut stored = meta.clone();
-            stored.retained = true;
-            stored.failure = None;
-            let mut seen = HashSet::new();
-            stored.full_size = 0;
-            for chunk in manifest_chunks(manifest) {
-                let size = tables.size(job, chunk)?;
-                if seen.insert(chunk) {
-                    stored.full_size += size;
-                }
-            }
-            for stats in &mut stored.subtasks {
-                let mut bytes = 0;
-                if let Some(state) =
-                    manifest.get(&stats.operator).and_then(|subtasks| subtasks.get(&stats.subtask))
-                {
-                    for chunk in state_chunks(state) {
-                        bytes += tables.size(job, chunk)?;
-                    }
-                }
-                stats.full_state_bytes = bytes;
-            }
-            put_meta(&mut checkpoints, &stored, (&mut meter, &mut changes))?;
-            drop(checkpoints);
-            let encoded = encode_manifest(manifest);
-            let old = manifests.insert((job, id), encoded.as_slice())?.map(|v| v.value().len());
-            meter.put(job.len() + 8, encoded.len(), old);
-            if txn.open_table(IN_PROGRESS)?.remove((job, id))?.is_some() {
-                meter.remove(job.len() + 8, 0);
-            }
-
+            let stored = sized_meta(&tables, meta, manifest)?;
+            store_completed(&txn, &stored, manifest, (&mut meter, &mut changes))?;
             // Older checkpoints still in progress can no longer complete.
-            let older_ids = match id.checked_sub(1) {
-                Some(below) => in_progress_ids(&txn, job, 0..=below)?,
-                None => Vec::new(),
-            };
-            for older in older_ids {
-                let reason = format!("subsumed by completed checkpoint {id}");
-                fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
-            }
-
-            // Retention: keep the newest `retain` manifests, and pinned ones.
-            let mut ids = Vec::new();
-            for item in manifests.range((job, 0)..=(job, u64::MAX))? {
-                ids.push(item?.0.value().1);
-            }
-            let keep_from = ids.len().saturating_sub(retain.max(1));
-            let mut checkpoints = txn.open_table(CHECKPOINTS)?;
-            for &old in &ids[..keep_from] {
-                let old_meta = read_meta(&checkpoints, job, old)?;
-                if old_meta.as_ref().is_some_and(|meta| meta.pinned) {
-                    continue;
+            if let Some(below) = id.checked_sub(1) {
+                for older in in_progress_ids(&txn, job, 0..=below)? {
+                    let reason = format!("subsumed by completed checkpoint {id}");
+                    fail_in_progress(&txn, job, older, &reason, (&mut meter, &mut changes))?;
                 }
-                if let Some(removed) = manifests.remove((job, old))? {
-                    meter.remove(job.len() + 8, removed.value().len());
-                }
-                if let Some(mut old_meta) = old_meta {
-                    old_meta.retained = false;
-                    put_meta(&mut checkpoints, &old_meta, (&mut meter, &mut changes))?;
-                }
-                report.removed_checkpoints.push(old);
             }
-
+            retain_newest(&txn, job, retain, &mut report, (&mut meter, &mut changes))?;
             // GC: chunks owned by checkpoints up to this one that no kept manifest references.
-            let keep = kept_chunks(&manifests, job)?;
+            let keep = kept_chunks(&txn.open_table(MANIFESTS)?, job)?;
             tables.collect(job, 0..=id, &keep, &mut report)?;
             meter.0 += tables.meter.0;
             tables.finish()
@@ -626,10 +555,7 @@ impl CheckpointStorage for Store {
         Store::lease_chunk_ids(self, count)
     }
 
-    fn record_subtask(
-        &self,
-        write: crate::checkpoint::put::PutSubtaskWrite,
-    ) -> Result<SubtaskState, StoreError> {
+    fn record_subtask(&self, write: PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
         self.record_put_subtask(write)
     }
 
@@ -714,23 +640,4 @@ impl Store {
         txn.commit()?;
         Ok(())
     }
-}
-
-/// Whether a chain `increments` long with this checkpoint's delta, whose base starts with
-/// chunk `base`, is compacted now: when it passes a threshold between `⌊max_chain / 2⌋ + 1`
-/// and `max_chain`, drawn afresh for every base from its first chunk id. Every key group of a
-/// busy job gains an increment per checkpoint; with `max_chain` as the one threshold they
-/// would all compact — rewrite the whole state — at the same checkpoint, every `max_chain`
-/// checkpoints. With a threshold per base their compactions fall on different checkpoints
-/// and stay apart (a fixed threshold per key group would realign them at common multiples
-/// of their periods). Chains never pass `max_chain`; short chains are never compacted.
-pub(crate) fn compacts(base: u64, increments: usize, max_chain: usize) -> bool {
-    let max_chain = max_chain.max(1);
-    // splitmix64 of the chunk id: consecutive ids give unrelated thresholds.
-    let mut h = base.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
-    let spread = (max_chain - max_chain / 2) as u64;
-    increments > max_chain - (h % spread) as usize
 }

@@ -2,16 +2,14 @@
 //! transaction of every change of a history row, so that a history page reads the summary and
 //! the rows it shows instead of decoding the whole history.
 
-use redb::{Durability, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{Durability, ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::{CheckpointMeta, CheckpointStatus};
+use crate::checkpoint::history::{decode_meta, read_meta};
 use crate::error::StoreError;
-use crate::store::{CHECKPOINTS, Store, decode_meta};
-
-/// job → [`HistorySummary`] (MessagePack with field names).
-pub(crate) const SUMMARIES: TableDefinition<'_, &str, &[u8]> =
-    TableDefinition::new("weir.checkpoint_summaries");
+use crate::meta::{CheckpointMeta, CheckpointStatus};
+use crate::store::Store;
+use crate::tables::{CHECKPOINTS, SUMMARIES};
 
 /// Count, sum, minimum and maximum of one statistic over completed checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -203,7 +201,7 @@ impl Store {
     /// History row `id` of `job`, without its manifest.
     pub fn history_row(&self, job: &str, id: u64) -> Result<Option<CheckpointMeta>, StoreError> {
         let txn = self.read_txn()?;
-        crate::store::read_meta(&txn.open_table(CHECKPOINTS)?, job, id)
+        read_meta(&txn.open_table(CHECKPOINTS)?, job, id)
     }
 
     /// Up to `limit` history rows of `job`, newest first, read by key range.
@@ -222,7 +220,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkpoint::SubtaskStats;
+    use crate::meta::SubtaskStats;
 
     fn completed(id: u64, subtasks: Vec<SubtaskStats>) -> CheckpointMeta {
         CheckpointMeta {

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::MAX_PARTITIONS;
-use crate::codec::{Reader, encode_record_parts, read_record, record_len_bound};
+use crate::codec::{DecodeError, Reader, encode_record_parts, read_record, record_len_bound};
 
 pub(crate) const VERSION: u8 = 1;
 /// The version byte of a reference to a chunk body.
@@ -160,22 +160,22 @@ pub(crate) struct ChunkRecords<'a> {
 }
 
 /// The record count of a stored chunk, from its header alone.
-pub(crate) fn chunk_count(bytes: &[u8]) -> Result<u32, String> {
+pub(crate) fn chunk_count(bytes: &[u8]) -> Result<u32, DecodeError> {
     if bytes.len() < HEADER {
-        return Err(format!("{} bytes is too short for a chunk", bytes.len()));
+        return Err(DecodeError::ShortLogChunk(bytes.len()));
     }
     if bytes[0] != VERSION {
-        return Err(format!("unknown chunk version {}", bytes[0]));
+        return Err(DecodeError::UnknownVersion { what: "chunk", version: bytes[0] });
     }
     match count_unchecked(bytes) {
-        0 => Err("a chunk of 0 records".to_owned()),
+        0 => Err(DecodeError::EmptyLogChunk),
         count => Ok(count),
     }
 }
 
 impl<'a> ChunkRecords<'a> {
     /// Opens a stored chunk (checks its header).
-    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, String> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let left = chunk_count(bytes)?;
         Ok(ChunkRecords { reader: Reader::new(&bytes[HEADER..]), left })
     }
@@ -188,7 +188,7 @@ impl<'a> ChunkRecords<'a> {
     /// The next record, `None` after the last (then the chunk must have been used up).
     #[allow(clippy::type_complexity)]
     #[inline]
-    pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, String> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, DecodeError> {
         if self.left == 0 {
             self.reader.finish()?;
             return Ok(None);
@@ -228,37 +228,32 @@ impl BodyRef {
     /// Reads a reference, checking its layout and that its count and length are possible: 1 to
     /// [`MAX_CHUNK_RECORDS`] records of at least [`MIN_RECORD_BYTES`] each, and, for more than
     /// one record, at most [`MAX_CHUNK_BYTES`].
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         if bytes.len() != REF_LEN || bytes[0] != REF_VERSION {
-            return Err(format!("{} bytes is not a chunk reference", bytes.len()));
+            return Err(DecodeError::NotAReference(bytes.len()));
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let id = u64::from_le_bytes(bytes[5..13].try_into().expect("8 bytes"));
         let r = BodyRef { count: u32_at(1), id, len: u32_at(13) };
         if !(1..=MAX_CHUNK_RECORDS).contains(&r.count) {
-            return Err(format!("a chunk reference of {} records", r.count));
+            return Err(DecodeError::ReferenceCount(r.count));
         }
         let len = r.len as usize;
         if len < HEADER + MIN_RECORD_BYTES * r.count as usize || (r.count > 1 && len > MAX_CHUNK_BYTES) {
-            return Err(format!("a chunk reference of {len} bytes for {} records", r.count));
+            return Err(DecodeError::ReferenceLength { len, count: r.count });
         }
         Ok(r)
     }
 
     /// Checks that `body` is the chunk this refers to: its length and header count (the
     /// records themselves are walked, bounds-checked, by whoever reads them).
-    pub(crate) fn check_body(&self, body: &[u8]) -> Result<(), String> {
+    pub(crate) fn check_body(&self, body: &[u8]) -> Result<(), DecodeError> {
         if body.len() != self.len as usize {
-            return Err(format!(
-                "body {} has {} bytes, its reference says {}",
-                self.id,
-                body.len(),
-                self.len
-            ));
+            return Err(DecodeError::BodyLength { id: self.id, len: body.len(), expected: self.len });
         }
         let count = chunk_count(body)?;
         if count != self.count {
-            return Err(format!("body {} holds {count} records, its reference says {}", self.id, self.count));
+            return Err(DecodeError::BodyCount { id: self.id, count, expected: self.count });
         }
         Ok(())
     }
@@ -273,7 +268,7 @@ pub(crate) enum Stored<'a> {
 }
 
 /// Tells an inline chunk from a reference (which is decoded and checked).
-pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, String> {
+pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, DecodeError> {
     match bytes.first() {
         Some(&REF_VERSION) => BodyRef::decode(bytes).map(Stored::Ref),
         _ => Ok(Stored::Inline(bytes)),
@@ -281,7 +276,7 @@ pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, String> {
 }
 
 /// Walks every record of a stored chunk (no copies); returns its record count.
-pub(crate) fn validate(bytes: &[u8]) -> Result<u32, String> {
+pub(crate) fn validate(bytes: &[u8]) -> Result<u32, DecodeError> {
     let mut records = ChunkRecords::new(bytes)?;
     let count = records.count();
     while records.next_record()?.is_some() {}
@@ -345,7 +340,7 @@ mod tests {
         assert!(validate(&longer).is_err(), "trailing bytes");
         let mut version = good.clone();
         version[0] = 2;
-        assert!(validate(&version).unwrap_err().contains("version"));
+        assert!(validate(&version).unwrap_err().to_string().contains("version"));
         let mut zero = good.clone();
         zero[1..5].copy_from_slice(&0u32.to_le_bytes());
         assert!(validate(&zero).is_err());
@@ -381,10 +376,10 @@ mod tests {
         assert!(BodyRef::decode(&with(1, 100_000)).is_ok(), "one large record");
         assert!(BodyRef::decode(&with(MAX_CHUNK_RECORDS, MAX_CHUNK_BYTES as u32)).is_ok());
         // The body must match the reference.
-        assert!(BodyRef { count: 3, ..r }.check_body(body).unwrap_err().contains("holds 2"));
-        assert!(BodyRef { len: r.len + 1, ..r }.check_body(body).unwrap_err().contains("bytes"));
+        assert!(BodyRef { count: 3, ..r }.check_body(body).unwrap_err().to_string().contains("holds 2"));
+        assert!(BodyRef { len: r.len + 1, ..r }.check_body(body).unwrap_err().to_string().contains("bytes"));
         let mut other = body.to_vec();
         other[0] = REF_VERSION;
-        assert!(r.check_body(&other).unwrap_err().contains("version"));
+        assert!(r.check_body(&other).unwrap_err().to_string().contains("version"));
     }
 }

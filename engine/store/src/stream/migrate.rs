@@ -14,17 +14,15 @@ use std::collections::BTreeMap;
 use redb::{ReadableTable, Table, TableDefinition, TableHandle, WriteTransaction};
 
 use super::chunk::{HEADER, MAX_CHUNK_BYTES, MAX_CHUNK_RECORDS, VERSION};
-use super::log_key_len;
-use super::staged::staged_key_len;
 use crate::codec::{Reader, read_record};
 use crate::error::StoreError;
-use crate::store::{LOG, STAGED};
+use crate::tables::{LOG, STAGED, log_key_len, staged_key_len};
 use crate::usage::{Subject, charge, entry_bytes};
 
 /// (stream, partition, offset) → one encoded record: the log before chunks.
-pub(crate) const OLD_LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
+const OLD_LOG: TableDefinition<'_, (&str, u32, u64), &[u8]> = TableDefinition::new("weir.log");
 /// (stream, writer, epoch, sequence) → partition (varint) + one encoded record.
-pub(crate) const OLD_STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
+const OLD_STAGED: TableDefinition<'_, (&str, &str, u64, u64), &[u8]> =
     TableDefinition::new("weir.log_staged");
 
 fn valid_record(bytes: &[u8]) -> bool {

@@ -24,10 +24,11 @@ use serde::{Deserialize, Serialize};
 
 pub use chunk::{ChunkBuffer, MAX_CHUNK_BYTES, MAX_CHUNK_RECORDS};
 pub(crate) use migrate::migrate;
-pub(crate) use staged::staged_key_len;
 
+use crate::codec::DecodeError;
 use crate::error::StoreError;
-use crate::store::{BODIES, LOG, LOG_ENDS, STREAMS, Store};
+use crate::store::Store;
+use crate::tables::{BODIES, LOG, LOG_ENDS, STREAMS, log_key_len};
 use crate::usage::{Meter, Subject, charge};
 use chunk::{ChunkRecords, PartChunks, Stored, stored};
 
@@ -90,21 +91,11 @@ fn end_of(
     Ok(table.get((name, partition))?.map_or(0, |end| end.value()))
 }
 
-fn corrupt_chunk(name: &str, partition: u32, first: u64, detail: String) -> StoreError {
+fn corrupt_chunk(name: &str, partition: u32, first: u64, detail: impl std::fmt::Display) -> StoreError {
     StoreError::corrupt(
         format!("chunk at offset {first} of partition {partition} of stream `{name}`"),
         detail,
     )
-}
-
-/// Key bytes a log chunk counts for (name, partition, first offset).
-pub(crate) fn log_key_len(name: &str) -> usize {
-    name.len() + 12
-}
-
-/// Key bytes a chunk body counts for (name, body id).
-pub(crate) fn body_key_len(name: &str) -> usize {
-    name.len() + 8
 }
 
 /// Appends chunks to one partition's log; returns the offset of the first record (the end
@@ -293,23 +284,24 @@ impl Store {
             let (key, bytes) = item?;
             let first = key.value().2;
             let corrupt = |detail: String| corrupt_chunk(name, partition, first, detail);
+            let malformed = |error: DecodeError| corrupt_chunk(name, partition, first, error);
             if let Some(expected) = expected
                 && first != expected
             {
                 return Err(corrupt(format!("the previous chunk ends at offset {expected}")));
             }
             let body;
-            let chunk = match stored(bytes.value()).map_err(corrupt)? {
+            let chunk = match stored(bytes.value()).map_err(malformed)? {
                 Stored::Inline(chunk) => chunk,
                 Stored::Ref(r) => {
                     body = bodies
                         .get((name, r.id))?
                         .ok_or_else(|| corrupt(format!("body {} is missing", r.id)))?;
-                    r.check_body(body.value()).map_err(corrupt)?;
+                    r.check_body(body.value()).map_err(malformed)?;
                     body.value()
                 }
             };
-            let mut records = ChunkRecords::new(chunk).map_err(corrupt)?;
+            let mut records = ChunkRecords::new(chunk).map_err(malformed)?;
             let end = first
                 .checked_add(u64::from(records.count()))
                 .ok_or_else(|| corrupt("offsets overflow".into()))?;
@@ -318,7 +310,7 @@ impl Store {
                 continue;
             }
             let mut offset = first;
-            while let Some((key, value, timestamp)) = records.next_record().map_err(corrupt)? {
+            while let Some((key, value, timestamp)) = records.next_record().map_err(malformed)? {
                 if offset >= from_offset {
                     visit(offset, key, value, timestamp);
                     seen += 1;

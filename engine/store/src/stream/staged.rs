@@ -8,19 +8,24 @@ use std::collections::BTreeMap;
 use redb::{Durability, ReadableTable, Table};
 
 use super::chunk::{BodyRef, ChunkBuffer, Stored, chunk_count, stored, validate};
-use super::{LogRecord, body_key_len, check_partition, end_of, partitions_of};
+use super::{LogRecord, check_partition, end_of, partitions_of};
+use crate::codec::DecodeError;
 use crate::error::StoreError;
-use crate::store::{BODIES, COUNTERS, LOG, LOG_ENDS, NEXT_BODY_ID, STAGED, STREAMS, Store};
+use crate::store::Store;
+use crate::tables::{
+    BODIES, COUNTERS, LOG, LOG_ENDS, NEXT_BODY_ID, STAGED, STREAMS, body_key_len, log_key_len, staged_key_len,
+};
 use crate::usage::{Meter, Subject, charge};
 
 type Bodies<'t> = Table<'t, (&'static str, u64), &'static [u8]>;
 
-/// Key bytes a staged chunk counts for (name, writer, epoch, sequence, partition).
-pub(crate) fn staged_key_len(name: &str, writer: &str) -> usize {
-    name.len() + writer.len() + 20
-}
-
-fn corrupt_staged(name: &str, writer: &str, epoch: u64, seq: u64, detail: String) -> StoreError {
+fn corrupt_staged(
+    name: &str,
+    writer: &str,
+    epoch: u64,
+    seq: u64,
+    detail: impl std::fmt::Display,
+) -> StoreError {
     StoreError::corrupt(
         format!("staged chunk {seq} of epoch {epoch} of writer `{writer}` on stream `{name}`"),
         detail,
@@ -133,17 +138,18 @@ impl Store {
                 let (key, bytes) = item?;
                 let (_, _, epoch, seq, partition) = key.value();
                 let corrupt = |detail: String| corrupt_staged(name, writer, epoch, seq, detail);
+                let malformed = |error: DecodeError| corrupt_staged(name, writer, epoch, seq, error);
                 if partition >= partitions {
                     return Err(corrupt(format!("partition {partition} out of range")));
                 }
                 let bytes = bytes.value();
-                let count = match stored(bytes).map_err(corrupt)? {
-                    Stored::Inline(chunk) => validate(chunk).map_err(corrupt)?,
+                let count = match stored(bytes).map_err(malformed)? {
+                    Stored::Inline(chunk) => validate(chunk).map_err(malformed)?,
                     Stored::Ref(r) => {
                         let body = bodies
                             .get((name, r.id))?
                             .ok_or_else(|| corrupt(format!("body {} is missing", r.id)))?;
-                        r.check_body(body.value()).map_err(corrupt)?;
+                        r.check_body(body.value()).map_err(malformed)?;
                         r.count
                     }
                 };
@@ -152,7 +158,7 @@ impl Store {
                     None => end_of(&ends, name, partition)?,
                 };
                 let old = log.insert((name, partition, first), bytes)?.map(|v| v.value().len());
-                meter.put(super::log_key_len(name), bytes.len(), old);
+                meter.put(log_key_len(name), bytes.len(), old);
                 let end =
                     first.checked_add(u64::from(count)).ok_or_else(|| corrupt("offsets overflow".into()))?;
                 next.insert(partition, end);
@@ -234,7 +240,7 @@ impl Store {
 }
 
 /// The record count of a staged value and, for a reference, its body's id.
-fn staged_chunk(value: &[u8]) -> Result<(u32, Option<u64>), String> {
+fn staged_chunk(value: &[u8]) -> Result<(u32, Option<u64>), DecodeError> {
     match stored(value)? {
         Stored::Inline(chunk) => Ok((chunk_count(chunk)?, None)),
         Stored::Ref(r) => Ok((r.count, Some(r.id))),
