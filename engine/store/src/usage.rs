@@ -40,7 +40,7 @@ pub const PAGE_BYTES: u64 = 4096;
 /// their capacity, except that a leaf that holds only 2 or 3 entries is split one entry short
 /// (measured: 1 KiB records take 2 a page); an entry of more than a page takes a page of its
 /// own rounded up to a power of two. Calibrated against redb's allocated pages
-/// (`engine/tests/all/storage_quota.rs`: within 10 % for stream records of 0.5 and 1 KiB,
+/// (`engine/tests/all/hostile/storage_quota.rs`: within 10 % for stream records of 0.5 and 1 KiB,
 /// chunk pieces, manifests and history rows).
 pub fn entry_bytes(key: usize, value: usize) -> i64 {
     let raw = (key + value) as u64 + ENTRY_OVERHEAD;
