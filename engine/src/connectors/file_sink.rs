@@ -97,7 +97,10 @@ fn file_of(transaction: &serde_json::Value) -> Result<&str, ConnectorError> {
         .get("file")
         .and_then(|f| f.as_str())
         .filter(|f| !f.contains('/') && !f.contains('\\') && f.starts_with("part-"))
-        .ok_or_else(|| ConnectorError::Store(format!("not a file sink transaction: {transaction}")))
+        .ok_or_else(|| ConnectorError::NotATransaction {
+            connector: "file sink",
+            transaction: transaction.to_string(),
+        })
 }
 
 impl Sink for FileSink {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source, bad_position};
+use super::{ConfigError, ConnectorError, RescaleError, Source, bad_position};
 use crate::record::Batch;
 use crate::record::json::{FieldPicks, Transcoder, msgpack_i64};
 
@@ -67,9 +67,11 @@ impl FileSourceConfig {
     }
 
     /// Checks the settings' ranges (at plan time).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.split_bytes == 0 {
-            return Err("file: split_bytes must be at least 1 (bytes per split of a file)".into());
+            return Err(ConfigError::OutOfRange(
+                "file: split_bytes must be at least 1 (bytes per split of a file)".into(),
+            ));
         }
         Ok(())
     }
@@ -217,27 +219,22 @@ pub(crate) fn rescale(
     config: &FileSourceConfig,
     old: &[Option<serde_json::Value>],
     parallelism: u32,
-) -> Result<Vec<Option<serde_json::Value>>, String> {
+) -> Result<Vec<Option<serde_json::Value>>, RescaleError> {
     let mut splits: Vec<FilePosition> = Vec::new();
     for (s, position) in old.iter().enumerate() {
-        let position = position
-            .as_ref()
-            .ok_or_else(|| format!("subtask {s} recorded no file position, so its splits are unknown"))?;
+        let position = position.as_ref().ok_or(RescaleError::NoFilePosition(s))?;
         let mine: Vec<FilePosition> = serde_json::from_value(position.clone())
-            .map_err(|_| format!("the saved file position {position} is not readable"))?;
+            .map_err(|_| RescaleError::Unreadable { connector: "file", position: position.to_string() })?;
         splits.extend(mine);
     }
     splits.sort_by(|a, b| (&a.file, a.start).cmp(&(&b.file, b.start)));
     for w in splits.windows(2) {
         if w[0].file == w[1].file && w[0].end > w[1].start {
-            return Err(format!(
-                "the saved splits of {} overlap ({}..{} and {}..{})",
-                w[0].file.display(),
-                w[0].start,
-                w[0].end,
-                w[1].start,
-                w[1].end
-            ));
+            return Err(RescaleError::Overlap {
+                file: w[0].file.display().to_string(),
+                first: (w[0].start, w[0].end),
+                second: (w[1].start, w[1].end),
+            });
         }
     }
     splits.retain(|s| !s.finished());
@@ -490,5 +487,4 @@ impl Source for FileSource {
 }
 
 #[cfg(test)]
-#[path = "file_source_tests.rs"]
 mod tests;

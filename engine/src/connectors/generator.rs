@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source, bad_position};
+use super::{ConfigError, ConnectorError, Source, bad_position};
 use crate::record::{Batch, to_msgpack};
 
 /// Config of the generator source.
@@ -98,31 +98,40 @@ fn is_zero(n: &i64) -> bool {
 }
 
 impl GeneratorConfig {
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         match self {
             GeneratorConfig::Sequence { keys: Some(0), .. } => {
-                return Err("generator: keys must be at least 1".into());
+                return Err(ConfigError::OutOfRange("generator: keys must be at least 1".into()));
             }
             GeneratorConfig::Sequence { count, offset, .. } if offset.checked_add(*count).is_none() => {
-                return Err(format!("generator: offset + count exceeds {}", u64::MAX));
+                return Err(ConfigError::OutOfRange(format!(
+                    "generator: offset + count exceeds {}",
+                    u64::MAX
+                )));
             }
             GeneratorConfig::Sequence { disorder_ms, .. } if *disorder_ms < 0 => {
-                return Err(format!("generator: disorder_ms must be at least 0, got {disorder_ms}"));
+                return Err(ConfigError::OutOfRange(format!(
+                    "generator: disorder_ms must be at least 0, got {disorder_ms}"
+                )));
             }
             GeneratorConfig::Sequence { late_by_ms, .. } if *late_by_ms < 0 => {
-                return Err(format!("generator: late_by_ms must be at least 0, got {late_by_ms}"));
+                return Err(ConfigError::OutOfRange(format!(
+                    "generator: late_by_ms must be at least 0, got {late_by_ms}"
+                )));
             }
             GeneratorConfig::Sequence { late_every: Some(0), .. } => {
-                return Err("generator: late_every must be at least 1".into());
+                return Err(ConfigError::OutOfRange("generator: late_every must be at least 1".into()));
             }
             GeneratorConfig::Sequence { late_every: None, late_by_ms, .. } if *late_by_ms > 0 => {
-                return Err("generator: late_by_ms needs late_every (which records to make late)".into());
+                return Err(ConfigError::OutOfRange(
+                    "generator: late_by_ms needs late_every (which records to make late)".into(),
+                ));
             }
             GeneratorConfig::Words { vocabulary: 0, .. } => {
-                return Err("generator: vocabulary must be at least 1".into());
+                return Err(ConfigError::OutOfRange("generator: vocabulary must be at least 1".into()));
             }
             GeneratorConfig::Words { words_per_line: 0, .. } => {
-                return Err("generator: words_per_line must be at least 1".into());
+                return Err(ConfigError::OutOfRange("generator: words_per_line must be at least 1".into()));
             }
             _ => {}
         }
@@ -138,16 +147,16 @@ impl GeneratorConfig {
         let first = i128::from(start);
         let last = first + i128::from(interval) * i128::from(self.total().saturating_sub(1));
         if i64::try_from(last).is_err() {
-            return Err(format!(
+            return Err(ConfigError::OutOfRange(format!(
                 "generator: the event time of the last record ({last}) does not fit in an i64"
-            ));
+            )));
         }
         let lowest = first.min(last) - back;
         if i64::try_from(lowest).is_err() {
-            return Err(format!(
+            return Err(ConfigError::OutOfRange(format!(
                 "generator: event times reach down to {lowest} (the earliest unshifted time minus \
                  disorder_ms and late_by_ms), which does not fit in an i64"
-            ));
+            )));
         }
         Ok(())
     }
@@ -389,9 +398,11 @@ mod tests {
             late_every: None,
             late_by_ms: 0,
         };
-        assert!(seq(10, u64::MAX - 5, 0, 1).validate().unwrap_err().contains("offset + count"));
-        assert!(seq(3, 0, i64::MAX - 1, 1).validate().unwrap_err().contains("does not fit in an i64"));
-        assert!(seq(u64::MAX, 0, 0, -2).validate().unwrap_err().contains("does not fit"));
+        assert!(seq(10, u64::MAX - 5, 0, 1).validate().unwrap_err().to_string().contains("offset + count"));
+        assert!(
+            seq(3, 0, i64::MAX - 1, 1).validate().unwrap_err().to_string().contains("does not fit in an i64")
+        );
+        assert!(seq(u64::MAX, 0, 0, -2).validate().unwrap_err().to_string().contains("does not fit"));
         assert!(seq(3, 0, i64::MAX - 2, 1).validate().is_ok());
     }
 
@@ -471,7 +482,7 @@ mod tests {
 
     #[test]
     fn bad_disorder_settings_are_refused() {
-        let err = |c: GeneratorConfig| c.validate().unwrap_err();
+        let err = |c: GeneratorConfig| c.validate().unwrap_err().to_string();
         assert_eq!(err(disordered(-1, None, 0)), "generator: disorder_ms must be at least 0, got -1");
         assert_eq!(err(disordered(0, Some(3), -5)), "generator: late_by_ms must be at least 0, got -5");
         assert_eq!(err(disordered(0, Some(0), 5)), "generator: late_every must be at least 1");
@@ -495,7 +506,7 @@ mod tests {
         let parsed: GeneratorConfig =
             serde_json::from_value(serde_json::json!({ "mode": "sequence", "count": 1, "disorder_ms": -3 }))
                 .unwrap();
-        assert!(parsed.validate().unwrap_err().contains("disorder_ms must be at least 0"));
+        assert!(parsed.validate().unwrap_err().to_string().contains("disorder_ms must be at least 0"));
     }
 
     #[test]

@@ -16,6 +16,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::record::Batch;
+use crate::retry::{Retry, RetryHint};
+use kafka::client::KafkaError;
+use kafka::config::KafkaConfigError;
+use kafka::format::{FormatError, RecordPart};
 
 pub use blackhole::{BlackholeConfig, BlackholeSink};
 pub use file_sink::{FileSink, FileSinkConfig};
@@ -28,7 +32,7 @@ pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig}
 /// Default number of records per source batch.
 pub const DEFAULT_BATCH_SIZE: usize = 1024;
 
-/// Why a connector failed while running.
+/// Why a connector failed while running. [`Retry`] tells whether a restart may get past it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectorError {
@@ -53,15 +57,158 @@ pub enum ConnectorError {
     /// A saved position does not fit this source.
     #[error("cannot resume the source from position {0}")]
     Position(String),
-    /// The built-in store failed or is not available.
+    /// The built-in store failed (boxed: connector errors travel in every task's `Result`).
     #[error("{0}")]
-    Store(String),
-    /// A Kafka broker refused, failed or could not be reached; or a record could not be read.
+    Store(#[source] Box<weir_store::StoreError>),
+    /// The connector needs the built-in store, and the job runs without one.
+    #[error("{what} needs the embedded store (run with a data directory)")]
+    NoStore {
+        /// The connector, e.g. "the `stream` connector".
+        what: String,
+    },
+    /// Stored connector data (a note, a staged record, a recorded transaction) does not decode.
+    #[error("{what} is unreadable: {reason}")]
+    Unreadable {
+        /// What was read.
+        what: &'static str,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// A checkpoint handed the sink a transaction it did not write.
+    #[error("not a {connector} transaction: {transaction}")]
+    NotATransaction {
+        /// The sink.
+        connector: &'static str,
+        /// The transaction, as JSON.
+        transaction: String,
+    },
+    /// A Kafka broker refused, failed or could not be reached.
     #[error("{0}")]
-    Kafka(String),
-    /// The connector's settings do not let it open (the message says what to change).
+    Kafka(#[from] KafkaError),
+    /// The output of a completed checkpoint could not be produced.
+    #[error("producing the output of checkpoint {checkpoint} to `{topic}` failed: {source}")]
+    Deliver {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// The topic.
+        topic: String,
+        /// The last Kafka error.
+        source: Box<KafkaError>,
+    },
+    /// Records (`at_least_once`, `none`) could not be produced.
+    #[error("producing to `{topic}` failed: {source}")]
+    Produce {
+        /// The topic.
+        topic: String,
+        /// The last Kafka error.
+        source: Box<KafkaError>,
+    },
+    /// The broker cannot end a transaction (the `transactional` sink's probe).
+    #[error(
+        "the Kafka broker does not support transactions (its answer to EndTxn: {0}); use \
+         `exactly_once` delivery, which needs no transactions"
+    )]
+    NoTransactions(KafkaError),
+    /// The sink's topic has no partitions.
+    #[error("the Kafka topic `{0}` has no partitions")]
+    NoPartitions(String),
+    /// A Kafka record's key or value does not fit the source's format.
+    #[error("the record at offset {offset} of {topic}/{partition} cannot be read: its {part} {source}")]
+    RecordUnreadable {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+        /// The key or the value.
+        part: RecordPart,
+        /// What is wrong.
+        source: Box<FormatError>,
+    },
+    /// A record's key or value does not fit the sink's format.
+    #[error("a record's {part} cannot be written to Kafka: it {source}")]
+    RecordUnwritable {
+        /// The key or the value.
+        part: RecordPart,
+        /// What is wrong.
+        source: Box<FormatError>,
+    },
+    /// The Kafka settings do not let the node open (the message says what to change).
     #[error("{0}")]
-    Config(String),
+    KafkaConfig(#[from] KafkaConfigError),
+    /// A connector's I/O thread could not be started.
+    #[error("cannot start the {what} thread: {source}")]
+    Thread {
+        /// `fetcher` or `producer`.
+        what: &'static str,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A connector's I/O thread ended without saying why.
+    #[error("the {0} thread ended")]
+    ThreadEnded(&'static str),
+    /// The task dropped the source while its fetcher was still working.
+    #[error("stopped")]
+    Stopped,
+    /// An error the sink's production thread met, reported again at every later call.
+    #[error("{0}")]
+    Shared(std::sync::Arc<ConnectorError>),
+}
+
+impl From<weir_store::StoreError> for ConnectorError {
+    fn from(e: weir_store::StoreError) -> Self {
+        ConnectorError::Store(Box::new(e))
+    }
+}
+
+impl Retry for ConnectorError {
+    /// Transient: a broker or the store's disk or network failing for a moment, a thread
+    /// that could not start or died. Final: bad input, config or saved data, a missing store,
+    /// a topic without partitions, a broker without transactions.
+    fn retry_hint(&self) -> RetryHint {
+        use std::io::ErrorKind;
+        match self {
+            ConnectorError::Io { source, .. } => match source.kind() {
+                ErrorKind::TimedOut
+                | ErrorKind::Interrupted
+                | ErrorKind::WouldBlock
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionRefused
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::BrokenPipe => RetryHint::Transient,
+                _ => RetryHint::Final,
+            },
+            ConnectorError::Store(e) => store_retry_hint(e),
+            ConnectorError::Kafka(e) => e.retry_hint(),
+            ConnectorError::Deliver { source, .. } | ConnectorError::Produce { source, .. } => {
+                source.retry_hint()
+            }
+            ConnectorError::KafkaConfig(e) => e.retry_hint(),
+            ConnectorError::Thread { .. } | ConnectorError::ThreadEnded(_) => RetryHint::Transient,
+            ConnectorError::Shared(e) => e.retry_hint(),
+            ConnectorError::Parse { .. }
+            | ConnectorError::Position(_)
+            | ConnectorError::NoStore { .. }
+            | ConnectorError::Unreadable { .. }
+            | ConnectorError::NotATransaction { .. }
+            | ConnectorError::NoTransactions(_)
+            | ConnectorError::NoPartitions(_)
+            | ConnectorError::RecordUnreadable { .. }
+            | ConnectorError::RecordUnwritable { .. }
+            | ConnectorError::Stopped => RetryHint::Final,
+        }
+    }
+}
+
+/// Whether a store failure may pass: redb's I/O, the chunk store and a call to the controller
+/// may; a quota, corrupt or missing data and a refused operation do not.
+fn store_retry_hint(e: &weir_store::StoreError) -> RetryHint {
+    use weir_store::StoreError;
+    match e {
+        StoreError::Storage(_) | StoreError::External(_) | StoreError::Remote(_) => RetryHint::Transient,
+        _ => RetryHint::Final,
+    }
 }
 
 /// Why a connector's config in a job spec is refused.
@@ -89,9 +236,75 @@ pub enum ConfigError {
         /// What serde found (unknown or missing fields, wrong types).
         message: String,
     },
-    /// A setting outside its range (the message names it and the range).
+    /// A setting outside its range (the message names the connector, the setting and the range).
     #[error("{0}")]
     OutOfRange(String),
+    /// A Kafka setting is refused.
+    #[error("kafka: {0}")]
+    Kafka(#[from] KafkaConfigError),
+}
+
+impl Retry for ConfigError {
+    /// A config never works on a retry.
+    fn retry_hint(&self) -> RetryHint {
+        RetryHint::Final
+    }
+}
+
+/// Why saved source positions cannot be spread over another parallelism.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RescaleError {
+    /// A saved position does not decode.
+    #[error("the saved {connector} position {position} is not readable")]
+    Unreadable {
+        /// `stream`, `file` or `Kafka`.
+        connector: &'static str,
+        /// The position, as JSON.
+        position: String,
+    },
+    /// The stream source needs the store to count the stream's partitions.
+    #[error("the stream connector needs the embedded store")]
+    NoStore,
+    /// The store failed.
+    #[error("{0}")]
+    Store(#[from] weir_store::StoreError),
+    /// A saved offset for a partition the stream no longer has.
+    #[error(
+        "the savepoint has an offset for partition {partition} of stream `{stream}`, which has {partitions} partition(s)"
+    )]
+    PartitionGone {
+        /// The stream.
+        stream: String,
+        /// The partition.
+        partition: u32,
+        /// The stream's partition count.
+        partitions: u32,
+    },
+    /// A file-source subtask recorded no position.
+    #[error("subtask {0} recorded no file position, so its splits are unknown")]
+    NoFilePosition(usize),
+    /// Saved file splits that overlap.
+    #[error("the saved splits of {file} overlap ({}..{} and {}..{})", first.0, first.1, second.0, second.1)]
+    Overlap {
+        /// The file.
+        file: String,
+        /// One split's `start..end`.
+        first: (u64, u64),
+        /// The other's.
+        second: (u64, u64),
+    },
+    /// A generated source, whose position counts records within one subtask.
+    #[error(
+        "the `{connector}` source cannot change parallelism (its position counts records within one \
+         subtask of {parallelism}); keep parallelism {parallelism}"
+    )]
+    FixedParallelism {
+        /// `generator` or `nexmark`.
+        connector: &'static str,
+        /// The parallelism it was saved at.
+        parallelism: usize,
+    },
 }
 
 pub(crate) fn bad_position(position: &serde_json::Value) -> ConnectorError {
@@ -131,11 +344,7 @@ impl ConnectorEnv<'_> {
     }
 
     fn store(&self, connector: &str) -> Result<&weir_store::Store, ConnectorError> {
-        self.store.ok_or_else(|| {
-            ConnectorError::Store(format!(
-                "the `{connector}` connector needs the embedded store (run with a data directory)"
-            ))
-        })
+        self.store.ok_or_else(|| ConnectorError::NoStore { what: format!("the `{connector}` connector") })
     }
 }
 
@@ -310,17 +519,12 @@ impl SourceConfig {
                 });
             }
         };
-        if let SourceKind::Kafka(c) = &mut kind {
-            c.validate().map_err(|e| range(format!("kafka: {e}")))?;
-        }
-        if let SourceKind::Nexmark(c) = &kind {
-            c.validate().map_err(range)?;
-        }
-        if let SourceKind::Generator(c) = &kind {
-            c.validate().map_err(range)?;
-        }
-        if let SourceKind::File(c) = &kind {
-            c.validate().map_err(range)?;
+        match &mut kind {
+            SourceKind::Kafka(c) => c.validate()?,
+            SourceKind::Nexmark(c) => c.validate()?,
+            SourceKind::Generator(c) => c.validate()?,
+            SourceKind::File(c) => c.validate()?,
+            SourceKind::Stream(_) => {}
         }
         Ok(SourceConfig { kind, batch_size, out_of_orderness_ms, records_per_second })
     }
@@ -353,7 +557,7 @@ impl SourceConfig {
     /// new subtask its partitions; the file source reassigns its unfinished splits (cut
     /// further so every new subtask gets one; see the file source's module docs); Kafka
     /// hands every new subtask every partition's offset (see
-    /// [`kafka::config::merge_offsets`]), and each reads only the partitions it is assigned.
+    /// [`kafka::source::merge_offsets`]), and each reads only the partitions it is assigned.
     /// Generated sources refuse: their position is a count within one subtask of one
     /// parallelism.
     pub fn rescale_positions(
@@ -361,7 +565,7 @@ impl SourceConfig {
         old: &[Option<serde_json::Value>],
         parallelism: u32,
         store: Option<&weir_store::Store>,
-    ) -> Result<Vec<Option<serde_json::Value>>, String> {
+    ) -> Result<Vec<Option<serde_json::Value>>, RescaleError> {
         let recorded = || old.iter().flatten();
         match &self.kind {
             SourceKind::Stream(c) => {
@@ -370,16 +574,20 @@ impl SourceConfig {
                     let part: std::collections::BTreeMap<u32, u64> = position
                         .get("offsets")
                         .and_then(|o| serde_json::from_value(o.clone()).ok())
-                        .ok_or_else(|| format!("the saved stream position {position} is not readable"))?;
+                        .ok_or_else(|| RescaleError::Unreadable {
+                            connector: "stream",
+                            position: position.to_string(),
+                        })?;
                     offsets.extend(part);
                 }
-                let store = store.ok_or("the stream connector needs the embedded store")?;
-                let partitions = store.stream_partitions(&c.stream).map_err(|e| e.to_string())?;
+                let store = store.ok_or(RescaleError::NoStore)?;
+                let partitions = store.stream_partitions(&c.stream)?;
                 if let Some(p) = offsets.keys().find(|p| **p >= partitions) {
-                    return Err(format!(
-                        "the savepoint has an offset for partition {p} of stream `{}`, which has {partitions} partition(s)",
-                        c.stream
-                    ));
+                    return Err(RescaleError::PartitionGone {
+                        stream: c.stream.clone(),
+                        partition: *p,
+                        partitions,
+                    });
                 }
                 Ok((0..parallelism)
                     .map(|s| {
@@ -393,18 +601,14 @@ impl SourceConfig {
             }
             SourceKind::File(c) => file_source::rescale(c, old, parallelism),
             SourceKind::Kafka(_) => {
-                let merged = kafka::config::merge_offsets(recorded())?;
+                let merged = kafka::source::merge_offsets(recorded())?;
                 let position = serde_json::json!({ "offsets": merged });
                 Ok((0..parallelism).map(|_| Some(position.clone())).collect())
             }
             SourceKind::Generator(_) | SourceKind::Nexmark(_) => {
-                let name =
+                let connector =
                     if matches!(self.kind, SourceKind::Generator(_)) { "generator" } else { "nexmark" };
-                Err(format!(
-                    "the `{name}` source cannot change parallelism (its position counts records within one subtask of {}); keep parallelism {}",
-                    old.len(),
-                    old.len()
-                ))
+                Err(RescaleError::FixedParallelism { connector, parallelism: old.len() })
             }
         }
     }
@@ -420,7 +624,7 @@ impl SinkConfig {
             "stream" => Ok(SinkConfig::Stream(parse(connector, rest)?)),
             "kafka" => {
                 let mut c: Box<KafkaSinkConfig> = parse(connector, rest)?;
-                c.validate().map_err(|e| ConfigError::OutOfRange(format!("kafka: {e}")))?;
+                c.validate()?;
                 Ok(SinkConfig::Kafka(c))
             }
             other => Err(ConfigError::UnknownConnector {
@@ -447,5 +651,66 @@ impl SinkConfig {
             }
             SinkConfig::Kafka(c) => kafka::open_sink(c, index, env)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::{Retry, RetryHint};
+
+    #[test]
+    fn connector_errors_say_whether_a_retry_can_help() {
+        let unreachable = KafkaError::Timeout { addr: "b:9092".into() };
+        assert_eq!(ConnectorError::Kafka(unreachable.clone()).retry_hint(), RetryHint::Transient);
+        let delivery =
+            ConnectorError::Deliver { checkpoint: 3, topic: "out".into(), source: Box::new(unreachable) };
+        assert!(delivery.retry_hint().is_transient());
+        assert!(ConnectorError::Shared(std::sync::Arc::new(delivery)).retry_hint().is_transient());
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(ConnectorError::Io { path: "/in".into(), source: reset }.retry_hint().is_transient());
+
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let last = [
+            ConnectorError::Io { path: "/in".into(), source: missing },
+            ConnectorError::KafkaConfig(KafkaConfigError::NoSaslMechanism),
+            ConnectorError::Kafka(KafkaError::UnknownTopic("in".into())),
+            ConnectorError::NoTransactions(KafkaError::Unsupported {
+                addr: "b".into(),
+                what: "EndTxn".into(),
+            }),
+            ConnectorError::RecordUnwritable {
+                part: RecordPart::Value,
+                source: Box::new(FormatError::NotJsonWritable),
+            },
+            ConnectorError::from(weir_store::StoreError::UnknownStream { name: "s".into() }),
+            ConnectorError::NoStore { what: "the `stream` connector".into() },
+        ];
+        for e in &last {
+            assert_eq!(e.retry_hint(), RetryHint::Final, "{e}");
+        }
+        assert_eq!(
+            ConnectorError::from(weir_store::StoreError::Remote("no answer".into())).retry_hint(),
+            RetryHint::Transient
+        );
+    }
+
+    #[test]
+    fn connector_errors_stay_small() {
+        // They travel in every task's and job's `Result`: large payloads are boxed.
+        let size = size_of::<ConnectorError>();
+        assert!(size <= 64, "{size}");
+    }
+
+    #[test]
+    fn kafka_config_errors_keep_their_messages() {
+        let e = SinkConfig::parse("kafka", &serde_json::json!({ "connection": "m", "topic": "a b" }))
+            .unwrap_err();
+        assert!(matches!(e, ConfigError::Kafka(KafkaConfigError::TopicName(_))), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "kafka: topic `a b` is not a Kafka topic name: 1 to 249 of A-Z a-z 0-9 . _ -"
+        );
+        assert_eq!(e.retry_hint(), RetryHint::Final);
     }
 }

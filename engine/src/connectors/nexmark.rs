@@ -6,7 +6,7 @@ use nexmark::config::NexmarkConfig;
 use nexmark::event::{Event, EventType};
 use serde::{Deserialize, Serialize};
 
-use super::{ConnectorError, Source, bad_position};
+use super::{ConfigError, ConnectorError, Source, bad_position};
 use crate::record::Batch;
 
 pub use nexmark::event::{Auction, Bid, Person};
@@ -161,6 +161,9 @@ fn type_index(kind: EventType) -> usize {
     }
 }
 
+/// How a mixed stream is keyed, for the message that refuses one key field for all types.
+const MIXED_KEY_EXAMPLE: &str = "{\"bid\": \"auction\", \"auction\": \"id\", \"person\": \"id\"}";
+
 fn bid() -> String {
     "bid".into()
 }
@@ -172,38 +175,39 @@ fn rate() -> usize {
 }
 
 impl NexmarkSourceConfig {
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         self.event_kind()?;
         self.key_table()?;
         if self.events_per_second == 0 {
-            return Err("nexmark: events_per_second must be at least 1".into());
+            return Err(ConfigError::OutOfRange("nexmark: events_per_second must be at least 1".into()));
         }
         Ok(())
     }
 
     /// The one event type emitted; `None` for the mixed stream.
-    fn event_kind(&self) -> Result<Option<EventType>, String> {
+    fn event_kind(&self) -> Result<Option<EventType>, ConfigError> {
         match self.event_type.as_str() {
             "bid" => Ok(Some(EventType::Bid)),
             "auction" => Ok(Some(EventType::Auction)),
             "person" => Ok(Some(EventType::Person)),
             "mixed" => Ok(None),
-            other => Err(format!("nexmark: unknown event_type `{other}` (bid, auction, person or mixed)")),
+            other => Err(ConfigError::OutOfRange(format!(
+                "nexmark: unknown event_type `{other}` (bid, auction, person or mixed)"
+            ))),
         }
     }
 
     /// The key field per event type; refuses a field that its event type does not have, and
     /// a key that leaves an emitted type without a field.
-    fn key_table(&self) -> Result<KeyTable, String> {
+    fn key_table(&self) -> Result<KeyTable, ConfigError> {
         let kind = self.event_kind()?;
         let table: KeyTable = match (self.key, kind) {
             (None, _) => return Ok([None; 3]),
             (Some(NexmarkKey::Field(field)), None) => {
-                return Err(format!(
-                    "nexmark: the mixed stream is keyed per event type, e.g. \
-                     {{\"bid\": \"auction\", \"auction\": \"id\", \"person\": \"id\"}}, not by `{}`",
+                return Err(ConfigError::OutOfRange(format!(
+                    "nexmark: the mixed stream is keyed per event type, e.g. {MIXED_KEY_EXAMPLE}, not by `{}`",
                     field.name()
-                ));
+                )));
             }
             (Some(NexmarkKey::Field(field)), Some(kind)) => {
                 let mut table = [None; 3];
@@ -216,7 +220,10 @@ impl NexmarkSourceConfig {
             if let Some(field) = field
                 && !field.fits(*kind)
             {
-                return Err(format!("nexmark: cannot key {name} events by `{}` ({fields})", field.name()));
+                return Err(ConfigError::OutOfRange(format!(
+                    "nexmark: cannot key {name} events by `{}` ({fields})",
+                    field.name()
+                )));
             }
         }
         // Every emitted type has a field.
@@ -225,14 +232,14 @@ impl NexmarkSourceConfig {
             (0..3).filter(|i| emitted(*i) && table[*i].is_none()).map(|i| TYPES[i].1).collect();
         match (missing.is_empty(), kind) {
             (true, _) => Ok(table),
-            (false, Some(_)) => Err(format!(
+            (false, Some(_)) => Err(ConfigError::OutOfRange(format!(
                 "nexmark: the key map has no field for {} events, which this source emits",
                 missing.join(", ")
-            )),
-            (false, None) => Err(format!(
+            ))),
+            (false, None) => Err(ConfigError::OutOfRange(format!(
                 "nexmark: the mixed stream's key map needs a field for every event type (missing: {})",
                 missing.join(", ")
-            )),
+            ))),
         }
     }
 
@@ -381,7 +388,7 @@ mod tests {
             assert_eq!(key, bid.auction as u64);
         }
         config.key = Some(KeyField::Seller.into());
-        let e = config.validate().unwrap_err();
+        let e = config.validate().unwrap_err().to_string();
         assert_eq!(e, "nexmark: cannot key bid events by `seller` (auction or bidder)");
         config.event_type = "auction".into();
         assert!(config.validate().is_ok());
@@ -397,7 +404,7 @@ mod tests {
             serde_json::json!({ "event_type": event_type, "count": count, "key": key }),
         )
         .map_err(|e| e.to_string())?;
-        config.validate()?;
+        config.validate().map_err(|e| e.to_string())?;
         Ok(config)
     }
 

@@ -22,10 +22,6 @@ use super::{ConnectorError, Sink, Source, bad_position};
 use crate::key_groups::key_group;
 use crate::record::Batch;
 
-fn store_err(e: weir_store::StoreError) -> ConnectorError {
-    ConnectorError::Store(e.to_string())
-}
-
 /// Config of the stream source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,7 +62,7 @@ impl StreamSource {
         index: u32,
         parallelism: u32,
     ) -> Result<Self, ConnectorError> {
-        let partitions = store.stream_partitions(&config.stream).map_err(store_err)?;
+        let partitions = store.stream_partitions(&config.stream)?;
         let offsets = (0..partitions).filter(|p| p % parallelism == index).map(|p| (p, 0)).collect();
         Ok(StreamSource {
             store: store.clone(),
@@ -91,14 +87,12 @@ impl Source for StreamSource {
             let mut batch: Option<Batch> = None;
             let mut next = from;
             let size = self.batch_size;
-            self.store
-                .read_with(&self.stream, p, from, size, |offset, key, value, timestamp| {
-                    batch
-                        .get_or_insert_with(|| Batch::with_capacity(size, 64 * size))
-                        .push(key, value, timestamp);
-                    next = offset + 1;
-                })
-                .map_err(store_err)?;
+            self.store.read_with(&self.stream, p, from, size, |offset, key, value, timestamp| {
+                batch
+                    .get_or_insert_with(|| Batch::with_capacity(size, 64 * size))
+                    .push(key, value, timestamp);
+                next = offset + 1;
+            })?;
             if let Some(batch) = batch {
                 self.offsets.insert(p, next);
                 self.turn = (self.turn + k + 1) % partitions.len();
@@ -182,9 +176,9 @@ impl StreamSink {
         if let Some(p) = config.partitions
             && store.stream_partitions(&config.stream).is_err()
         {
-            store.create_stream(&config.stream, p).map_err(store_err)?;
+            store.create_stream(&config.stream, p)?;
         }
-        let partitions = store.stream_partitions(&config.stream).map_err(store_err)?;
+        let partitions = store.stream_partitions(&config.stream)?;
         Ok(StreamSink {
             store,
             stream: config.stream.clone(),
@@ -217,15 +211,13 @@ impl Sink for StreamSink {
         self.buffered_bytes = self.buffer.bytes();
         if self.transactional {
             if self.buffered_bytes >= SPILL_BYTES {
-                self.store
-                    .stage_buffer(&self.stream, &self.writer, self.next_epoch, &self.buffer)
-                    .map_err(store_err)?;
+                self.store.stage_buffer(&self.stream, &self.writer, self.next_epoch, &self.buffer)?;
                 self.buffer.clear();
                 self.buffered_bytes = 0;
                 self.spilled = true;
             }
         } else if !self.buffer.is_empty() {
-            self.store.append_buffer(&self.stream, &self.buffer).map_err(store_err)?;
+            self.store.append_buffer(&self.stream, &self.buffer)?;
             self.buffer.clear();
             self.buffered_bytes = 0;
         }
@@ -243,7 +235,7 @@ impl Sink for StreamSink {
             return Ok(None);
         }
         if !self.buffer.is_empty() {
-            self.store.stage_buffer(&self.stream, &self.writer, epoch, &self.buffer).map_err(store_err)?;
+            self.store.stage_buffer(&self.stream, &self.writer, epoch, &self.buffer)?;
             self.buffer.clear();
             self.buffered_bytes = 0;
         }
@@ -255,13 +247,13 @@ impl Sink for StreamSink {
         else {
             return Ok(());
         };
-        self.store.commit_staged(&self.stream, &self.writer, upto).map_err(store_err)?;
+        self.store.commit_staged(&self.stream, &self.writer, upto)?;
         Ok(())
     }
 
     fn recover(&mut self, checkpoint: u64, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
         self.commit(transactions)?;
-        self.store.discard_staged(&self.stream, &self.writer, checkpoint).map_err(store_err)?;
+        self.store.discard_staged(&self.stream, &self.writer, checkpoint)?;
         self.next_epoch = checkpoint.saturating_add(1);
         self.spilled = false;
         Ok(())

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::{
-    ConnectionConfig, Delivery, EventTime, Format, IsolationLevel, KafkaAccess, KafkaSinkConfig,
+    ConnectionConfig, Delivery, EventTime, IsolationLevel, KafkaAccess, KafkaConfigError, KafkaSinkConfig,
     KafkaSourceConfig, Partitioner, SaslMechanism, Secret, SecurityProtocol, StartFrom,
 };
+pub use format::Format;
 
 use super::{ConnectorEnv, ConnectorError, Sink, Source};
 use crate::record::Batch;
@@ -24,13 +25,9 @@ fn access(
     connection: Option<&str>,
     access: Option<&Arc<KafkaAccess>>,
 ) -> Result<Arc<KafkaAccess>, ConnectorError> {
-    access.cloned().ok_or_else(|| {
-        ConnectorError::Config(format!(
-            "Kafka connection `{}` is not resolved: named connections exist only on a server (`weir serve`); \
-             with `weir run`, write the connection inline under `brokers`",
-            connection.unwrap_or_default()
-        ))
-    })
+    access
+        .cloned()
+        .ok_or_else(|| KafkaConfigError::Unresolved(connection.unwrap_or_default().to_string()).into())
 }
 
 /// The client settings of a connection.
@@ -46,7 +43,7 @@ pub fn client_config(connection: &ConnectionConfig) -> Result<client::ClientConf
             Some(SaslMechanism::Plain) => client::SaslMechanism::Plain,
             Some(SaslMechanism::ScramSha256) => client::SaslMechanism::ScramSha256,
             Some(SaslMechanism::ScramSha512) => client::SaslMechanism::ScramSha512,
-            None => return Err(ConnectorError::Config("a SASL connection needs `sasl_mechanism`".into())),
+            None => return Err(KafkaConfigError::NoSaslMechanism.into()),
         };
         config.sasl = Some(client::Sasl {
             mechanism,
@@ -60,7 +57,7 @@ pub fn client_config(connection: &ConnectionConfig) -> Result<client::ClientConf
             certificate: connection.ssl_certificate_location.clone(),
             key: connection.ssl_key_location.clone(),
         };
-        config.tls = Some(tls.config().map_err(|e| ConnectorError::Kafka(e.to_string()))?);
+        config.tls = Some(tls.config()?);
     }
     Ok(config)
 }
@@ -75,7 +72,7 @@ pub fn open_source(
     parallelism: u32,
 ) -> Result<Box<dyn Source>, ConnectorError> {
     let access = access(config.connection.as_deref(), config.access.as_ref())?;
-    let topics = match config.pattern().map_err(ConnectorError::Config)? {
+    let topics = match config.pattern()? {
         Some(regex) => {
             let access = access.clone();
             source::Topics::Matching(Arc::new(move |t: &str| regex.is_match(t) && access.topic_allowed(t)))

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use weir_store::Outbox;
 
 use super::client::{Client, ClientConfig, KafkaError, ProduceRecord, ProducerIdentity, encode_batch};
-use super::format::{self, Format};
+use super::format::{self, Format, FormatError, RecordPart};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
 
@@ -132,11 +132,12 @@ pub(super) fn convert(
 ) -> Result<usize, ConnectorError> {
     let mut bytes = 0;
     for r in batch.iter() {
-        let bad = |what: &str, m: String| {
-            ConnectorError::Kafka(format!("a record's {what} cannot be written to Kafka: it {m}"))
+        let bad = |part: RecordPart, source: FormatError| ConnectorError::RecordUnwritable {
+            part,
+            source: Box::new(source),
         };
-        let key = format::encode(settings.key_format, r.key).map_err(|m| bad("key", m))?;
-        let value = format::encode(settings.value_format, r.value).map_err(|m| bad("value", m))?;
+        let key = format::encode(settings.key_format, r.key).map_err(|m| bad(RecordPart::Key, m))?;
+        let value = format::encode(settings.value_format, r.value).map_err(|m| bad(RecordPart::Value, m))?;
         let partition = match (settings.partitioner, key.as_deref()) {
             (Partitioner::Key, Some(k)) => (murmur2(k) & 0x7fff_ffff) % partitions,
             _ => (index as i32) % partitions,
@@ -150,18 +151,34 @@ pub(super) fn convert(
 
 /// What the production thread is asked to do.
 enum Job {
-    /// Deliver every staged checkpoint up to this one (exactly_once).
-    DeliverUpTo(u64),
+    /// Deliver every checkpoint staged in `outbox` up to `upto` (exactly_once).
+    DeliverUpTo { outbox: SharedOutbox, upto: u64 },
     /// Produce these now (at_least_once, none).
     Produce(Vec<Staged>),
     /// Answer when everything before is acknowledged.
     Flush(Sender<()>),
 }
 
+/// How a [`KafkaSink`] delivers, with what the mode needs: `exactly_once` owns its outbox.
+enum Mode {
+    /// Output is staged in the outbox at each barrier and produced when its checkpoint
+    /// completes.
+    ExactlyOnce(SharedOutbox),
+    /// Output is produced as it comes; with `wait` (`at_least_once`) each barrier waits
+    /// until all of it is acknowledged.
+    Direct {
+        /// Wait for acknowledgements at every barrier.
+        wait: bool,
+    },
+}
+
+/// A failure of the production thread, kept for the sink's next calls.
+type Failure = Arc<Mutex<Option<Arc<ConnectorError>>>>;
+
 /// A Kafka sink subtask (exactly_once, at_least_once, none).
 pub struct KafkaSink {
     settings: SinkSettings,
-    store: Option<SharedOutbox>,
+    mode: Mode,
     writer: String,
     index: u32,
     partitions: i32,
@@ -172,15 +189,7 @@ pub struct KafkaSink {
     /// When the buffer was last handed to the producer (`at_least_once`, `none`).
     handed_off: std::time::Instant,
     jobs: SyncSender<Job>,
-    failure: Arc<Mutex<Option<String>>>,
-}
-
-fn kafka(e: KafkaError) -> ConnectorError {
-    ConnectorError::Kafka(e.to_string())
-}
-
-fn store_err(e: weir_store::StoreError) -> ConnectorError {
-    ConnectorError::Store(e.to_string())
+    failure: Failure,
 }
 
 impl KafkaSink {
@@ -192,26 +201,26 @@ impl KafkaSink {
         writer: String,
         index: u32,
     ) -> Result<KafkaSink, ConnectorError> {
-        let mut client = Client::connect(settings.client.clone()).map_err(kafka)?;
-        let partitions = client.partitions(std::slice::from_ref(&settings.topic)).map_err(kafka)?;
+        let mut client = Client::connect(settings.client.clone())?;
+        let partitions = client.partitions(std::slice::from_ref(&settings.topic))?;
         let partitions = partitions.first().map(|t| t.partitions.len() as i32).unwrap_or(0);
         if partitions == 0 {
-            return Err(ConnectorError::Kafka(format!(
-                "the Kafka topic `{}` has no partitions",
-                settings.topic
-            )));
+            return Err(ConnectorError::NoPartitions(settings.topic.clone()));
         }
-        if settings.delivery == Delivery::ExactlyOnce && store.is_none() {
-            return Err(ConnectorError::Store(
-                "the `kafka` sink with `exactly_once` delivery needs the embedded store (run with a data directory)".into(),
-            ));
-        }
+        let mode = match (settings.delivery, store) {
+            (Delivery::ExactlyOnce, Some(outbox)) => Mode::ExactlyOnce(outbox),
+            (Delivery::ExactlyOnce, None) => {
+                return Err(ConnectorError::NoStore {
+                    what: "the `kafka` sink with `exactly_once` delivery".into(),
+                });
+            }
+            (delivery, _) => Mode::Direct { wait: delivery == Delivery::AtLeastOnce },
+        };
         let (jobs, job_rx) = sync_channel(4);
         let failure = Arc::new(Mutex::new(None));
         let producer = Producer {
             client,
             topic: settings.topic.clone(),
-            store: store.clone(),
             writer: writer.clone(),
             session: None,
             partitions,
@@ -221,10 +230,10 @@ impl KafkaSink {
         std::thread::Builder::new()
             .name(format!("weir-kafka-sink-{index}"))
             .spawn(move || producer.run(job_rx, fail))
-            .map_err(|e| ConnectorError::Kafka(format!("cannot start the producer thread: {e}")))?;
+            .map_err(|source| ConnectorError::Thread { what: "producer", source })?;
         Ok(KafkaSink {
             settings,
-            store,
+            mode,
             writer,
             index,
             partitions,
@@ -240,25 +249,31 @@ impl KafkaSink {
 
     fn check(&self) -> Result<(), ConnectorError> {
         match self.failure.lock().expect("not poisoned").as_ref() {
-            Some(e) => Err(ConnectorError::Kafka(e.clone())),
+            Some(e) => Err(ConnectorError::Shared(e.clone())),
             None => Ok(()),
         }
     }
 
     fn send(&self, job: Job) -> Result<(), ConnectorError> {
-        self.jobs.send(job).map_err(|_| {
-            let e = self.failure.lock().expect("not poisoned").clone();
-            ConnectorError::Kafka(e.unwrap_or_else(|| "the Kafka producer thread ended".into()))
+        self.jobs.send(job).map_err(|_| match self.failure.lock().expect("not poisoned").clone() {
+            Some(e) => ConnectorError::Shared(e),
+            None => ConnectorError::ThreadEnded("Kafka producer"),
         })
     }
 
-    fn stage(&mut self, epoch: u64) -> Result<(), ConnectorError> {
-        let store = self.store.as_ref().expect("exactly_once has a store");
+    /// Stages the buffer in `outbox` under checkpoint `epoch` (exactly_once).
+    fn stage(
+        outbox: &SharedOutbox,
+        writer: &str,
+        epoch: u64,
+        buffer: &mut Vec<Staged>,
+        buffered_bytes: &mut usize,
+    ) -> Result<(), ConnectorError> {
         let encoded: Vec<Vec<u8>> =
-            self.buffer.iter().map(|s| rmp_serde::to_vec(s).expect("encoding into a Vec")).collect();
-        store.outbox_stage(&self.writer, epoch, &encoded).map_err(store_err)?;
-        self.buffer.clear();
-        self.buffered_bytes = 0;
+            buffer.iter().map(|s| rmp_serde::to_vec(s).expect("encoding into a Vec")).collect();
+        outbox.outbox_stage(writer, epoch, &encoded)?;
+        buffer.clear();
+        *buffered_bytes = 0;
         Ok(())
     }
 
@@ -268,7 +283,7 @@ impl KafkaSink {
         self.send(Job::Flush(tx))?;
         if rx.recv().is_err() {
             self.check()?;
-            return Err(ConnectorError::Kafka("the Kafka producer thread ended".into()));
+            return Err(ConnectorError::ThreadEnded("Kafka producer"));
         }
         self.check()
     }
@@ -283,12 +298,13 @@ impl Sink for KafkaSink {
             && self.handed_off.elapsed() >= self.settings.linger;
         if self.buffered_bytes >= SPILL_BYTES || lingered {
             self.handed_off = std::time::Instant::now();
-            match self.settings.delivery {
-                Delivery::ExactlyOnce => {
-                    self.stage(self.next_epoch)?;
+            match &self.mode {
+                Mode::ExactlyOnce(outbox) => {
+                    let epoch = self.next_epoch;
+                    Self::stage(outbox, &self.writer, epoch, &mut self.buffer, &mut self.buffered_bytes)?;
                     self.spilled = true;
                 }
-                _ => {
+                Mode::Direct { .. } => {
                     let records = std::mem::take(&mut self.buffer);
                     self.buffered_bytes = 0;
                     self.send(Job::Produce(records))?;
@@ -300,25 +316,25 @@ impl Sink for KafkaSink {
 
     fn precommit(&mut self, epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
         self.check()?;
-        match self.settings.delivery {
-            Delivery::ExactlyOnce => {
+        match &self.mode {
+            Mode::ExactlyOnce(outbox) => {
                 let spilled = std::mem::take(&mut self.spilled);
                 self.next_epoch = self.next_epoch.max(epoch.saturating_add(1));
                 if self.buffer.is_empty() && !spilled {
                     return Ok(None);
                 }
                 if !self.buffer.is_empty() {
-                    self.stage(epoch)?;
+                    Self::stage(outbox, &self.writer, epoch, &mut self.buffer, &mut self.buffered_bytes)?;
                 }
                 Ok(Some(serde_json::json!({ "epoch": epoch })))
             }
-            Delivery::AtLeastOnce | Delivery::None | Delivery::Transactional => {
+            &Mode::Direct { wait } => {
                 let records = std::mem::take(&mut self.buffer);
                 self.buffered_bytes = 0;
                 if !records.is_empty() {
                     self.send(Job::Produce(records))?;
                 }
-                if self.settings.delivery == Delivery::AtLeastOnce {
+                if wait {
                     self.flush()?;
                 }
                 Ok(None)
@@ -329,8 +345,8 @@ impl Sink for KafkaSink {
     fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
         self.check()?;
         let upto = transactions.iter().filter_map(|t| t.get("epoch").and_then(|e| e.as_u64())).max();
-        if let Some(upto) = upto {
-            self.send(Job::DeliverUpTo(upto))?;
+        if let (Mode::ExactlyOnce(outbox), Some(upto)) = (&self.mode, upto) {
+            self.send(Job::DeliverUpTo { outbox: outbox.clone(), upto })?;
         }
         Ok(())
     }
@@ -340,22 +356,22 @@ impl Sink for KafkaSink {
         checkpoint: u64,
         _transactions: &[serde_json::Value],
     ) -> Result<(), ConnectorError> {
-        if self.settings.delivery == Delivery::ExactlyOnce {
-            let store = self.store.as_ref().expect("exactly_once has a store");
+        if let Mode::ExactlyOnce(outbox) = &self.mode {
+            let outbox = outbox.clone();
             // Output of checkpoints after the restored one never counted; every staged
             // checkpoint up to it did (completed, or owned by it), delivered or not.
-            store.outbox_discard_after(&self.writer, checkpoint).map_err(store_err)?;
+            outbox.outbox_discard_after(&self.writer, checkpoint)?;
             self.next_epoch = checkpoint.saturating_add(1);
             self.spilled = false;
             if checkpoint > 0 {
-                self.send(Job::DeliverUpTo(checkpoint))?;
+                self.send(Job::DeliverUpTo { outbox, upto: checkpoint })?;
             }
         }
         Ok(())
     }
 
     fn close(&mut self) -> Result<(), ConnectorError> {
-        if self.settings.delivery != Delivery::ExactlyOnce {
+        if let Mode::Direct { .. } = self.mode {
             let records = std::mem::take(&mut self.buffer);
             if !records.is_empty() {
                 self.send(Job::Produce(records))?;
@@ -388,7 +404,6 @@ fn pause_for_test(epoch: u64) {
 struct Producer {
     client: Client,
     topic: String,
-    store: Option<SharedOutbox>,
     writer: String,
     /// The idempotent producer of this session and each partition's next sequence number;
     /// `None` after an error (the next send starts a new session).
@@ -404,7 +419,7 @@ struct Note {
 }
 
 impl Producer {
-    fn run(mut self, jobs: Receiver<Job>, failure: Arc<Mutex<Option<String>>>) {
+    fn run(mut self, jobs: Receiver<Job>, failure: Failure) {
         while let Ok(job) = jobs.recv() {
             if failure.lock().expect("not poisoned").is_some() {
                 // Failed: answer flushes (the sink reports the failure), do nothing else.
@@ -414,7 +429,7 @@ impl Producer {
                 continue;
             }
             let result = match job {
-                Job::DeliverUpTo(upto) => self.deliver_upto(upto),
+                Job::DeliverUpTo { outbox, upto } => self.deliver_upto(&outbox, upto),
                 Job::Produce(records) => self.produce_plain(records),
                 Job::Flush(done) => {
                     let _ = done.send(());
@@ -422,74 +437,70 @@ impl Producer {
                 }
             };
             if let Err(e) = result {
-                *failure.lock().expect("not poisoned") = Some(e);
+                *failure.lock().expect("not poisoned") = Some(Arc::new(e));
             }
         }
     }
 
-    fn store(&self) -> &SharedOutbox {
-        self.store.as_ref().expect("exactly_once has a store")
-    }
-
-    fn deliver_upto(&mut self, upto: u64) -> Result<(), String> {
-        let epochs = self.store().outbox_epochs(&self.writer).map_err(|e| e.to_string())?;
+    fn deliver_upto(&mut self, outbox: &SharedOutbox, upto: u64) -> Result<(), ConnectorError> {
+        let epochs = outbox.outbox_epochs(&self.writer)?;
         for epoch in epochs.into_iter().filter(|e| *e <= upto) {
-            self.deliver(epoch)?;
+            self.deliver(outbox, epoch)?;
         }
         Ok(())
     }
 
     /// Produces checkpoint `epoch`'s staged output exactly once, then drops it.
-    fn deliver(&mut self, epoch: u64) -> Result<(), String> {
+    fn deliver(&mut self, outbox: &SharedOutbox, epoch: u64) -> Result<(), ConnectorError> {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match self.try_deliver(epoch) {
+            match self.try_deliver(outbox, epoch) {
                 Ok(()) => break,
-                Err(e) if e.retriable() && attempts < 5 => {
+                Err(ConnectorError::Kafka(e)) if e.retriable() && attempts < 5 => {
                     tracing::warn!(writer = %self.writer, epoch, error = %e, "producing a checkpoint's output failed; reading back and resuming");
                     self.session = None;
                     self.client.reset();
                     std::thread::sleep(Duration::from_millis(100 * attempts));
                 }
-                Err(e) => {
-                    return Err(format!(
-                        "producing the output of checkpoint {epoch} to `{}` failed: {e}",
-                        self.topic
-                    ));
+                Err(ConnectorError::Kafka(source)) => {
+                    return Err(ConnectorError::Deliver {
+                        checkpoint: epoch,
+                        topic: self.topic.clone(),
+                        source: Box::new(source),
+                    });
                 }
+                Err(e) => return Err(e),
             }
         }
-        self.store().outbox_drop(&self.writer, epoch).map(drop).map_err(|e| e.to_string())
+        outbox.outbox_drop(&self.writer, epoch)?;
+        Ok(())
     }
 
-    fn try_deliver(&mut self, epoch: u64) -> Result<(), KafkaError> {
-        let store = self.store.clone().expect("exactly_once has a store");
-        let note = store.outbox_note(&self.writer, epoch).map_err(|e| KafkaError::Protocol(e.to_string()))?;
+    fn try_deliver(&mut self, outbox: &SharedOutbox, epoch: u64) -> Result<(), ConnectorError> {
+        let note = outbox.outbox_note(&self.writer, epoch)?;
         let present = match note {
             // Produced before (a crash, or an error): what is there already? First let a
             // request the broker received before the crash or error land (the grace).
             Some(bytes) => {
                 std::thread::sleep(READ_BACK_GRACE);
-                let note: Note = serde_json::from_slice(&bytes)
-                    .map_err(|e| KafkaError::Protocol(format!("the outbox note is unreadable: {e}")))?;
+                let note: Note = serde_json::from_slice(&bytes).map_err(|e| ConnectorError::Unreadable {
+                    what: "the outbox note",
+                    reason: e.to_string(),
+                })?;
                 self.present(epoch, &note)?
             }
             None => {
                 let parts: Vec<i32> = (0..self.partitions).collect();
                 let ends = self.client.end_offsets(&self.topic, &parts)?;
                 let note = serde_json::to_vec(&Note { ends }).expect("a map of numbers");
-                store
-                    .outbox_set_note(&self.writer, epoch, &note)
-                    .map_err(|e| KafkaError::Protocol(e.to_string()))?;
+                outbox.outbox_set_note(&self.writer, epoch, &note)?;
                 BTreeSet::new()
             }
         };
         let mut from = 0;
         loop {
-            let page = store
-                .outbox_read(&self.writer, epoch, from, 4096)
-                .map_err(|e| KafkaError::Protocol(e.to_string()))?;
+            let page = outbox.outbox_read(&self.writer, epoch, from, 4096)?;
             let Some((last, _)) = page.last() else { break };
             from = last + 1;
             let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
@@ -497,8 +508,9 @@ impl Producer {
                 if present.contains(&seq) {
                     continue;
                 }
-                let staged: Staged = rmp_serde::from_slice(&bytes)
-                    .map_err(|e| KafkaError::Protocol(format!("a staged record is unreadable: {e}")))?;
+                let staged: Staged = rmp_serde::from_slice(&bytes).map_err(|e| {
+                    ConnectorError::Unreadable { what: "a staged record", reason: e.to_string() }
+                })?;
                 let mut record = staged.record;
                 record
                     .headers
@@ -587,7 +599,7 @@ impl Producer {
     }
 
     /// at_least_once / none: produce, retrying an error a few times (duplicates possible).
-    fn produce_plain(&mut self, records: Vec<Staged>) -> Result<(), String> {
+    fn produce_plain(&mut self, records: Vec<Staged>) -> Result<(), ConnectorError> {
         let mut by_partition: BTreeMap<i32, Vec<ProduceRecord>> = BTreeMap::new();
         for s in records {
             by_partition.entry(s.partition).or_default().push(s.record);
@@ -602,7 +614,12 @@ impl Producer {
                         self.client.reset();
                         std::thread::sleep(Duration::from_millis(100 * attempts));
                     }
-                    Err(e) => return Err(format!("producing to `{}` failed: {e}", self.topic)),
+                    Err(source) => {
+                        return Err(ConnectorError::Produce {
+                            topic: self.topic.clone(),
+                            source: Box::new(source),
+                        });
+                    }
                 }
             }
         }

@@ -14,8 +14,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::time::{Duration, Instant};
 
 use super::client::{Client, ClientConfig, KafkaError, OffsetSpec};
-use super::format::{self, Format};
-use crate::connectors::{ConnectorError, bad_position};
+use super::format::{self, Format, FormatError, RecordPart};
+use crate::connectors::{ConnectorError, RescaleError, bad_position};
 use crate::record::Batch;
 
 /// Which topics a source reads.
@@ -144,10 +144,6 @@ pub struct KafkaSource {
     watermark: std::cell::Cell<i64>,
 }
 
-fn kafka(e: KafkaError) -> ConnectorError {
-    ConnectorError::Kafka(e.to_string())
-}
-
 /// The partitions `settings` reads that subtask `index` of `parallelism` owns.
 fn discover(
     client: &mut Client,
@@ -210,11 +206,11 @@ impl KafkaSource {
         index: u32,
         parallelism: u32,
     ) -> Result<KafkaSource, ConnectorError> {
-        let mut client = Client::connect(settings.client.clone()).map_err(kafka)?;
-        let parts = discover(&mut client, &settings, index, parallelism).map_err(kafka)?;
-        let offsets = start_offsets(&mut client, &settings, &parts, settings.start).map_err(kafka)?;
+        let mut client = Client::connect(settings.client.clone())?;
+        let parts = discover(&mut client, &settings, index, parallelism)?;
+        let offsets = start_offsets(&mut client, &settings, &parts, settings.start)?;
         let stop = if settings.bounded {
-            start_offsets(&mut client, &settings, &parts, Start::Latest).map_err(kafka)?
+            start_offsets(&mut client, &settings, &parts, Start::Latest)?
         } else {
             BTreeMap::new()
         };
@@ -240,7 +236,7 @@ impl KafkaSource {
         std::thread::Builder::new()
             .name(format!("weir-kafka-source-{index}"))
             .spawn(move || fetcher.run())
-            .map_err(|e| ConnectorError::Kafka(format!("cannot start the fetcher thread: {e}")))?;
+            .map_err(|source| ConnectorError::Thread { what: "fetcher", source })?;
         Ok(KafkaSource {
             settings,
             partitions,
@@ -278,7 +274,7 @@ impl KafkaSource {
                 Ok(Event::Failed(e)) => return Err(e),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    return Err(ConnectorError::Kafka("the Kafka fetcher thread ended".into()));
+                    return Err(ConnectorError::ThreadEnded("Kafka fetcher"));
                 }
             }
         }
@@ -313,9 +309,8 @@ impl KafkaSource {
             }
         }
         if !fresh.is_empty() {
-            let mut client = Client::connect(self.settings.client.clone()).map_err(kafka)?;
-            let earliest =
-                start_offsets(&mut client, &self.settings, &fresh, Start::Earliest).map_err(kafka)?;
+            let mut client = Client::connect(self.settings.client.clone())?;
+            let earliest = start_offsets(&mut client, &self.settings, &fresh, Start::Earliest)?;
             for (tp, o) in earliest {
                 if let Some(s) = self.partitions.get_mut(&tp) {
                     s.next = o;
@@ -328,7 +323,7 @@ impl KafkaSource {
         self.generation += 1;
         self.commands
             .send(Command::Seek { generation: self.generation, offsets })
-            .map_err(|_| ConnectorError::Kafka("the Kafka fetcher thread ended".into()))
+            .map_err(|_| ConnectorError::ThreadEnded("Kafka fetcher"))
     }
 
     /// The subtask's watermark: the lowest of its active partitions' (highest event time
@@ -390,6 +385,31 @@ pub fn parse_position(position: &serde_json::Value) -> Option<BTreeMap<TopicPart
     Some(out)
 }
 
+/// Kafka positions (`{"offsets": {"<topic>": {"<partition>": next_offset}}}`, one per
+/// subtask) merged into one map. After a rescale every subtask carries every partition's
+/// offset and advances only its own, so copies of one partition's offset may differ: the
+/// largest is the owner's (offsets only grow), and it wins.
+pub fn merge_offsets<'a>(
+    positions: impl IntoIterator<Item = &'a serde_json::Value>,
+) -> Result<BTreeMap<String, BTreeMap<i32, i64>>, RescaleError> {
+    type Offsets = BTreeMap<String, BTreeMap<i32, i64>>;
+    let mut merged = Offsets::new();
+    for position in positions {
+        let part: Offsets = position
+            .get("offsets")
+            .and_then(|o| serde_json::from_value(o.clone()).ok())
+            .ok_or_else(|| RescaleError::Unreadable { connector: "Kafka", position: position.to_string() })?;
+        for (topic, partitions) in part {
+            let mine = merged.entry(topic).or_default();
+            for (partition, offset) in partitions {
+                let slot = mine.entry(partition).or_insert(offset);
+                *slot = (*slot).max(offset);
+            }
+        }
+    }
+    Ok(merged)
+}
+
 /// The thread that fetches for one subtask.
 struct Fetcher {
     client: Client,
@@ -414,16 +434,8 @@ impl Fetcher {
     fn fetch_loop(&mut self) -> Result<(), ConnectorError> {
         let mut last_error: Option<(KafkaError, Instant)> = None;
         loop {
-            loop {
-                match self.commands.try_recv() {
-                    Ok(Command::Seek { generation, offsets }) => {
-                        self.generation = generation;
-                        self.offsets = offsets;
-                    }
-                    Ok(Command::Commit(offsets)) => self.commit(offsets),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return Ok(()),
-                }
+            if !self.take_commands() {
+                return Ok(());
             }
             if let Some(every) = self.settings.discovery_interval
                 && !self.settings.bounded
@@ -444,83 +456,114 @@ impl Fetcher {
                 std::thread::sleep(self.settings.fetch_max_wait.min(Duration::from_millis(100)));
                 continue;
             }
-            let fetched = self
-                .client
-                .fetch(
-                    &wanted,
-                    self.settings.fetch_max_wait,
-                    self.settings.fetch_max_bytes,
-                    self.settings.partition_max_bytes,
-                    self.settings.read_committed,
-                )
-                .map_err(kafka)?;
+            let fetched = self.client.fetch(
+                &wanted,
+                self.settings.fetch_max_wait,
+                self.settings.fetch_max_bytes,
+                self.settings.partition_max_bytes,
+                self.settings.read_committed,
+            )?;
             for part in fetched {
                 let tp = (part.topic.clone(), part.partition);
-                if let Some(e) = part.error {
-                    if matches!(e, KafkaError::Broker { code: 1, .. }) {
-                        // OffsetOutOfRange: the records were deleted (retention); go on from
-                        // the earliest still there.
-                        tracing::warn!(topic = %tp.0, partition = tp.1, "offset out of range; resuming at the earliest offset");
-                        let earliest = start_offsets(
-                            &mut self.client,
-                            &self.settings,
-                            std::slice::from_ref(&tp),
-                            Start::Earliest,
-                        )
-                        .map_err(kafka)?;
-                        self.offsets.extend(earliest);
-                        continue;
+                match part.error {
+                    Some(e) => self.partition_failed(tp, e, &mut last_error)?,
+                    None => {
+                        last_error = None;
+                        self.emit(tp, &part.records, part.next_offset)?;
                     }
-                    if !e.retriable() {
-                        return Err(kafka(e));
-                    }
-                    // A retriable error that lasts longer than the request timeout is fatal.
-                    match &last_error {
-                        Some((_, since)) if since.elapsed() > self.settings.client.request_timeout => {
-                            return Err(kafka(e));
-                        }
-                        Some(_) => {}
-                        None => last_error = Some((e, Instant::now())),
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-                last_error = None;
-                let (batches, max_time) = self.convert(&tp, &part.records)?;
-                let end = self.stop.get(&tp).copied();
-                let mut next_offset = part.next_offset;
-                if let Some(end) = end {
-                    next_offset = next_offset.min(end.max(self.offsets[&tp]));
-                }
-                self.offsets.insert(tp.clone(), next_offset);
-                let count = batches.len();
-                if count == 0 {
-                    self.send(Event::Chunk {
-                        generation: self.generation,
-                        tp,
-                        batch: Batch::empty(),
-                        next_offset,
-                        max_time,
-                    })?;
-                    continue;
-                }
-                for (i, (batch, last)) in batches.into_iter().enumerate() {
-                    let next = if i + 1 == count { next_offset } else { last + 1 };
-                    self.send(Event::Chunk {
-                        generation: self.generation,
-                        tp: tp.clone(),
-                        batch,
-                        next_offset: next,
-                        max_time,
-                    })?;
                 }
             }
         }
     }
 
+    /// Applies the task's commands; false once the task has dropped the source.
+    fn take_commands(&mut self) -> bool {
+        loop {
+            match self.commands.try_recv() {
+                Ok(Command::Seek { generation, offsets }) => {
+                    self.generation = generation;
+                    self.offsets = offsets;
+                }
+                Ok(Command::Commit(offsets)) => self.commit(offsets),
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// A partition's fetch failed: records deleted under its offset resume at the earliest;
+    /// a retriable error is waited out up to the request timeout (`last_error`: the first
+    /// of the run and when it came); any other fails the source.
+    fn partition_failed(
+        &mut self,
+        tp: TopicPartition,
+        e: KafkaError,
+        last_error: &mut Option<(KafkaError, Instant)>,
+    ) -> Result<(), ConnectorError> {
+        if matches!(e, KafkaError::Broker { code: 1, .. }) {
+            // OffsetOutOfRange: the records were deleted (retention); go on from the earliest
+            // still there.
+            tracing::warn!(topic = %tp.0, partition = tp.1, "offset out of range; resuming at the earliest offset");
+            let earliest =
+                start_offsets(&mut self.client, &self.settings, std::slice::from_ref(&tp), Start::Earliest)?;
+            self.offsets.extend(earliest);
+            return Ok(());
+        }
+        if !e.retriable() {
+            return Err(e.into());
+        }
+        // A retriable error that lasts longer than the request timeout is fatal.
+        match last_error {
+            Some((_, since)) if since.elapsed() > self.settings.client.request_timeout => {
+                return Err(e.into());
+            }
+            Some(_) => {}
+            None => *last_error = Some((e, Instant::now())),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        Ok(())
+    }
+
+    /// Hands the task a partition's fetched records as chunks (one empty chunk when only the
+    /// offset moved, past control records), each with the offset to resume after it.
+    fn emit(
+        &mut self,
+        tp: TopicPartition,
+        records: &[super::client::FetchedRecord],
+        fetched_next: i64,
+    ) -> Result<(), ConnectorError> {
+        let (batches, max_time) = self.convert(&tp, records)?;
+        let mut next_offset = fetched_next;
+        if let Some(end) = self.stop.get(&tp).copied() {
+            next_offset = next_offset.min(end.max(self.offsets[&tp]));
+        }
+        self.offsets.insert(tp.clone(), next_offset);
+        let count = batches.len();
+        if count == 0 {
+            return self.send(Event::Chunk {
+                generation: self.generation,
+                tp,
+                batch: Batch::empty(),
+                next_offset,
+                max_time,
+            });
+        }
+        for (i, (batch, last)) in batches.into_iter().enumerate() {
+            let next = if i + 1 == count { next_offset } else { last + 1 };
+            self.send(Event::Chunk {
+                generation: self.generation,
+                tp: tp.clone(),
+                batch,
+                next_offset: next,
+                max_time,
+            })?;
+        }
+        Ok(())
+    }
+
     fn send(&self, event: Event) -> Result<(), ConnectorError> {
         // The task dropped the source: stop quietly.
-        self.events.send(event).map_err(|_| ConnectorError::Kafka("stopped".into()))
+        self.events.send(event).map_err(|_| ConnectorError::Stopped)
     }
 
     /// Converts records into batches of at most `batch_size` (each with its last offset), and
@@ -536,19 +579,22 @@ impl Fetcher {
         let mut last = -1;
         let mut max_time = i64::MIN;
         for r in records.iter().filter(|r| r.offset < end) {
-            let bad = |what: &str, message: String| {
-                ConnectorError::Kafka(format!(
-                    "the record at offset {} of {}/{} cannot be read: its {what} {message}",
-                    r.offset, tp.0, tp.1
-                ))
+            let bad = |part: RecordPart, source: FormatError| ConnectorError::RecordUnreadable {
+                topic: tp.0.clone(),
+                partition: tp.1,
+                offset: r.offset,
+                part,
+                source: Box::new(source),
             };
-            let key =
-                format::decode(self.settings.key_format, r.key.as_deref()).map_err(|m| bad("key", m))?;
+            let key = format::decode(self.settings.key_format, r.key.as_deref())
+                .map_err(|m| bad(RecordPart::Key, m))?;
             let value = format::decode(self.settings.value_format, r.value.as_deref())
-                .map_err(|m| bad("value", m))?;
+                .map_err(|m| bad(RecordPart::Value, m))?;
             let time = match &self.settings.event_time {
                 EventTime::Kafka => r.timestamp,
-                EventTime::Field(f) => format::field_time(&value, f).map_err(|m| bad("value", m))?,
+                EventTime::Field(f) => {
+                    format::field_time(&value, f).map_err(|m| bad(RecordPart::Value, m))?
+                }
             };
             max_time = max_time.max(time);
             batch.push(&key, &value, time);
@@ -571,7 +617,7 @@ impl Fetcher {
             Ok(p) => p,
             // A failed discovery is tried again at the next interval.
             Err(e) if e.retriable() => return Ok(()),
-            Err(e) => return Err(kafka(e)),
+            Err(e) => return Err(e.into()),
         };
         let new: Vec<TopicPartition> =
             parts.into_iter().filter(|tp| !self.offsets.contains_key(tp)).collect();
@@ -579,8 +625,7 @@ impl Fetcher {
             return Ok(());
         }
         // New partitions are read from their beginning (they are new since the job started).
-        let offsets =
-            start_offsets(&mut self.client, &self.settings, &new, Start::Earliest).map_err(kafka)?;
+        let offsets = start_offsets(&mut self.client, &self.settings, &new, Start::Earliest)?;
         for (tp, offset) in offsets {
             tracing::info!(topic = %tp.0, partition = tp.1, offset, "reading a new partition");
             self.offsets.insert(tp.clone(), offset);
@@ -622,6 +667,19 @@ mod tests {
         let counts =
             (0..3u32).map(|s| (0..10).filter(|p| owner("t", *p, 3) == s).count()).collect::<Vec<_>>();
         assert!(counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1, "{counts:?}");
+    }
+
+    #[test]
+    fn merged_offsets_keep_the_largest() {
+        let a = serde_json::json!({ "offsets": { "t": { "0": 5, "1": 7 }, "u": { "0": 1 } } });
+        let b = serde_json::json!({ "offsets": { "t": { "0": 9, "2": 3 } } });
+        let merged = merge_offsets([&a, &b]).unwrap();
+        assert_eq!(
+            serde_json::to_value(&merged).unwrap(),
+            serde_json::json!({ "t": { "0": 9, "1": 7, "2": 3 }, "u": { "0": 1 } })
+        );
+        let e = merge_offsets([&serde_json::json!({ "offsets": { "t": { "x": 1 } } })]).unwrap_err();
+        assert!(e.to_string().contains("not readable"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
 
-use super::client::{Client, KafkaError, ProducerIdentity, encode_batch};
+use super::client::{Client, ProducerIdentity, encode_batch};
 use super::sink::{SPILL_BYTES, SharedOutbox, SinkSettings, Staged, convert};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
@@ -76,21 +76,11 @@ pub struct TransactionalSink {
     next_k: u64,
 }
 
-fn kafka(e: KafkaError) -> ConnectorError {
-    ConnectorError::Kafka(e.to_string())
-}
-
-fn store_err(e: weir_store::StoreError) -> ConnectorError {
-    ConnectorError::Store(e.to_string())
-}
-
 /// The transactions a checkpoint recorded.
 fn pre_committed(transactions: &[serde_json::Value]) -> Result<Vec<PreCommitted>, ConnectorError> {
-    transactions
-        .iter()
-        .map(|t| serde_json::from_value(t.clone()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| ConnectorError::Kafka(format!("a pre-committed transaction is unreadable: {e}")))
+    transactions.iter().map(|t| serde_json::from_value(t.clone())).collect::<Result<_, _>>().map_err(|e| {
+        ConnectorError::Unreadable { what: "a pre-committed transaction", reason: e.to_string() }
+    })
 }
 
 /// The outbox epoch the id note lives under (no checkpoint has id 0).
@@ -104,17 +94,14 @@ impl TransactionalSink {
         writer: String,
         index: u32,
     ) -> Result<Self, ConnectorError> {
-        let store = store.ok_or_else(|| {
-            ConnectorError::Store("the `kafka` sink with `transactional` delivery needs the embedded store (run with a data directory)".into())
+        let store = store.ok_or_else(|| ConnectorError::NoStore {
+            what: "the `kafka` sink with `transactional` delivery".into(),
         })?;
-        let mut client = Client::connect(settings.client.clone()).map_err(kafka)?;
-        let topics = client.partitions(std::slice::from_ref(&settings.topic)).map_err(kafka)?;
+        let mut client = Client::connect(settings.client.clone())?;
+        let topics = client.partitions(std::slice::from_ref(&settings.topic))?;
         let partitions = topics.first().map(|t| t.partitions.len() as i32).unwrap_or(0);
         if partitions == 0 {
-            return Err(ConnectorError::Kafka(format!(
-                "the Kafka topic `{}` has no partitions",
-                settings.topic
-            )));
+            return Err(ConnectorError::NoPartitions(settings.topic.clone()));
         }
         Ok(TransactionalSink {
             settings,
@@ -135,16 +122,18 @@ impl TransactionalSink {
     }
 
     fn ids(&self) -> Result<Ids, ConnectorError> {
-        match self.store.outbox_note(&self.writer, IDS_NOTE).map_err(store_err)? {
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| ConnectorError::Store(format!("the transactional-id note is unreadable: {e}"))),
+        match self.store.outbox_note(&self.writer, IDS_NOTE)? {
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| ConnectorError::Unreadable {
+                what: "the transactional-id note",
+                reason: e.to_string(),
+            }),
             None => Ok(Ids::default()),
         }
     }
 
     fn set_ids(&self, ids: &Ids) -> Result<(), ConnectorError> {
         let bytes = serde_json::to_vec(ids).expect("two numbers");
-        self.store.outbox_set_note(&self.writer, IDS_NOTE, &bytes).map_err(store_err)
+        self.store.outbox_set_note(&self.writer, IDS_NOTE, &bytes).map_err(ConnectorError::from)
     }
 
     fn timeout_ms(&self) -> i32 {
@@ -158,7 +147,7 @@ impl TransactionalSink {
         ids.high = ids.high.max(k);
         self.set_ids(&ids)?;
         let id = self.id(k);
-        let producer = self.client.init_producer_id(Some(&id), self.timeout_ms()).map_err(kafka)?;
+        let producer = self.client.init_producer_id(Some(&id), self.timeout_ms())?;
         self.next_k = k + 1;
         self.open =
             Some(Open { id, k, producer, partitions: BTreeSet::new(), sequences: Default::default() });
@@ -183,9 +172,7 @@ impl TransactionalSink {
         let open = self.open.as_mut().expect("begun above");
         let new: Vec<i32> = by_partition.keys().filter(|p| !open.partitions.contains(p)).copied().collect();
         if !new.is_empty() {
-            self.client
-                .add_partitions_to_txn(&open.id, open.producer, &self.settings.topic, &new)
-                .map_err(kafka)?;
+            self.client.add_partitions_to_txn(&open.id, open.producer, &self.settings.topic, &new)?;
             open.partitions.extend(new);
         }
         for (partition, records) in by_partition {
@@ -201,11 +188,10 @@ impl TransactionalSink {
                 }
                 let seq = open.sequences.get(&partition).copied().unwrap_or(0);
                 let batch =
-                    encode_batch(&records[start..end], Some((open.producer, seq)), true, Compression::None)
-                        .map_err(kafka)?;
+                    encode_batch(&records[start..end], Some((open.producer, seq)), true, Compression::None)?;
                 // One attempt: a failed send fails the task, and recovery aborts (fences) this
                 // transaction — nothing of it is ever committed twice or half.
-                self.client.produce(&self.settings.topic, partition, batch, Some(&open.id)).map_err(kafka)?;
+                self.client.produce(&self.settings.topic, partition, batch, Some(&open.id))?;
                 open.sequences.insert(partition, seq.wrapping_add((end - start) as i32));
                 start = end;
             }
@@ -224,7 +210,7 @@ impl TransactionalSink {
                 tracing::info!(id = %t.transactional_id, error = %e, "the transaction was decided before");
                 Ok(())
             }
-            Err(e) => Err(kafka(e)),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -262,15 +248,11 @@ impl Sink for TransactionalSink {
         // checkpoint's commit.
         let mut ids = self.ids()?;
         let probe = self.id(ids.high + 1);
-        let producer = self.client.init_producer_id(Some(&probe), self.timeout_ms()).map_err(kafka)?;
+        let producer = self.client.init_producer_id(Some(&probe), self.timeout_ms())?;
         match self.client.end_txn(&probe, producer, false) {
             Ok(()) => {}
             Err(e) if e.code().is_some() => {} // answered (an empty transaction): supported
-            Err(e) => {
-                return Err(ConnectorError::Kafka(format!(
-                    "the Kafka broker does not support transactions (its answer to EndTxn: {e}); use `exactly_once` delivery, which needs no transactions"
-                )));
-            }
+            Err(e) => return Err(ConnectorError::NoTransactions(e)),
         }
         for t in &owned {
             self.commit_one(t)?;
@@ -280,7 +262,7 @@ impl Sink for TransactionalSink {
         for k in ids.low..=ids.high + 1 {
             if !committed.contains(&k) {
                 let id = self.id(k);
-                self.client.init_producer_id(Some(&id), self.timeout_ms()).map_err(kafka)?;
+                self.client.init_producer_id(Some(&id), self.timeout_ms())?;
             }
         }
         ids.high += 2;

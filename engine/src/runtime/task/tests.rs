@@ -11,6 +11,7 @@ use weir_store::Store;
 
 use super::*;
 use crate::connectors::ConnectorError;
+use crate::connectors::kafka::client::KafkaError;
 use crate::plan::Partitioning;
 use crate::record::Batch;
 use crate::runtime::channel::{Receiver, channel};
@@ -72,7 +73,10 @@ impl Source for Scripted {
 
     fn checkpoint_completed(&mut self, id: u64, position: &serde_json::Value) -> Result<(), ConnectorError> {
         if self.0.fail_completion.load(Ordering::SeqCst) {
-            return Err(ConnectorError::Store("the consumer group refused the offsets".into()));
+            return Err(ConnectorError::Kafka(KafkaError::NotAuthorized {
+                what: "the consumer group refused the offsets".into(),
+                code: "GroupAuthorizationFailed".into(),
+            }));
         }
         self.0.completed.lock().unwrap().push((id, position.clone()));
         Ok(())

@@ -252,9 +252,9 @@ impl Connection {
             SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
                 let mut scram = Scram::new(sasl.mechanism, &sasl.username, &sasl.password);
                 let server_first = self.sasl_step(scram.client_first())?;
-                let client_final = scram.client_final(&server_first).map_err(KafkaError::Authentication)?;
+                let client_final = scram.client_final(&server_first).map_err(KafkaError::Scram)?;
                 let server_final = self.sasl_step(client_final)?;
-                scram.verify_server(&server_final).map_err(KafkaError::Authentication)?;
+                scram.verify_server(&server_final).map_err(KafkaError::Scram)?;
             }
         }
         Ok(())

@@ -31,9 +31,12 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 pub use records::{FetchedRecord, ProduceRecord, encode_batch};
+pub use scram::ScramError;
 pub use tls::Tls;
 
 use conn::Connection;
+
+use crate::retry::{Retry, RetryHint};
 
 /// SASL mechanisms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,9 +154,12 @@ pub enum KafkaError {
         /// The error name.
         code: String,
     },
-    /// SASL failed.
+    /// SASL failed, or the TLS files do not load.
     #[error("Kafka authentication failed: {0}")]
     Authentication(String),
+    /// The SCRAM exchange failed.
+    #[error("Kafka authentication failed: {0}")]
+    Scram(ScramError),
     /// The broker does not offer an API the call needs.
     #[error("the Kafka broker at {addr} does not support {what}")]
     Unsupported {
@@ -177,6 +183,45 @@ pub enum KafkaError {
     /// The answer could not be decoded.
     #[error("malformed Kafka response: {0}")]
     Protocol(String),
+    /// Fetches did not tell the end of some partitions within the request timeout.
+    #[error(
+        "the broker did not tell the end of {topic} partitions {partitions:?} within the request timeout"
+    )]
+    EndUnknown {
+        /// The topic.
+        topic: String,
+        /// The partitions whose end is unknown.
+        partitions: Vec<i32>,
+    },
+}
+
+/// Kafka's THROTTLING_QUOTA_EXCEEDED: retriable to Kafka, but a quota needs a person.
+const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
+/// Kafka's CORRUPT_MESSAGE: a record the broker will not take as it is.
+const CORRUPT_MESSAGE: i16 = 2;
+
+impl Retry for KafkaError {
+    /// Transient: a broker unreachable or slow, an error code Kafka marks retriable (a leader
+    /// election, a coordinator loading, ...). Final: authorization and authentication, a
+    /// missing topic or partition (topics are never created automatically), an API the broker
+    /// lacks, a quota, a corrupt record, a malformed answer.
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            KafkaError::Unreachable { .. } | KafkaError::Timeout { .. } | KafkaError::EndUnknown { .. } => {
+                RetryHint::Transient
+            }
+            KafkaError::Broker { code: THROTTLING_QUOTA_EXCEEDED | CORRUPT_MESSAGE, .. } => RetryHint::Final,
+            KafkaError::Broker { retriable: true, .. } => RetryHint::Transient,
+            KafkaError::Broker { retriable: false, .. }
+            | KafkaError::UnknownTopic(_)
+            | KafkaError::UnknownPartition(..)
+            | KafkaError::NotAuthorized { .. }
+            | KafkaError::Authentication(_)
+            | KafkaError::Scram(_)
+            | KafkaError::Unsupported { .. }
+            | KafkaError::Protocol(_) => RetryHint::Final,
+        }
+    }
 }
 
 impl KafkaError {
@@ -565,9 +610,7 @@ impl Client {
             if !wanted.is_empty() {
                 if Instant::now() > deadline {
                     let missing: Vec<i32> = wanted.keys().map(|(_, p)| *p).collect();
-                    return Err(KafkaError::Protocol(format!(
-                        "the broker did not tell the end of {topic} partitions {missing:?} within the request timeout"
-                    )));
+                    return Err(KafkaError::EndUnknown { topic: topic.to_string(), partitions: missing });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }

@@ -8,6 +8,42 @@ use sha2::{Sha256, Sha512};
 
 use super::SaslMechanism;
 
+/// Why a SCRAM exchange failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScramError {
+    /// The server's message (`server-first` or `server-final`) is not UTF-8.
+    #[error("the SCRAM {0} message is not UTF-8")]
+    NotUtf8(&'static str),
+    /// The server-first message lacks a field.
+    #[error("the SCRAM server-first message has no `{0}`")]
+    MissingField(&'static str),
+    /// The server's nonce does not start with the client's.
+    #[error("the SCRAM server nonce does not extend ours")]
+    Nonce,
+    /// The salt does not decode.
+    #[error("the SCRAM salt is not base64")]
+    Salt,
+    /// The iteration count does not parse.
+    #[error("the SCRAM iteration count is not a number")]
+    IterationsNotANumber,
+    /// The iteration count is outside 1 to 1000000.
+    #[error("the SCRAM iteration count {0} is out of range")]
+    Iterations(u32),
+    /// The broker refused the credentials (its reason).
+    #[error("the broker refused the SCRAM credentials: {0}")]
+    Refused(String),
+    /// The server-final message carries no signature.
+    #[error("the SCRAM server-final message has no signature")]
+    NoSignature,
+    /// The server signature does not decode.
+    #[error("the SCRAM server signature is not base64")]
+    SignatureNotBase64,
+    /// The server does not know the password.
+    #[error("the broker's SCRAM signature does not match (not the broker the password belongs to)")]
+    SignatureMismatch,
+}
+
 /// One SCRAM exchange.
 pub(crate) struct Scram {
     sha512: bool,
@@ -39,24 +75,20 @@ impl Scram {
     }
 
     /// The client-final message answering `server_first`.
-    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, String> {
+    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, ScramError> {
         let server_first =
-            std::str::from_utf8(server_first).map_err(|_| "the SCRAM server-first message is not UTF-8")?;
-        let field = |name: &str| {
-            server_first
-                .split(',')
-                .find_map(|f| f.strip_prefix(name))
-                .ok_or(format!("the SCRAM server-first message has no `{name}`"))
+            std::str::from_utf8(server_first).map_err(|_| ScramError::NotUtf8("server-first"))?;
+        let field = |name: &'static str| {
+            server_first.split(',').find_map(|f| f.strip_prefix(name)).ok_or(ScramError::MissingField(name))
         };
         let nonce = field("r=")?;
         if !nonce.starts_with(&self.nonce) {
-            return Err("the SCRAM server nonce does not extend ours".into());
+            return Err(ScramError::Nonce);
         }
-        let salt = B64.decode(field("s=")?).map_err(|_| "the SCRAM salt is not base64")?;
-        let iterations: u32 =
-            field("i=")?.parse().map_err(|_| "the SCRAM iteration count is not a number")?;
+        let salt = B64.decode(field("s=")?).map_err(|_| ScramError::Salt)?;
+        let iterations: u32 = field("i=")?.parse().map_err(|_| ScramError::IterationsNotANumber)?;
         if !(1..=1_000_000).contains(&iterations) {
-            return Err(format!("the SCRAM iteration count {iterations} is out of range"));
+            return Err(ScramError::Iterations(iterations));
         }
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!("{},{server_first},{without_proof}", self.client_first_bare);
@@ -70,22 +102,19 @@ impl Scram {
     }
 
     /// Checks the server-final message (the server proves it knows the password too).
-    pub fn verify_server(&self, server_final: &[u8]) -> Result<(), String> {
-        let text =
-            std::str::from_utf8(server_final).map_err(|_| "the SCRAM server-final message is not UTF-8")?;
+    pub fn verify_server(&self, server_final: &[u8]) -> Result<(), ScramError> {
+        let text = std::str::from_utf8(server_final).map_err(|_| ScramError::NotUtf8("server-final"))?;
         if let Some(e) = text.strip_prefix("e=") {
-            return Err(format!("the broker refused the SCRAM credentials: {e}"));
+            return Err(ScramError::Refused(e.to_string()));
         }
-        let v = text.strip_prefix("v=").ok_or("the SCRAM server-final message has no signature")?;
+        let v = text.strip_prefix("v=").ok_or(ScramError::NoSignature)?;
         let v = B64
             .decode(
                 v.trim_end_matches(|c: char| c == ',' || c.is_whitespace()).split(',').next().unwrap_or(""),
             )
-            .map_err(|_| "the SCRAM server signature is not base64")?;
+            .map_err(|_| ScramError::SignatureNotBase64)?;
         if Some(&v) != self.server_signature.as_ref() {
-            return Err(
-                "the broker's SCRAM signature does not match (not the broker the password belongs to)".into(),
-            );
+            return Err(ScramError::SignatureMismatch);
         }
         Ok(())
     }

@@ -414,3 +414,36 @@ fn concurrent_transactions_is_retried() {
     assert!(KafkaError::from_code(51, "InitProducerId").retriable());
     assert!(!KafkaError::from_code(90, "EndTxn").retriable());
 }
+
+#[test]
+fn errors_say_whether_a_retry_can_help() {
+    use crate::retry::{Retry, RetryHint};
+    let transient = [
+        KafkaError::Unreachable { addr: "b:9092".into(), reason: "connection refused".into() },
+        KafkaError::Timeout { addr: "b:9092".into() },
+        // NOT_LEADER_OR_FOLLOWER: a leader election.
+        KafkaError::from_code(6, "produce to t/0"),
+        // COORDINATOR_LOAD_IN_PROGRESS.
+        KafkaError::from_code(14, "offset fetch"),
+        // CONCURRENT_TRANSACTIONS, which Kafka's own producer retries.
+        KafkaError::from_code(51, "init producer id"),
+    ];
+    for e in &transient {
+        assert_eq!(e.retry_hint(), RetryHint::Transient, "{e}");
+    }
+    let last = [
+        // TOPIC_AUTHORIZATION_FAILED.
+        KafkaError::from_code(29, "metadata of topic `t`"),
+        KafkaError::UnknownTopic("t".into()),
+        KafkaError::Authentication("the broker refused the credentials".into()),
+        // THROTTLING_QUOTA_EXCEEDED (retriable to Kafka) and CORRUPT_MESSAGE.
+        KafkaError::from_code(89, "create topics"),
+        KafkaError::from_code(2, "produce to t/0"),
+        // MESSAGE_TOO_LARGE.
+        KafkaError::from_code(10, "produce to t/0"),
+        KafkaError::Protocol("the produce response for t/0 is empty".into()),
+    ];
+    for e in &last {
+        assert_eq!(e.retry_hint(), RetryHint::Final, "{e}");
+    }
+}

@@ -1,23 +1,25 @@
 //! Parsing and validation of the Kafka settings.
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::*;
 
 fn source(v: serde_json::Value) -> Result<KafkaSourceConfig, String> {
     let mut c: KafkaSourceConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    c.validate()?;
+    c.validate().map_err(|e| e.to_string())?;
     Ok(c)
 }
 
 fn sink(v: serde_json::Value) -> Result<KafkaSinkConfig, String> {
     let mut c: KafkaSinkConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    c.validate()?;
+    c.validate().map_err(|e| e.to_string())?;
     Ok(c)
 }
 
 fn connection(v: serde_json::Value) -> Result<ConnectionConfig, String> {
     let c: ConnectionConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    c.validate()?;
+    c.validate().map_err(|e| e.to_string())?;
     Ok(c)
 }
 
@@ -213,19 +215,6 @@ fn pattern_prefixes_bound_what_a_pattern_matches() {
     assert!(p.iter().all(|l| l.starts_with("ab")), "{p:?}");
     let re = topic_regex("t-[0-9]+").unwrap();
     assert!(re.is_match("t-12") && !re.is_match("xt-12") && !re.is_match("t-12x"));
-}
-
-#[test]
-fn merged_offsets_keep_the_largest() {
-    let a = json!({ "offsets": { "t": { "0": 5, "1": 7 }, "u": { "0": 1 } } });
-    let b = json!({ "offsets": { "t": { "0": 9, "2": 3 } } });
-    let merged = merge_offsets([&a, &b]).unwrap();
-    assert_eq!(
-        serde_json::to_value(&merged).unwrap(),
-        json!({ "t": { "0": 9, "1": 7, "2": 3 }, "u": { "0": 1 } })
-    );
-    let e = merge_offsets([&json!({ "offsets": { "t": { "x": 1 } } })]).unwrap_err();
-    assert!(e.contains("not readable"), "{e}");
 }
 
 #[test]

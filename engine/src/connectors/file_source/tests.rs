@@ -245,11 +245,11 @@ fn a_rescale_gives_every_new_subtask_a_split_of_a_large_remainder() {
     }
     assert_eq!(all[3].end, 100 << 20);
 
-    let e = rescale(&config, &[None], 2).unwrap_err();
+    let e = rescale(&config, &[None], 2).unwrap_err().to_string();
     assert!(e.contains("subtask 0 recorded no file position"), "{e}");
     let overlap = serde_json::json!([{ "file": "/in", "start": 0, "end": 10, "offset": 0, "line": 0 },
         { "file": "/in", "start": 5, "end": 20, "offset": 5, "line": 0 }]);
-    let e = rescale(&config, &[Some(overlap)], 2).unwrap_err();
+    let e = rescale(&config, &[Some(overlap)], 2).unwrap_err().to_string();
     assert!(e.contains("overlap"), "{e}");
 }
 
