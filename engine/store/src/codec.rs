@@ -28,7 +28,7 @@ use crate::manifest::{Manifest, SubtaskState};
 /// its reference); [`StoreError::Corrupt`](crate::StoreError::Corrupt) carries it with what
 /// was being read. Byte positions count from the start of the decoded body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum DecodeError {
+pub(crate) enum CodecError {
     /// Shorter than the smallest possible value.
     #[error("{0} bytes is too short")]
     TooShort(usize),
@@ -176,15 +176,15 @@ fn seal(mut out: Vec<u8>) -> Vec<u8> {
 }
 
 /// Checks the trailing checksum and returns the bytes before it.
-fn unseal(bytes: &[u8]) -> Result<&[u8], DecodeError> {
+fn unseal(bytes: &[u8]) -> Result<&[u8], CodecError> {
     if bytes.len() < CHECKSUM_LEN + 1 {
-        return Err(DecodeError::TooShort(bytes.len()));
+        return Err(CodecError::TooShort(bytes.len()));
     }
     let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
     let mut expected = [0u8; CHECKSUM_LEN];
     expected.copy_from_slice(sum);
     if xxh3_64(body) != u64::from_le_bytes(expected) {
-        return Err(DecodeError::ChecksumMismatch);
+        return Err(CodecError::ChecksumMismatch);
     }
     Ok(body)
 }
@@ -202,7 +202,7 @@ impl<'a> Reader<'a> {
 
     /// One LEB128 varint (at most 10 bytes, the last at most 1).
     #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn varint(&mut self) -> Result<u64, CodecError> {
         let rest = &self.bytes[self.pos..];
         // Lengths below 128: one byte.
         if let Some(&byte) = rest.first()
@@ -216,67 +216,67 @@ impl<'a> Reader<'a> {
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte < 0x80 {
                 if i == 9 && byte > 1 {
-                    return Err(DecodeError::VarintOverflow(self.pos + i));
+                    return Err(CodecError::VarintOverflow(self.pos + i));
                 }
                 self.pos += i + 1;
                 return Ok(value);
             }
         }
         if rest.len() < 10 {
-            Err(DecodeError::TruncatedVarint(self.pos + rest.len()))
+            Err(CodecError::TruncatedVarint(self.pos + rest.len()))
         } else {
-            Err(DecodeError::VarintTooLong(self.pos + 10))
+            Err(CodecError::VarintTooLong(self.pos + 10))
         }
     }
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        let byte = *self.bytes.get(self.pos).ok_or(DecodeError::Truncated(self.pos))?;
+    fn u8(&mut self) -> Result<u8, CodecError> {
+        let byte = *self.bytes.get(self.pos).ok_or(CodecError::Truncated(self.pos))?;
         self.pos += 1;
         Ok(byte)
     }
 
-    fn u32(&mut self) -> Result<u32, DecodeError> {
+    fn u32(&mut self) -> Result<u32, CodecError> {
         let value = self.varint()?;
-        u32::try_from(value).map_err(|_| DecodeError::Over32Bits(value))
+        u32::try_from(value).map_err(|_| CodecError::Over32Bits(value))
     }
 
     #[inline]
-    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], CodecError> {
         let len = self.varint()?;
         let remaining = self.bytes.len() - self.pos;
         let len = usize::try_from(len)
             .ok()
             .filter(|len| *len <= remaining)
-            .ok_or(DecodeError::LengthPastEnd { len, at: self.pos, left: remaining })?;
+            .ok_or(CodecError::LengthPastEnd { len, at: self.pos, left: remaining })?;
         let bytes = &self.bytes[self.pos..self.pos + len];
         self.pos += len;
         Ok(bytes)
     }
 
-    fn string(&mut self) -> Result<&'a str, DecodeError> {
+    fn string(&mut self) -> Result<&'a str, CodecError> {
         let bytes = self.bytes()?;
-        std::str::from_utf8(bytes).map_err(|_| DecodeError::NameNotUtf8)
+        std::str::from_utf8(bytes).map_err(|_| CodecError::NameNotUtf8)
     }
 
     /// A count of items that each take at least one byte (guards allocations).
-    fn count(&mut self) -> Result<usize, DecodeError> {
+    fn count(&mut self) -> Result<usize, CodecError> {
         let count = self.varint()?;
         let remaining = self.bytes.len() - self.pos;
         usize::try_from(count)
             .ok()
             .filter(|count| *count <= remaining)
-            .ok_or(DecodeError::CountPastEnd { count, left: remaining })
+            .ok_or(CodecError::CountPastEnd { count, left: remaining })
     }
 
     pub(crate) fn rest(&self) -> &'a [u8] {
         &self.bytes[self.pos..]
     }
 
-    pub(crate) fn finish(&self) -> Result<(), DecodeError> {
+    pub(crate) fn finish(&self) -> Result<(), CodecError> {
         if self.pos == self.bytes.len() {
             Ok(())
         } else {
-            Err(DecodeError::TrailingBytes(self.bytes.len() - self.pos))
+            Err(CodecError::TrailingBytes(self.bytes.len() - self.pos))
         }
     }
 }
@@ -385,12 +385,12 @@ struct OpenChunk<'a> {
 }
 
 impl<'a> OpenChunk<'a> {
-    fn open(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+    fn open(bytes: &'a [u8]) -> Result<Self, CodecError> {
         let body = unseal(bytes)?;
         let mut reader = Reader::new(body);
         let version = reader.u8()?;
         if version != CHUNK_VERSION {
-            return Err(DecodeError::UnknownVersion { what: "chunk", version });
+            return Err(CodecError::UnknownVersion { what: "chunk", version });
         }
         let state_count = reader.count()?;
         let mut states = Vec::with_capacity(state_count);
@@ -403,17 +403,17 @@ impl<'a> OpenChunk<'a> {
 
     /// The next entry: (state index, key, value or `None` for a tombstone).
     #[inline]
-    fn entry(&mut self) -> Result<RawEntry<'a>, DecodeError> {
+    fn entry(&mut self) -> Result<RawEntry<'a>, CodecError> {
         let index = self.reader.varint()?;
         let state = u32::try_from(index)
             .ok()
             .filter(|index| (*index as usize) < self.states.len())
-            .ok_or(DecodeError::StateIndex { index, states: self.states.len() })?;
+            .ok_or(CodecError::StateIndex { index, states: self.states.len() })?;
         let key = self.reader.bytes()?;
         let value = match self.reader.u8()? {
             TAG_PUT => Some(self.reader.bytes()?),
             TAG_DELETE => None,
-            tag => return Err(DecodeError::UnknownTag(tag)),
+            tag => return Err(CodecError::UnknownTag(tag)),
         };
         Ok((state, key, value))
     }
@@ -423,7 +423,7 @@ impl<'a> OpenChunk<'a> {
 pub(crate) fn decode_chunk(
     bytes: &[u8],
     mut apply: impl FnMut(&str, &[u8], Option<&[u8]>),
-) -> Result<(), DecodeError> {
+) -> Result<(), CodecError> {
     let mut chunk = OpenChunk::open(bytes)?;
     for _ in 0..chunk.entries {
         let (state, key, value) = chunk.entry()?;
@@ -446,7 +446,7 @@ pub(crate) struct EntryRef<'a> {
 pub(crate) fn decode_chunk_refs<'a>(
     bytes: &'a [u8],
     out: &mut Vec<EntryRef<'a>>,
-) -> Result<Vec<&'a str>, DecodeError> {
+) -> Result<Vec<&'a str>, CodecError> {
     let mut chunk = OpenChunk::open(bytes)?;
     let start = out.len();
     // Each entry takes at least three bytes: a bound on the count that needs no trust.
@@ -467,7 +467,7 @@ pub(crate) fn decode_chunk_refs<'a>(
 
 /// Decodes a chunk into owned entries.
 #[cfg(test)]
-pub(crate) fn decode_chunk_entries(bytes: &[u8]) -> Result<Vec<StateEntry>, DecodeError> {
+pub(crate) fn decode_chunk_entries(bytes: &[u8]) -> Result<Vec<StateEntry>, CodecError> {
     let mut entries = Vec::new();
     decode_chunk(bytes, |state, key, value| {
         entries.push(StateEntry {
@@ -509,12 +509,12 @@ pub(crate) fn encode_manifest(manifest: &Manifest) -> Vec<u8> {
 }
 
 /// Decodes a manifest written by [`encode_manifest`] (or by the version before it).
-pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, DecodeError> {
+pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, CodecError> {
     let body = unseal(bytes)?;
     let mut reader = Reader::new(body);
     let version = reader.u8()?;
     if version != MANIFEST_VERSION && version != MANIFEST_VERSION_1 {
-        return Err(DecodeError::UnknownVersion { what: "manifest", version });
+        return Err(CodecError::UnknownVersion { what: "manifest", version });
     }
     let mut manifest = Manifest::new();
     for _ in 0..reader.count()? {
@@ -565,7 +565,7 @@ pub(crate) fn record_len_bound(key: usize, value: usize) -> usize {
 
 /// Reads one record written by [`encode_record_parts`] from `reader`, borrowing its bytes.
 #[inline]
-pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), DecodeError> {
+pub(crate) fn read_record<'a>(reader: &mut Reader<'a>) -> Result<(&'a [u8], &'a [u8], i64), CodecError> {
     let key = reader.bytes()?;
     let value = reader.bytes()?;
     let timestamp = unzigzag(reader.varint()?);
@@ -744,7 +744,7 @@ mod tests {
         let mut out = Vec::new();
         encode_record_parts(&mut out, key, value, timestamp);
         assert_eq!(out.len(), 1 + 1 + 2 + 200 + 1);
-        fn decode(bytes: &[u8]) -> Result<(&[u8], &[u8], i64), DecodeError> {
+        fn decode(bytes: &[u8]) -> Result<(&[u8], &[u8], i64), CodecError> {
             let mut reader = Reader::new(bytes);
             let record = read_record(&mut reader)?;
             reader.finish().map(|()| record)

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::MAX_PARTITIONS;
-use crate::codec::{DecodeError, Reader, encode_record_parts, read_record, record_len_bound};
+use crate::codec::{CodecError, Reader, encode_record_parts, read_record, record_len_bound};
 
 pub(crate) const VERSION: u8 = 1;
 /// The version byte of a reference to a chunk body.
@@ -160,22 +160,22 @@ pub(crate) struct ChunkRecords<'a> {
 }
 
 /// The record count of a stored chunk, from its header alone.
-pub(crate) fn chunk_count(bytes: &[u8]) -> Result<u32, DecodeError> {
+pub(crate) fn chunk_count(bytes: &[u8]) -> Result<u32, CodecError> {
     if bytes.len() < HEADER {
-        return Err(DecodeError::ShortLogChunk(bytes.len()));
+        return Err(CodecError::ShortLogChunk(bytes.len()));
     }
     if bytes[0] != VERSION {
-        return Err(DecodeError::UnknownVersion { what: "chunk", version: bytes[0] });
+        return Err(CodecError::UnknownVersion { what: "chunk", version: bytes[0] });
     }
     match count_unchecked(bytes) {
-        0 => Err(DecodeError::EmptyLogChunk),
+        0 => Err(CodecError::EmptyLogChunk),
         count => Ok(count),
     }
 }
 
 impl<'a> ChunkRecords<'a> {
     /// Opens a stored chunk (checks its header).
-    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Self, CodecError> {
         let left = chunk_count(bytes)?;
         Ok(ChunkRecords { reader: Reader::new(&bytes[HEADER..]), left })
     }
@@ -188,7 +188,7 @@ impl<'a> ChunkRecords<'a> {
     /// The next record, `None` after the last (then the chunk must have been used up).
     #[allow(clippy::type_complexity)]
     #[inline]
-    pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, DecodeError> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<(&'a [u8], &'a [u8], i64)>, CodecError> {
         if self.left == 0 {
             self.reader.finish()?;
             return Ok(None);
@@ -228,32 +228,32 @@ impl BodyRef {
     /// Reads a reference, checking its layout and that its count and length are possible: 1 to
     /// [`MAX_CHUNK_RECORDS`] records of at least [`MIN_RECORD_BYTES`] each, and, for more than
     /// one record, at most [`MAX_CHUNK_BYTES`].
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         if bytes.len() != REF_LEN || bytes[0] != REF_VERSION {
-            return Err(DecodeError::NotAReference(bytes.len()));
+            return Err(CodecError::NotAReference(bytes.len()));
         }
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let id = u64::from_le_bytes(bytes[5..13].try_into().expect("8 bytes"));
         let r = BodyRef { count: u32_at(1), id, len: u32_at(13) };
         if !(1..=MAX_CHUNK_RECORDS).contains(&r.count) {
-            return Err(DecodeError::ReferenceCount(r.count));
+            return Err(CodecError::ReferenceCount(r.count));
         }
         let len = r.len as usize;
         if len < HEADER + MIN_RECORD_BYTES * r.count as usize || (r.count > 1 && len > MAX_CHUNK_BYTES) {
-            return Err(DecodeError::ReferenceLength { len, count: r.count });
+            return Err(CodecError::ReferenceLength { len, count: r.count });
         }
         Ok(r)
     }
 
     /// Checks that `body` is the chunk this refers to: its length and header count (the
     /// records themselves are walked, bounds-checked, by whoever reads them).
-    pub(crate) fn check_body(&self, body: &[u8]) -> Result<(), DecodeError> {
+    pub(crate) fn check_body(&self, body: &[u8]) -> Result<(), CodecError> {
         if body.len() != self.len as usize {
-            return Err(DecodeError::BodyLength { id: self.id, len: body.len(), expected: self.len });
+            return Err(CodecError::BodyLength { id: self.id, len: body.len(), expected: self.len });
         }
         let count = chunk_count(body)?;
         if count != self.count {
-            return Err(DecodeError::BodyCount { id: self.id, count, expected: self.count });
+            return Err(CodecError::BodyCount { id: self.id, count, expected: self.count });
         }
         Ok(())
     }
@@ -268,7 +268,7 @@ pub(crate) enum Stored<'a> {
 }
 
 /// Tells an inline chunk from a reference (which is decoded and checked).
-pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, DecodeError> {
+pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, CodecError> {
     match bytes.first() {
         Some(&REF_VERSION) => BodyRef::decode(bytes).map(Stored::Ref),
         _ => Ok(Stored::Inline(bytes)),
@@ -276,7 +276,7 @@ pub(crate) fn stored(bytes: &[u8]) -> Result<Stored<'_>, DecodeError> {
 }
 
 /// Walks every record of a stored chunk (no copies); returns its record count.
-pub(crate) fn validate(bytes: &[u8]) -> Result<u32, DecodeError> {
+pub(crate) fn validate(bytes: &[u8]) -> Result<u32, CodecError> {
     let mut records = ChunkRecords::new(bytes)?;
     let count = records.count();
     while records.next_record()?.is_some() {}

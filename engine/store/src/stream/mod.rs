@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use chunk::{ChunkBuffer, MAX_CHUNK_BYTES, MAX_CHUNK_RECORDS};
 pub(crate) use migrate::migrate;
 
-use crate::codec::DecodeError;
+use crate::codec::CodecError;
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::tables::{BODIES, LOG, LOG_ENDS, STREAMS, log_key_len};
@@ -284,7 +284,7 @@ impl Store {
             let (key, bytes) = item?;
             let first = key.value().2;
             let corrupt = |detail: String| corrupt_chunk(name, partition, first, detail);
-            let malformed = |error: DecodeError| corrupt_chunk(name, partition, first, error);
+            let malformed = |error: CodecError| corrupt_chunk(name, partition, first, error);
             if let Some(expected) = expected
                 && first != expected
             {

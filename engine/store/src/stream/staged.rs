@@ -9,7 +9,7 @@ use redb::{Durability, ReadableTable, Table};
 
 use super::chunk::{BodyRef, ChunkBuffer, Stored, chunk_count, stored, validate};
 use super::{LogRecord, check_partition, end_of, partitions_of};
-use crate::codec::DecodeError;
+use crate::codec::CodecError;
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::tables::{
@@ -138,7 +138,7 @@ impl Store {
                 let (key, bytes) = item?;
                 let (_, _, epoch, seq, partition) = key.value();
                 let corrupt = |detail: String| corrupt_staged(name, writer, epoch, seq, detail);
-                let malformed = |error: DecodeError| corrupt_staged(name, writer, epoch, seq, error);
+                let malformed = |error: CodecError| corrupt_staged(name, writer, epoch, seq, error);
                 if partition >= partitions {
                     return Err(corrupt(format!("partition {partition} out of range")));
                 }
@@ -240,7 +240,7 @@ impl Store {
 }
 
 /// The record count of a staged value and, for a reference, its body's id.
-fn staged_chunk(value: &[u8]) -> Result<(u32, Option<u64>), DecodeError> {
+fn staged_chunk(value: &[u8]) -> Result<(u32, Option<u64>), CodecError> {
     match stored(value)? {
         Stored::Inline(chunk) => Ok((chunk_count(chunk)?, None)),
         Stored::Ref(r) => Ok((r.count, Some(r.id))),
