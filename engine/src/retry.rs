@@ -26,3 +26,15 @@ pub trait Retry {
     /// Whether the failed work, tried again unchanged, may succeed.
     fn retry_hint(&self) -> RetryHint;
 }
+
+/// A store failure may pass when it is I/O (redb's), the chunk store or a call to the
+/// controller; a quota, corrupt or missing data and a refused operation do not.
+impl Retry for weir_store::StoreError {
+    fn retry_hint(&self) -> RetryHint {
+        use weir_store::StoreError;
+        match self {
+            StoreError::Storage(_) | StoreError::External(_) | StoreError::Remote(_) => RetryHint::Transient,
+            _ => RetryHint::Final,
+        }
+    }
+}

@@ -179,7 +179,7 @@ impl Retry for ConnectorError {
                 | ErrorKind::BrokenPipe => RetryHint::Transient,
                 _ => RetryHint::Final,
             },
-            ConnectorError::Store(e) => store_retry_hint(e),
+            ConnectorError::Store(e) => e.retry_hint(),
             ConnectorError::Kafka(e) => e.retry_hint(),
             ConnectorError::Deliver { source, .. } | ConnectorError::Produce { source, .. } => {
                 source.retry_hint()
@@ -198,16 +198,6 @@ impl Retry for ConnectorError {
             | ConnectorError::RecordUnwritable { .. }
             | ConnectorError::Stopped => RetryHint::Final,
         }
-    }
-}
-
-/// Whether a store failure may pass: redb's I/O, the chunk store and a call to the controller
-/// may; a quota, corrupt or missing data and a refused operation do not.
-fn store_retry_hint(e: &weir_store::StoreError) -> RetryHint {
-    use weir_store::StoreError;
-    match e {
-        StoreError::Storage(_) | StoreError::External(_) | StoreError::Remote(_) => RetryHint::Transient,
-        _ => RetryHint::Final,
     }
 }
 

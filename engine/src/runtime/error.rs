@@ -83,6 +83,31 @@ impl TaskError {
     }
 }
 
+/// Connector, store and cluster errors keep their own class. A guest's trap, a broken
+/// protocol or bad saved state fails again on the same input; a task that only went down with
+/// another one, a lost worker or a cancelled call may pass.
+impl Retry for TaskError {
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            TaskError::Connector(e) => e.retry_hint(),
+            TaskError::Store(e) => e.retry_hint(),
+            TaskError::LocalState(crate::local_state::LocalStateError::Store(_))
+            | TaskError::Downstream(_)
+            | TaskError::Upstream(_)
+            | TaskError::Injected(_)
+            | TaskError::WriterGone
+            | TaskError::Blocking(_)
+            | TaskError::Remote { .. } => RetryHint::Transient,
+            TaskError::Guest(_)
+            | TaskError::Protocol(_)
+            | TaskError::Delta(_)
+            | TaskError::LocalState(_)
+            | TaskError::Restore(_)
+            | TaskError::Uncommitted(_) => RetryHint::Final,
+        }
+    }
+}
+
 /// Why a job failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -147,6 +172,26 @@ pub enum JobError {
         /// The panic message.
         message: String,
     },
+}
+
+/// The class of the failure that ended the job: a task's, the store's or the cluster's own;
+/// an invalid plan, a panic and used-up restarts are final; failed checkpoints and a job that
+/// ended without its final checkpoint may pass.
+impl Retry for JobError {
+    fn retry_hint(&self) -> RetryHint {
+        match self {
+            JobError::Task { error, .. } => error.retry_hint(),
+            JobError::Store(e) => e.retry_hint(),
+            JobError::Cluster(e) => e.retry_hint(),
+            JobError::CheckpointsFailed { .. }
+            | JobError::TasksGone
+            | JobError::NoFinalCheckpoint
+            | JobError::Background(_) => RetryHint::Transient,
+            JobError::Plan(_) | JobError::RestartsExhausted { .. } | JobError::Panic { .. } => {
+                RetryHint::Final
+            }
+        }
+    }
 }
 
 /// Why a job's attempt could not run on a cluster's workers.
@@ -348,5 +393,29 @@ mod tests {
         for e in last {
             assert_eq!(e.retry_hint(), RetryHint::Final, "{e}");
         }
+    }
+
+    #[test]
+    fn a_failed_job_keeps_the_class_of_the_error_under_it() {
+        use crate::connectors::ConnectorError;
+        use crate::connectors::kafka::client::KafkaError;
+        let task = |error: TaskError| JobError::Task { node: "sink".into(), subtask: 0, error };
+        let timeout = KafkaError::Timeout { addr: "broker:9092".into() };
+        let denied = KafkaError::NotAuthorized {
+            what: "the produce".into(),
+            code: "TOPIC_AUTHORIZATION_FAILED".into(),
+        };
+        assert_eq!(task(ConnectorError::Kafka(timeout).into()).retry_hint(), RetryHint::Transient);
+        assert_eq!(task(ConnectorError::Kafka(denied).into()).retry_hint(), RetryHint::Final);
+        assert_eq!(
+            task(TaskError::Remote { worker: 2, message: "gone".into(), secondary: false }).retry_hint(),
+            RetryHint::Transient
+        );
+        let lost = ClusterError::WorkerLost { worker: 1, reason: "heartbeat timeout".into() };
+        assert_eq!(JobError::from(lost).retry_hint(), RetryHint::Transient);
+        let full = weir_store::StoreError::DiskFull { free: 1, reserved: 2, needed: 3 };
+        assert_eq!(JobError::Store(full).retry_hint(), RetryHint::Final);
+        let exhausted = JobError::RestartsExhausted { restarts: 3, last: Box::new(JobError::TasksGone) };
+        assert_eq!(exhausted.retry_hint(), RetryHint::Final);
     }
 }

@@ -15,6 +15,7 @@ use super::subtask_blob::{TaskRestoreError, restored_state};
 use super::task::open_recovered_sink;
 use crate::connectors::ConnectorEnv;
 use crate::plan::{NodeBody, Plan};
+use crate::retry::Retry;
 
 /// Runs `plan` to completion without checkpoints. The first failing subtask stops the job;
 /// its error is returned (errors that merely follow from it, like a closed channel, are
@@ -71,7 +72,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             Err(e @ JobError::Plan(_)) => return Err(e),
             Err(e) if restarts < restart.attempts => {
                 restarts += 1;
-                tracing::warn!(job = %env.job_id, attempt = restarts, "job failed, restarting: {e}");
+                tracing::warn!(job = %env.job_id, attempt = restarts, retry = ?e.retry_hint(), "job failed, restarting: {e}");
                 let _ = env.events.send(JobEvent::Restarting { attempt: restarts, error: e.to_string() });
                 tokio::time::sleep(Duration::from_millis(restart.delay_ms)).await;
             }

@@ -356,7 +356,8 @@ fn no_source_or_test_file_is_over_800_lines_without_saying_why() {
 /// it starts at a top-level folder, else the source folder of the row's module (`weir-store`:
 /// `engine/store/src`, `weir-guest`: `guest-sdk/src`, otherwise `engine/src`).
 fn mapped_paths(design: &str) -> Vec<(String, PathBuf)> {
-    let section = design.split("\n## Where things live").nth(1).expect("design.md has a \"Where things live\"");
+    let section =
+        design.split("\n## Where things live").nth(1).expect("design.md has a \"Where things live\"");
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let top_level = ["engine/", "guest-sdk/", "examples/", "web-ui/", "wit/", "docs/", "deploy/", ".ci/"];
     let mut paths = Vec::new();
@@ -396,7 +397,10 @@ fn the_map_in_design_md_names_every_folder_and_root_file_and_nothing_that_is_gon
     let paths = mapped_paths(&design);
     assert!(paths.len() > 40, "the map was not read: {paths:?}");
     let missing: Vec<&String> = paths.iter().filter(|(_, full)| !full.exists()).map(|(p, _)| p).collect();
-    assert!(missing.is_empty(), "docs/design.md \"Where things live\" names paths that do not exist: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/design.md \"Where things live\" names paths that do not exist: {missing:?}"
+    );
 
     // Every folder of engine/src (at any depth) and every file at its root is named, or
     // something inside it is.
@@ -473,7 +477,8 @@ mod checker {
     #[test]
     fn super_resolves_from_the_files_own_module() {
         let module = ["runtime".to_string(), "task".to_string()];
-        let paths = resolved_paths("use super::{channel::Sender, super::plan};\nlet x = self::inner::f();", &module);
+        let paths =
+            resolved_paths("use super::{channel::Sender, super::plan};\nlet x = self::inner::f();", &module);
         let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
         assert_eq!(paths, ["runtime::channel::Sender", "plan", "runtime::task::inner::f"]);
     }
@@ -489,7 +494,11 @@ fn every_numbered_invariant_is_cited_where_the_code_keeps_it() {
         let rest = &design[at + 4..];
         let id = &rest[..rest.find("**").unwrap_or(0)];
         let mut chars = id.chars();
-        if chars.next().is_some_and(|c| c.is_ascii_uppercase()) && !id.is_empty() && chars.all(|c| c.is_ascii_digit()) && id.len() > 1 {
+        if chars.next().is_some_and(|c| c.is_ascii_uppercase())
+            && !id.is_empty()
+            && chars.all(|c| c.is_ascii_digit())
+            && id.len() > 1
+        {
             ids.insert(id.to_string());
         }
     }
@@ -510,7 +519,8 @@ fn every_numbered_invariant_is_cited_where_the_code_keeps_it() {
         comments.match_indices(id).any(|(at, _)| {
             let before = comments[..at].chars().next_back();
             let after = comments[at + id.len()..].chars().next();
-            !before.is_some_and(|c| c.is_ascii_alphanumeric()) && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+            !before.is_some_and(|c| c.is_ascii_alphanumeric())
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric())
         })
     };
     let uncited: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
