@@ -27,7 +27,8 @@ fn bearer(parts: &Parts) -> Result<&str, ServerError> {
     Ok(token.trim())
 }
 
-/// The tenant a request acts for: an enabled tenant holding the request's token.
+/// The tenant a request acts for: an enabled tenant holding the request's token. Invariant
+/// T1: every lookup a handler makes is keyed by this tenant, so another tenant's ids answer 404.
 #[derive(Debug, Clone)]
 pub struct Caller(pub Tenant);
 

@@ -274,7 +274,7 @@ impl Workers {
     }
 
     /// Makes `attempt` the job's current attempt: messages about it come to the returned
-    /// inbox, and messages about any other attempt of the job are dropped from now on.
+    /// inbox, and messages about any other attempt of the job are dropped from now on (W4).
     pub fn attach(&self, attempt: AttemptId) -> AttemptInbox {
         let (tx, rx) = mpsc::unbounded_channel();
         self.attempts
@@ -357,6 +357,7 @@ impl Workers {
             ));
         }
         let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
+        // W2: only holders of the cluster token register.
         if self.token_hash != Some(presented) {
             return Err(refuse("the cluster token is not valid".into(), false));
         }
@@ -385,6 +386,7 @@ impl Workers {
                 true,
             ));
         }
+        // W1: ids are never reused; a worker that comes back gets a new one.
         let id = registry.next_id;
         registry.next_id += 1;
         let (close, closed) = watch::channel(None);

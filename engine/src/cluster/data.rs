@@ -221,6 +221,7 @@ impl DataPlane {
         let refusal = if hello.protocol != DATA_PROTOCOL {
             Some(Refusal::Protocol(hello.protocol))
         } else if presented != self.inner.token_hash {
+            // W2: a data connection without the cluster token is refused.
             Some(Refusal::Token)
         } else if hello.from.is_empty() || hello.from.len() > 256 {
             Some(Refusal::Address)
@@ -388,6 +389,7 @@ impl DataPlane {
                             ?key,
                             "a data stream for a channel that is not registered (an older attempt?)"
                         );
+                        // W4: a key nobody registered is fenced.
                         conn.frame(GONE, stream, &[]);
                     }
                 }

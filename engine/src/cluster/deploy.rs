@@ -119,6 +119,7 @@ pub(crate) async fn run_attempt_on_workers(
     let workers = &cluster.workers;
     let job = env.job_id.clone();
     let store = env.store.clone();
+    // W5: attempt numbers come from the store's durable counter and never repeat.
     let number = store_call(move || store.lease_chunk_ids(1)).await?.start;
     let attempt = AttemptId { job: job.clone(), attempt: number };
     let mut events = workers.subscribe();

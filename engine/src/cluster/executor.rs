@@ -160,6 +160,7 @@ impl Executor {
     fn deploy(&mut self, deploy: Deploy) {
         let attempt = deploy.attempt.clone();
         let newest = self.latest.entry(attempt.job.clone()).or_insert(0);
+        // W4: a deploy older than the newest seen for the job is refused.
         if attempt.attempt < *newest {
             let stale = DeployError::Stale { attempt: attempt.attempt, newest: *newest };
             let refused = ToController::Deployed {

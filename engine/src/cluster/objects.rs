@@ -189,6 +189,7 @@ impl ChunkObjects {
     /// Writes `bytes` at `path`, create-only: `false` when other bytes are there (the same
     /// bytes again, a retry, is accepted).
     async fn put_once(&self, path: &Path, bytes: Bytes) -> Result<bool, ObjectError> {
+        // W6: create-only, so a zombie cannot replace a chunk someone recorded.
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         match self.store.put_opts(path, PutPayload::from_bytes(bytes.clone()), options).await {
             Ok(_) => Ok(true),

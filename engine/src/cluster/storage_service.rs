@@ -115,6 +115,7 @@ impl StorageService {
     /// Records chunks a worker put: only ids this attempt leased (a worker cannot claim
     /// another's chunks).
     fn record(self, mut write: PutSubtaskWrite) -> StorageReply {
+        // W5: only ids leased to this attempt are recorded.
         if let Some(chunk) = write.chunks().find(|c| !self.leases.contains(c.id)) {
             return StorageReply::Failed(format!("chunk {} was not leased to this attempt", chunk.id));
         }

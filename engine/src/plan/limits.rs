@@ -99,7 +99,7 @@ impl PlanLimits {
     /// Holds `spec` to these limits, in place: lowers defaults and raises minimums (the
     /// stored spec then shows what runs), refuses what the spec asked above a maximum. Runs
     /// before planning, so a refused spec compiles nothing; what it cannot judge yet (an
-    /// unknown node, a malformed config) is left for the planner to report.
+    /// unknown node, a malformed config) is left for the planner to report. Invariant T4.
     pub fn apply(&self, spec: &mut JobSpec) -> Result<(), PlanError> {
         self.apply_settings(&mut spec.settings)?;
         let edges = to_u64(spec.edges.len());

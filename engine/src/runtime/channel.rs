@@ -394,6 +394,7 @@ impl Remote {
             return Err(Closed);
         }
         self.outbound.send(message)?;
+        // W3: a batch spends a credit; the receiving end's queue bounds what is outstanding.
         if matches!(message, Message::Batch(_)) {
             let left = self.credits.available.fetch_sub(1, Ordering::AcqRel) - 1;
             let outstanding = (self.credits.capacity as i64 - left).max(0) as usize;

@@ -21,7 +21,7 @@ pub fn new_id(bytes: usize) -> String {
 }
 
 /// The stored form of a token: its SHA-256, in hex (a fast hash is enough for 32 random
-/// bytes).
+/// bytes). Invariant T2: only this is stored, and it is looked up on every request.
 pub(crate) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }

@@ -76,9 +76,9 @@ struct Inner {
     /// panicking request must not turn every later request into a panic).
     running: Mutex<HashMap<String, Running>>,
     generations: std::sync::atomic::AtomicU64,
-    /// Per tenant: serialises its quota checks with the job creations they admit. Per
-    /// tenant because admission plans (compiles) the job and may run its modules' guest code
-    /// (a savepoint's migration): one tenant's slow module must not hold anyone else's.
+    /// Per tenant: serialises its quota checks with the job creations they admit. Per tenant
+    /// because admission plans (compiles) the job and may run its modules' guest code (a
+    /// savepoint's migration): one tenant's slow module must not hold anyone else's (T3).
     admission: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The cluster, once its listeners run: attempts run on its workers while any is live.
     cluster: Mutex<Option<Arc<dyn crate::runtime::AttemptRunner>>>,

@@ -84,7 +84,7 @@ impl DiskFloor {
     }
 
     /// Fails with [`StoreError::DiskFull`] when writing `extra` bytes would leave less than the
-    /// reserve free; otherwise counts `extra` as used until the next measurement. A filesystem
+    /// reserve free (invariant T8); otherwise counts `extra` as used until the next measurement. A filesystem
     /// that cannot be measured is not refused (the write then meets the disk as it is).
     pub fn check(&self, extra: u64) -> Result<(), StoreError> {
         let Ok(m) = self.measure() else { return Ok(()) };

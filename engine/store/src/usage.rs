@@ -126,7 +126,8 @@ fn quota_error(owner: &str, used: u64, adding: u64, limit: u64) -> StoreError {
     StoreError::QuotaExceeded { owner: owner.to_owned(), used, adding, limit }
 }
 
-/// Adds `delta` bytes to the ledger of `subject`'s owner inside `txn`. With `check`, a positive
+/// Adds `delta` bytes to the ledger of `subject`'s owner inside `txn` (invariant T5: in the
+/// write's own transaction). With `check`, a positive
 /// delta that would take the owner past its limit fails (and the caller's transaction, dropped
 /// uncommitted, stores nothing).
 pub(crate) fn charge(

@@ -261,7 +261,8 @@ impl KafkaSink {
         })
     }
 
-    /// Stages the buffer in `outbox` under checkpoint `epoch` (exactly_once).
+    /// Stages the buffer in `outbox` under checkpoint `epoch` (exactly_once). Invariant K3:
+    /// durable before the checkpoint completes, produced only after.
     fn stage(
         outbox: &SharedOutbox,
         writer: &str,
@@ -473,6 +474,7 @@ impl Producer {
                 Err(e) => return Err(e),
             }
         }
+        // K4: dropped only once every record of it is acknowledged.
         outbox.outbox_drop(&self.writer, epoch)?;
         Ok(())
     }
@@ -494,6 +496,7 @@ impl Producer {
                 let parts: Vec<i32> = (0..self.partitions).collect();
                 let ends = self.client.end_offsets(&self.topic, &parts)?;
                 let note = serde_json::to_vec(&Note { ends }).expect("a map of numbers");
+                // K4: the ends are durable before the first record of `epoch` is sent.
                 outbox.outbox_set_note(&self.writer, epoch, &note)?;
                 BTreeSet::new()
             }

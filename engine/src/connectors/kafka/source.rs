@@ -101,6 +101,7 @@ fn java_hash(s: &str) -> i32 {
 /// The subtask that reads `partition` of `topic` among `parallelism`: Flink's
 /// `KafkaSourceEnumerator#getSplitOwner`, so a topic's partitions spread round-robin from a
 /// start that depends on the topic.
+// K1: a fixed function of the topic, the partition and the parallelism (no rebalancing).
 pub fn owner(topic: &str, partition: i32, parallelism: u32) -> u32 {
     let start = ((java_hash(topic).wrapping_mul(31)) & 0x7FFF_FFFF) as i64 % parallelism as i64;
     ((start + partition as i64) % parallelism as i64) as u32
@@ -233,6 +234,7 @@ impl KafkaSource {
             commands: command_rx,
             discovered_at: Instant::now(),
         };
+        // T7: the fetcher's blocking I/O runs on a thread of its own, off the runtime's.
         std::thread::Builder::new()
             .name(format!("weir-kafka-source-{index}"))
             .spawn(move || fetcher.run())
@@ -264,6 +266,7 @@ impl KafkaSource {
                         continue;
                     }
                     let Some(state) = self.partitions.get_mut(&tp) else { continue };
+                    // K2: the position moves only as the task takes the chunk.
                     state.next = next_offset;
                     if !batch.is_empty() {
                         state.max_time = state.max_time.max(max_time);

@@ -140,7 +140,7 @@ impl TransactionalSink {
         self.settings.transaction_timeout.as_millis().min(i32::MAX as u128) as i32
     }
 
-    /// Begins the next transaction (noting its id first).
+    /// Begins the next transaction (noting its id first: invariant K5).
     fn begin(&mut self) -> Result<(), ConnectorError> {
         let k = self.next_k;
         let mut ids = self.ids()?;
@@ -254,6 +254,8 @@ impl Sink for TransactionalSink {
             Err(e) if e.code().is_some() => {} // answered (an empty transaction): supported
             Err(e) => return Err(ConnectorError::NoTransactions(e)),
         }
+        // K5: the restored checkpoint's transactions are committed with their stored producer
+        // id and epoch before any other id is fenced.
         for t in &owned {
             self.commit_one(t)?;
         }

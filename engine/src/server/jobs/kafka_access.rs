@@ -130,7 +130,7 @@ impl KafkaAsk {
 }
 
 /// Checks what `node` asks for on connection `name` against `tenant`'s grant of it; returns
-/// the access the node gets.
+/// the access the node gets. Invariant T6: no connection without the admin's grant.
 fn check_grant(
     tenant: &Tenant,
     node: &NodeSpec,

@@ -88,6 +88,7 @@ impl Connection {
             unreachable(last.map(|e| e.to_string()).unwrap_or_else(|| "the name has no address".into()))
         })?;
         let _ = stream.set_nodelay(true);
+        // K6: no read or write on the socket waits past the request timeout.
         stream.set_read_timeout(Some(config.request_timeout)).map_err(|e| unreachable(e.to_string()))?;
         stream.set_write_timeout(Some(config.request_timeout)).map_err(|e| unreachable(e.to_string()))?;
         let stream = match &config.tls {
