@@ -371,7 +371,11 @@ fn mapped_paths(design: &str) -> Vec<(String, PathBuf)> {
             "engine/src"
         };
         for (n, quoted) in row.split('`').enumerate() {
-            if n % 2 == 0 || !(quoted.contains('/') || quoted.ends_with(".rs")) || quoted.contains(' ') {
+            if n % 2 == 0
+                || !(quoted.contains('/') || quoted.ends_with(".rs"))
+                || quoted.contains(' ')
+                || quoted.starts_with('/')
+            {
                 continue;
             }
             let expanded: Vec<String> = match (quoted.find('{'), quoted.find('}')) {
