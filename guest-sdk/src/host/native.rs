@@ -43,6 +43,9 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut NativeHost) -> R) -> R {
     HOST.with_borrow_mut(f)
 }
 
+/// One change of `apply`: (key, field, value or delete).
+type Change = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+
 /// The native stand-in of the host's keyed state (unit tests and the testing harness).
 #[derive(Debug, Default)]
 pub(crate) struct NativeKeyedState {
@@ -75,7 +78,7 @@ impl NativeKeyedState {
         keys.iter().map(|(k, f)| self.entries.get(&(state, k.to_vec(), f.to_vec())).cloned()).collect()
     }
 
-    pub(crate) fn apply(&mut self, state: u32, changes: Vec<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)>) {
+    pub(crate) fn apply(&mut self, state: u32, changes: Vec<Change>) {
         self.calls += 1;
         for (key, field, value) in changes {
             match value {
