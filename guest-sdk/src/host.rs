@@ -132,10 +132,7 @@ pub mod side_output {
         crate::__bindings::weir::operator::side_output::emit(name, key, value, timestamp);
         #[cfg(not(target_arch = "wasm32"))]
         super::native::with(|host| {
-            host.side_outputs.push((
-                name.to_owned(),
-                crate::testing::TestRecord { key: key.to_vec(), value: value.to_vec(), timestamp },
-            ))
+            host.side_outputs.push((name.to_owned(), key.to_vec(), value.to_vec(), timestamp))
         });
     }
 }
@@ -192,48 +189,7 @@ pub mod metrics {
 
 /// The host services as seen by code compiled natively: a record of the calls, per thread.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) mod native {
-    use std::cell::RefCell;
-    use std::collections::{BTreeMap, BTreeSet};
-
-    use super::logging::Level;
-
-    /// What the operator asked of the host, and the watermarks the harness set.
-    #[derive(Debug)]
-    pub(crate) struct NativeHost {
-        /// Registered timers, ordered by time then key.
-        pub(crate) timers: BTreeSet<(i64, Vec<u8>)>,
-        pub(crate) watermark: i64,
-        pub(crate) input_watermarks: Vec<i64>,
-        pub(crate) side_outputs: Vec<(String, crate::testing::TestRecord)>,
-        pub(crate) logs: Vec<(Level, String)>,
-        pub(crate) counters: BTreeMap<String, u64>,
-        /// Host keyed state.
-        pub(crate) keyed: crate::state::host::NativeKeyedState,
-    }
-
-    impl Default for NativeHost {
-        fn default() -> Self {
-            NativeHost {
-                timers: BTreeSet::new(),
-                watermark: i64::MIN,
-                input_watermarks: Vec::new(),
-                side_outputs: Vec::new(),
-                logs: Vec::new(),
-                counters: BTreeMap::new(),
-                keyed: Default::default(),
-            }
-        }
-    }
-
-    thread_local! {
-        static HOST: RefCell<NativeHost> = RefCell::new(NativeHost::default());
-    }
-
-    pub(crate) fn with<R>(f: impl FnOnce(&mut NativeHost) -> R) -> R {
-        HOST.with_borrow_mut(f)
-    }
-}
+pub(crate) mod native;
 
 /// Logs a formatted line at [`Level::Trace`](logging::Level::Trace).
 #[macro_export]

@@ -29,7 +29,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::state::{DeltaWriter, KeyedState, RawKey, StateStore};
+use crate::operator_state::{DeltaWriter, KeyedState, RawKey, StateStore};
 use crate::window::LateRecords;
 use crate::{Error, Record, Result, event_time, metrics, side_output, timers};
 
@@ -345,5 +345,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "join/tests.rs"]
 mod tests;

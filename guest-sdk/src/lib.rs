@@ -45,8 +45,8 @@ mod error;
 mod host;
 pub mod join;
 mod operator;
+mod operator_state;
 mod runtime;
-mod state;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 pub mod window;
@@ -94,7 +94,7 @@ pub use crate::context::{Context, parse_config};
 pub use crate::error::{Error, Result};
 pub use crate::host::{event_time, logging, metrics, side_output, timers};
 pub use crate::operator::Operator;
-pub use crate::state::{
+pub use crate::operator_state::{
     DeltaWriter, HostKeyedState, HostMapState, KeyedState, PART_BYTES, RawKey, StateRegistry, StateStore,
     States, ValueState,
 };

@@ -11,8 +11,8 @@ use crate::__bindings::weir::operator::types::{
     Batch, Context as WitContext, Error as WitError, OperatorInfo, StateDelta,
 };
 use crate::batch::Records;
-use crate::state::tracking::{Epoch, Owner};
-use crate::state::{Migration, PART_BYTES, Parts};
+use crate::operator_state::tracking::{Epoch, Owner};
+use crate::operator_state::{Migration, PART_BYTES, Parts};
 use crate::{Context, Error, Operator, Output, Record, Result, StateRegistry};
 
 /// What [`export_operator!`](crate::export_operator) defines for an operator type: where
@@ -30,7 +30,7 @@ pub trait Export: 'static {
 ///
 /// Every call into the operator runs as its [`Owner`], so that the states it creates are
 /// known to belong to it and every snapshot checks that it reached them all (see
-/// `state::tracking`).
+/// `operator_state::tracking`).
 pub struct Instance<T> {
     operator: T,
     owner: Owner,
@@ -89,7 +89,7 @@ impl<T: Operator> Instance<T> {
         self.parts = None;
         let _in = self.owner.enter();
         crate::host::event_time::invalidate();
-        if self.host_states && crate::state::host::used() {
+        if self.host_states && crate::operator_state::host_keyed::used() {
             // One fetch per host state for the batch's record keys.
             let keys: Vec<&[u8]> =
                 Records::new(input, batch).map(|r| r.map(|r| r.key_bytes())).collect::<Result<_>>()?;
@@ -133,7 +133,7 @@ impl<T: Operator> Instance<T> {
 
     /// Host states hand the call's changes to the host.
     fn after_call(&mut self) -> Result<()> {
-        if !(self.host_states && crate::state::host::used()) {
+        if !(self.host_states && crate::operator_state::host_keyed::used()) {
             return Ok(());
         }
         let mut states = StateRegistry::new();

@@ -222,6 +222,9 @@ impl<T: Operator + Default> Harness<T> {
     /// Takes the records emitted on side outputs so far, with their output's name.
     pub fn take_side_outputs(&mut self) -> Vec<(String, TestRecord)> {
         native::with(|host| std::mem::take(&mut host.side_outputs))
+            .into_iter()
+            .map(|(name, key, value, timestamp)| (name, TestRecord { key, value, timestamp }))
+            .collect()
     }
 
     /// Fires the timer of the encoded key `key` at `timestamp` directly.

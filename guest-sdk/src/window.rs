@@ -59,7 +59,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::state::{DeltaWriter, KeyedState, RawKey, StateStore};
+use crate::operator_state::{DeltaWriter, KeyedState, RawKey, StateStore};
 use crate::{Error, Record, Result, event_time, metrics, side_output, timers};
 
 /// A window of event time: `[start, end)`, in milliseconds.
@@ -507,5 +507,4 @@ impl<A: AggregateFunction> StateStore for KeyedWindows<A> {
 }
 
 #[cfg(test)]
-#[path = "window/tests.rs"]
 mod tests;

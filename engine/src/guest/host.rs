@@ -11,56 +11,17 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel};
 
 use super::bindings::OperatorWorld;
 use super::error::GuestError;
-use super::host_state::HostState;
+use super::instance_data::HostState;
 use super::module::OperatorModule;
+use super::options::{HostOptions, PoolingOptions};
 
 /// How often the epoch advances. A running guest yields to other tasks once per tick, and
 /// CPU limits are counted in ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// How the engine is set up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostOptions {
-    /// Where compiled modules are cached on disk (always in memory too).
-    pub cache_dir: Option<PathBuf>,
-    /// Instantiate from a pool reserved up front instead of allocating on demand.
-    pub pooling: Option<PoolingOptions>,
-}
-
-/// The size of the instance pool.
-///
-/// Every operator instance takes one slot, whatever its module; a slot holds what one
-/// component needs: up to [`CORE_INSTANCES_PER_INSTANCE`] core instances,
-/// [`MEMORIES_PER_INSTANCE`] linear memories and [`TABLES_PER_INSTANCE`] tables (a Rust
-/// `wasm32-wasip2` component uses 3 core instances, 1 memory and 2 tables; one built with the
-/// WASI preview 1 adapter has a second memory; componentize-py links libc, libpython, its
-/// runtime and the adapter as 14 core instances). Past
-/// `max_instances` live instances, instantiation fails with [`GuestError::PoolExhausted`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolingOptions {
-    /// Most operator instances alive at once.
-    pub max_instances: u32,
-    /// Largest linear memory of one instance, in bytes (at most 4 GiB). A job's
-    /// `memory_limit_mb` above it is lowered to it: the instance runs with this limit, and
-    /// the memory-limit error names both.
-    pub max_memory_bytes: usize,
-}
-
-/// Core instances one pool slot allows (the pool holds this many per `max_instances`). A core
-/// instance slot is address space and metadata, not resident memory, so this is generous
-/// enough for components linked from many modules (Python's have 14).
-pub const CORE_INSTANCES_PER_INSTANCE: u32 = 32;
-/// Linear memories one pool slot allows.
-pub const MEMORIES_PER_INSTANCE: u32 = 2;
-/// Tables one pool slot allows.
-pub const TABLES_PER_INSTANCE: u32 = 4;
-
-/// Largest linear memory a 32-bit WebAssembly memory can have.
-const MAX_WASM32_MEMORY: usize = 4 << 30;
 
 /// Owns the wasmtime [`Engine`] and compiles, validates and caches operator modules.
 pub struct GuestHost {
@@ -99,7 +60,7 @@ impl GuestHost {
         config.cranelift_opt_level(OptLevel::Speed);
         if let Some(p) = &pooling {
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(
-                pooling_config(p).map_err(engine_err)?,
+                p.allocation_config().map_err(|e| engine_err(e.to_string()))?,
             ));
         }
         let engine = Engine::new(&config).map_err(|e| match &pooling {
@@ -248,50 +209,5 @@ impl GuestHost {
 impl Drop for GuestHost {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The pooling allocator's configuration: totals are per operator instance (one component)
-/// times `max_instances`, and one component may not take more than its share.
-fn pooling_config(p: &PoolingOptions) -> Result<PoolingAllocationConfig, String> {
-    if p.max_instances == 0 {
-        return Err("the instance pool needs room for at least one instance (max_instances)".into());
-    }
-    if p.max_memory_bytes < (1 << 20) || p.max_memory_bytes > MAX_WASM32_MEMORY {
-        return Err(format!(
-            "an instance's memory in the pool must be between 1 MiB and 4096 MiB (max_instance_memory_mb), got {} bytes",
-            p.max_memory_bytes
-        ));
-    }
-    let n = p.max_instances;
-    let total = |per: u32| n.saturating_mul(per);
-    let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(n)
-        .total_core_instances(total(CORE_INSTANCES_PER_INSTANCE))
-        .total_memories(total(MEMORIES_PER_INSTANCE))
-        .total_tables(total(TABLES_PER_INSTANCE))
-        // Each store keeps the fiber stack of its last async call.
-        .total_stacks(n)
-        .max_core_instances_per_component(CORE_INSTANCES_PER_INSTANCE)
-        .max_memories_per_component(MEMORIES_PER_INSTANCE)
-        .max_tables_per_component(TABLES_PER_INSTANCE)
-        .max_memory_size(p.max_memory_bytes);
-    Ok(pool)
-}
-
-/// Tells a component apart from other bytes before handing them to the compiler, for a
-/// clearer error.
-pub(crate) fn check_header(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
-    let err = |reason: &str| GuestError::NotAComponent { module: name.to_string(), reason: reason.into() };
-    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
-        return Err(err("the file does not start with the WebAssembly magic bytes `\\0asm`"));
-    }
-    match bytes[4..8] {
-        [0x01, 0x00, 0x00, 0x00] => Err(err(
-            "it is a core WebAssembly module, not a component; build it for the wasm32-wasip2 target \
-             (or wrap it with `wasm-tools component new`)",
-        )),
-        [_, _, 0x01, 0x00] => Ok(()),
-        _ => Err(err("unsupported WebAssembly binary version/layer")),
     }
 }

@@ -1,10 +1,11 @@
-//! Weir's WIT host imports (`timers`, `event-time`, `side-output`, `logging`, `metrics`) and WASI, implemented on an
-//! instance's [`HostState`].
+//! Weir's WIT host imports (`timers`, `event-time`, `side-output`, `keyed-state`, `logging`,
+//! `metrics`) and WASI, implemented on an instance's [`HostState`].
 
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
+use super::bindings::weir::operator::keyed_state::{self, Change, FieldValue, Lookup};
 use super::bindings::weir::operator::{event_time, logging, metrics, side_output, timers, types};
-use super::host_state::HostState;
+use super::instance_data::HostState;
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -39,6 +40,49 @@ impl side_output::Host for HostState {
         if !self.side_outputs.emit(&name, &key, &value, timestamp) {
             metrics::Host::counter_add(self, SIDE_OUTPUT_DROPPED.to_string(), 1);
         }
+    }
+}
+
+impl keyed_state::Host for HostState {
+    fn open_state(&mut self, name: String) -> u32 {
+        self.keyed.with(0, |s| s.state_id(&name).map(u32::from))
+    }
+
+    fn get(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) -> Option<Vec<u8>> {
+        self.keyed.with(None, |s| s.get(state, &key, &field))
+    }
+
+    fn multi_get(&mut self, state: u32, lookups: Vec<Lookup>) -> Vec<Option<Vec<u8>>> {
+        self.keyed.with(Vec::new(), |s| {
+            s.multi_get(state, lookups.iter().map(|l| (l.key.as_slice(), l.field.as_slice())))
+        })
+    }
+
+    fn put(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>, value: Vec<u8>) {
+        self.keyed.with((), |s| s.put(state, &key, &field, &value));
+    }
+
+    fn delete(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) {
+        self.keyed.with((), |s| s.delete(state, &key, &field));
+    }
+
+    fn clear(&mut self, state: u32, key: Vec<u8>) {
+        self.keyed.with((), |s| s.clear(state, &key));
+    }
+
+    fn apply(&mut self, state: u32, changes: Vec<Change>) {
+        self.keyed.with((), |s| {
+            s.apply(state, changes.iter().map(|c| (c.key.as_slice(), c.field.as_slice(), c.value.as_deref())))
+        });
+    }
+
+    fn scan(&mut self, state: u32, key: Vec<u8>, start: Option<Vec<u8>>, limit: u32) -> Vec<FieldValue> {
+        self.keyed.with(Vec::new(), |s| {
+            Ok(s.scan(state, &key, start.as_deref(), limit)?
+                .into_iter()
+                .map(|(field, value)| FieldValue { field, value })
+                .collect())
+        })
     }
 }
 

@@ -9,15 +9,15 @@ use super::bindings::{Batch, Context, Entry, OperatorInfo, OperatorWorld, StateD
 use super::encoded::{self as codec, DecodeError};
 use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
-use super::host_state::{HostState, Limiter};
+use super::instance_data::{HostState, Limiter};
 use super::module::OperatorModule;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
 mod chunked;
-mod encoded_state;
+mod encoded_snapshot;
 
-pub use encoded_state::{ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS, ENCODED_SNAPSHOTS};
+pub use encoded_snapshot::{ENCODED_FALLBACK_RESTORE_CHUNKS, ENCODED_RESTORE_CHUNKS, ENCODED_SNAPSHOTS};
 
 /// Resource limits of one instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +223,7 @@ impl OperatorInstance {
     }
 
     /// The instance's host keyed state (`keyed-state`).
-    pub fn keyed_states(&mut self) -> &mut super::KeyedStates {
+    pub fn keyed_states(&mut self) -> &mut super::keyed_store::KeyedStates {
         &mut self.store.data_mut().keyed
     }
 
@@ -396,7 +396,7 @@ impl OperatorInstance {
         )
         .await;
         let delta = self.finish(Call::Snapshot, r)?;
-        check_delta(&delta).map_err(|reason| self.malformed(Call::Snapshot, reason))?;
+        check_delta(&delta).map_err(|reason| self.malformed(Call::Snapshot, reason.to_string()))?;
         Ok(delta)
     }
 
@@ -646,14 +646,19 @@ async fn instantiate(
     Ok((world, encoded, chunked))
 }
 
-fn check_delta(delta: &StateDelta) -> Result<(), String> {
+/// Why a guest's state delta does not hold together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DeltaError {
+    #[error("state entry refers to state #{state} but only {names} names were given")]
+    UnknownState { state: u32, names: usize },
+    #[error("state entries describe {described} bytes but the delta holds {held}")]
+    DataMismatch { described: u64, held: usize },
+}
+
+fn check_delta(delta: &StateDelta) -> Result<(), DeltaError> {
     if let Some(e) = delta.entries.iter().find(|e| e.state as usize >= delta.names.len()) {
-        return Err(format!(
-            "state entry refers to state #{} but only {} names were given",
-            e.state,
-            delta.names.len()
-        ));
+        return Err(DeltaError::UnknownState { state: e.state, names: delta.names.len() });
     }
     weir_flat::validate(&delta.data, &delta.entries)
-        .map_err(|m| format!("state entries describe {} bytes but the delta holds {}", m.described, m.held))
+        .map_err(|m| DeltaError::DataMismatch { described: m.described, held: m.held })
 }

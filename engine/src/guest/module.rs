@@ -10,33 +10,9 @@ use super::bindings::chunked::ChunkedSnapshotIndices;
 use super::bindings::encoded::EncodedBatchesIndices;
 use super::bindings::{OperatorWorldIndices, OperatorWorldPre};
 use super::error::GuestError;
-use super::host::PoolingOptions;
-use super::host_state::HostState;
-
-/// The export every operator must provide.
-pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
-
-/// The operator export without its version: a component exporting it with another version
-/// was built against another version of the contract.
-pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
-
-/// The optional fast-path export of interpreted guests (`wit/encoded.wit`).
-pub const ENCODED_EXPORT: &str = "weir:operator/encoded-batches@0.2.0";
-
-/// The optional export that hands snapshots over in parts (`chunked-snapshot` in
-/// `wit/operator.wit`; every guest of the Rust SDK has it).
-pub const CHUNKED_EXPORT: &str = "weir:operator/chunked-snapshot@0.2.0";
-
-/// Host imports an operator may use besides WASI.
-pub(crate) const HOST_IMPORTS: [&str; 7] = [
-    "weir:operator/types@0.2.0",
-    "weir:operator/timers@0.2.0",
-    "weir:operator/event-time@0.2.0",
-    "weir:operator/side-output@0.2.0",
-    "weir:operator/keyed-state@0.2.0",
-    "weir:operator/logging@0.2.0",
-    "weir:operator/metrics@0.2.0",
-];
+use super::instance_data::HostState;
+use super::options::PoolingOptions;
+use super::world::{CHUNKED_EXPORT, ENCODED_EXPORT};
 
 /// A component checked against the operator world and pre-linked: instantiating it again
 /// costs tens of microseconds.

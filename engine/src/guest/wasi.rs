@@ -21,7 +21,7 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::WasiRandom;
 
-use super::host_state::HostState;
+use super::instance_data::HostState;
 
 /// The WASI package prefix whose interfaces are never linked.
 pub(crate) const UNLINKED: &[&str] = &["wasi:sockets/"];

@@ -1,12 +1,37 @@
 //! Whether a component's imports and exports fit the operator world. The check runs twice:
 //! on the names read from the binary ([`precheck`], a linear scan without validation, before
 //! Cranelift compiles anything) and on the compiled component's types
-//! ([`super::OperatorModule`]); both give the same [`GuestError::WrongWorld`].
+//! ([`super::OperatorModule`]); both give the same [`GuestError::WrongWorld`]. The world's
+//! names (exports and host imports) are defined here.
 
 use wasmparser::{Chunk, ComponentExternalKind, Parser, Payload};
 
 use super::error::GuestError;
-use super::module::{HOST_IMPORTS, OPERATOR_EXPORT, OPERATOR_EXPORT_PREFIX};
+
+/// The export every operator must provide.
+pub const OPERATOR_EXPORT: &str = "weir:operator/operator@0.2.0";
+
+/// The operator export without its version: a component exporting it with another version
+/// was built against another version of the contract.
+pub(crate) const OPERATOR_EXPORT_PREFIX: &str = "weir:operator/operator@";
+
+/// The optional fast-path export of interpreted guests (`wit/encoded.wit`).
+pub const ENCODED_EXPORT: &str = "weir:operator/encoded-batches@0.2.0";
+
+/// The optional export that hands snapshots over in parts (`chunked-snapshot` in
+/// `wit/operator.wit`; every guest of the Rust SDK has it).
+pub const CHUNKED_EXPORT: &str = "weir:operator/chunked-snapshot@0.2.0";
+
+/// Host imports an operator may use besides WASI.
+pub(crate) const HOST_IMPORTS: [&str; 7] = [
+    "weir:operator/types@0.2.0",
+    "weir:operator/timers@0.2.0",
+    "weir:operator/event-time@0.2.0",
+    "weir:operator/side-output@0.2.0",
+    "weir:operator/keyed-state@0.2.0",
+    "weir:operator/logging@0.2.0",
+    "weir:operator/metrics@0.2.0",
+];
 
 /// Refuses a component whose top-level exports or imports do not fit the operator world:
 /// `exports` are (name, is an instance), `imports` names.
@@ -40,11 +65,28 @@ pub(crate) fn check_names(
     Ok(())
 }
 
+/// Tells a component apart from other bytes before handing them to the compiler, for a
+/// clearer error.
+fn check_header(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
+    let err = |reason: &str| GuestError::NotAComponent { module: name.to_string(), reason: reason.into() };
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        return Err(err("the file does not start with the WebAssembly magic bytes `\\0asm`"));
+    }
+    match bytes[4..8] {
+        [0x01, 0x00, 0x00, 0x00] => Err(err(
+            "it is a core WebAssembly module, not a component; build it for the wasm32-wasip2 target \
+             (or wrap it with `wasm-tools component new`)",
+        )),
+        [_, _, 0x01, 0x00] => Ok(()),
+        _ => Err(err("unsupported WebAssembly binary version/layer")),
+    }
+}
+
 /// Reads the top-level import and export names of the component `bytes` (nested modules
 /// and components are skipped unread) and checks them with [`check_names`]. Bytes that are
 /// not a component, or do not parse, are [`GuestError::NotAComponent`].
 pub fn precheck(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
-    super::host::check_header(name, bytes)?;
+    check_header(name, bytes)?;
     let broken = |reason: String| GuestError::NotAComponent { module: name.to_string(), reason };
     let (mut exports, mut imports) = (Vec::new(), Vec::new());
     let mut parser = Parser::new(0);

@@ -88,6 +88,16 @@ fn opcode_name(op: u8) -> &'static str {
     }
 }
 
+/// An opcode that no plain value needs.
+#[cold]
+fn refused(op: u8) -> DecodeError {
+    malformed(format!(
+        "pickle opcode {op:#04x} ({}) is not allowed: only plain values (None, bool, int, float, str, bytes, \
+         bytearray, list, tuple, dict) are",
+        opcode_name(op)
+    ))
+}
+
 fn malformed(what: impl Into<String>) -> DecodeError {
     DecodeError::Malformed(what.into())
 }
@@ -268,14 +278,7 @@ impl<'a> Parser<'a> {
         loop {
             let op = self.bytes::<1>()?[0];
             match op {
-                0x80 => {
-                    let version = self.bytes::<1>()?[0];
-                    if version > 5 {
-                        return Err(malformed(format!(
-                            "pickle protocol {version} is not supported (2 to 5 are)"
-                        )));
-                    }
-                }
+                0x80 => self.protocol()?,
                 0x95 => {
                     self.take(8)?;
                 }
@@ -330,42 +333,10 @@ impl<'a> Parser<'a> {
                 b']' => self.push(Obj::List(Vec::new())),
                 b')' => self.push(Obj::Tuple(Vec::new())),
                 b'}' => self.push(Obj::Dict(Vec::new())),
-                b'a' => {
-                    let item = self.pop()?;
-                    let list = self.top()?;
-                    match self.container(list) {
-                        Obj::List(items) => items.push(item),
-                        _ => return Err(malformed("pickle opcode APPEND on something that is not a list")),
-                    }
-                }
-                b'e' => {
-                    let items = self.pop_mark()?;
-                    let list = self.top()?;
-                    match self.container(list) {
-                        Obj::List(list) => list.extend(items),
-                        _ => return Err(malformed("pickle opcode APPENDS on something that is not a list")),
-                    }
-                }
-                b's' => {
-                    let value = self.pop()?;
-                    let key = self.pop()?;
-                    let dict = self.top()?;
-                    match self.container(dict) {
-                        Obj::Dict(pairs) => pairs.extend([key, value]),
-                        _ => return Err(malformed("pickle opcode SETITEM on something that is not a dict")),
-                    }
-                }
-                b'u' => {
-                    let items = self.pop_mark()?;
-                    if items.len() % 2 != 0 {
-                        return Err(malformed("pickle opcode SETITEMS with an odd number of items"));
-                    }
-                    let dict = self.top()?;
-                    match self.container(dict) {
-                        Obj::Dict(pairs) => pairs.extend(items),
-                        _ => return Err(malformed("pickle opcode SETITEMS on something that is not a dict")),
-                    }
-                }
+                b'a' => self.append()?,
+                b'e' => self.appends()?,
+                b's' => self.setitem()?,
+                b'u' => self.setitems()?,
                 b't' => {
                     let items = self.pop_mark()?;
                     self.push(Obj::Tuple(items));
@@ -382,19 +353,7 @@ impl<'a> Parser<'a> {
                     let top = self.top()?;
                     self.memo.push(top);
                 }
-                b'q' | b'r' => {
-                    let at = self.len(if op == b'q' { 1 } else { 4 })?;
-                    let top = self.top()?;
-                    match at.cmp(&self.memo.len()) {
-                        std::cmp::Ordering::Less => self.memo[at] = top,
-                        std::cmp::Ordering::Equal => self.memo.push(top),
-                        std::cmp::Ordering::Greater => {
-                            return Err(malformed(
-                                "a pickle memo index skips ahead (not written by pickle.dumps)",
-                            ));
-                        }
-                    }
-                }
+                b'q' | b'r' => self.put(op)?,
                 b'h' | b'j' => {
                     let at = self.len(if op == b'h' { 1 } else { 4 })?;
                     let obj =
@@ -406,23 +365,102 @@ impl<'a> Parser<'a> {
                     let name = self.line()?;
                     self.global(op, module, name)?;
                 }
-                0x93 => {
-                    let name = self.pop()?;
-                    let module = self.pop()?;
-                    let (module, name) =
-                        (self.str_of(module).unwrap_or(b"?"), self.str_of(name).unwrap_or(b"?"));
-                    self.global(op, module, name)?;
-                }
+                0x93 => self.stack_global()?,
                 b'R' => self.reduce()?,
-                _ => {
-                    return Err(malformed(format!(
-                        "pickle opcode {op:#04x} ({}) is not allowed: only plain values (None, bool, int, \
-                         float, str, bytes, bytearray, list, tuple, dict) are",
-                        opcode_name(op)
-                    )));
-                }
+                _ => return Err(refused(op)),
             }
         }
+        self.result()
+    }
+
+    /// PROTO: the protocol version, 5 at most.
+    fn protocol(&mut self) -> Result<(), DecodeError> {
+        let version = self.bytes::<1>()?[0];
+        if version > 5 {
+            return Err(malformed(format!("pickle protocol {version} is not supported (2 to 5 are)")));
+        }
+        Ok(())
+    }
+
+    /// APPEND: one item onto the list on the top of the stack.
+    #[inline(always)]
+    fn append(&mut self) -> Result<(), DecodeError> {
+        let item = self.pop()?;
+        let list = self.top()?;
+        match self.container(list) {
+            Obj::List(items) => items.push(item),
+            _ => return Err(malformed("pickle opcode APPEND on something that is not a list")),
+        }
+        Ok(())
+    }
+
+    /// APPENDS: the items since the mark onto the list on the top of the stack.
+    #[inline(always)]
+    fn appends(&mut self) -> Result<(), DecodeError> {
+        let items = self.pop_mark()?;
+        let list = self.top()?;
+        match self.container(list) {
+            Obj::List(list) => list.extend(items),
+            _ => return Err(malformed("pickle opcode APPENDS on something that is not a list")),
+        }
+        Ok(())
+    }
+
+    /// SETITEM: one key and value into the dict on the top of the stack.
+    #[inline(always)]
+    fn setitem(&mut self) -> Result<(), DecodeError> {
+        let value = self.pop()?;
+        let key = self.pop()?;
+        let dict = self.top()?;
+        match self.container(dict) {
+            Obj::Dict(pairs) => pairs.extend([key, value]),
+            _ => return Err(malformed("pickle opcode SETITEM on something that is not a dict")),
+        }
+        Ok(())
+    }
+
+    /// SETITEMS: the keys and values since the mark into the dict on the top of the stack.
+    #[inline(always)]
+    fn setitems(&mut self) -> Result<(), DecodeError> {
+        let items = self.pop_mark()?;
+        if items.len() % 2 != 0 {
+            return Err(malformed("pickle opcode SETITEMS with an odd number of items"));
+        }
+        let dict = self.top()?;
+        match self.container(dict) {
+            Obj::Dict(pairs) => pairs.extend(items),
+            _ => return Err(malformed("pickle opcode SETITEMS on something that is not a dict")),
+        }
+        Ok(())
+    }
+
+    /// PUT and LONG_BINPUT (`q`, `r`): the top of the stack into the memo at the index
+    /// read, which is at most the memo's length (pickle.dumps numbers them in order).
+    #[inline(always)]
+    fn put(&mut self, op: u8) -> Result<(), DecodeError> {
+        let at = self.len(if op == b'q' { 1 } else { 4 })?;
+        let top = self.top()?;
+        match at.cmp(&self.memo.len()) {
+            std::cmp::Ordering::Less => self.memo[at] = top,
+            std::cmp::Ordering::Equal => self.memo.push(top),
+            std::cmp::Ordering::Greater => {
+                return Err(malformed("a pickle memo index skips ahead (not written by pickle.dumps)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// STACK_GLOBAL: a global named by the two strs on the top of the stack.
+    fn stack_global(&mut self) -> Result<(), DecodeError> {
+        let name = self.pop()?;
+        let module = self.pop()?;
+        let (module, name) = (self.str_of(module).unwrap_or(b"?"), self.str_of(name).unwrap_or(b"?"));
+        self.global(0x93, module, name)
+    }
+
+    /// The object the pickle returns at STOP: the only one on the stack, with no mark open
+    /// and nothing after STOP.
+    fn result(&self) -> Result<u32, DecodeError> {
         if self.pos != self.doc.len() {
             return Err(malformed("bytes follow the pickle's STOP"));
         }

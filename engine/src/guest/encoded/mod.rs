@@ -23,12 +23,6 @@ mod to_pickle;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_decode;
-#[cfg(test)]
-mod tests_python;
-#[cfg(test)]
-mod tests_state;
 
 pub use super::bindings::encoded::BatchFormat;
 use super::bindings::encoded::ValueForm;
@@ -51,6 +45,36 @@ const ENTRY_COST: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unrepresentable(pub String);
+
+/// Why one value cannot go into a document: the reason of an [`Unrepresentable`], which
+/// prefixes it with the record or state entry.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum Unfit {
+    /// The MessagePack value does not read.
+    #[error(transparent)]
+    Read(#[from] msgpack::ReadError),
+    #[error("the value is empty")]
+    Empty,
+    #[error("the value has trailing bytes after one MessagePack value")]
+    Trailing,
+    #[error("the value nests containers deeper than {}", MAX_DEPTH)]
+    TooDeep,
+    #[error("a string is not valid UTF-8")]
+    NotUtf8,
+    #[error("the value holds bin, which JSON lacks")]
+    BinInJson,
+    /// A map key of this MessagePack type in a JSON document.
+    #[error("a map key is not a string ({0}), which JSON lacks")]
+    KeyNotString(&'static str),
+    #[error("the integer {0} is beyond ±(2^53 − 1), which JSON.parse cannot read exactly")]
+    UnsafeInteger(i128),
+    #[error("the timestamp {0} is beyond ±(2^53 − 1)")]
+    UnsafeTimestamp(i64),
+    #[error("the float {0} has no JSON form")]
+    NotFinite(f64),
+    #[error("a map key is (or holds) a map, which Python cannot hash")]
+    MapInKey,
+}
 
 /// Why a guest's output document was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,7 +175,7 @@ struct Item<'a> {
 }
 
 /// Prefixes a per-entry reason with the entry's index.
-fn at_entry(i: usize) -> impl Fn(String) -> Unrepresentable {
+fn at_entry(i: usize) -> impl Fn(Unfit) -> Unrepresentable {
     move |why| Unrepresentable(format!("state entry {i}: {why}"))
 }
 
@@ -191,6 +215,6 @@ fn records(batch: &Batch) -> impl Iterator<Item = Result<(&[u8], &[u8], i64), Un
 }
 
 /// Prefixes a per-record reason with the record's index.
-fn at_record(i: usize) -> impl Fn(String) -> Unrepresentable {
+fn at_record(i: usize) -> impl Fn(Unfit) -> Unrepresentable {
     move |why| Unrepresentable(format!("record {i}: {why}"))
 }

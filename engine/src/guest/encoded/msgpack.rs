@@ -4,6 +4,18 @@
 use super::super::bindings::{Batch, Entry};
 use super::{DecodeError, ENTRY_COST};
 
+/// Why a record's value does not read as MessagePack a document can carry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ReadError {
+    #[error("the value is truncated at byte {0}")]
+    Truncated(usize),
+    #[error("the value holds the reserved marker 0xc1 at byte {0}")]
+    Reserved(usize),
+    /// An ext type (including the timestamp ext), by its marker.
+    #[error("the value holds an ext type (marker {0:#04x}), which has no equivalent")]
+    Ext(u8),
+}
+
 /// One MessagePack token; containers give their item count (a map's pairs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Token<'a> {
@@ -37,23 +49,23 @@ impl<'a> Reader<'a> {
         self.pos == self.data.len()
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
         if n > self.data.len() - self.pos {
-            return Err(format!("the value is truncated at byte {}", self.pos));
+            return Err(ReadError::Truncated(self.pos));
         }
         let bytes = &self.data[self.pos..self.pos + n];
         self.pos += n;
         Ok(bytes)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
         let bytes = self.take(N)?;
         let mut out = [0u8; N];
         out.copy_from_slice(bytes);
         Ok(out)
     }
 
-    fn len(&mut self, size: usize) -> Result<usize, String> {
+    fn len(&mut self, size: usize) -> Result<usize, ReadError> {
         Ok(match size {
             1 => self.array::<1>()?[0] as usize,
             2 => u16::from_be_bytes(self.array()?) as usize,
@@ -63,7 +75,7 @@ impl<'a> Reader<'a> {
 
     /// The next token. Ext types (including the timestamp ext) and the reserved marker are
     /// errors: no document format carries them.
-    pub(super) fn next(&mut self) -> Result<Token<'a>, String> {
+    pub(super) fn next(&mut self) -> Result<Token<'a>, ReadError> {
         let marker = self.array::<1>()?[0];
         Ok(match marker {
             0x00..=0x7f => Token::Uint(u64::from(marker)),
@@ -94,13 +106,9 @@ impl<'a> Reader<'a> {
             }
             0xdc | 0xdd => Token::Array(self.len(2 << (marker - 0xdc))? as u32),
             0xde | 0xdf => Token::Map(self.len(2 << (marker - 0xde))? as u32),
-            0xc1 => return Err(format!("the value holds the reserved marker 0xc1 at byte {}", self.pos - 1)),
+            0xc1 => return Err(ReadError::Reserved(self.pos - 1)),
             // 0xc7..=0xc9 ext 8/16/32, 0xd4..=0xd8 fixext.
-            _ => {
-                return Err(format!(
-                    "the value holds an ext type (marker {marker:#04x}), which has no equivalent"
-                ));
-            }
+            _ => return Err(ReadError::Ext(marker)),
         })
     }
 }

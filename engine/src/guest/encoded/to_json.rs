@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::super::bindings::Batch;
 use super::msgpack::{Reader, Token, valid_utf8};
-use super::{MAX_DEPTH, Section, Unrepresentable, at_entry, at_record, kind, records};
+use super::{MAX_DEPTH, Section, Unfit, Unrepresentable, at_entry, at_record, kind, records};
 
 /// The largest integer a double holds exactly along with all smaller ones: 2^53 − 1.
 pub(super) const MAX_SAFE: i64 = (1 << 53) - 1;
@@ -26,15 +26,15 @@ pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresent
         latin1_string(out, key);
         out.push(b',');
         if value.is_empty() {
-            return Err(at_record(i)("the value is empty".into()));
+            return Err(at_record(i)(Unfit::Empty));
         }
         let mut reader = Reader::new(value);
         write_value(&mut reader, out, 0).map_err(at_record(i))?;
         if !reader.at_end() {
-            return Err(at_record(i)("the value has trailing bytes after one MessagePack value".into()));
+            return Err(at_record(i)(Unfit::Trailing));
         }
         if !(-MAX_SAFE..=MAX_SAFE).contains(&timestamp) {
-            return Err(at_record(i)(format!("the timestamp {timestamp} is beyond ±(2^53 − 1)")));
+            return Err(at_record(i)(Unfit::UnsafeTimestamp(timestamp)));
         }
         out.push(b',');
         decimal(out, timestamp);
@@ -69,12 +69,12 @@ pub(super) fn encode_state(sections: &[Section<'_>], out: &mut Vec<u8>) -> Resul
             } else {
                 let at = at_entry(item.entry);
                 if item.value.is_empty() {
-                    return Err(at("the value is empty".into()));
+                    return Err(at(Unfit::Empty));
                 }
                 let mut reader = Reader::new(item.value);
                 write_value(&mut reader, out, 0).map_err(&at)?;
                 if !reader.at_end() {
-                    return Err(at("the value has trailing bytes after one MessagePack value".into()));
+                    return Err(at(Unfit::Trailing));
                 }
             }
             out.push(b']');
@@ -85,7 +85,7 @@ pub(super) fn encode_state(sections: &[Section<'_>], out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), Unfit> {
     match reader.next()? {
         Token::Nil => out.extend_from_slice(b"null"),
         Token::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
@@ -94,7 +94,7 @@ fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Resu
         Token::F32(v) => float(out, f64::from(v))?,
         Token::F64(v) => float(out, v)?,
         Token::Str(s) => utf8_string(out, s)?,
-        Token::Bin(_) => return Err("the value holds bin, which JSON lacks".into()),
+        Token::Bin(_) => return Err(Unfit::BinInJson),
         Token::Array(n) => {
             nest(depth)?;
             out.push(b'[');
@@ -115,12 +115,7 @@ fn write_value(reader: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Resu
                 }
                 match reader.next()? {
                     Token::Str(s) => utf8_string(out, s)?,
-                    other => {
-                        return Err(format!(
-                            "a map key is not a string ({}), which JSON lacks",
-                            kind(&other)
-                        ));
-                    }
+                    other => return Err(Unfit::KeyNotString(kind(&other))),
                 }
                 out.push(b':');
                 write_value(reader, out, depth + 1)?;
@@ -144,20 +139,20 @@ fn kind(token: &Token<'_>) -> &'static str {
     }
 }
 
-fn nest(depth: usize) -> Result<(), String> {
+fn nest(depth: usize) -> Result<(), Unfit> {
     if depth >= MAX_DEPTH {
-        return Err(format!("the value nests containers deeper than {MAX_DEPTH}"));
+        return Err(Unfit::TooDeep);
     }
     Ok(())
 }
 
-fn int(out: &mut Vec<u8>, v: i128) -> Result<(), String> {
+fn int(out: &mut Vec<u8>, v: i128) -> Result<(), Unfit> {
     match i64::try_from(v) {
         Ok(v) if (-MAX_SAFE..=MAX_SAFE).contains(&v) => {
             decimal(out, v);
             Ok(())
         }
-        _ => Err(format!("the integer {v} is beyond ±(2^53 − 1), which JSON.parse cannot read exactly")),
+        _ => Err(Unfit::UnsafeInteger(v)),
     }
 }
 
@@ -183,9 +178,9 @@ fn decimal(out: &mut Vec<u8>, v: i64) {
 
 /// A finite double as its shortest round-trip literal (`{:?}`: `2.0`, `0.1`, `1e300`,
 /// `1e-7`, `-0.0`), each a valid JSON number that `JSON.parse` reads as the same double.
-fn float(out: &mut Vec<u8>, v: f64) -> Result<(), String> {
+fn float(out: &mut Vec<u8>, v: f64) -> Result<(), Unfit> {
     if !v.is_finite() {
-        return Err(format!("the float {v} has no JSON form"));
+        return Err(Unfit::NotFinite(v));
     }
     struct Bytes<'a>(&'a mut Vec<u8>);
     impl std::fmt::Write for Bytes<'_> {
@@ -234,9 +229,9 @@ fn escape(out: &mut Vec<u8>, b: u8) {
     }
 }
 
-fn utf8_string(out: &mut Vec<u8>, s: &[u8]) -> Result<(), String> {
+fn utf8_string(out: &mut Vec<u8>, s: &[u8]) -> Result<(), Unfit> {
     if !valid_utf8(s) {
-        return Err("a string is not valid UTF-8".into());
+        return Err(Unfit::NotUtf8);
     }
     out.push(b'"');
     let mut run = 0;

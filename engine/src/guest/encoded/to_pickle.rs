@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::super::bindings::Batch;
 use super::msgpack::{Reader, Token, valid_utf8};
-use super::{MAX_DEPTH, Section, Unrepresentable, at_entry, at_record, kind, records};
+use super::{MAX_DEPTH, Section, Unfit, Unrepresentable, at_entry, at_record, kind, records};
 
 // The opcodes written (names as in CPython's pickle.py).
 const PROTO: u8 = 0x80;
@@ -63,12 +63,12 @@ pub(super) fn encode(batch: &Batch, out: &mut Vec<u8>) -> Result<(), Unrepresent
         let (key, value, timestamp) = record?;
         bytes(out, key);
         if value.is_empty() {
-            return Err(at_record(i)("the value is empty".into()));
+            return Err(at_record(i)(Unfit::Empty));
         }
         let mut reader = Reader::new(value);
         write_value(&mut reader, out, &mut memo, 0, false).map_err(at_record(i))?;
         if !reader.at_end() {
-            return Err(at_record(i)("the value has trailing bytes after one MessagePack value".into()));
+            return Err(at_record(i)(Unfit::Trailing));
         }
         int(out, i128::from(timestamp));
         out.push(TUPLE3);
@@ -102,12 +102,12 @@ pub(super) fn encode_state(sections: &[Section<'_>], out: &mut Vec<u8>) -> Resul
             } else {
                 let at = at_entry(item.entry);
                 if item.value.is_empty() {
-                    return Err(at("the value is empty".into()));
+                    return Err(at(Unfit::Empty));
                 }
                 let mut reader = Reader::new(item.value);
                 write_value(&mut reader, out, &mut memo, 0, false).map_err(&at)?;
                 if !reader.at_end() {
-                    return Err(at("the value has trailing bytes after one MessagePack value".into()));
+                    return Err(at(Unfit::Trailing));
                 }
             }
             out.push(TUPLE2);
@@ -129,7 +129,7 @@ fn write_value<'a>(
     memo: &mut Memo<'a>,
     depth: usize,
     in_key: bool,
-) -> Result<(), String> {
+) -> Result<(), Unfit> {
     match reader.next()? {
         Token::Nil => out.push(NONE),
         Token::Bool(b) => out.push(if b { NEWTRUE } else { NEWFALSE }),
@@ -146,7 +146,7 @@ fn write_value<'a>(
                 return Ok(());
             }
             if !valid_utf8(s) {
-                return Err("a string is not valid UTF-8".into());
+                return Err(Unfit::NotUtf8);
             }
             sized(out, s, SHORT_BINUNICODE, BINUNICODE);
             if in_key && s.len() <= MEMO_STR_BYTES && memo.len() < MEMO_ENTRIES {
@@ -181,7 +181,7 @@ fn write_value<'a>(
         }
         Token::Map(n) => {
             if in_key {
-                return Err("a map key is (or holds) a map, which Python cannot hash".into());
+                return Err(Unfit::MapInKey);
             }
             nest(depth)?;
             out.push(EMPTY_DICT);
@@ -209,9 +209,9 @@ fn get(out: &mut Vec<u8>, index: u32) {
     }
 }
 
-fn nest(depth: usize) -> Result<(), String> {
+fn nest(depth: usize) -> Result<(), Unfit> {
     if depth >= MAX_DEPTH {
-        return Err(format!("the value nests containers deeper than {MAX_DEPTH}"));
+        return Err(Unfit::TooDeep);
     }
     Ok(())
 }

@@ -1,4 +1,6 @@
-//! Round trips over random values and every refusal, without Python (see `tests_python`).
+//! Round trips over random values and every refusal, without Python (see [`python`]), and
+//! the helpers the other test modules share: guest documents ([`decode`]), state documents
+//! ([`state_documents`]), real CPython ([`python`]).
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -8,6 +10,10 @@ use super::super::bindings::{Batch, Entry};
 use super::{
     BatchFormat, MAX_DEPTH, MAX_GROWTH, RECORD_OVERHEAD, Unrepresentable, decode_batch, encode_batch,
 };
+
+mod decode;
+mod python;
+mod state_documents;
 
 /// Which values a generator may produce.
 #[derive(Clone, Copy)]

@@ -1,6 +1,8 @@
-//! Operator state kept in guest memory and handed to the host as keyed changes.
+//! The SDK's operator state types: the [`StateStore`] trait, the [`StateRegistry`] of an
+//! operator's states and its snapshots in parts; the states themselves are [`ValueState`],
+//! [`KeyedState`] (kept in guest memory) and [`HostKeyedState`] (kept by the host).
 //!
-//! Each state remembers which of its entries changed since the last snapshot, so that
+//! Guest-memory state is handed to the host as keyed changes: each state remembers which of its entries changed since the last snapshot, so that
 //! `snapshot(full = false)` returns only puts and deletes and costs as much as the changes,
 //! not the state. An entry that was created and removed between two snapshots produces
 //! nothing (the host never saw it); an entry that a snapshot saw and that was removed since
@@ -13,14 +15,14 @@
 //! second copy of itself in guest memory. A part forgets the changes it holds when it is
 //! handed over, as a whole snapshot does.
 
-pub(crate) mod host;
+pub(crate) mod host_keyed;
 mod keyed;
 pub(crate) mod tracking;
 mod value;
 
 use serde::Serialize;
 
-pub use self::host::{HostKeyedState, HostMapState};
+pub use self::host_keyed::{HostKeyedState, HostMapState};
 pub use self::keyed::{KeyedState, RawKey};
 pub use self::value::ValueState;
 use weir_flat::Reader;

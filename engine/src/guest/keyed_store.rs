@@ -1,6 +1,7 @@
-//! The `keyed-state` import: host state of one instance, in its local store
-//! ([`crate::local_state`]), opened when the guest first asks for a state (or a restore
-//! brings one).
+//! An instance's keyed store ([`KeyedStates`]): the local disk store
+//! ([`crate::local_state`]) that serves the guest's `keyed-state` import (its host-kept keyed
+//! state), opened when the guest first asks for a state (or a restore brings one). The import
+//! itself is in `imports.rs`.
 //!
 //! A refused request (a limit, a foreign key, the quota, a store failure) answers the guest
 //! with nothing and fails the call when it returns, like the timer limits: the guest's
@@ -10,9 +11,6 @@
 use std::ops::Range;
 
 use crate::local_state::{LocalChanges, LocalPlace, LocalStateConfig, LocalStateError, LocalStore};
-
-use super::bindings::weir::operator::keyed_state::{self, Change, FieldValue, Lookup};
-use super::host_state::HostState;
 
 /// Most bytes of changed keys one instance's host state holds in host memory.
 pub const MAX_DIRTY_BYTES: usize = 64 << 20;
@@ -111,7 +109,13 @@ impl KeyedStates {
         }
     }
 
-    fn with<T>(&mut self, default: T, f: impl FnOnce(&mut LocalStore) -> Result<T, LocalStateError>) -> T {
+    /// Runs `f` on the store (opened on first use, spilled past the dirty limit); after a
+    /// refusal, and on one, answers `default` and keeps the first refusal for the call.
+    pub(super) fn with<T>(
+        &mut self,
+        default: T,
+        f: impl FnOnce(&mut LocalStore) -> Result<T, LocalStateError>,
+    ) -> T {
         if self.refusal.is_some() {
             return default;
         }
@@ -130,48 +134,5 @@ impl KeyedStates {
                 default
             }
         }
-    }
-}
-
-impl keyed_state::Host for HostState {
-    fn open_state(&mut self, name: String) -> u32 {
-        self.keyed.with(0, |s| s.state_id(&name).map(u32::from))
-    }
-
-    fn get(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) -> Option<Vec<u8>> {
-        self.keyed.with(None, |s| s.get(state, &key, &field))
-    }
-
-    fn multi_get(&mut self, state: u32, lookups: Vec<Lookup>) -> Vec<Option<Vec<u8>>> {
-        self.keyed.with(Vec::new(), |s| {
-            s.multi_get(state, lookups.iter().map(|l| (l.key.as_slice(), l.field.as_slice())))
-        })
-    }
-
-    fn put(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>, value: Vec<u8>) {
-        self.keyed.with((), |s| s.put(state, &key, &field, &value));
-    }
-
-    fn delete(&mut self, state: u32, key: Vec<u8>, field: Vec<u8>) {
-        self.keyed.with((), |s| s.delete(state, &key, &field));
-    }
-
-    fn clear(&mut self, state: u32, key: Vec<u8>) {
-        self.keyed.with((), |s| s.clear(state, &key));
-    }
-
-    fn apply(&mut self, state: u32, changes: Vec<Change>) {
-        self.keyed.with((), |s| {
-            s.apply(state, changes.iter().map(|c| (c.key.as_slice(), c.field.as_slice(), c.value.as_deref())))
-        });
-    }
-
-    fn scan(&mut self, state: u32, key: Vec<u8>, start: Option<Vec<u8>>, limit: u32) -> Vec<FieldValue> {
-        self.keyed.with(Vec::new(), |s| {
-            Ok(s.scan(state, &key, start.as_deref(), limit)?
-                .into_iter()
-                .map(|(field, value)| FieldValue { field, value })
-                .collect())
-        })
     }
 }

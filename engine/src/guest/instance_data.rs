@@ -1,5 +1,6 @@
-//! The per-instance host state — what a guest's imports act on — and the limiter that holds
-//! an instance to its memory limit. The imports themselves are in `imports.rs`.
+//! What one operator instance's wasmtime store holds ([`HostState`]: what the guest's imports
+//! act on) and the limiter that holds the instance to its memory limit. The imports
+//! themselves are in `imports.rs`.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
-use super::keyed_state::KeyedStates;
+use super::keyed_store::KeyedStates;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 

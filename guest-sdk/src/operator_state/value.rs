@@ -121,7 +121,7 @@ impl<T: Serialize + DeserializeOwned> StateStore for ValueState<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::tests::snapshot_of;
+    use crate::operator_state::tests::snapshot_of;
     use crate::testing::StateChange;
     use crate::to_msgpack;
 

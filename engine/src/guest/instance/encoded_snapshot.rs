@@ -46,7 +46,7 @@ impl OperatorInstance {
             };
             self.failed_snapshot(format!("its {} state document: {reason}", format_name(format)))
         })?;
-        check_delta(&delta).map_err(|reason| self.failed_snapshot(reason))?;
+        check_delta(&delta).map_err(|reason| self.failed_snapshot(reason.to_string()))?;
         self.count(ENCODED_SNAPSHOTS);
         Ok(Some(delta))
     }

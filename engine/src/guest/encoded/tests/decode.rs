@@ -6,8 +6,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rmpv::Value;
 
-use super::tests::{Shape, batch_of, cost, pack, random_batch};
-use super::{BatchFormat, DecodeError, MAX_GROWTH, RECORD_OVERHEAD, decode_batch, encode_batch};
+use super::super::{BatchFormat, DecodeError, MAX_GROWTH, RECORD_OVERHEAD, decode_batch, encode_batch};
+use super::{Shape, batch_of, cost, pack, random_batch};
 
 const LIMIT: usize = 1 << 20;
 
@@ -302,7 +302,7 @@ fn json_documents_have_the_record_shape() {
 }
 
 /// A Nexmark-bid-like batch: 1024 records, each a map of 7 fields.
-pub(super) fn bids() -> super::super::bindings::Batch {
+fn bids() -> super::super::super::bindings::Batch {
     let records: Vec<_> = (0..1024i64)
         .map(|i| {
             let bid = Value::Map(vec![

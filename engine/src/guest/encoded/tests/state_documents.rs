@@ -5,9 +5,9 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::super::bindings::{ChangeKind, StateDelta, StateEntry};
-use super::tests::{Shape, pack, random_value};
-use super::{BatchFormat, DecodeError, ValueForm, decode_state, encode_state};
+use super::super::super::bindings::{ChangeKind, StateDelta, StateEntry};
+use super::super::{BatchFormat, DecodeError, ValueForm, decode_state, encode_state};
+use super::{Shape, pack, random_value};
 
 const LIMIT: usize = 1 << 20;
 

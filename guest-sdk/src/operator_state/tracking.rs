@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn type_names_lose_their_paths() {
         assert_eq!(
-            short_type_name("weir_guest::state::keyed::KeyedState<alloc::string::String, u64>"),
+            short_type_name("weir_guest::operator_state::keyed::KeyedState<alloc::string::String, u64>"),
             "KeyedState<String, u64>"
         );
         assert_eq!(

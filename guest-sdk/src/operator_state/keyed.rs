@@ -410,7 +410,7 @@ impl<K: ?Sized, V: Serialize + DeserializeOwned> StateStore for KeyedState<K, V>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::tests::snapshot_of;
+    use crate::operator_state::tests::snapshot_of;
     use crate::testing::StateChange;
     use crate::to_msgpack;
 
@@ -553,7 +553,7 @@ mod tests {
         budget: usize,
         give_up: usize,
     ) {
-        let mut progress = crate::state::Parts::default();
+        let mut progress = crate::operator_state::Parts::default();
         let mut whole = Host::new();
         for _ in 0..give_up {
             let (delta, last) = states.snapshot_part(full, &mut progress, budget).unwrap();
@@ -710,7 +710,7 @@ mod tests {
         };
         let mut states = crate::StateRegistry::new();
         states.register("a", &mut a).register("b", &mut b);
-        let mut progress = crate::state::Parts::default();
+        let mut progress = crate::operator_state::Parts::default();
         let mut joined = Vec::new();
         let mut parts = 0;
         loop {

@@ -8,9 +8,9 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rmpv::Value;
 
-use super::super::bindings::{Batch, Entry};
-use super::tests::{Shape, batch_of, pack, random_batch};
-use super::{BatchFormat, DecodeError, decode_batch, encode_batch};
+use super::super::super::bindings::{Batch, Entry};
+use super::super::{BatchFormat, DecodeError, decode_batch, encode_batch};
+use super::{Shape, batch_of, pack, random_batch};
 
 const WEIRPY_MSGPACK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/python/weirpy/msgpack.py");
 
