@@ -648,17 +648,17 @@ async fn instantiate(
 
 /// Why a guest's state delta does not hold together.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum DeltaError {
+enum MalformedDelta {
     #[error("state entry refers to state #{state} but only {names} names were given")]
     UnknownState { state: u32, names: usize },
     #[error("state entries describe {described} bytes but the delta holds {held}")]
     DataMismatch { described: u64, held: usize },
 }
 
-fn check_delta(delta: &StateDelta) -> Result<(), DeltaError> {
+fn check_delta(delta: &StateDelta) -> Result<(), MalformedDelta> {
     if let Some(e) = delta.entries.iter().find(|e| e.state as usize >= delta.names.len()) {
-        return Err(DeltaError::UnknownState { state: e.state, names: delta.names.len() });
+        return Err(MalformedDelta::UnknownState { state: e.state, names: delta.names.len() });
     }
     weir_flat::validate(&delta.data, &delta.entries)
-        .map_err(|m| DeltaError::DataMismatch { described: m.described, held: m.held })
+        .map_err(|m| MalformedDelta::DataMismatch { described: m.described, held: m.held })
 }

@@ -530,3 +530,38 @@ fn every_numbered_invariant_is_cited_where_the_code_keeps_it() {
     let uncited: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
     assert!(uncited.is_empty(), "invariants of docs/design.md cited nowhere in the code: {uncited:?}");
 }
+
+/// No two error types of the workspace's crates share a name (a reader of a message or a
+/// signature knows which one it is).
+#[test]
+fn no_two_error_types_share_a_name() {
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for tree in workspace_crates() {
+        for file in tree.files() {
+            let text = code(&std::fs::read_to_string(&file).unwrap());
+            for keyword in ["enum ", "struct "] {
+                for (at, _) in text.match_indices(keyword) {
+                    if at > 0 && is_ident_char(text.as_bytes()[at - 1]) {
+                        continue;
+                    }
+                    let name: String = text[at + keyword.len()..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if name.ends_with("Error") {
+                        seen.entry(name)
+                            .or_default()
+                            .push(file.strip_prefix(repo()).unwrap().display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen.len() > 20, "the error types were not read: {seen:?}");
+    let shared: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name} in {}", at.join(", ")))
+        .collect();
+    assert!(shared.is_empty(), "error types that share a name: {shared:?}");
+}
