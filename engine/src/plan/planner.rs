@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{JobSpec, NodeKind, NodeSpec, Partitioning, PlanError};
+use super::{CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, PlanError, Settings};
 use crate::connectors::{SinkConfig, SourceConfig};
 use crate::guest::OperatorModule;
 
@@ -187,43 +187,7 @@ fn wire_edges(spec: &JobSpec, index: &HashMap<&str, usize>) -> Result<Wiring, Pl
                 to_p: tp,
             });
         }
-        // An edge's port name as errors show it (a tenant's string: cut to an id's length).
-        let shown = |input: &str| input.chars().take(64).collect::<String>();
-        let port = match (&spec.nodes[to].inputs, &e.input) {
-            (None, None) => inputs[to].len() as u32,
-            (Some(names), Some(input)) => match names.iter().position(|n| n == input) {
-                Some(port) => port as u32,
-                None => {
-                    return Err(PlanError::Inputs {
-                        node: e.to.clone(),
-                        problem: format!(
-                            "the edge from `{}` names input `{}`, which is not one of its inputs {names:?}",
-                            e.from,
-                            shown(input)
-                        ),
-                    });
-                }
-            },
-            (Some(names), None) => {
-                return Err(PlanError::Inputs {
-                    node: e.to.clone(),
-                    problem: format!(
-                        "the edge from `{}` must name one of its inputs {names:?} (`input`)",
-                        e.from
-                    ),
-                });
-            }
-            (None, Some(input)) => {
-                return Err(PlanError::Inputs {
-                    node: e.to.clone(),
-                    problem: format!(
-                        "the edge from `{}` names input `{}`, but the node does not name its inputs",
-                        e.from,
-                        shown(input)
-                    ),
-                });
-            }
-        };
+        let port = input_port(spec, e, to, inputs[to].len())?;
         if spec.nodes[to].inputs.is_some() && inputs[to].iter().any(|i: &PlanEdge| i.port == port) {
             // Channel state and watermarks are kept per (port, upstream subtask).
             return Err(PlanError::Inputs {
@@ -256,6 +220,34 @@ fn wire_edges(spec: &JobSpec, index: &HashMap<&str, usize>) -> Result<Wiring, Pl
         inputs[i].sort_by_key(|e| e.port);
     }
     Ok(Wiring { inputs, outputs, side_outputs })
+}
+
+/// The input port of node `to` that edge `e` feeds: by name where the node names its
+/// inputs (then the edge must name one of them), else the next in spec order (`next`).
+fn input_port(spec: &JobSpec, e: &EdgeSpec, to: usize, next: usize) -> Result<u32, PlanError> {
+    // An edge's port name as errors show it (a tenant's string: cut to an id's length).
+    let shown = |input: &str| input.chars().take(64).collect::<String>();
+    let problem = |problem: String| PlanError::Inputs { node: e.to.clone(), problem };
+    match (&spec.nodes[to].inputs, &e.input) {
+        (None, None) => Ok(next as u32),
+        (Some(names), Some(input)) => match names.iter().position(|n| n == input) {
+            Some(port) => Ok(port as u32),
+            None => Err(problem(format!(
+                "the edge from `{}` names input `{}`, which is not one of its inputs {names:?}",
+                e.from,
+                shown(input)
+            ))),
+        },
+        (Some(names), None) => Err(problem(format!(
+            "the edge from `{}` must name one of its inputs {names:?} (`input`)",
+            e.from
+        ))),
+        (None, Some(input)) => Err(problem(format!(
+            "the edge from `{}` names input `{}`, but the node does not name its inputs",
+            e.from,
+            shown(input)
+        ))),
+    }
 }
 
 /// The index of side output `name` of node `from` among `names` (added when new): only
@@ -291,7 +283,32 @@ fn side_output_index(
 
 /// Validates `spec` and resolves its modules and connectors.
 pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanError> {
-    let s = &spec.settings;
+    check_settings(&spec.settings)?;
+    check_checkpoint_settings(&spec.settings.checkpoint)?;
+    if spec.nodes.is_empty() {
+        return Err(PlanError::Empty);
+    }
+    let index = index_nodes(spec)?;
+    let Wiring { inputs, outputs, side_outputs } = wire_edges(spec, &index)?;
+    let topo_order = topological_order(spec, &outputs, &inputs)?;
+    let mut nodes = Vec::with_capacity(spec.nodes.len());
+    for (i, n) in spec.nodes.iter().enumerate() {
+        let body = node_body(n, &inputs[i], &outputs[i], modules)?;
+        nodes.push(PlanNode {
+            id: n.id.clone(),
+            kind: n.kind,
+            parallelism: n.parallelism,
+            inputs: inputs[i].clone(),
+            outputs: outputs[i].clone(),
+            side_outputs: side_outputs[i].clone(),
+            body,
+        });
+    }
+    Ok(Plan { spec: spec.clone(), nodes, topo_order })
+}
+
+/// The job-wide limits a spec sets: each within its bounds.
+fn check_settings(s: &Settings) -> Result<(), PlanError> {
     if s.max_parallelism == 0 || s.max_parallelism > 32_768 {
         return Err(PlanError::Settings(format!(
             "max_parallelism must be between 1 and 32768, got {}",
@@ -328,7 +345,11 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
             s.max_output_bytes_per_call
         )));
     }
-    let c = &s.checkpoint;
+    Ok(())
+}
+
+/// The checkpoint settings: each within its bounds, and consistent with each other.
+fn check_checkpoint_settings(c: &CheckpointSettings) -> Result<(), PlanError> {
     if c.interval_ms == Some(0) {
         return Err(PlanError::Settings("checkpoint.interval_ms must be at least 1 (or null)".into()));
     }
@@ -365,10 +386,12 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
             c.max_chain_length
         )));
     }
-    if spec.nodes.is_empty() {
-        return Err(PlanError::Empty);
-    }
+    Ok(())
+}
 
+/// Each node's index by id: ids valid and unique, parallelism within bounds.
+fn index_nodes(spec: &JobSpec) -> Result<HashMap<&str, usize>, PlanError> {
+    let s = &spec.settings;
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, n) in spec.nodes.iter().enumerate() {
         if !valid_id(&n.id) {
@@ -386,67 +409,60 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
         }
     }
 
-    let Wiring { inputs, outputs, side_outputs } = wire_edges(spec, &index)?;
+    Ok(index)
+}
 
-    let topo_order = topological_order(spec, &outputs, &inputs)?;
-
-    let mut nodes = Vec::with_capacity(spec.nodes.len());
-    for (i, n) in spec.nodes.iter().enumerate() {
-        let shape = |problem: &str| PlanError::Shape { node: n.id.clone(), problem: problem.into() };
-        let connector_err = |source| PlanError::Connector { node: n.id.clone(), source };
-        let body = match n.kind {
-            NodeKind::Source => {
-                if !inputs[i].is_empty() {
-                    return Err(shape("a source cannot have inputs"));
-                }
-                if outputs[i].is_empty() {
-                    return Err(shape("a source needs at least one outgoing edge"));
-                }
-                if n.module.is_some() {
-                    return Err(shape("a source takes a `connector`, not a `module`"));
-                }
-                let connector =
-                    n.connector.as_deref().ok_or_else(|| shape("a source needs a `connector`"))?;
-                NodeBody::Source(SourceConfig::parse(connector, &n.config).map_err(connector_err)?)
+/// What node `n` runs, checked against its shape (its incoming and outgoing edges): a
+/// source or sink connector, or an operator's loaded module.
+fn node_body(
+    n: &NodeSpec,
+    inputs: &[PlanEdge],
+    outputs: &[PlanEdge],
+    modules: &dyn ModuleLoader,
+) -> Result<NodeBody, PlanError> {
+    let shape = |problem: &str| PlanError::Shape { node: n.id.clone(), problem: problem.into() };
+    let connector_err = |source| PlanError::Connector { node: n.id.clone(), source };
+    Ok(match n.kind {
+        NodeKind::Source => {
+            if !inputs.is_empty() {
+                return Err(shape("a source cannot have inputs"));
             }
-            NodeKind::Sink => {
-                if inputs[i].is_empty() {
-                    return Err(shape("a sink needs at least one incoming edge"));
-                }
-                if !outputs[i].is_empty() {
-                    return Err(shape("a sink cannot have outgoing edges"));
-                }
-                if n.module.is_some() {
-                    return Err(shape("a sink takes a `connector`, not a `module`"));
-                }
-                let connector = n.connector.as_deref().ok_or_else(|| shape("a sink needs a `connector`"))?;
-                NodeBody::Sink(SinkConfig::parse(connector, &n.config).map_err(connector_err)?)
+            if outputs.is_empty() {
+                return Err(shape("a source needs at least one outgoing edge"));
             }
-            NodeKind::Operator => {
-                if inputs[i].is_empty() {
-                    return Err(shape("an operator needs at least one incoming edge"));
-                }
-                if n.connector.is_some() {
-                    return Err(shape("an operator takes a `module`, not a `connector`"));
-                }
-                let reference = n.module.as_deref().ok_or_else(|| shape("an operator needs a `module`"))?;
-                let module = modules
-                    .load(reference)
-                    .map_err(|e| PlanError::Module { node: n.id.clone(), message: e.to_string() })?;
-                NodeBody::Operator { module, config: n.config.to_string() }
+            if n.module.is_some() {
+                return Err(shape("a source takes a `connector`, not a `module`"));
             }
-        };
-        nodes.push(PlanNode {
-            id: n.id.clone(),
-            kind: n.kind,
-            parallelism: n.parallelism,
-            inputs: inputs[i].clone(),
-            outputs: outputs[i].clone(),
-            side_outputs: side_outputs[i].clone(),
-            body,
-        });
-    }
-    Ok(Plan { spec: spec.clone(), nodes, topo_order })
+            let connector = n.connector.as_deref().ok_or_else(|| shape("a source needs a `connector`"))?;
+            NodeBody::Source(SourceConfig::parse(connector, &n.config).map_err(connector_err)?)
+        }
+        NodeKind::Sink => {
+            if inputs.is_empty() {
+                return Err(shape("a sink needs at least one incoming edge"));
+            }
+            if !outputs.is_empty() {
+                return Err(shape("a sink cannot have outgoing edges"));
+            }
+            if n.module.is_some() {
+                return Err(shape("a sink takes a `connector`, not a `module`"));
+            }
+            let connector = n.connector.as_deref().ok_or_else(|| shape("a sink needs a `connector`"))?;
+            NodeBody::Sink(SinkConfig::parse(connector, &n.config).map_err(connector_err)?)
+        }
+        NodeKind::Operator => {
+            if inputs.is_empty() {
+                return Err(shape("an operator needs at least one incoming edge"));
+            }
+            if n.connector.is_some() {
+                return Err(shape("an operator takes a `module`, not a `connector`"));
+            }
+            let reference = n.module.as_deref().ok_or_else(|| shape("an operator needs a `module`"))?;
+            let module = modules
+                .load(reference)
+                .map_err(|e| PlanError::Module { node: n.id.clone(), message: e.to_string() })?;
+            NodeBody::Operator { module, config: n.config.to_string() }
+        }
+    })
 }
 
 /// Kahn's algorithm; on a cycle, names a node that lies on it.

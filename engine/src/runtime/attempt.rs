@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use weir_store::{CheckpointMeta, Manifest};
+use weir_store::{CheckpointMeta, CheckpointStorage, Manifest};
 
 use super::channel::{ChannelStats, Receiver, Sender, channel};
 use super::control::{Control, ToCoordinator};
 use super::coordinator::{Coordinator, TaskInfo};
 use super::env::{RunEnv, TaskEnv};
 use super::error::{ClusterError, DataError, JobError, TaskError};
+use super::faults::FaultInjector;
 use super::input_gate::InputGate;
 use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::{EdgeOutput, Output};
@@ -33,9 +34,9 @@ use super::task::{
     run_source,
 };
 pub(crate) use super::tasks::Tasks;
-use crate::connectors::ConnectorEnv;
+use crate::connectors::{ConnectorEnv, SinkConfig, SourceConfig};
 use crate::guest::bindings::Context;
-use crate::guest::{InstanceLimits, OperatorInstance};
+use crate::guest::{InstanceLimits, OperatorInstance, OperatorModule};
 use crate::key_groups::key_group_range;
 use crate::local_state::{LocalPlace, LocalStateConfig};
 use crate::plan::{NodeBody, NodeKind, Partitioning, Plan, PlanNode};
@@ -497,6 +498,64 @@ struct Subtask<'a> {
     job_metrics: Arc<JobMetrics>,
 }
 
+/// What a checkpointed subtask starts from: its control and writer, and what it restores.
+#[derive(Default)]
+struct Restoring {
+    /// The checkpointing of the subtask (none when the job is not checkpointed).
+    checkpointing: Option<Checkpointing>,
+    /// The checkpoint restored (0: none).
+    id: u64,
+    /// The operator's state chains in that checkpoint.
+    chains: BTreeMap<u32, Vec<u64>>,
+    /// The channel state of an unaligned checkpoint to replay before the first record.
+    channel_state: Option<ChannelState>,
+}
+
+/// The in-flight records of an unaligned checkpoint, as stored: its chunks and how many
+/// messages they hold.
+struct ChannelState {
+    storage: Arc<dyn CheckpointStorage>,
+    chunks: Vec<u64>,
+    expected: u64,
+}
+
+impl ChannelState {
+    /// Puts the stored in-flight records back in front of the gate's inputs.
+    async fn replay(self, gate: &mut InputGate, job: String) -> Result<(), TaskError> {
+        restore_channel_state(gate, self.storage, job, self.chunks, self.expected).await
+    }
+}
+
+/// What every kind of subtask is handed by the attempt, once checkpointing is set up.
+struct Spawning {
+    name: String,
+    s: u32,
+    parallelism: u32,
+    job_id: String,
+    store: Option<weir_store::Store>,
+    outbox: Option<Arc<dyn weir_store::Outbox>>,
+    gate: InputGate,
+    output: Output,
+    metrics: Arc<SubtaskMetrics>,
+    job_metrics: Arc<JobMetrics>,
+    restoring: Restoring,
+}
+
+impl Spawning {
+    /// Opens a connector on a blocking thread: opening one may wait on the network (a
+    /// Kafka broker: bounded by its request timeout), which must not hold a runtime thread
+    /// that other jobs' tasks (and the server) run on.
+    async fn open_connector<T: Send + 'static>(
+        &self,
+        open: impl FnOnce(ConnectorEnv<'_>) -> Result<T, TaskError> + Send + 'static,
+    ) -> Result<T, TaskError> {
+        let (store, outbox) = (self.store.clone(), self.outbox.clone());
+        let (job, node) = (self.job_id.clone(), self.name.clone());
+        tokio::task::spawn_blocking(move || open(connector_env(store.as_ref(), outbox.as_ref(), &job, &node)))
+            .await?
+    }
+}
+
 impl Subtask<'_> {
     /// Spawns the subtask (and, checkpointed, its snapshot writer) into `tasks`.
     fn spawn(
@@ -505,153 +564,205 @@ impl Subtask<'_> {
         control: mpsc::UnboundedReceiver<Control>,
         to_coordinator: &mpsc::UnboundedSender<ToCoordinator>,
     ) -> Result<(), JobError> {
-        let Subtask { plan, node, s, task, env, restore, output, gate, metrics, job_metrics } = self;
-        let settings = &plan.spec.settings;
-        let task_err = |error: TaskError| JobError::Task { node: node.id.clone(), subtask: s, error };
-        // Checkpointing: the task's control channel, its writer and what it restores.
-        let mut checkpointing = None;
-        let mut restored_id = 0;
-        let mut chains = BTreeMap::new();
-        // The channel state of an unaligned checkpoint: its chunks, and how many messages.
-        let mut in_flight: Option<(Vec<u64>, u64)> = None;
-        if let Some(env) = env {
-            let mut restored = TaskState::default();
-            if let Some((meta, manifest)) = restore {
-                restored_id = meta.id;
-                restored = restored_state(manifest, &node.id, s).map_err(|e| task_err(e.into()))?;
-                if let Some(st) = subtask_state(manifest, &node.id, s) {
-                    chains = st.chains.clone();
-                    in_flight = Some((st.channel.clone(), restored.in_flight_messages));
-                }
-            }
-            let (writer, writer_task) = snapshot_writer(WriterConfig {
-                job: env.job_id.clone(),
-                operator: node.id.clone(),
-                subtask: s,
-                task,
-                max_parallelism: settings.max_parallelism,
-                max_chain_length: settings.checkpoint.max_chain_length,
-                previous: chains.clone(),
-                storage: env.storage.clone(),
-                coordinator: to_coordinator.clone(),
-                faults: env.faults.clone(),
-            });
-            tasks.spawn(format!("{} (snapshot writer)", node.id), s, writer_task);
-            checkpointing = Some(Checkpointing {
-                task,
-                node: node.id.clone(),
-                subtask: s,
-                control,
-                coordinator: to_coordinator.clone(),
-                writer,
-                faults: env.faults.clone(),
-                restored,
-                final_id: None,
-                control_closed: false,
-                stop: env.stop.clone(),
-            });
-        }
-        // Connectors open on a blocking thread: opening one may wait on the network (a Kafka
-        // broker: bounded by its request timeout), which must not hold a runtime thread that
-        // other jobs' tasks (and the server) run on.
-        let store = env.and_then(|e| e.store.clone());
-        let outbox = env.and_then(|e| e.outbox.clone());
-        let job_id = env.map(|e| e.job_id.clone()).unwrap_or_default();
-        let channel_state = match (env, in_flight) {
-            (Some(env), Some((chunks, expected))) => Some((env.storage.clone(), chunks, expected)),
-            _ => None,
+        let restoring = self.start_checkpointing(tasks, control, to_coordinator)?;
+        let Subtask { plan, node, s, env, restore, output, gate, metrics, job_metrics, .. } = self;
+        let spawning = Spawning {
+            name: node.id.clone(),
+            s,
+            parallelism: node.parallelism,
+            job_id: env.map(|e| e.job_id.clone()).unwrap_or_default(),
+            store: env.and_then(|e| e.store.clone()),
+            outbox: env.and_then(|e| e.outbox.clone()),
+            gate,
+            output,
+            metrics,
+            job_metrics,
+            restoring,
         };
-        let mut gate = gate;
-        let (node_id, parallelism) = (node.id.clone(), node.parallelism);
-        let name = node.id.clone();
         match &node.body {
-            NodeBody::Source(config) => {
-                let config = config.clone();
-                let position = checkpointing.as_ref().and_then(|c| c.restored.position.clone());
-                let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
-                tasks.spawn(name, s, async move {
-                    let source = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
-                        let cenv = connector_env(store.as_ref(), outbox.as_ref(), &job_id, &node_id);
-                        let mut source = config.open(s, parallelism, cenv)?;
-                        if let Some(position) = position {
-                            source.seek(&position)?;
-                        }
-                        Ok(source)
-                    })
-                    .await??;
-                    run_source(source, delay, rate, output, metrics, job_metrics, checkpointing).await
-                });
-            }
-            NodeBody::Sink(config) => {
-                let config = config.clone();
-                let job_id_replay = job_id.clone();
-                let restored = checkpointing.as_ref().map(|c| c.restored.clone());
-                tasks.spawn(name, s, async move {
-                    let sink = tokio::task::spawn_blocking(move || -> Result<_, TaskError> {
-                        let cenv = connector_env(store.as_ref(), outbox.as_ref(), &job_id, &node_id);
-                        match restored {
-                            Some(state) => {
-                                open_recovered_sink(&config, s, parallelism, cenv, restored_id, &state)
-                            }
-                            None => Ok(config.open(s, parallelism, cenv)?),
-                        }
-                    })
-                    .await??;
-                    if let Some((storage, chunks, expected)) = channel_state {
-                        restore_channel_state(&mut gate, storage, job_id_replay, chunks, expected).await?;
-                    }
-                    run_sink(sink, gate, metrics, job_metrics, checkpointing).await
-                });
-            }
+            NodeBody::Source(config) => spawn_source(tasks, spawning, config.clone()),
+            NodeBody::Sink(config) => spawn_sink(tasks, spawning, config.clone()),
             NodeBody::Operator { module, config } => {
-                let range = key_group_range(s, node.parallelism, settings.max_parallelism);
-                let mut context = Context {
-                    operator_id: node.id.clone(),
-                    config: config.clone(),
-                    subtask_index: s,
-                    parallelism: node.parallelism,
-                    max_parallelism: settings.max_parallelism,
-                    key_group_start: range.start,
-                    key_group_end: range.end,
-                    inputs: node.inputs.len() as u32,
-                    restored: false,
+                let operator = OperatorStart {
+                    module: module.clone(),
+                    context: operator_context(plan, node, s, config),
+                    local: local_place(plan, node, s, env),
+                    limits: instance_limits(&plan.spec.settings),
+                    storage: env.map(|e| e.storage.clone()).filter(|_| restore.is_some()),
+                    faults: env.and_then(|e| e.faults.clone()),
                 };
-                let local = LocalPlace {
-                    config: match env {
-                        Some(e) => e.local.clone(),
-                        None => LocalStateConfig::temporary(&job_id),
-                    },
-                    operator: node.id.clone(),
-                    subtask: s,
-                    max_parallelism: settings.max_parallelism,
-                    owned: range.clone(),
-                };
-                let (module, id) = (module.clone(), node.id.clone());
-                let job_replay = job_id.clone();
-                let storage = env.map(|e| (e.storage.clone(), e.job_id.clone()));
-                let faults = env.and_then(|e| e.faults.clone());
-                let restoring = restore.is_some();
-                let limits = instance_limits(settings);
-                tasks.spawn(name, s, async move {
-                    let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
-                    instance.keyed_states().set_place(local);
-                    let state_version = instance.describe().await?.state_version;
-                    if let (Some((storage, job)), true) = (storage, restoring) {
-                        let version = match &checkpointing {
-                            Some(c) => c.restored.restore_version(&id, state_version)?,
-                            None => state_version,
-                        };
-                        restore_instance(&mut instance, version, storage, job, chains, faults).await?;
-                        context.restored = true;
-                    }
-                    if let Some((storage, chunks, expected)) = channel_state {
-                        restore_channel_state(&mut gate, storage, job_replay, chunks, expected).await?;
-                    }
-                    run_operator(instance, state_version, context, gate, output, metrics, checkpointing).await
-                });
+                spawn_operator(tasks, spawning, operator);
             }
         }
         Ok(())
+    }
+
+    /// Checkpointed: reads what the subtask restores, and spawns its snapshot writer.
+    fn start_checkpointing(
+        &self,
+        tasks: &mut Tasks,
+        control: mpsc::UnboundedReceiver<Control>,
+        to_coordinator: &mpsc::UnboundedSender<ToCoordinator>,
+    ) -> Result<Restoring, JobError> {
+        let Subtask { plan, node, s, task, env, restore, .. } = *self;
+        let Some(env) = env else { return Ok(Restoring::default()) };
+        let task_err = |error: TaskError| JobError::Task { node: node.id.clone(), subtask: s, error };
+        let settings = &plan.spec.settings;
+        let mut restoring = Restoring::default();
+        let mut restored = TaskState::default();
+        if let Some((meta, manifest)) = restore {
+            restoring.id = meta.id;
+            restored = restored_state(manifest, &node.id, s).map_err(|e| task_err(e.into()))?;
+            if let Some(st) = subtask_state(manifest, &node.id, s) {
+                restoring.chains = st.chains.clone();
+                restoring.channel_state = Some(ChannelState {
+                    storage: env.storage.clone(),
+                    chunks: st.channel.clone(),
+                    expected: restored.in_flight_messages,
+                });
+            }
+        }
+        let (writer, writer_task) = snapshot_writer(WriterConfig {
+            job: env.job_id.clone(),
+            operator: node.id.clone(),
+            subtask: s,
+            task,
+            max_parallelism: settings.max_parallelism,
+            max_chain_length: settings.checkpoint.max_chain_length,
+            previous: restoring.chains.clone(),
+            storage: env.storage.clone(),
+            coordinator: to_coordinator.clone(),
+            faults: env.faults.clone(),
+        });
+        tasks.spawn(format!("{} (snapshot writer)", node.id), s, writer_task);
+        restoring.checkpointing = Some(Checkpointing {
+            task,
+            node: node.id.clone(),
+            subtask: s,
+            control,
+            coordinator: to_coordinator.clone(),
+            writer,
+            faults: env.faults.clone(),
+            restored,
+            final_id: None,
+            control_closed: false,
+            stop: env.stop.clone(),
+        });
+        Ok(restoring)
+    }
+}
+
+/// Spawns a source subtask: opens its connector, seeks to the restored position, runs it.
+fn spawn_source(tasks: &mut Tasks, spawning: Spawning, config: SourceConfig) {
+    let (name, s) = (spawning.name.clone(), spawning.s);
+    tasks.spawn(name, s, async move {
+        let parallelism = spawning.parallelism;
+        let checkpointing = spawning.restoring.checkpointing.as_ref();
+        let position = checkpointing.and_then(|c| c.restored.position.clone());
+        let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
+        let source = spawning
+            .open_connector(move |cenv| {
+                let mut source = config.open(s, parallelism, cenv)?;
+                if let Some(position) = position {
+                    source.seek(&position)?;
+                }
+                Ok(source)
+            })
+            .await?;
+        let Spawning { output, metrics, job_metrics, restoring, .. } = spawning;
+        run_source(source, delay, rate, output, metrics, job_metrics, restoring.checkpointing).await
+    });
+}
+
+/// Spawns a sink subtask: opens its connector (recovering its open transactions), replays
+/// the channel state, runs it.
+fn spawn_sink(tasks: &mut Tasks, spawning: Spawning, config: SinkConfig) {
+    let (name, s) = (spawning.name.clone(), spawning.s);
+    tasks.spawn(name, s, async move {
+        let parallelism = spawning.parallelism;
+        let restored = spawning.restoring.checkpointing.as_ref().map(|c| c.restored.clone());
+        let restored_id = spawning.restoring.id;
+        let sink = spawning
+            .open_connector(move |cenv| match restored {
+                Some(state) => open_recovered_sink(&config, s, parallelism, cenv, restored_id, &state),
+                None => Ok(config.open(s, parallelism, cenv)?),
+            })
+            .await?;
+        let Spawning { mut gate, metrics, job_metrics, restoring, job_id, .. } = spawning;
+        if let Some(channel_state) = restoring.channel_state {
+            channel_state.replay(&mut gate, job_id).await?;
+        }
+        run_sink(sink, gate, metrics, job_metrics, restoring.checkpointing).await
+    });
+}
+
+/// What an operator subtask starts its instance with.
+struct OperatorStart {
+    module: Arc<OperatorModule>,
+    context: Context,
+    local: LocalPlace,
+    limits: InstanceLimits,
+    /// Where the checkpoint it restores is stored (none: it starts empty).
+    storage: Option<Arc<dyn CheckpointStorage>>,
+    faults: Option<Arc<FaultInjector>>,
+}
+
+/// Spawns an operator subtask: instantiates its module, restores its state and channel
+/// state, runs it.
+fn spawn_operator(tasks: &mut Tasks, spawning: Spawning, operator: OperatorStart) {
+    let (name, s) = (spawning.name.clone(), spawning.s);
+    tasks.spawn(name, s, async move {
+        let Spawning { name: id, mut gate, output, metrics, restoring, job_id, .. } = spawning;
+        let OperatorStart { module, mut context, local, limits, storage, faults } = operator;
+        let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
+        instance.keyed_states().set_place(local);
+        let state_version = instance.describe().await?.state_version;
+        let checkpointing = restoring.checkpointing;
+        if let Some(storage) = storage {
+            let version = match &checkpointing {
+                Some(c) => c.restored.restore_version(&id, state_version)?,
+                None => state_version,
+            };
+            restore_instance(&mut instance, version, storage, job_id.clone(), restoring.chains, faults)
+                .await?;
+            context.restored = true;
+        }
+        if let Some(channel_state) = restoring.channel_state {
+            channel_state.replay(&mut gate, job_id).await?;
+        }
+        run_operator(instance, state_version, context, gate, output, metrics, checkpointing).await
+    });
+}
+
+/// The context an operator's guest is given at `open`.
+fn operator_context(plan: &Plan, node: &PlanNode, s: u32, config: &str) -> Context {
+    let max_parallelism = plan.spec.settings.max_parallelism;
+    let range = key_group_range(s, node.parallelism, max_parallelism);
+    Context {
+        operator_id: node.id.clone(),
+        config: config.to_string(),
+        subtask_index: s,
+        parallelism: node.parallelism,
+        max_parallelism,
+        key_group_start: range.start,
+        key_group_end: range.end,
+        inputs: node.inputs.len() as u32,
+        restored: false,
+    }
+}
+
+/// Where an operator subtask keeps its state on disk: the key groups it owns.
+fn local_place(plan: &Plan, node: &PlanNode, s: u32, env: Option<&TaskEnv>) -> LocalPlace {
+    let max_parallelism = plan.spec.settings.max_parallelism;
+    LocalPlace {
+        config: match env {
+            Some(e) => e.local.clone(),
+            None => LocalStateConfig::temporary(""),
+        },
+        operator: node.id.clone(),
+        subtask: s,
+        max_parallelism,
+        owned: key_group_range(s, node.parallelism, max_parallelism),
     }
 }
 

@@ -138,23 +138,7 @@ impl Coordinator {
             let pause_end = (finished && idle).then(|| p.last_end + min_pause);
             let wake = [periodic_at, expiry, pause_end].into_iter().flatten().min();
             tokio::select! {
-                _ = sleep_until(wake) => {
-                    let now = Instant::now();
-                    let expired: Vec<u64> =
-                        p.pending.iter().filter(|(_, c)| c.started + timeout <= now).map(|(id, _)| *id).collect();
-                    for id in expired {
-                        // Aborting an earlier one may have aborted it already.
-                        if !p.pending.contains_key(&id) {
-                            continue;
-                        }
-                        let reason = format!("expired before completing ({} ms timeout)", self.settings.timeout_ms);
-                        self.abort(&mut p, id, reason).await?;
-                    }
-                    if periodic_at.is_some_and(|t| t <= now) && p.pending.len() < self.settings.max_concurrent {
-                        self.trigger(&mut p, false, false).await;
-                        p.next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
-                    }
-                }
+                _ = sleep_until(wake) => self.on_wake(&mut p, periodic_at).await?,
                 request = requests.recv(), if requests_open => match request {
                     None => requests_open = false,
                     Some(request) if can_trigger => {
@@ -167,42 +151,79 @@ impl Coordinator {
                     // max_concurrent checkpoints are in flight: this one starts when one ends.
                     Some(request) => p.waiting.push_back(request),
                 },
-                message = self.inbox.recv() => match message {
-                    None => return Err(JobError::TasksGone),
-                    Some(ToCoordinator::SourceFinished { task, stopped }) => {
-                        p.sources_finished[task] = true;
-                        p.stopping |= stopped;
+                message = self.inbox.recv() => {
+                    let Some(message) = message else { return Err(JobError::TasksGone) };
+                    if let Some(id) = self.on_message(&mut p, message).await? {
+                        return Ok(id);
                     }
-                    Some(ToCoordinator::Decline { id, reason, .. }) => {
-                        if p.pending.contains_key(&id) {
-                            self.abort(&mut p, id, reason).await?;
-                        }
-                    }
-                    Some(ToCoordinator::Ack { id, task, state, stats }) => {
-                        let Some(c) = p.pending.get_mut(&id) else { continue };
-                        c.acks.insert(task, (state, stats));
-                        if c.acks.len() < self.tasks.len() {
-                            continue;
-                        }
-                        let c = p.pending.remove(&id).expect("pending");
-                        match self.complete(c).await {
-                            Ok(meta) => {
-                                p.consecutive_failures = 0;
-                                p.last_end = Instant::now();
-                                self.announce_completion(&meta);
-                                if p.final_pending == Some(id) {
-                                    return Ok(id);
-                                }
-                            }
-                            Err((c, reason)) => {
-                                p.pending.insert(id, c);
-                                self.abort(&mut p, id, reason).await?;
-                            }
-                        }
-                    }
-                },
+                }
             }
         }
+    }
+
+    /// A deadline passed: checkpoints past their timeout are aborted, a periodic one due
+    /// is triggered.
+    async fn on_wake(&mut self, p: &mut Progress, periodic_at: Option<Instant>) -> Result<(), JobError> {
+        let now = Instant::now();
+        let timeout = Duration::from_millis(self.settings.timeout_ms);
+        let expired: Vec<u64> =
+            p.pending.iter().filter(|(_, c)| c.started + timeout <= now).map(|(id, _)| *id).collect();
+        for id in expired {
+            // Aborting an earlier one may have aborted it already.
+            if !p.pending.contains_key(&id) {
+                continue;
+            }
+            let reason = format!("expired before completing ({} ms timeout)", self.settings.timeout_ms);
+            self.abort(p, id, reason).await?;
+        }
+        if periodic_at.is_some_and(|t| t <= now) && p.pending.len() < self.settings.max_concurrent {
+            self.trigger(p, false, false).await;
+            p.next_periodic = self.settings.interval_ms.map(|ms| now + Duration::from_millis(ms));
+        }
+        Ok(())
+    }
+
+    /// A message from a task: a source ended, a snapshot declined or acked. Returns the id
+    /// of the final checkpoint once it completed.
+    async fn on_message(
+        &mut self,
+        p: &mut Progress,
+        message: ToCoordinator,
+    ) -> Result<Option<u64>, JobError> {
+        match message {
+            ToCoordinator::SourceFinished { task, stopped } => {
+                p.sources_finished[task] = true;
+                p.stopping |= stopped;
+            }
+            ToCoordinator::Decline { id, reason, .. } => {
+                if p.pending.contains_key(&id) {
+                    self.abort(p, id, reason).await?;
+                }
+            }
+            ToCoordinator::Ack { id, task, state, stats } => {
+                let Some(c) = p.pending.get_mut(&id) else { return Ok(None) };
+                c.acks.insert(task, (state, stats));
+                if c.acks.len() < self.tasks.len() {
+                    return Ok(None);
+                }
+                let c = p.pending.remove(&id).expect("pending");
+                match self.complete(c).await {
+                    Ok(meta) => {
+                        p.consecutive_failures = 0;
+                        p.last_end = Instant::now();
+                        self.announce_completion(&meta);
+                        if p.final_pending == Some(id) {
+                            return Ok(Some(id));
+                        }
+                    }
+                    Err((c, reason)) => {
+                        p.pending.insert(id, c);
+                        self.abort(p, id, reason).await?;
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Tells every task that a checkpoint completed. Invariant C6: sources last — after

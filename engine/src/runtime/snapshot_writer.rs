@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::mpsc;
-use weir_store::{CheckpointStorage, ScopeDelta, StateEntry, SubtaskStats, SubtaskWrite};
+use weir_store::{
+    CheckpointStorage, ScopeDelta, StateEntry, StoreError, SubtaskState, SubtaskStats, SubtaskWrite,
+};
 
 use super::control::ToCoordinator;
 use super::error::TaskError;
@@ -118,143 +120,196 @@ pub fn snapshot_writer(
 ) -> (SnapshotWriter, impl Future<Output = Result<(), TaskError>> + Send + 'static) {
     let (tx, mut rx) = mpsc::unbounded_channel::<WriterMessage>();
     let fut = async move {
-        // The chains of the last completed checkpoint, and the deltas taken since.
-        let mut base = config.previous;
-        let mut deltas: Vec<(u64, Arc<Vec<ScopeDelta>>)> = Vec::new();
-        let mut written: BTreeMap<u64, BTreeMap<u32, Vec<u64>>> = BTreeMap::new();
-        let shared = Arc::new(WriterShared {
-            job: config.job,
-            operator: config.operator,
-            subtask: config.subtask,
-            max_chain_length: config.max_chain_length,
-            storage: config.storage,
-        });
-        let decline = |id: u64, reason: &dyn std::fmt::Display| {
-            let _ = config.coordinator.send(ToCoordinator::Decline {
-                id,
-                task: config.task,
-                reason: format!("{}/{}: {reason}", shared.operator, shared.subtask),
-            });
+        let mut writer = Writer {
+            base: config.previous,
+            deltas: Vec::new(),
+            written: BTreeMap::new(),
+            shared: Arc::new(WriterShared {
+                job: config.job,
+                operator: config.operator,
+                subtask: config.subtask,
+                max_parallelism: config.max_parallelism,
+                max_chain_length: config.max_chain_length,
+                storage: config.storage,
+            }),
+            task: config.task,
+            coordinator: config.coordinator,
+            faults: config.faults,
         };
         while let Some(message) = rx.recv().await {
-            let request = match message {
-                WriterMessage::Completed(id) => {
-                    if let Some(chains) = written.remove(&id) {
-                        base = chains;
-                        let (done, rest): (Vec<_>, Vec<_>) = deltas.into_iter().partition(|(k, _)| *k <= id);
-                        deltas = rest;
-                        // Freeing a large delta (an allocation per entry) is work too: not on
-                        // the threads that process records.
-                        if !done.is_empty() {
-                            tokio::task::spawn_blocking(move || drop(done));
-                        }
-                    }
-                    written.retain(|k, _| *k > id);
-                    continue;
-                }
-                WriterMessage::Write(r) => *r,
-            };
-            let id = request.id;
-            if let Some(f) = &config.faults
-                && request.decline.is_none()
-            {
-                f.hit(FaultPoint::AsyncWrite)?;
-                if !request.channels.is_empty() {
-                    f.hit(FaultPoint::ChannelState)?;
-                }
-            }
-            let started = Instant::now();
-            let shared2 = shared.clone();
-            let previous = base.clone();
-            let earlier: Vec<Arc<Vec<ScopeDelta>>> = deltas.iter().map(|(_, d)| d.clone()).collect();
-            let WriteRequest { delta, host, state, mut stats, channels, decline: given_up, .. } = request;
-            let decline_reason = given_up.clone();
-            let (max_parallelism, subtask) = (config.max_parallelism, config.subtask);
-            // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
-            // blocking pool, off the threads that process records.
-            let result = tokio::task::spawn_blocking(move || {
-                let mut split = match &delta {
-                    Some(d) => Some(split_into_scopes(d, max_parallelism, subtask)?),
-                    None => None,
-                };
-                drop(delta);
-                // Host keyed state: the values of the changed keys, read from the local
-                // store's snapshot of the barrier.
-                if let Some(host) = host {
-                    let scopes = host.into_scopes()?;
-                    split = Some(match split {
-                        Some(guest) => join_scopes(guest, scopes),
-                        None => scopes,
-                    });
-                }
-                let split = split.map(Arc::new);
-                let mut all = earlier;
-                all.extend(split.clone());
-                let scopes = merge(&all);
-                // Several pending deltas are kept as their merge from now on (bounded by the
-                // keys changed, however many checkpoints fail in a row).
-                let keep = if all.len() > 1 { Some(scopes.clone()) } else { split };
-                if given_up.is_some() {
-                    return Ok((keep, None));
-                }
-                let (channel_state, in_flight_bytes) = encode(&channels);
-                drop(channels);
-                let blob = state.encode();
-                let written = shared2.storage.write_subtask(SubtaskWrite {
-                    job: shared2.job.clone(),
-                    checkpoint: id,
-                    operator: shared2.operator.clone(),
-                    subtask: shared2.subtask,
-                    full: false,
-                    scopes,
-                    previous,
-                    blob,
-                    max_chain_length: shared2.max_chain_length,
-                    channel_state,
-                });
-                Ok::<_, TaskError>((keep, Some((written, in_flight_bytes))))
-            })
-            .await
-            .map_err(TaskError::from)
-            .and_then(|r| r);
-            let written_state = match result {
-                Ok((keep, written)) => {
-                    match keep {
-                        Some(merged) if !deltas.is_empty() => deltas = vec![(id, merged)],
-                        Some(split) => deltas.push((id, split)),
-                        None => {}
-                    }
-                    written
-                }
-                Err(error) => {
-                    // A malformed snapshot (or a panic while writing) cannot be written now
-                    // or later: the task fails and the job recovers.
-                    decline(id, &error);
-                    return Err(error);
-                }
-            };
-            let Some((written_state, in_flight_bytes)) = written_state else {
-                // Given up at the task: its changes go out with the next checkpoint.
-                decline(id, &decline_reason.unwrap_or_default());
-                continue;
-            };
-            match written_state {
-                Ok(state) => {
-                    written.insert(id, state.chains.clone());
-                    stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
-                    stats.state_bytes = state.bytes_written;
-                    stats.persisted_in_flight_bytes = in_flight_bytes;
-                    stats.ack_time_ms = unix_ms();
-                    let _ =
-                        config.coordinator.send(ToCoordinator::Ack { id, task: config.task, state, stats });
-                }
-                // A failed write fails this checkpoint only; its changes go out with the next.
-                Err(error) => decline(id, &error),
+            match message {
+                WriterMessage::Completed(id) => writer.completed(id),
+                WriterMessage::Write(request) => writer.write(*request).await?,
             }
         }
         Ok(())
     };
     (SnapshotWriter { tx }, fut)
+}
+
+/// The writer task's state.
+struct Writer {
+    /// The chains of the last completed checkpoint.
+    base: BTreeMap<u32, Vec<u64>>,
+    /// The deltas taken since (by checkpoint id; several are kept as their merge).
+    deltas: Vec<(u64, Arc<Vec<ScopeDelta>>)>,
+    /// The chains written for each pending checkpoint.
+    written: BTreeMap<u64, BTreeMap<u32, Vec<u64>>>,
+    shared: Arc<WriterShared>,
+    task: usize,
+    coordinator: mpsc::UnboundedSender<ToCoordinator>,
+    faults: Option<Arc<FaultInjector>>,
+}
+
+/// What the blocking part of a write made of a snapshot: the delta to keep until a
+/// checkpoint completes, and (unless the snapshot was given up) the stored state with the
+/// bytes of channel state it holds.
+type Written = (Option<Arc<Vec<ScopeDelta>>>, Option<(Result<SubtaskState, StoreError>, u64)>);
+
+impl Writer {
+    /// Checkpoint `id` completed: its chains become the base, the deltas it holds go.
+    fn completed(&mut self, id: u64) {
+        if let Some(chains) = self.written.remove(&id) {
+            self.base = chains;
+            let (done, rest): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut self.deltas).into_iter().partition(|(k, _)| *k <= id);
+            self.deltas = rest;
+            // Freeing a large delta (an allocation per entry) is work too: not on the
+            // threads that process records.
+            if !done.is_empty() {
+                tokio::task::spawn_blocking(move || drop(done));
+            }
+        }
+        self.written.retain(|k, _| *k > id);
+    }
+
+    /// Writes one snapshot and acks it, or declines it. Fails (and the task with it) only
+    /// on an injected fault or a snapshot that can never be written.
+    async fn write(&mut self, request: WriteRequest) -> Result<(), TaskError> {
+        let id = request.id;
+        if let Some(f) = &self.faults
+            && request.decline.is_none()
+        {
+            f.hit(FaultPoint::AsyncWrite)?;
+            if !request.channels.is_empty() {
+                f.hit(FaultPoint::ChannelState)?;
+            }
+        }
+        let started = Instant::now();
+        let shared = self.shared.clone();
+        let previous = self.base.clone();
+        let earlier: Vec<Arc<Vec<ScopeDelta>>> = self.deltas.iter().map(|(_, d)| d.clone()).collect();
+        let WriteRequest { delta, host, state, mut stats, channels, decline: given_up, .. } = request;
+        let decline_reason = given_up.clone();
+        let pending =
+            Pending { id, delta, host, state, channels, given_up: given_up.is_some(), earlier, previous };
+        // Everything heavy (splitting by key group, merging, encoding, redb) runs on the
+        // blocking pool, off the threads that process records.
+        let result = tokio::task::spawn_blocking(move || pending.write(&shared))
+            .await
+            .map_err(TaskError::from)
+            .and_then(|r| r);
+        let written = match result {
+            Ok((keep, written)) => {
+                match keep {
+                    Some(merged) if !self.deltas.is_empty() => self.deltas = vec![(id, merged)],
+                    Some(split) => self.deltas.push((id, split)),
+                    None => {}
+                }
+                written
+            }
+            Err(error) => {
+                // A malformed snapshot (or a panic while writing) cannot be written now or
+                // later: the task fails and the job recovers.
+                self.decline(id, &error);
+                return Err(error);
+            }
+        };
+        match written {
+            // Given up at the task: its changes go out with the next checkpoint.
+            None => self.decline(id, &decline_reason.unwrap_or_default()),
+            Some((Ok(state), in_flight_bytes)) => {
+                self.written.insert(id, state.chains.clone());
+                stats.async_ms = started.elapsed().as_secs_f64() * 1e3;
+                stats.state_bytes = state.bytes_written;
+                stats.persisted_in_flight_bytes = in_flight_bytes;
+                stats.ack_time_ms = unix_ms();
+                let _ = self.coordinator.send(ToCoordinator::Ack { id, task: self.task, state, stats });
+            }
+            // A failed write fails this checkpoint only; its changes go out with the next.
+            Some((Err(error), _)) => self.decline(id, &error),
+        }
+        Ok(())
+    }
+
+    fn decline(&self, id: u64, reason: &dyn std::fmt::Display) {
+        let _ = self.coordinator.send(ToCoordinator::Decline {
+            id,
+            task: self.task,
+            reason: format!("{}/{}: {reason}", self.shared.operator, self.shared.subtask),
+        });
+    }
+}
+
+/// One snapshot on its way to the blocking pool, with the deltas still pending before it.
+struct Pending {
+    id: u64,
+    delta: Option<StateDelta>,
+    host: Option<LocalChanges>,
+    state: TaskState,
+    channels: Vec<ChannelMessages>,
+    given_up: bool,
+    earlier: Vec<Arc<Vec<ScopeDelta>>>,
+    /// The chains of the last completed checkpoint.
+    previous: BTreeMap<u32, Vec<u64>>,
+}
+
+impl Pending {
+    /// Splits the snapshot by key group, merges it with the pending deltas and (unless it
+    /// was given up) writes it.
+    fn write(self, shared: &WriterShared) -> Result<Written, TaskError> {
+        let Pending { id, delta, host, state, channels, given_up, earlier, previous } = self;
+        let mut split = match &delta {
+            Some(d) => Some(split_into_scopes(d, shared.max_parallelism, shared.subtask)?),
+            None => None,
+        };
+        drop(delta);
+        // Host keyed state: the values of the changed keys, read from the local store's
+        // snapshot of the barrier.
+        if let Some(host) = host {
+            let scopes = host.into_scopes()?;
+            split = Some(match split {
+                Some(guest) => join_scopes(guest, scopes),
+                None => scopes,
+            });
+        }
+        let split = split.map(Arc::new);
+        let mut all = earlier;
+        all.extend(split.clone());
+        let scopes = merge(&all);
+        // Several pending deltas are kept as their merge from now on (bounded by the keys
+        // changed, however many checkpoints fail in a row).
+        let keep = if all.len() > 1 { Some(scopes.clone()) } else { split };
+        if given_up {
+            return Ok((keep, None));
+        }
+        let (channel_state, in_flight_bytes) = encode(&channels);
+        drop(channels);
+        let blob = state.encode();
+        let written = shared.storage.write_subtask(SubtaskWrite {
+            job: shared.job.clone(),
+            checkpoint: id,
+            operator: shared.operator.clone(),
+            subtask: shared.subtask,
+            full: false,
+            scopes,
+            previous,
+            blob,
+            max_chain_length: shared.max_chain_length,
+            channel_state,
+        });
+        Ok((keep, Some((written, in_flight_bytes))))
+    }
 }
 
 /// The scopes of two deltas of one snapshot that change disjoint states (guest and host
@@ -304,6 +359,7 @@ struct WriterShared {
     job: String,
     operator: String,
     subtask: u32,
+    max_parallelism: u32,
     max_chain_length: usize,
     storage: Arc<dyn CheckpointStorage>,
 }

@@ -15,6 +15,7 @@
 //! before it takes its next input; while it waits it still takes barriers (and a source its
 //! triggers), so an unaligned checkpoint never waits for the backlog (docs/design.md §6).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -177,146 +178,220 @@ async fn next_event(
 
 /// Runs a source subtask.
 pub async fn run_source(
-    mut source: Box<dyn Source>,
+    source: Box<dyn Source>,
     out_of_orderness_ms: Option<i64>,
     records_per_second: Option<u64>,
-    mut output: Output,
+    output: Output,
     metrics: Arc<SubtaskMetrics>,
     job: Arc<JobMetrics>,
     mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    let (mut max_ts, mut watermark) =
-        checkpointing.as_ref().and_then(|c| c.restored.source_watermark).unwrap_or((i64::MIN, i64::MIN));
-    let mut exhausted = false;
-    let mut stopped = false;
-    let mut announced = false;
-    let started = Instant::now();
-    let mut emitted = 0u64;
-    // The output is marked idle (an idle notice went out, no batch or watermark since).
-    let mut idle_out = false;
-    // Checkpoint id → the position recorded at its trigger, for `checkpoint_completed`.
-    // Entries at or below a completed id are dropped, so aborted ones do not accumulate.
-    let mut positions = std::collections::BTreeMap::new();
+    let restored = checkpointing.as_ref().and_then(|c| c.restored.source_watermark);
+    let (max_ts, watermark) = restored.unwrap_or((i64::MIN, i64::MIN));
+    let mut task = SourceTask {
+        source,
+        out_of_orderness_ms,
+        records_per_second,
+        output,
+        metrics,
+        job,
+        max_ts,
+        watermark,
+        exhausted: false,
+        stopped: false,
+        announced: false,
+        started: Instant::now(),
+        emitted: 0,
+        idle_out: false,
+        positions: BTreeMap::new(),
+    };
     loop {
-        // Barriers go out at batch boundaries, recording the position at exactly that point.
-        if let Some(c) = &mut checkpointing {
-            let mut done = false;
-            while let Ok(control) = c.control.try_recv() {
-                done |=
-                    source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)?;
+        match &mut checkpointing {
+            Some(c) => match task.before_batch(c).await? {
+                Step::Batch => c.hit(FaultPoint::Process)?,
+                Step::Again => continue,
+                Step::Finished => break,
+            },
+            None if task.exhausted => break,
+            None => task.output.ready().await,
+        }
+        let idle = task.next_batch()?;
+        if !task.exhausted {
+            task.follow_source()?;
+        }
+        task.pace(idle).await;
+    }
+    task.output.broadcast(Message::EndOfStream)?;
+    Ok(())
+}
+
+/// What a checkpointed source does next, once its control messages are handled.
+enum Step {
+    /// Read the next batch.
+    Batch,
+    /// Look at the control messages again (one arrived while waiting).
+    Again,
+    /// The final checkpoint completed: the source ends.
+    Finished,
+}
+
+/// A running source subtask: its connector, output and event-time progress.
+struct SourceTask {
+    source: Box<dyn Source>,
+    out_of_orderness_ms: Option<i64>,
+    records_per_second: Option<u64>,
+    output: Output,
+    metrics: Arc<SubtaskMetrics>,
+    job: Arc<JobMetrics>,
+    /// The highest event time seen, and the watermark sent.
+    max_ts: i64,
+    watermark: i64,
+    /// The input ended (ran out, or the job stops).
+    exhausted: bool,
+    /// The input ended because the job is suspended.
+    stopped: bool,
+    /// The coordinator was told that the input ended.
+    announced: bool,
+    started: Instant,
+    emitted: u64,
+    /// The output is marked idle (an idle notice went out, no batch or watermark since).
+    idle_out: bool,
+    /// Checkpoint id → the position recorded at its trigger, for `checkpoint_completed`.
+    /// Entries at or below a completed id are dropped, so aborted ones do not accumulate.
+    positions: BTreeMap<u64, serde_json::Value>,
+}
+
+impl SourceTask {
+    /// Handles the control messages due before the next batch: barriers go out at batch
+    /// boundaries, recording the position at exactly that point. Then the stop signal, the
+    /// end of input (waiting for the final checkpoint) and backpressure.
+    async fn before_batch(&mut self, c: &mut Checkpointing) -> Result<Step, TaskError> {
+        let mut done = false;
+        while let Ok(control) = c.control.try_recv() {
+            done |= self.control(c, control)?;
+        }
+        if done {
+            return Ok(Step::Finished);
+        }
+        match c.stop.requested() {
+            _ if self.exhausted => {}
+            None => {}
+            // Stopping: the input ends here, but event time does not jump to the end,
+            // so the job resumes from the final checkpoint as if never stopped.
+            Some(StopMode::Suspend) => {
+                self.exhausted = true;
+                self.stopped = true;
             }
-            if done {
-                break;
+            // Draining: the input ends here as if it had run out, so every event-time
+            // timer downstream fires before the final checkpoint.
+            Some(StopMode::Drain) => {
+                self.exhausted = true;
+                (self.max_ts, self.watermark) = end_of_input(&self.output)?;
             }
-            match c.stop.requested() {
-                _ if exhausted => {}
-                None => {}
-                // Stopping: the input ends here, but event time does not jump to the end,
-                // so the job resumes from the final checkpoint as if never stopped.
-                Some(StopMode::Suspend) => {
-                    exhausted = true;
-                    stopped = true;
-                }
-                // Draining: the input ends here as if it had run out, so every event-time
-                // timer downstream fires before the final checkpoint.
-                Some(StopMode::Drain) => {
-                    exhausted = true;
-                    (max_ts, watermark) = end_of_input(&output)?;
-                }
+        }
+        if self.exhausted {
+            if !self.announced {
+                self.announced = true;
+                let _ =
+                    c.coordinator.send(ToCoordinator::SourceFinished { task: c.task, stopped: self.stopped });
             }
-            if exhausted {
-                if !announced {
-                    announced = true;
-                    let _ = c.coordinator.send(ToCoordinator::SourceFinished { task: c.task, stopped });
-                }
-                let Some(control) = c.control.recv().await else { break };
-                if source_control(c, control, &mut *source, (max_ts, watermark), &output, &mut positions)? {
-                    break;
-                }
-                continue;
-            }
-            // Backpressure: wait for room, taking triggers meanwhile (an unaligned barrier
-            // overtakes the backlog at once).
-            if !output.has_room() {
-                if c.control_closed {
-                    output.ready().await;
-                } else {
-                    tokio::select! {
-                        biased;
-                        control = c.control.recv() => {
-                            match control {
-                                Some(control) => {
-                                    let position = (max_ts, watermark);
-                                    if source_control(c, control, &mut *source, position, &output, &mut positions)? {
-                                        break;
-                                    }
-                                }
-                                None => c.control_closed = true,
-                            }
-                            continue;
-                        }
-                        () = output.ready() => {}
+            let Some(control) = c.control.recv().await else { return Ok(Step::Finished) };
+            return Ok(if self.control(c, control)? { Step::Finished } else { Step::Again });
+        }
+        // Backpressure: wait for room, taking triggers meanwhile (an unaligned barrier
+        // overtakes the backlog at once).
+        if self.output.has_room() {
+            return Ok(Step::Batch);
+        }
+        if c.control_closed {
+            self.output.ready().await;
+            return Ok(Step::Batch);
+        }
+        tokio::select! {
+            biased;
+            control = c.control.recv() => {
+                match control {
+                    Some(control) if self.control(c, control)? => Ok(Step::Finished),
+                    Some(_) => Ok(Step::Again),
+                    None => {
+                        c.control_closed = true;
+                        Ok(Step::Again)
                     }
                 }
             }
-            c.hit(FaultPoint::Process)?;
-        } else if exhausted {
-            break;
-        } else {
-            output.ready().await;
+            () = self.output.ready() => Ok(Step::Batch),
         }
-        let mut idle = false;
-        match source.next_batch()? {
-            Some(batch) if batch.is_empty() => idle = true,
-            Some(batch) => {
-                // A source that tracks event time itself replaces the task's watermarks.
-                let own = source.watermark().is_some();
-                let out_of_orderness_ms = out_of_orderness_ms.filter(|_| !own);
-                if let Some(delay) = out_of_orderness_ms {
-                    for e in &batch.entries {
-                        max_ts = max_ts.max(e.timestamp);
-                    }
-                    let w = max_ts.saturating_sub(delay).saturating_sub(1);
-                    if w > watermark {
-                        watermark = w;
-                    }
-                }
-                metrics.add_out(batch.len());
-                job.source_batches.fetch_add(1, Ordering::Relaxed);
-                emitted += batch.len() as u64;
-                output.emit(batch)?;
-                // The batch made every output channel active again.
-                idle_out = false;
-                if out_of_orderness_ms.is_some() && watermark > i64::MIN {
-                    output.broadcast(Message::Watermark(watermark))?;
-                }
+    }
+
+    /// Handles one control message; true when the final checkpoint completed.
+    fn control(&mut self, c: &mut Checkpointing, control: Control) -> Result<bool, TaskError> {
+        let progress = (self.max_ts, self.watermark);
+        source_control(c, control, &mut *self.source, progress, &self.output, &mut self.positions)
+    }
+
+    /// Reads and emits the next batch, with the watermark it moves; true when the source
+    /// had nothing new (it follows its input and is idle).
+    fn next_batch(&mut self) -> Result<bool, TaskError> {
+        let Some(batch) = self.source.next_batch()? else {
+            self.exhausted = true;
+            (self.max_ts, self.watermark) = end_of_input(&self.output)?;
+            return Ok(false);
+        };
+        if batch.is_empty() {
+            return Ok(true);
+        }
+        // A source that tracks event time itself replaces the task's watermarks.
+        let own = self.source.watermark().is_some();
+        let out_of_orderness_ms = self.out_of_orderness_ms.filter(|_| !own);
+        if let Some(delay) = out_of_orderness_ms {
+            for e in &batch.entries {
+                self.max_ts = self.max_ts.max(e.timestamp);
             }
-            None => {
-                exhausted = true;
-                (max_ts, watermark) = end_of_input(&output)?;
+            let w = self.max_ts.saturating_sub(delay).saturating_sub(1);
+            if w > self.watermark {
+                self.watermark = w;
             }
         }
-        if !exhausted {
-            if let Some(w) = source.watermark()
-                && w > watermark
-            {
-                watermark = w;
-                idle_out = false;
-                output.broadcast(Message::Watermark(w))?;
-            }
-            let now_idle = source.idle();
-            if now_idle != idle_out {
-                idle_out = now_idle;
-                // Active again without a batch or a new watermark (say, a partition was
-                // assigned): the current watermark tells the receivers so.
-                let message = if now_idle { Message::Idle } else { Message::Watermark(watermark) };
-                output.broadcast(message)?;
-            }
+        self.metrics.add_out(batch.len());
+        self.job.source_batches.fetch_add(1, Ordering::Relaxed);
+        self.emitted += batch.len() as u64;
+        self.output.emit(batch)?;
+        // The batch made every output channel active again.
+        self.idle_out = false;
+        if out_of_orderness_ms.is_some() && self.watermark > i64::MIN {
+            self.output.broadcast(Message::Watermark(self.watermark))?;
         }
-        match records_per_second {
+        Ok(false)
+    }
+
+    /// Passes on the source's own watermark and idleness.
+    fn follow_source(&mut self) -> Result<(), TaskError> {
+        if let Some(w) = self.source.watermark()
+            && w > self.watermark
+        {
+            self.watermark = w;
+            self.idle_out = false;
+            self.output.broadcast(Message::Watermark(w))?;
+        }
+        let now_idle = self.source.idle();
+        if now_idle != self.idle_out {
+            self.idle_out = now_idle;
+            // Active again without a batch or a new watermark (say, a partition was
+            // assigned): the current watermark tells the receivers so.
+            let message = if now_idle { Message::Idle } else { Message::Watermark(self.watermark) };
+            self.output.broadcast(message)?;
+        }
+        Ok(())
+    }
+
+    /// Waits before the next batch: paced to the rate, polling an idle source a little
+    /// later, or just letting other tasks run.
+    async fn pace(&mut self, idle: bool) {
+        match self.records_per_second {
             // Paced: the next batch is due when the records so far fit the rate.
-            Some(rate) if !exhausted => {
-                let due = started + std::time::Duration::from_secs_f64(emitted as f64 / rate as f64);
+            Some(rate) if !self.exhausted => {
+                let due =
+                    self.started + std::time::Duration::from_secs_f64(self.emitted as f64 / rate as f64);
                 tokio::time::sleep_until(due.into()).await;
             }
             // A following source with nothing new polls again a little later.
@@ -325,8 +400,6 @@ pub async fn run_source(
             _ => tokio::task::yield_now().await,
         }
     }
-    output.broadcast(Message::EndOfStream)?;
-    Ok(())
 }
 
 /// The end of a source's input (it ran out, or the job is drained): event time jumps to the
@@ -346,7 +419,7 @@ fn source_control(
     source: &mut dyn Source,
     watermark: (i64, i64),
     output: &Output,
-    positions: &mut std::collections::BTreeMap<u64, serde_json::Value>,
+    positions: &mut BTreeMap<u64, serde_json::Value>,
 ) -> Result<bool, TaskError> {
     match control {
         Control::Trigger { id, triggered, is_final, unaligned_after } => {
@@ -394,7 +467,7 @@ pub async fn run_operator(
     state_version: u32,
     context: Context,
     mut gate: InputGate,
-    mut output: Output,
+    output: Output,
     metrics: Arc<SubtaskMetrics>,
     mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
@@ -415,112 +488,172 @@ pub async fn run_operator(
     instance.set_watermarks(watermarks.current(), &inputs);
     instance.set_side_outputs(output.side_outputs().to_vec());
     instance.open(&context).await?;
+    let mut task = OperatorTask {
+        instance,
+        state_version,
+        output,
+        metrics,
+        watermarks,
+        ports,
+        inputs,
+        idle_out: false,
+        taken: None,
+    };
     let mut handler = BarrierHandler::new(gate.len());
-    // A snapshot taken unaligned, waiting for the rest of its channel state.
-    let mut taken: Option<WriteRequest> = None;
-    // Every input is idle and an idle notice went downstream.
-    let mut idle_out = false;
-    while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, Some(&output)).await {
-        let mut steps = Steps::default();
-        let mut advanced = None;
-        let mut time_moved = false;
-        match event? {
+    while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, Some(&task.output)).await {
+        let (steps, progress) = match event? {
             Event::Control(control) => {
-                steps = operator_control(&mut checkpointing, control, &mut handler, &mut gate);
+                (operator_control(&mut checkpointing, control, &mut handler, &mut gate), Progress::default())
             }
-            Event::Timeout => steps = handler.on_timeout(&mut gate),
+            Event::Timeout => (handler.on_timeout(&mut gate), Progress::default()),
             Event::Input(channel, Message::Barrier(b)) => {
                 let overtaken = gate.take_overtaken();
-                steps = handler.on_barrier(channel, b, overtaken, &mut gate)?;
+                (handler.on_barrier(channel, b, overtaken, &mut gate)?, Progress::default())
             }
             Event::Input(channel, Message::EndOfStream) => {
-                steps = handler.on_end(channel, &mut gate);
-                advanced = watermarks.end(channel);
-                time_moved = true;
+                let steps = handler.on_end(channel, &mut gate);
+                (steps, Progress { advanced: task.watermarks.end(channel), time_moved: true })
             }
             Event::Input(channel, message) => {
                 handler.taken(channel, &message);
-                advanced = match message {
-                    Message::Batch(batch) => {
-                        if let Some(c) = &checkpointing {
-                            c.hit(FaultPoint::Process)?;
-                        }
-                        metrics.add_in(batch.len());
-                        let advanced = watermarks.activate(channel);
-                        let out = instance.process(gate.port(channel), &batch).await?;
-                        emit(&mut instance, &mut output, &metrics, out)?;
-                        advanced
-                    }
-                    Message::Watermark(w) => {
-                        time_moved = true;
-                        watermarks.update(channel, w)
-                    }
-                    Message::Idle => {
-                        time_moved = true;
-                        watermarks.set_idle(channel)
-                    }
-                    Message::Barrier(_) | Message::EndOfStream => unreachable!("handled above"),
-                };
+                let port = gate.port(channel);
+                (Steps::default(), task.on_input(channel, port, message, checkpointing.as_ref()).await?)
             }
+        };
+        task.event_time(progress).await?;
+        if let Some(c) = &mut checkpointing {
+            task.checkpoint(c, steps, &gate).await?;
         }
+    }
+    task.output.broadcast(Message::EndOfStream)?;
+    Ok(())
+}
+
+/// How event time moved with one event at an operator.
+#[derive(Default)]
+struct Progress {
+    /// The combined watermark advanced to this.
+    advanced: Option<i64>,
+    /// An input's own watermark (or idleness) may have moved.
+    time_moved: bool,
+}
+
+/// A running operator subtask: its instance, output and event time.
+struct OperatorTask {
+    instance: OperatorInstance,
+    /// The module's state schema version, recorded with every snapshot.
+    state_version: u32,
+    output: Output,
+    metrics: Arc<SubtaskMetrics>,
+    watermarks: WatermarkTracker,
+    /// Each channel's input port, and each port's watermark as the guest reads it.
+    ports: Vec<u32>,
+    inputs: Vec<i64>,
+    /// Every input is idle and an idle notice went downstream.
+    idle_out: bool,
+    /// A snapshot taken unaligned, waiting for the rest of its channel state.
+    taken: Option<WriteRequest>,
+}
+
+impl OperatorTask {
+    /// Handles a batch, a watermark or an idle notice from input `channel` (at `port`).
+    async fn on_input(
+        &mut self,
+        channel: usize,
+        port: u32,
+        message: Message,
+        checkpointing: Option<&Checkpointing>,
+    ) -> Result<Progress, TaskError> {
+        Ok(match message {
+            Message::Batch(batch) => {
+                if let Some(c) = checkpointing {
+                    c.hit(FaultPoint::Process)?;
+                }
+                self.metrics.add_in(batch.len());
+                let advanced = self.watermarks.activate(channel);
+                let out = self.instance.process(port, &batch).await?;
+                emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
+                Progress { advanced, time_moved: false }
+            }
+            Message::Watermark(w) => {
+                Progress { advanced: self.watermarks.update(channel, w), time_moved: true }
+            }
+            Message::Idle => Progress { advanced: self.watermarks.set_idle(channel), time_moved: true },
+            Message::Barrier(_) | Message::EndOfStream => unreachable!("handled by the caller"),
+        })
+    }
+
+    /// Passes on how event time moved: to the guest's view of its watermarks, to the timers
+    /// due, to the guest and downstream, and the idleness of the output.
+    async fn event_time(&mut self, progress: Progress) -> Result<(), TaskError> {
+        let Progress { advanced, time_moved } = progress;
         if time_moved || advanced.is_some() {
             // An input's own watermark may move while the combined one stays.
-            watermarks.raise_inputs(&ports, &mut inputs);
-            instance.set_watermarks(watermarks.current(), &inputs);
+            self.watermarks.raise_inputs(&self.ports, &mut self.inputs);
+            self.instance.set_watermarks(self.watermarks.current(), &self.inputs);
         }
         if let Some(w) = advanced {
             // Timers due at the new watermark fire first, in time order, then the operator
             // sees the watermark, then it goes downstream.
-            while let Some((ts, key)) = instance.timers().pop_due(w) {
-                let out = instance.on_timer(&key, ts).await?;
-                emit(&mut instance, &mut output, &metrics, out)?;
+            while let Some((ts, key)) = self.instance.timers().pop_due(w) {
+                let out = self.instance.on_timer(&key, ts).await?;
+                emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
             }
-            let out = instance.on_watermark(w).await?;
-            emit(&mut instance, &mut output, &metrics, out)?;
-            output.broadcast(Message::Watermark(w))?;
+            let out = self.instance.on_watermark(w).await?;
+            emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
+            self.output.broadcast(Message::Watermark(w))?;
         }
         // Idle when every input is; active again (with the current watermark, unless one
         // just went out) when one of them is.
-        let all_idle = watermarks.all_idle();
-        if all_idle != idle_out {
-            idle_out = all_idle;
+        let all_idle = self.watermarks.all_idle();
+        if all_idle != self.idle_out {
+            self.idle_out = all_idle;
             if all_idle {
-                output.broadcast(Message::Idle)?;
+                self.output.broadcast(Message::Idle)?;
             } else if advanced.is_none() {
-                output.broadcast(Message::Watermark(watermarks.current()))?;
+                self.output.broadcast(Message::Watermark(self.watermarks.current()))?;
             }
         }
-        let Some(c) = &mut checkpointing else { continue };
+        Ok(())
+    }
+
+    /// Carries out the barrier handler's steps: a checkpoint given up, a snapshot to take
+    /// (then the barrier goes on), a checkpoint whose channel state is complete.
+    async fn checkpoint(
+        &mut self,
+        c: &mut Checkpointing,
+        steps: Steps,
+        gate: &InputGate,
+    ) -> Result<(), TaskError> {
         if let Some(f) = steps.abandoned {
-            c.finish(&mut taken, f, &gate)?;
+            c.finish(&mut self.taken, f, gate)?;
         }
         if let Some(s) = steps.snapshot {
             // Snapshot, then forward the barrier — never before the snapshot (C2).
             c.hit(FaultPoint::Snapshot)?;
             let started = Instant::now();
-            let delta = instance.snapshot(s.barrier.id, false).await?;
+            let delta = self.instance.snapshot(s.barrier.id, false).await?;
             // Also after the guest handed its changes over (and forgot them): recovery must
             // not depend on this instance's memory.
             c.hit(FaultPoint::Snapshot)?;
             // Host keyed state: the keys changed since the last barrier and a snapshot of the
             // local store (the writer reads the values).
-            let host = instance.keyed_states().checkpoint();
+            let host = self.instance.keyed_states().checkpoint();
             let state = TaskState {
-                watermarks: watermarks.channels().to_vec(),
-                timers: instance.timers().iter().cloned().collect(),
-                state_version: Some(state_version),
+                watermarks: self.watermarks.channels().to_vec(),
+                timers: self.instance.timers().iter().cloned().collect(),
+                state_version: Some(self.state_version),
                 ..TaskState::default()
             };
             let stats = c.stats(Some(&s), s.barrier.triggered, started);
-            output.barrier(s.barrier, s.unaligned)?;
-            taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats).with_host(host));
+            self.output.barrier(s.barrier, s.unaligned)?;
+            self.taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats).with_host(host));
         }
         if let Some(f) = steps.finished {
-            c.finish(&mut taken, f, &gate)?;
+            c.finish(&mut self.taken, f, gate)?;
         }
+        Ok(())
     }
-    output.broadcast(Message::EndOfStream)?;
-    Ok(())
 }
 
 /// Routes what a guest call returned (the main output) and then what it emitted on side
@@ -722,7 +855,7 @@ pub(crate) async fn restore_instance(
     state_version: u32,
     storage: Arc<dyn CheckpointStorage>,
     job: String,
-    chains: std::collections::BTreeMap<u32, Vec<u64>>,
+    chains: BTreeMap<u32, Vec<u64>>,
     faults: Option<Arc<FaultInjector>>,
 ) -> Result<(), TaskError> {
     if let Some(f) = &faults {

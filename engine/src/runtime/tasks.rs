@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
 
 use super::error::{JobError, TaskError};
 
@@ -44,14 +44,9 @@ impl Tasks {
         mut self,
         mut coordinator: Option<JoinHandle<Result<u64, JobError>>>,
     ) -> Result<Option<u64>, JobError> {
-        let mut final_checkpoint = None;
-        let mut first_error: Option<JobError> = None;
-        let mut secondary: Option<JobError> = None;
+        let mut outcome = Outcome::default();
         let mut remote = self.remote.take();
-        loop {
-            if self.set.is_empty() && (remote.is_none() || first_error.is_some()) {
-                break;
-            }
+        while !self.set.is_empty() || (remote.is_some() && outcome.first.is_none()) {
             let coordinator_ends = async {
                 match &mut coordinator {
                     Some(c) => c.await,
@@ -64,91 +59,109 @@ impl Tasks {
                     None => std::future::pending().await,
                 }
             };
-            let joined = tokio::select! {
-                joined = self.set.join_next_with_id(), if !self.set.is_empty() => joined,
+            tokio::select! {
+                joined = self.set.join_next_with_id(), if !self.set.is_empty() => {
+                    if let Some(joined) = joined {
+                        self.task_ended(joined, &mut outcome);
+                    }
+                }
                 result = coordinator_ends => {
                     coordinator = None;
                     match result {
-                        Ok(Ok(id)) => final_checkpoint = Some(id),
+                        Ok(Ok(id)) => outcome.final_checkpoint = Some(id),
                         // The tasks ended (the coordinator may see it before this loop
                         // joins them): their own errors come first.
-                        Ok(Err(JobError::TasksGone)) => {
-                            secondary.get_or_insert(JobError::TasksGone);
-                        }
-                        Ok(Err(e)) => {
-                            first_error.get_or_insert(e);
-                            self.set.abort_all();
-                        }
-                        Err(e) => {
-                            first_error.get_or_insert(JobError::Background(e));
-                            self.set.abort_all();
-                        }
+                        Ok(Err(JobError::TasksGone)) => outcome.secondary(JobError::TasksGone),
+                        Ok(Err(e)) => outcome.fail(e, &mut self.set),
+                        Err(e) => outcome.fail(JobError::Background(e), &mut self.set),
                     }
-                    continue;
                 }
                 result = remote_ends => {
                     remote = None;
                     match result {
                         Ok(()) => {}
                         Err(e @ JobError::Task { error: TaskError::Remote { secondary: true, .. }, .. }) => {
-                            secondary.get_or_insert(e);
+                            outcome.secondary(e);
                         }
-                        Err(e) => {
-                            if first_error.is_none() {
-                                first_error = Some(e);
-                                self.set.abort_all();
-                            }
-                        }
+                        Err(e) => outcome.fail(e, &mut self.set),
                     }
-                    continue;
-                }
-            };
-            let Some(joined) = joined else { continue };
-            let (id, result) = match joined {
-                Ok((id, r)) => (id, r.map_err(Some)),
-                Err(e) if e.is_panic() => {
-                    let id = e.id();
-                    let payload = e.into_panic();
-                    let message = payload
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "unknown panic".into());
-                    let (node, subtask) = self.names[&id].clone();
-                    first_error.get_or_insert(JobError::Panic { node, subtask, message });
-                    self.set.abort_all();
-                    continue;
-                }
-                Err(e) => (e.id(), Err(None)),
-            };
-            if let Err(Some(error)) = result {
-                let (node, subtask) = self.names[&id].clone();
-                let secondary_error = error.is_secondary();
-                let err = JobError::Task { node, subtask, error };
-                if secondary_error {
-                    secondary.get_or_insert(err);
-                } else if first_error.is_none() {
-                    first_error = Some(err);
-                    self.set.abort_all();
                 }
             }
         }
         if let Some(c) = coordinator.take() {
-            if first_error.is_some() || secondary.is_some() {
+            if outcome.first.is_some() || outcome.secondary.is_some() {
                 c.abort();
             } else {
                 // Every task ended well: the sources ended only after the final checkpoint
                 // completed, so the coordinator has returned (or returns now: its inbox closed).
                 match c.await {
-                    Ok(Ok(id)) => final_checkpoint = Some(id),
-                    Ok(Err(e)) => first_error = Some(e),
-                    Err(e) => first_error = Some(JobError::Background(e)),
+                    Ok(Ok(id)) => outcome.final_checkpoint = Some(id),
+                    Ok(Err(e)) => outcome.first = Some(e),
+                    Err(e) => outcome.first = Some(JobError::Background(e)),
                 }
             }
         }
-        match first_error.or(secondary) {
+        match outcome.first.or(outcome.secondary) {
             Some(e) => Err(e),
-            None => Ok(final_checkpoint),
+            None => Ok(outcome.final_checkpoint),
         }
+    }
+
+    /// A task here ended: a failure is named with the task's node and subtask (a panic
+    /// with its message); a cancelled task adds nothing.
+    fn task_ended(
+        &mut self,
+        joined: Result<(tokio::task::Id, Result<(), TaskError>), JoinError>,
+        outcome: &mut Outcome,
+    ) {
+        let error = match joined {
+            Ok((_, Ok(()))) => return,
+            Ok((id, Err(error))) => {
+                let (node, subtask) = self.names[&id].clone();
+                let secondary = error.is_secondary();
+                let err = JobError::Task { node, subtask, error };
+                if secondary {
+                    return outcome.secondary(err);
+                }
+                err
+            }
+            Err(e) if e.is_panic() => {
+                let (node, subtask) = self.names[&e.id()].clone();
+                let payload = e.into_panic();
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                JobError::Panic { node, subtask, message }
+            }
+            Err(_) => return,
+        };
+        outcome.fail(error, &mut self.set);
+    }
+}
+
+/// How an attempt's tasks ended so far.
+#[derive(Default)]
+struct Outcome {
+    /// The final checkpoint, once the coordinator returned it.
+    final_checkpoint: Option<u64>,
+    /// The first real failure.
+    first: Option<JobError>,
+    /// The first failure that merely follows from another (a channel closed).
+    secondary: Option<JobError>,
+}
+
+impl Outcome {
+    /// A real failure: the first one aborts every other task.
+    fn fail(&mut self, error: JobError, set: &mut JoinSet<Result<(), TaskError>>) {
+        if self.first.is_none() {
+            self.first = Some(error);
+            set.abort_all();
+        }
+    }
+
+    fn secondary(&mut self, error: JobError) {
+        self.secondary.get_or_insert(error);
     }
 }
