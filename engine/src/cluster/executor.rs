@@ -43,7 +43,7 @@ pub struct ExecutorConfig {
     /// ([`Deploy::chunk_store`]), subtasks put their chunks there themselves.
     pub chunks: Option<WorkerChunks>,
     /// The free-space floor of the disk under `local_state`: host state that would pass it
-    /// is refused (the tenant's quota is the controller's, [`super::quota`]).
+    /// is refused (the tenant's quota is the controller's, `super::quota`).
     pub disk_floor: Arc<weir_store::DiskFloor>,
 }
 

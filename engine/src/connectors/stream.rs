@@ -199,7 +199,7 @@ impl StreamSink {
 }
 
 impl Sink for StreamSink {
-    /// Transactional: buffers, and past [`SPILL_BYTES`] stages the buffer under the coming
+    /// Transactional: buffers, and past `SPILL_BYTES` stages the buffer under the coming
     /// epoch. Staging (not refusing sinks without periodic checkpoints) is what a log with
     /// transactions does: the open transaction lives in the store, invisible to readers until
     /// its checkpoint commits it, so exactly-once holds and memory stays bounded.

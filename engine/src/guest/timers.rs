@@ -10,7 +10,7 @@ pub const TIMER_OVERHEAD_BYTES: usize = 64;
 /// key and time twice keeps one timer.
 ///
 /// The timers live in host memory, so they are counted: at most `max_timers`, and at most
-/// `max_bytes` of keys plus [`TIMER_OVERHEAD_BYTES`] each. A registration past either is
+/// `max_bytes` of keys plus `TIMER_OVERHEAD_BYTES` each. A registration past either is
 /// dropped and remembered ([`TimerService::take_refusal`]); the host fails the guest call
 /// that made it, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]

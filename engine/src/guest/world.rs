@@ -83,7 +83,7 @@ fn check_header(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
 }
 
 /// Reads the top-level import and export names of the component `bytes` (nested modules
-/// and components are skipped unread) and checks them with [`check_names`]. Bytes that are
+/// and components are skipped unread) and checks them with `check_names`. Bytes that are
 /// not a component, or do not parse, are [`GuestError::NotAComponent`].
 pub fn precheck(name: &str, bytes: &[u8]) -> Result<(), GuestError> {
     check_header(name, bytes)?;

@@ -9,7 +9,7 @@ use super::store::LocalStore;
 
 /// Fills a fresh store from the live entries of a checkpoint (before `open`), by bulk
 /// ingestion: entries are buffered until their key group changes (a checkpoint's chain holds
-/// one key group) or [`RESTORE_RUN_BYTES`] are buffered, sorted by local key and handed to a
+/// one key group) or `RESTORE_RUN_BYTES` are buffered, sorted by local key and handed to a
 /// thread that writes them straight into tables ([`Keyspace::start_ingestion`]: no journal,
 /// no memtable, no compaction of what it wrote). Sorted runs that follow each other in key
 /// order go into one ingestion; a run that does not (a key group larger than a run, or

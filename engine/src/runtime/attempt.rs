@@ -27,11 +27,11 @@ use super::metrics::{JobMetrics, SubtaskMetrics};
 use super::output::{EdgeOutput, Output};
 use super::report::{ChannelReport, JobReport, NodeReport};
 use super::snapshot_writer::{WriterConfig, snapshot_writer};
+use super::source_task::run_source;
 use super::stop::StopMode;
 use super::subtask_blob::{TaskState, restored_state, subtask_state};
 use super::task::{
     Checkpointing, open_recovered_sink, restore_channel_state, restore_instance, run_operator, run_sink,
-    run_source,
 };
 pub(crate) use super::tasks::Tasks;
 use crate::connectors::{ConnectorEnv, SinkConfig, SourceConfig};

@@ -33,6 +33,7 @@ mod report;
 mod restore;
 mod scopes;
 mod snapshot_writer;
+mod source_task;
 mod stop;
 pub(crate) mod store_call;
 mod subtask_blob;

@@ -7,7 +7,7 @@
 //!   and savepoints. It knows the owner of a job (`job/<id>`, registered when the job is
 //!   created) and of a stream (the tenant's namespace `stream/<tenant>.`, registered with the
 //!   tenant).
-//! - The server charges its own rows with [`charge_row`]: job records, module records (plus
+//! - The server charges its own rows with `charge_row`: job records, module records (plus
 //!   the module file's bytes) and savepoint records (names, descriptions).
 //! - Uploads in flight (a savepoint import's spooled file) hold a reservation
 //!   (`Store::reserve`) as they grow.

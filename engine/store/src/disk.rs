@@ -77,7 +77,7 @@ impl DiskFloor {
         self.reserve.load(Ordering::Relaxed).min(total / MAX_RESERVE_SHARE)
     }
 
-    /// The free space now (measured at most [`FRESH_FOR`] ago).
+    /// The free space now (measured at most `FRESH_FOR` ago).
     pub fn space(&self) -> std::io::Result<DiskSpace> {
         let m = self.measure()?;
         Ok(DiskSpace { free_bytes: m.free, total_bytes: m.total, reserved_bytes: self.reserve(m.total) })

@@ -146,7 +146,7 @@ pub(crate) fn charge(
 }
 
 /// Adds `delta` bytes to `owner`'s ledger inside `txn`, for tables kept outside the store
-/// (a server's records): see [`charge`]. Fails with [`StoreError::QuotaExceeded`] when `check`
+/// (a server's records): see `charge`. Fails with [`StoreError::QuotaExceeded`] when `check`
 /// is set and the owner would pass its limit.
 pub fn charge_owner(txn: &WriteTransaction, owner: &str, delta: i64, check: bool) -> Result<(), StoreError> {
     if delta == 0 {

@@ -25,7 +25,7 @@ impl Savepoints {
     ///
     /// Bounds, checked as the bytes arrive: more than `max_bytes` answers 413; the spooled
     /// bytes hold a reservation of the tenant's storage (taken in steps of
-    /// [`RESERVE_STEP`], so concurrent uploads cannot each count on the same free room),
+    /// `RESERVE_STEP`, so concurrent uploads cannot each count on the same free room),
     /// and an upload that would pass the quota is cut off with the quota error (429). The
     /// reservation is given back in the transaction that stores the savepoint, or when the
     /// import fails; the temporary file is always removed.

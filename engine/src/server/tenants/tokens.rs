@@ -152,7 +152,7 @@ impl Tenants {
         .await?
     }
 
-    /// Issues another token for tenant `id` (at most [`MAX_TOKENS`] at once).
+    /// Issues another token for tenant `id` (at most `MAX_TOKENS` at once).
     pub async fn issue_token(&self, id: &str, label: Option<String>) -> ServerResult<(TokenInfo, String)> {
         self.with_txn(id, move |txn, id| {
             if rows(&txn.open_table(TOKEN_INFO).map_err(err)?, id)?.len() >= MAX_TOKENS {

@@ -42,7 +42,7 @@ impl Stat {
 ///
 /// Invariant: every [`Stat`] counts every completed checkpoint (`duration_ms.count` of
 /// them); a summary stored before a statistic existed is brought up to it by
-/// [`backfill`](Self::backfill).
+/// `Self::backfill`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HistorySummary {
     /// History rows.

@@ -5,10 +5,10 @@
 //! checkpoint — Flink's `resumeTransaction`), which librdkafka cannot do; and the `exactly_once`
 //! sink needs to read back exactly what it produced. One small client speaks every request the
 //! connectors use, with one timeout rule: every call returns or fails within the connection's
-//! request timeout (retries included, bounded by [`ClientConfig::retries`]), never hangs.
+//! request timeout (retries included, bounded by `ClientConfig::retries`), never hangs.
 //!
 //! [`Client`] is a cluster: bootstrap connection, metadata (topics, partitions, leaders), one
-//! [`conn::Connection`] per broker, group and transaction coordinators.
+//! `conn::Connection` per broker, group and transaction coordinators.
 
 mod conn;
 mod coordinated;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::time::Duration;
 
 use serde_json::json;
+use tokio::sync::mpsc;
 use weir_store::Store;
 
 use super::*;
