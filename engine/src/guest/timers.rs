@@ -13,9 +13,19 @@ pub const TIMER_OVERHEAD_BYTES: usize = 64;
 /// `max_bytes` of keys plus `TIMER_OVERHEAD_BYTES` each. A registration past either is
 /// dropped and remembered ([`TimerService::take_refusal`]); the host fails the guest call
 /// that made it, with the reason.
+///
+/// While the timers due at a watermark fire ([`TimerService::begin_firing`]), a timer
+/// registered at or before that watermark is deferred: it is held (and counted, and
+/// snapshotted) apart, and is due again from [`TimerService::end_firing`] on — it fires at
+/// the next advance of the watermark, not in the same loop, which would never end if each
+/// `on-timer` registered another due timer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerService {
     timers: BTreeSet<(i64, Vec<u8>)>,
+    /// Registered at or before `firing` while it fires.
+    deferred: BTreeSet<(i64, Vec<u8>)>,
+    /// The watermark whose due timers fire now.
+    firing: Option<i64>,
     bytes: usize,
     max_timers: usize,
     max_bytes: usize,
@@ -32,7 +42,15 @@ impl Default for TimerService {
 impl TimerService {
     /// An empty service holding at most `max_timers` timers and `max_bytes` of them.
     pub fn with_limits(max_timers: usize, max_bytes: usize) -> Self {
-        TimerService { timers: BTreeSet::new(), bytes: 0, max_timers, max_bytes, refusal: None }
+        TimerService {
+            timers: BTreeSet::new(),
+            deferred: BTreeSet::new(),
+            firing: None,
+            bytes: 0,
+            max_timers,
+            max_bytes,
+            refusal: None,
+        }
     }
 
     fn cost(key: &[u8]) -> usize {
@@ -42,32 +60,47 @@ impl TimerService {
     /// Registers a timer, unless that would pass a limit (then it is refused and remembered).
     pub fn register(&mut self, key: Vec<u8>, timestamp: i64) {
         let entry = (timestamp, key);
-        if self.timers.contains(&entry) {
+        if self.timers.contains(&entry) || self.deferred.contains(&entry) {
             return;
         }
         let cost = Self::cost(&entry.1);
-        if self.timers.len() >= self.max_timers || self.bytes.saturating_add(cost) > self.max_bytes {
+        let registered = self.len();
+        if registered >= self.max_timers || self.bytes.saturating_add(cost) > self.max_bytes {
             self.refusal.get_or_insert_with(|| {
                 format!(
                     "it registered more timers than its instance may hold ({} timers and {} bytes at most; \
                      {} timers of {} bytes are registered)",
-                    self.max_timers,
-                    self.max_bytes,
-                    self.timers.len(),
-                    self.bytes
+                    self.max_timers, self.max_bytes, registered, self.bytes
                 )
             });
             return;
         }
         self.bytes += cost;
-        self.timers.insert(entry);
+        if self.firing.is_some_and(|w| timestamp <= w) {
+            self.deferred.insert(entry);
+        } else {
+            self.timers.insert(entry);
+        }
     }
 
     /// Deletes a timer if present.
     pub fn delete(&mut self, key: Vec<u8>, timestamp: i64) {
-        if self.timers.remove(&(timestamp, key.clone())) {
-            self.bytes -= Self::cost(&key);
+        let entry = (timestamp, key);
+        if self.timers.remove(&entry) || self.deferred.remove(&entry) {
+            self.bytes -= Self::cost(&entry.1);
         }
+    }
+
+    /// The timers due at `watermark` start firing: one registered at or before it from now
+    /// on is deferred until [`TimerService::end_firing`].
+    pub fn begin_firing(&mut self, watermark: i64) {
+        self.firing = Some(watermark);
+    }
+
+    /// The firing ended (or failed): deferred timers are due again, at the next advance.
+    pub fn end_firing(&mut self) {
+        self.firing = None;
+        self.timers.append(&mut self.deferred);
     }
 
     /// Removes and returns the earliest timer at or before `watermark`.
@@ -94,17 +127,18 @@ impl TimerService {
 
     /// Number of registered timers.
     pub fn len(&self) -> usize {
-        self.timers.len()
+        self.timers.len() + self.deferred.len()
     }
 
     /// True when no timer is registered.
     pub fn is_empty(&self) -> bool {
-        self.timers.is_empty()
+        self.timers.is_empty() && self.deferred.is_empty()
     }
 
-    /// Every registered timer, in firing order (for snapshots).
+    /// Every registered timer (for snapshots): the due ones in firing order, then any
+    /// deferred.
     pub fn iter(&self) -> impl Iterator<Item = &(i64, Vec<u8>)> {
-        self.timers.iter()
+        self.timers.iter().chain(&self.deferred)
     }
 }
 
@@ -128,6 +162,26 @@ mod tests {
         assert_eq!(t.pop_due(10), Some((10, b"b".to_vec())));
         assert_eq!(t.pop_due(i64::MAX), None);
         assert_eq!(t.bytes(), 0);
+    }
+
+    #[test]
+    fn a_due_timer_registered_while_timers_fire_waits_for_the_next_advance() {
+        let mut t = TimerService::default();
+        t.register(b"a".to_vec(), 5);
+        t.begin_firing(10);
+        assert_eq!(t.pop_due(10), Some((5, b"a".to_vec())));
+        // The on-timer of "a" registers itself again (due), and a later one.
+        t.register(b"a".to_vec(), 10);
+        t.register(b"b".to_vec(), 11);
+        assert_eq!(t.pop_due(10), None, "deferred, not fired in the same loop");
+        assert_eq!((t.len(), t.iter().count()), (2, 2));
+        // Deleting a deferred timer works as for any other.
+        t.register(b"c".to_vec(), 3);
+        t.delete(b"c".to_vec(), 3);
+        t.end_firing();
+        assert_eq!(t.pop_due(10), Some((10, b"a".to_vec())));
+        assert_eq!(t.pop_due(11), Some((11, b"b".to_vec())));
+        assert_eq!((t.len(), t.bytes()), (0, 0));
     }
 
     #[test]

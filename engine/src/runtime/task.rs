@@ -184,10 +184,10 @@ pub async fn run_operator(
     mut instance: OperatorInstance,
     state_version: u32,
     context: Context,
-    mut gate: InputGate,
+    gate: InputGate,
     output: Output,
     metrics: Arc<SubtaskMetrics>,
-    mut checkpointing: Option<Checkpointing>,
+    checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
     let mut watermarks = WatermarkTracker::new(gate.len());
     if let Some(c) = &checkpointing {
@@ -209,39 +209,38 @@ pub async fn run_operator(
     let mut task = OperatorTask {
         instance,
         state_version,
+        handler: BarrierHandler::new(gate.len()),
+        gate,
         output,
         metrics,
+        checkpointing,
         watermarks,
         ports,
         inputs,
         idle_out: false,
         taken: None,
     };
-    let mut handler = BarrierHandler::new(gate.len());
-    while let Some(event) = next_event(&mut checkpointing, &handler, &mut gate, Some(&task.output)).await {
+    while let Some(event) =
+        next_event(&mut task.checkpointing, &task.handler, &mut task.gate, Some(&task.output)).await
+    {
         let (steps, progress) = match event? {
-            Event::Control(control) => {
-                (operator_control(&mut checkpointing, control, &mut handler, &mut gate), Progress::default())
-            }
-            Event::Timeout => (handler.on_timeout(&mut gate), Progress::default()),
+            Event::Control(control) => (task.control(control), Progress::default()),
+            Event::Timeout => (task.handler.on_timeout(&mut task.gate), Progress::default()),
             Event::Input(channel, Message::Barrier(b)) => {
-                let overtaken = gate.take_overtaken();
-                (handler.on_barrier(channel, b, overtaken, &mut gate)?, Progress::default())
+                let overtaken = task.gate.take_overtaken();
+                (task.handler.on_barrier(channel, b, overtaken, &mut task.gate)?, Progress::default())
             }
             Event::Input(channel, Message::EndOfStream) => {
-                let steps = handler.on_end(channel, &mut gate);
+                let steps = task.handler.on_end(channel, &mut task.gate);
                 (steps, Progress { advanced: task.watermarks.end(channel), time_moved: true })
             }
             Event::Input(channel, message) => {
-                handler.taken(channel, &message);
-                let port = gate.port(channel);
-                (Steps::default(), task.on_input(channel, port, message, checkpointing.as_ref()).await?)
+                task.handler.taken(channel, &message);
+                (Steps::default(), task.on_input(channel, message).await?)
             }
         };
         task.event_time(progress).await?;
-        if let Some(c) = &mut checkpointing {
-            task.checkpoint(c, steps, &gate).await?;
-        }
+        task.checkpoint(steps).await?;
     }
     task.output.broadcast(Message::EndOfStream)?;
     Ok(())
@@ -256,13 +255,16 @@ struct Progress {
     time_moved: bool,
 }
 
-/// A running operator subtask: its instance, output and event time.
+/// A running operator subtask: its instance, inputs, output, event time and checkpointing.
 struct OperatorTask {
     instance: OperatorInstance,
     /// The module's state schema version, recorded with every snapshot.
     state_version: u32,
+    handler: BarrierHandler,
+    gate: InputGate,
     output: Output,
     metrics: Arc<SubtaskMetrics>,
+    checkpointing: Option<Checkpointing>,
     watermarks: WatermarkTracker,
     /// Each channel's input port, and each port's watermark as the guest reads it.
     ports: Vec<u32>,
@@ -274,22 +276,21 @@ struct OperatorTask {
 }
 
 impl OperatorTask {
-    /// Handles a batch, a watermark or an idle notice from input `channel` (at `port`).
-    async fn on_input(
-        &mut self,
-        channel: usize,
-        port: u32,
-        message: Message,
-        checkpointing: Option<&Checkpointing>,
-    ) -> Result<Progress, TaskError> {
+    /// Handles a control message (see [`operator_control`]).
+    fn control(&mut self, control: Control) -> Steps {
+        operator_control(&mut self.checkpointing, control, &mut self.handler, &mut self.gate)
+    }
+
+    /// Handles a batch, a watermark or an idle notice from input `channel`.
+    async fn on_input(&mut self, channel: usize, message: Message) -> Result<Progress, TaskError> {
         Ok(match message {
             Message::Batch(batch) => {
-                if let Some(c) = checkpointing {
+                if let Some(c) = &self.checkpointing {
                     c.hit(FaultPoint::Process)?;
                 }
                 self.metrics.add_in(batch.len());
                 let advanced = self.watermarks.activate(channel);
-                let out = self.instance.process(port, &batch).await?;
+                let out = self.instance.process(self.gate.port(channel), &batch).await?;
                 emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
                 Progress { advanced, time_moved: false }
             }
@@ -299,6 +300,25 @@ impl OperatorTask {
             Message::Idle => Progress { advanced: self.watermarks.set_idle(channel), time_moved: true },
             Message::Barrier(_) | Message::EndOfStream => unreachable!("handled by the caller"),
         })
+    }
+
+    /// Waits for room on the outputs before the next guest call of a series (the timers
+    /// due at a watermark, then `on-watermark`), taking control messages meanwhile: each
+    /// call's output is queued whole, so the queue holds at most the channels' capacity and
+    /// one call's output however many timers are due. Inputs (barriers included) wait until
+    /// the series ends: a snapshot never sees a watermark half handled.
+    async fn wait_for_room(&mut self) -> Result<(), TaskError> {
+        while !self.output.has_room() {
+            tokio::select! {
+                biased;
+                control = next_control(&mut self.checkpointing) => {
+                    let steps = self.control(control);
+                    self.checkpoint(steps).await?;
+                }
+                () = self.output.ready() => {}
+            }
+        }
+        Ok(())
     }
 
     /// Passes on how event time moved: to the guest's view of its watermarks, to the timers
@@ -311,12 +331,9 @@ impl OperatorTask {
             self.instance.set_watermarks(self.watermarks.current(), &self.inputs);
         }
         if let Some(w) = advanced {
-            // Timers due at the new watermark fire first, in time order, then the operator
-            // sees the watermark, then it goes downstream.
-            while let Some((ts, key)) = self.instance.timers().pop_due(w) {
-                let out = self.instance.on_timer(&key, ts).await?;
-                emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
-            }
+            self.fire_timers(w).await?;
+            // Then the operator sees the watermark, then it goes downstream.
+            self.wait_for_room().await?;
             let out = self.instance.on_watermark(w).await?;
             emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
             self.output.broadcast(Message::Watermark(w))?;
@@ -335,16 +352,31 @@ impl OperatorTask {
         Ok(())
     }
 
+    /// Fires the timers due at watermark `w` in time order, one call at a time, each after
+    /// there is room downstream. A timer registered at or before `w` while they fire is
+    /// deferred to the next advance of the watermark, so an `on-timer` that registers a due
+    /// timer cannot keep the loop going forever.
+    async fn fire_timers(&mut self, w: i64) -> Result<(), TaskError> {
+        self.instance.timers().begin_firing(w);
+        let fired = async {
+            while let Some((ts, key)) = self.instance.timers().pop_due(w) {
+                self.wait_for_room().await?;
+                let out = self.instance.on_timer(&key, ts).await?;
+                emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
+            }
+            Ok::<_, TaskError>(())
+        }
+        .await;
+        self.instance.timers().end_firing();
+        fired
+    }
+
     /// Carries out the barrier handler's steps: a checkpoint given up, a snapshot to take
     /// (then the barrier goes on), a checkpoint whose channel state is complete.
-    async fn checkpoint(
-        &mut self,
-        c: &mut Checkpointing,
-        steps: Steps,
-        gate: &InputGate,
-    ) -> Result<(), TaskError> {
+    async fn checkpoint(&mut self, steps: Steps) -> Result<(), TaskError> {
+        let Some(c) = &mut self.checkpointing else { return Ok(()) };
         if let Some(f) = steps.abandoned {
-            c.finish(&mut self.taken, f, gate)?;
+            c.finish(&mut self.taken, f, &self.gate)?;
         }
         if let Some(s) = steps.snapshot {
             // Snapshot, then forward the barrier — never before the snapshot (C2).
@@ -368,7 +400,7 @@ impl OperatorTask {
             self.taken = Some(WriteRequest::new(s.barrier.id, Some(delta), state, stats).with_host(host));
         }
         if let Some(f) = steps.finished {
-            c.finish(&mut self.taken, f, gate)?;
+            c.finish(&mut self.taken, f, &self.gate)?;
         }
         Ok(())
     }

@@ -83,11 +83,13 @@ pub const MAX_KAFKA_GRANTS: usize = 64;
 pub struct KafkaGrant {
     /// The connection's name (a key of the server's `kafka_connections`).
     pub connection: String,
-    /// Topics its jobs may read and write: those starting with one of these (`""`: all).
+    /// Topics its jobs may read and write: those within one of these prefixes (`acme.` the
+    /// names starting with it; `acme` itself and the names continuing it after `.`, `-` or
+    /// `_`; `*` all — see [`within_prefix`](crate::connectors::kafka::within_prefix)).
     #[serde(default)]
     pub topic_prefixes: Vec<String>,
-    /// Consumer group ids and transactional ids its jobs may use: those starting with one
-    /// of these (`""`: all).
+    /// Consumer group ids and transactional ids its jobs may use: those within one of these
+    /// prefixes, as for topics.
     #[serde(default)]
     pub group_prefixes: Vec<String>,
 }
@@ -120,6 +122,13 @@ pub fn check_kafka_grants(grants: &[KafkaGrant], known: &[&str]) -> ServerResult
                     "{what} of `{}`: at most {MAX_KAFKA_GRANTS}, got {}",
                     g.connection,
                     prefixes.len()
+                ));
+            }
+            if prefixes.iter().any(String::is_empty) {
+                return bad(format!(
+                    "{what} of `{}`: an empty prefix is refused (it would grant names by accident); \
+                     grant every name with `*`",
+                    g.connection
                 ));
             }
             if let Some(p) = prefixes.iter().find(|p| p.len() > 255 || p.chars().any(char::is_control)) {

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::{
-    ConnectionConfig, Delivery, EventTime, IsolationLevel, KafkaAccess, KafkaConfigError, KafkaSinkConfig,
-    KafkaSourceConfig, Partitioner, SaslMechanism, Secret, SecurityProtocol, StartFrom,
+    ANY_NAME, ConnectionConfig, Delivery, EventTime, IsolationLevel, KafkaAccess, KafkaConfigError,
+    KafkaSinkConfig, KafkaSourceConfig, Partitioner, SaslMechanism, Secret, SecurityProtocol, StartFrom,
+    prefix_covers, within_prefix,
 };
 pub use format::Format;
 

@@ -167,8 +167,8 @@ fn check_grant(
     };
     let outside = |what: &str, value: &str, prefixes: &[String]| {
         forbid(format!(
-            "{what} `{}` is outside what the tenant may use on connection `{name}` (it must start with \
-             one of: {})",
+            "{what} `{}` is outside what the tenant may use on connection `{name}` (it must be within \
+             one of its grant prefixes, each ending at `.`, `-` or `_`: {})",
             printable(value),
             list(prefixes)
         ))
@@ -180,7 +180,7 @@ fn check_grant(
     }
     if let Some(pattern) = &ask.pattern {
         let bounded = pattern_prefixes(pattern)
-            .filter(|literals| literals.iter().all(|l| access.topic_allowed(l)))
+            .filter(|literals| literals.iter().all(|l| access.topics_starting_with_allowed(l)))
             .is_some();
         if !bounded {
             return Err(forbid(format!(

@@ -14,7 +14,13 @@
 //!   `late`), or once on each of `side_names` outputs `s0`, `s1`, … when that is given;
 //! - `flood_at`: emits the record `flood_records` times (default 5,000,000: about 85 MB of
 //!   output, past the default per-call output limit of 64 MiB, in less than the default
-//!   512 MiB of guest memory).
+//!   512 MiB of guest memory);
+//! - `storm_at`: registers `timer_count` timers (keys 0, 1, … as MessagePack u64) at the
+//!   record's event time. Each timer that fires emits `storm_records` records (value 0, at
+//!   the timer's time; default 1) and, with `storm_rearm: true`, registers itself again at
+//!   the same time (already due: a timer storm that would never end if fired at once).
+//!
+//! With `work: n` every record costs `n` rounds of busy work (a slow operator downstream).
 //!
 //! With `tag_input: true` each output record's key is its input index (MessagePack u32).
 //! With `endless_snapshot: true` a snapshot in parts (`snapshot-part`) never ends: the state
@@ -48,6 +54,10 @@ struct Config {
     side_at: Option<u64>,
     side: Option<String>,
     side_names: Option<u64>,
+    storm_at: Option<u64>,
+    storm_records: Option<u64>,
+    storm_rearm: bool,
+    work: Option<u64>,
     tag_input: bool,
     endless_snapshot: bool,
 }
@@ -124,6 +134,17 @@ impl Operator for Faulty {
                 weir_guest::timers::register_raw(&key, i64::MAX - 1);
             }
         }
+        if c.storm_at == Some(n) {
+            for i in 0..c.timer_count.unwrap_or(2_000_000) {
+                weir_guest::timers::register(&i, record.timestamp())?;
+            }
+        }
+        if let Some(rounds) = c.work {
+            let mut x = n;
+            for _ in 0..rounds {
+                x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
         if c.alloc_at == Some(n) {
             hog_memory();
         }
@@ -156,6 +177,16 @@ impl Operator for Faulty {
             out.emit(&record.input(), &n, record.timestamp())?;
         } else {
             out.forward(&record);
+        }
+        Ok(())
+    }
+
+    fn on_timer(&mut self, key: &[u8], timestamp: i64, out: &mut Output) -> Result<()> {
+        for _ in 0..self.config.storm_records.unwrap_or(1) {
+            out.emit_value(&0u64, timestamp)?;
+        }
+        if self.config.storm_rearm {
+            weir_guest::timers::register_raw(key, timestamp);
         }
         Ok(())
     }

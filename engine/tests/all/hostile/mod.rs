@@ -12,3 +12,4 @@ mod plan_limits;
 mod requests;
 mod storage_quota;
 mod tenants;
+mod timer_storm;

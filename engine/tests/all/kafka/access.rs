@@ -254,6 +254,13 @@ async fn tenants_see_names_and_prefixes_only() {
     let (status, body) =
         admin.put(&path, &json!({ "grants": [{ "connection": "main", "servers": ["x:1"] }] })).await;
     assert_eq!(status, 400, "{body}");
+    // An empty prefix would grant every name by accident: refused, `*` says it on purpose.
+    for key in ["topic_prefixes", "group_prefixes"] {
+        let (status, body) =
+            admin.put(&path, &json!({ "grants": [{ "connection": "main", key: [""] }] })).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("an empty prefix is refused"), "{body}");
+    }
     let (status, body) = api.put(&path, &json!({ "grants": [{ "connection": "main" }] })).await;
     assert_eq!(status, 403, "a tenant sets its own grants: {body}");
 

@@ -53,7 +53,7 @@ async fn server_with(connections: Vec<(&str, ConnectionConfig)>) -> (TestServer,
     let (tenant, api) = server.tenant("acme").await;
     let grants: Vec<Value> = names
         .iter()
-        .map(|n| json!({ "connection": n, "topic_prefixes": [""], "group_prefixes": [""] }))
+        .map(|n| json!({ "connection": n, "topic_prefixes": ["*"], "group_prefixes": ["*"] }))
         .collect();
     let (status, body) = server
         .client(ADMIN)

@@ -255,11 +255,12 @@ pub struct KafkaAccess {
     pub name: Option<String>,
     /// How to reach the brokers.
     pub connection: ConnectionConfig,
-    /// Topics the job may read or write: those starting with one of these. `None`: any.
-    /// A `topic_pattern` source filters the topics it matches to these at run time.
+    /// Topics the job may read or write: those within one of these grant prefixes
+    /// ([`within_prefix`]). `None`: any. A `topic_pattern` source filters the topics it
+    /// matches to these at run time.
     pub topic_prefixes: Option<Vec<String>>,
-    /// Consumer group ids and transactional ids the job may use: those starting with one
-    /// of these. `None`: any.
+    /// Consumer group ids and transactional ids the job may use: those within one of these
+    /// grant prefixes. `None`: any.
     pub group_prefixes: Option<Vec<String>>,
 }
 
@@ -271,13 +272,47 @@ impl KafkaAccess {
 
     /// The job may read or write `topic`.
     pub fn topic_allowed(&self, topic: &str) -> bool {
-        self.topic_prefixes.as_ref().is_none_or(|ps| ps.iter().any(|p| topic.starts_with(p.as_str())))
+        self.topic_prefixes.as_ref().is_none_or(|ps| ps.iter().any(|p| within_prefix(p, topic)))
+    }
+
+    /// The job may read or write every topic that starts with `literal` (a `topic_pattern`
+    /// whose matches all start with it).
+    pub fn topics_starting_with_allowed(&self, literal: &str) -> bool {
+        self.topic_prefixes.as_ref().is_none_or(|ps| ps.iter().any(|p| prefix_covers(p, literal)))
     }
 
     /// The job may use group (or transactional) id `id`.
     pub fn group_allowed(&self, id: &str) -> bool {
-        self.group_prefixes.as_ref().is_none_or(|ps| ps.iter().any(|p| id.starts_with(p.as_str())))
+        self.group_prefixes.as_ref().is_none_or(|ps| ps.iter().any(|p| within_prefix(p, id)))
     }
+}
+
+/// What separates the parts of a topic name or group id (`acme.orders`, `acme-etl`).
+const SEPARATORS: [char; 3] = ['.', '-', '_'];
+
+/// The grant prefix that stands for every name (Kafka names have no `*`).
+pub const ANY_NAME: &str = "*";
+
+/// Whether `name` is within grant prefix `prefix`. A prefix ends at a separator: one that
+/// ends in `.`, `-` or `_` covers the names that start with it; any other covers itself and
+/// the names that continue it after a separator — `acme` covers `acme` and `acme.orders`,
+/// never `acme2` (another tenant's name). `*` covers every name; the empty prefix none.
+pub fn within_prefix(prefix: &str, name: &str) -> bool {
+    prefix == ANY_NAME || name == prefix && !prefix.is_empty() || prefix_covers(prefix, name)
+}
+
+/// Whether every name that starts with `literal` is within grant prefix `prefix`.
+pub fn prefix_covers(prefix: &str, literal: &str) -> bool {
+    if prefix == ANY_NAME {
+        return true;
+    }
+    if prefix.is_empty() {
+        return false;
+    }
+    if prefix.ends_with(SEPARATORS) {
+        return literal.starts_with(prefix);
+    }
+    literal.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(SEPARATORS))
 }
 
 /// Checks `connection` XOR `brokers`; returns the access an inline connection gives.

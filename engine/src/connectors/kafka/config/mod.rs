@@ -22,7 +22,8 @@ mod tests;
 
 pub use checks::check_topic;
 pub use connection::{
-    ConnectionConfig, KafkaAccess, SaslMechanism, Secret, SecurityProtocol, check_connection_name,
+    ANY_NAME, ConnectionConfig, KafkaAccess, SaslMechanism, Secret, SecurityProtocol, check_connection_name,
+    prefix_covers, within_prefix,
 };
 pub use error::KafkaConfigError;
 pub use limits::{MAX_BOOTSTRAP_SERVERS, MAX_GROUP_LEN, MAX_PATTERN_LEN, MAX_TOPIC_LEN, MAX_TOPICS};

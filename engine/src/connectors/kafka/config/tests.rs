@@ -228,3 +228,38 @@ fn grants_match_prefixes() {
     assert!(access.topic_allowed("a.x") && access.topic_allowed("b-") && !access.topic_allowed("a"));
     assert!(!access.group_allowed("any"));
 }
+
+#[test]
+fn a_grant_prefix_ends_at_a_separator() {
+    // `acme` is acme's own name and what continues it after a separator, not `acme2`'s.
+    for (prefix, name, within) in [
+        ("acme", "acme", true),
+        ("acme", "acme.orders", true),
+        ("acme", "acme-etl", true),
+        ("acme", "acme_x", true),
+        ("acme", "acme2.orders", false),
+        ("acme", "acm", false),
+        ("acme.", "acme.orders", true),
+        ("acme.", "acme", false),
+        ("acme.", "acme-x", false),
+        ("", "anything", false),
+        ("", "", false),
+        ("*", "anything", true),
+    ] {
+        assert_eq!(within_prefix(prefix, name), within, "{prefix:?} covers {name:?}");
+    }
+    // A pattern whose matches all start with a literal is allowed only when every name that
+    // starts with the literal is.
+    for (prefix, literal, covers) in [
+        ("acme", "acme.", true),
+        ("acme", "acme-or", true),
+        ("acme", "acme", false),
+        ("acme", "acm", false),
+        ("acme.", "acme.o", true),
+        ("acme.", "acme", false),
+        ("*", "", true),
+        ("", "x", false),
+    ] {
+        assert_eq!(prefix_covers(prefix, literal), covers, "{prefix:?} covers all of {literal:?}*");
+    }
+}
