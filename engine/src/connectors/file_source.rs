@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, ConnectorError, RescaleError, Source, bad_position};
+use super::{BatchLimit, ConfigError, ConnectorError, RescaleError, Source, bad_position};
 use crate::record::Batch;
 use crate::record::json::{FieldPicks, Transcoder, msgpack_i64};
 
@@ -141,7 +141,7 @@ struct Cursor {
 /// A file-source subtask.
 pub struct FileSource {
     config: FileSourceConfig,
-    batch_size: usize,
+    batch: BatchLimit,
     partitions: Vec<Partition>,
     current: usize,
     cursor: Option<Cursor>,
@@ -327,7 +327,7 @@ impl FileSource {
     /// Lists the files, cuts them into splits and keeps those of subtask `index`.
     pub fn open(
         config: &FileSourceConfig,
-        batch_size: usize,
+        batch: impl Into<BatchLimit>,
         index: u32,
         parallelism: u32,
     ) -> Result<Self, ConnectorError> {
@@ -343,7 +343,7 @@ impl FileSource {
         let lines = LineScratch { transcoder: Transcoder::new(), picks, value: Vec::new() }.into();
         Ok(FileSource {
             config: config.clone(),
-            batch_size,
+            batch: batch.into(),
             partitions,
             current: 0,
             cursor: None,
@@ -428,8 +428,9 @@ impl FileSource {
 
 impl Source for FileSource {
     fn next_batch(&mut self) -> Result<Option<Batch>, ConnectorError> {
-        let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 64);
-        while batch.len() < self.batch_size && self.current < self.partitions.len() {
+        let (records, bytes) = self.batch.reserve(64);
+        let mut batch = Batch::with_capacity(records, bytes);
+        while !self.batch.is_full(&batch) && self.current < self.partitions.len() {
             let idx = self.current;
             let p = &self.partitions[idx];
             if p.done || p.offset >= p.end {

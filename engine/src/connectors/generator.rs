@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, ConnectorError, Source, bad_position};
+use super::{BatchLimit, ConfigError, ConnectorError, Source, bad_position};
 use crate::record::{Batch, to_msgpack};
 
 /// Config of the generator source.
@@ -200,7 +200,8 @@ impl GeneratorConfig {
     }
 
     /// The indices of the records that subtask `index` of `parallelism`, in batches of
-    /// `batch_size`, emits behind its own watermark (`out_of_orderness_ms` as in the source's
+    /// `batch_size` (sequence records are a few bytes each: a batch is cut at its default
+    /// `batch_bytes` only past ~50,000 of them), emits behind its own watermark (`out_of_orderness_ms` as in the source's
     /// config): the records an operator fed by that subtask alone sees as late. Replays the
     /// source task's rule; see [`GeneratorConfig::Sequence`].
     pub fn late_records(
@@ -270,15 +271,15 @@ pub fn corpus_line(seed: u64, vocabulary: u64, words_per_line: u32, line: u64) -
 #[derive(Debug)]
 pub struct GeneratorSource {
     config: GeneratorConfig,
-    batch_size: usize,
+    batch: BatchLimit,
     next: u64,
     step: u64,
 }
 
 impl GeneratorSource {
     /// Subtask `index` of `parallelism`.
-    pub fn new(config: GeneratorConfig, batch_size: usize, index: u32, parallelism: u32) -> Self {
-        GeneratorSource { config, batch_size, next: u64::from(index), step: u64::from(parallelism) }
+    pub fn new(config: GeneratorConfig, batch: impl Into<BatchLimit>, index: u32, parallelism: u32) -> Self {
+        GeneratorSource { config, batch: batch.into(), next: u64::from(index), step: u64::from(parallelism) }
     }
 }
 
@@ -288,8 +289,9 @@ impl Source for GeneratorSource {
         if self.next >= total {
             return Ok(None);
         }
-        let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 16);
-        while batch.len() < self.batch_size && self.next < total {
+        let (records, bytes) = self.batch.reserve(16);
+        let mut batch = Batch::with_capacity(records, bytes);
+        while !self.batch.is_full(&batch) && self.next < total {
             let i = self.next;
             match &self.config {
                 GeneratorConfig::Sequence { keys, offset, .. } => {

@@ -32,6 +32,44 @@ pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig}
 /// Default number of records per source batch.
 pub const DEFAULT_BATCH_SIZE: usize = 1024;
 
+/// Default bytes (keys and values) at which a source cuts a batch: 1 MiB.
+pub const DEFAULT_BATCH_BYTES: usize = 1 << 20;
+
+/// The largest `batch_bytes` a source config may set (plan limits may lower it): 256 MiB.
+pub const MAX_BATCH_BYTES: usize = 256 << 20;
+
+/// Where a source cuts its batches: at `records` records, or once their keys and values
+/// reach `bytes`, whichever comes first — so a batch of large records (long lines, fat Kafka
+/// messages) holds fewer of them, and what a channel of batches holds is bounded in bytes
+/// too. A record larger than `bytes` makes a batch of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimit {
+    /// Records per batch at most.
+    pub records: usize,
+    /// Bytes of keys and values at which the batch is cut.
+    pub bytes: usize,
+}
+
+impl BatchLimit {
+    /// The batch is full: no record goes in after this one.
+    #[inline]
+    pub fn is_full(&self, batch: &Batch) -> bool {
+        batch.len() >= self.records || batch.byte_len() >= self.bytes
+    }
+
+    /// Room to reserve for a batch of records of about `record_bytes` each.
+    pub fn reserve(&self, record_bytes: usize) -> (usize, usize) {
+        (self.records, self.records.saturating_mul(record_bytes).min(self.bytes))
+    }
+}
+
+impl From<usize> for BatchLimit {
+    /// `records` per batch, cut at the default bytes.
+    fn from(records: usize) -> Self {
+        BatchLimit { records, bytes: DEFAULT_BATCH_BYTES }
+    }
+}
+
 /// Why a connector failed while running. [`Retry`] tells whether a restart may get past it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -424,6 +462,8 @@ pub struct SourceConfig {
     pub kind: SourceKind,
     /// Records per batch.
     pub batch_size: usize,
+    /// Bytes of keys and values at which a batch is cut (see [`BatchLimit`]).
+    pub batch_bytes: usize,
     /// Watermarks trail the highest event time seen by this much (bounded out-of-orderness);
     /// `None` disables watermarks (only the final one at the end of input is sent).
     pub out_of_orderness_ms: Option<i64>,
@@ -471,6 +511,17 @@ impl SourceConfig {
                 _ => return Err(range(format!("batch_size must be an integer from 1 to 1000000, got {v}"))),
             },
         };
+        let batch_bytes = match map.remove("batch_bytes") {
+            None => DEFAULT_BATCH_BYTES,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=MAX_BATCH_BYTES as u64).contains(&n) => n as usize,
+                _ => {
+                    return Err(range(format!(
+                        "batch_bytes must be an integer from 1 to {MAX_BATCH_BYTES}, got {v}"
+                    )));
+                }
+            },
+        };
         let out_of_orderness_ms = match map.remove("out_of_orderness_ms") {
             None => Some(0),
             Some(serde_json::Value::Null) => None,
@@ -516,7 +567,7 @@ impl SourceConfig {
             SourceKind::File(c) => c.validate()?,
             SourceKind::Stream(_) => {}
         }
-        Ok(SourceConfig { kind, batch_size, out_of_orderness_ms, records_per_second })
+        Ok(SourceConfig { kind, batch_size, batch_bytes, out_of_orderness_ms, records_per_second })
     }
 
     /// Opens subtask `index` of `parallelism`.
@@ -526,17 +577,16 @@ impl SourceConfig {
         parallelism: u32,
         env: ConnectorEnv<'_>,
     ) -> Result<Box<dyn Source>, ConnectorError> {
+        let limit = BatchLimit { records: self.batch_size, bytes: self.batch_bytes };
         Ok(match &self.kind {
             SourceKind::Stream(c) => {
-                Box::new(StreamSource::open(c, env.store("stream")?, self.batch_size, index, parallelism)?)
+                Box::new(StreamSource::open(c, env.store("stream")?, limit, index, parallelism)?)
             }
-            SourceKind::Generator(c) => {
-                Box::new(GeneratorSource::new(c.clone(), self.batch_size, index, parallelism))
-            }
-            SourceKind::Nexmark(c) => Box::new(NexmarkSource::new(c, self.batch_size, index, parallelism)),
-            SourceKind::File(c) => Box::new(FileSource::open(c, self.batch_size, index, parallelism)?),
+            SourceKind::Generator(c) => Box::new(GeneratorSource::new(c.clone(), limit, index, parallelism)),
+            SourceKind::Nexmark(c) => Box::new(NexmarkSource::new(c, limit, index, parallelism)),
+            SourceKind::File(c) => Box::new(FileSource::open(c, limit, index, parallelism)?),
             SourceKind::Kafka(c) => {
-                kafka::open_source(c, self.batch_size, self.out_of_orderness_ms, index, parallelism)?
+                kafka::open_source(c, limit, self.out_of_orderness_ms, index, parallelism)?
             }
         })
     }

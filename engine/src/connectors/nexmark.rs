@@ -6,7 +6,7 @@ use nexmark::config::NexmarkConfig;
 use nexmark::event::{Event, EventType};
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, ConnectorError, Source, bad_position};
+use super::{BatchLimit, ConfigError, ConnectorError, Source, bad_position};
 use crate::record::Batch;
 
 pub use nexmark::event::{Auction, Bid, Person};
@@ -269,7 +269,7 @@ pub struct NexmarkSource {
     index: u32,
     parallelism: u32,
     count: u64,
-    batch_size: usize,
+    batch: BatchLimit,
     keys: KeyTable,
     /// Values are the externally tagged `Event` (the mixed stream).
     tagged: bool,
@@ -284,14 +284,19 @@ impl std::fmt::Debug for NexmarkSource {
 impl NexmarkSource {
     /// Subtask `index` of `parallelism`. A config that does not pass validation (the planner
     /// refuses it) makes unkeyed records.
-    pub fn new(config: &NexmarkSourceConfig, batch_size: usize, index: u32, parallelism: u32) -> Self {
+    pub fn new(
+        config: &NexmarkSourceConfig,
+        batch: impl Into<BatchLimit>,
+        index: u32,
+        parallelism: u32,
+    ) -> Self {
         NexmarkSource {
             generator: config.generator(index, parallelism),
             config: config.clone(),
             index,
             parallelism,
             count: config.count,
-            batch_size,
+            batch: batch.into(),
             keys: config.key_table().unwrap_or_default(),
             tagged: config.event_type == "mixed",
         }
@@ -344,8 +349,9 @@ impl Source for NexmarkSource {
         if self.generator.offset() >= self.count {
             return Ok(None);
         }
-        let mut batch = Batch::with_capacity(self.batch_size, self.batch_size * 128);
-        while batch.len() < self.batch_size && self.generator.offset() < self.count {
+        let (records, bytes) = self.batch.reserve(128);
+        let mut batch = Batch::with_capacity(records, bytes);
+        while !self.batch.is_full(&batch) && self.generator.offset() < self.count {
             let event = self.generator.next().expect("the generator is endless");
             let key = self.keys[type_index(event.event_type())];
             push(&mut batch, &event, key, self.tagged);

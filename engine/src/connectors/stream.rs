@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use weir_store::{ChunkBuffer, Store};
 
-use super::{ConnectorError, Sink, Source, bad_position};
+use super::{BatchLimit, ConnectorError, Sink, Source, bad_position};
 use crate::key_groups::key_group;
 use crate::record::Batch;
 
@@ -43,7 +43,7 @@ pub struct StreamSourceConfig {
 pub struct StreamSource {
     store: Store,
     stream: String,
-    batch_size: usize,
+    batch: BatchLimit,
     /// Partition → next offset.
     offsets: BTreeMap<u32, u64>,
     turn: usize,
@@ -58,7 +58,7 @@ impl StreamSource {
     pub fn open(
         config: &StreamSourceConfig,
         store: &Store,
-        batch_size: usize,
+        batch: impl Into<BatchLimit>,
         index: u32,
         parallelism: u32,
     ) -> Result<Self, ConnectorError> {
@@ -67,7 +67,7 @@ impl StreamSource {
         Ok(StreamSource {
             store: store.clone(),
             stream: config.stream.clone(),
-            batch_size,
+            batch: batch.into(),
             offsets,
             turn: 0,
             follow: config.follow,
@@ -86,12 +86,13 @@ impl Source for StreamSource {
             // Straight from the store's pages into the batch: no record is built.
             let mut batch: Option<Batch> = None;
             let mut next = from;
-            let size = self.batch_size;
-            self.store.read_with(&self.stream, p, from, size, |offset, key, value, timestamp| {
-                batch
-                    .get_or_insert_with(|| Batch::with_capacity(size, 64 * size))
-                    .push(key, value, timestamp);
+            let limit = self.batch;
+            self.store.read_with(&self.stream, p, from, limit.records, |offset, key, value, timestamp| {
+                let (records, bytes) = limit.reserve(64);
+                let batch = batch.get_or_insert_with(|| Batch::with_capacity(records, bytes));
+                batch.push(key, value, timestamp);
                 next = offset + 1;
+                !limit.is_full(batch)
             })?;
             if let Some(batch) = batch {
                 self.offsets.insert(p, next);

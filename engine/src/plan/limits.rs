@@ -12,8 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{JobSpec, NodeKind, Partitioning, PlanError, Settings};
-use crate::connectors::DEFAULT_BATCH_SIZE;
+use super::{JobSpec, MIN_CHANNEL_CAPACITY_BYTES, NodeKind, Partitioning, PlanError, Settings};
+use crate::connectors::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE};
 
 /// The generator's default `words_per_line`.
 const DEFAULT_WORDS_PER_LINE: u64 = 8;
@@ -32,8 +32,17 @@ pub struct PlanLimits {
     /// Batches the job's channels can hold together (channels × `channel_capacity`): with the
     /// batch size, what bounds the memory in flight between subtasks.
     pub max_buffered_batches: u64,
+    /// `settings.channel_capacity_bytes`.
+    pub max_channel_capacity_bytes: u64,
+    /// Bytes the job's local channels can hold together (channels ×
+    /// `channel_capacity_bytes`): the memory in flight between its subtasks. A spec that
+    /// leaves `channel_capacity_bytes` at its default gets it lowered to fit (to no less
+    /// than 64 KiB).
+    pub max_buffered_bytes: u64,
     /// A source's `batch_size`, in records.
     pub max_batch_size: u64,
+    /// A source's `batch_bytes`: a batch is cut once its keys and values reach it.
+    pub max_batch_bytes: u64,
     /// `settings.max_output_bytes_per_call`.
     pub max_output_bytes_per_call: u64,
     /// The generator's `words_per_line` (one line is one record held whole in memory).
@@ -57,7 +66,10 @@ impl Default for PlanLimits {
             max_channels: 4096,
             max_channel_capacity: 256,
             max_buffered_batches: 16_384,
+            max_channel_capacity_bytes: 64 << 20,
+            max_buffered_bytes: 1 << 30,
             max_batch_size: 8192,
+            max_batch_bytes: 16 << 20,
             max_output_bytes_per_call: 64 << 20,
             max_words_per_line: 10_000,
             max_restart_attempts: 100,
@@ -137,7 +149,15 @@ impl PlanLimits {
                 note: "; lower channel_capacity or the parallelism",
             });
         }
+        self.apply_buffered_bytes(&mut spec.settings, channels)?;
         for node in spec.nodes.iter_mut().filter(|n| n.kind == NodeKind::Source) {
+            self.cap_config(
+                node,
+                "batch_bytes",
+                to_u64(DEFAULT_BATCH_BYTES),
+                self.max_batch_bytes,
+                "max_batch_bytes",
+            )?;
             let words = node.connector.as_deref() == Some("generator")
                 && node.config.get("mode").and_then(|m| m.as_str()) == Some("words");
             self.cap_config(
@@ -160,8 +180,38 @@ impl PlanLimits {
         Ok(())
     }
 
+    /// Channels × `channel_capacity_bytes` within `max_buffered_bytes`: the default lowered
+    /// to fit, a value the spec gave refused.
+    fn apply_buffered_bytes(&self, s: &mut Settings, channels: u64) -> Result<(), PlanError> {
+        let buffered = channels.saturating_mul(s.channel_capacity_bytes);
+        if buffered <= self.max_buffered_bytes {
+            return Ok(());
+        }
+        let fits = self.max_buffered_bytes / channels.max(1);
+        if s.channel_capacity_bytes == Settings::default().channel_capacity_bytes
+            && fits >= MIN_CHANNEL_CAPACITY_BYTES
+        {
+            s.channel_capacity_bytes = fits;
+            return Ok(());
+        }
+        Err(PlanError::Limit {
+            what: "the job's channel count × settings.channel_capacity_bytes".into(),
+            value: buffered,
+            limit: self.max_buffered_bytes,
+            key: "max_buffered_bytes",
+            note: "; lower channel_capacity_bytes or the parallelism",
+        })
+    }
+
     fn apply_settings(&self, s: &mut Settings) -> Result<(), PlanError> {
         let d = Settings::default();
+        s.channel_capacity_bytes = cap(
+            s.channel_capacity_bytes,
+            d.channel_capacity_bytes,
+            self.max_channel_capacity_bytes,
+            || "settings.channel_capacity_bytes".into(),
+            "max_channel_capacity_bytes",
+        )?;
         s.channel_capacity = to_usize(cap(
             to_u64(s.channel_capacity),
             to_u64(d.channel_capacity),
@@ -288,6 +338,27 @@ mod tests {
         let mut default = spec(serde_json::json!({}), serde_json::json!({}));
         limits.apply(&mut default).unwrap();
         assert_eq!(default.nodes[0].config["words_per_line"], 4);
+    }
+
+    #[test]
+    fn channel_bytes_are_held_to_the_job_wide_budget() {
+        let limits = PlanLimits { max_buffered_bytes: 8 << 20, ..PlanLimits::default() };
+        // 8 channels at the default 8 MiB: lowered to 1 MiB each.
+        let mut default = spec(serde_json::json!({}), serde_json::json!({}));
+        limits.apply(&mut default).unwrap();
+        assert_eq!(default.settings.channel_capacity_bytes, 1 << 20);
+        // Asked for: refused, naming the key.
+        let mut asked = spec(serde_json::json!({ "channel_capacity_bytes": 2 << 20 }), serde_json::json!({}));
+        let e = limits.apply(&mut asked).unwrap_err().to_string();
+        assert!(e.contains("plan_limits.max_buffered_bytes"), "{e}");
+        // A source's batch_bytes above the limit is refused; its default lowered.
+        let small = PlanLimits { max_batch_bytes: 4096, ..PlanLimits::default() };
+        let mut fat = spec(serde_json::json!({}), serde_json::json!({ "batch_bytes": 8192 }));
+        let e = small.apply(&mut fat).unwrap_err().to_string();
+        assert!(e.contains("config.batch_bytes") && e.contains("plan_limits.max_batch_bytes"), "{e}");
+        let mut default = spec(serde_json::json!({}), serde_json::json!({}));
+        small.apply(&mut default).unwrap();
+        assert_eq!(default.nodes[0].config["batch_bytes"], 4096);
     }
 
     #[test]

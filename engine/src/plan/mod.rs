@@ -10,6 +10,6 @@ pub use error::PlanError;
 pub use limits::{PlanLimits, channel_count};
 pub use planner::{LoadError, ModuleLoader, NodeBody, Plan, PlanEdge, PlanNode, plan};
 pub use spec::{
-    CheckpointMode, CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, RestartSettings,
-    Settings,
+    CheckpointMode, CheckpointSettings, DEFAULT_CHANNEL_CAPACITY_BYTES, EdgeSpec, JobSpec,
+    MIN_CHANNEL_CAPACITY_BYTES, NodeKind, NodeSpec, Partitioning, RestartSettings, Settings,
 };

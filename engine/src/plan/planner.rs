@@ -3,7 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{CheckpointSettings, EdgeSpec, JobSpec, NodeKind, NodeSpec, Partitioning, PlanError, Settings};
+use super::{
+    CheckpointSettings, EdgeSpec, JobSpec, MIN_CHANNEL_CAPACITY_BYTES, NodeKind, NodeSpec, Partitioning,
+    PlanError, Settings,
+};
 use crate::connectors::{SinkConfig, SourceConfig};
 use crate::guest::OperatorModule;
 
@@ -319,6 +322,13 @@ fn check_settings(s: &Settings) -> Result<(), PlanError> {
         return Err(PlanError::Settings(format!(
             "channel_capacity must be between 1 and 65536, got {}",
             s.channel_capacity
+        )));
+    }
+    if !(MIN_CHANNEL_CAPACITY_BYTES..=1 << 30).contains(&s.channel_capacity_bytes) {
+        return Err(PlanError::Settings(format!(
+            "channel_capacity_bytes must be between {MIN_CHANNEL_CAPACITY_BYTES} and {}, got {}",
+            1u64 << 30,
+            s.channel_capacity_bytes
         )));
     }
     if s.cpu_limit_ms == 0 {

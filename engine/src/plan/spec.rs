@@ -108,6 +108,11 @@ pub struct Settings {
     pub max_parallelism: u32,
     /// Capacity of every channel, in messages (batches). Backpressure starts when full.
     pub channel_capacity: usize,
+    /// Capacity of every channel between subtasks of one process, in bytes of the batches
+    /// queued (keys and values): backpressure starts when either capacity is reached, so a
+    /// channel of large records holds fewer of them. A task queues one call's output past
+    /// it. Channels to another worker count batches only.
+    pub channel_capacity_bytes: u64,
     /// CPU time one guest call may take, in milliseconds, before it is stopped.
     pub cpu_limit_ms: u64,
     /// Wall-clock time one guest call may take, in milliseconds, waiting included (a guest
@@ -124,11 +129,26 @@ pub struct Settings {
     pub restart: RestartSettings,
 }
 
+/// `settings.channel_capacity_bytes` unless a spec says otherwise: 8 MiB, a default
+/// channel's 8 batches of 1 MiB (a source's default `batch_bytes`).
+pub const DEFAULT_CHANNEL_CAPACITY_BYTES: u64 = 8 << 20;
+
+/// The least `settings.channel_capacity_bytes` a spec may set.
+pub const MIN_CHANNEL_CAPACITY_BYTES: u64 = 64 << 10;
+
+impl Settings {
+    /// `channel_capacity_bytes` as a size in memory.
+    pub fn channel_capacity_bytes(&self) -> usize {
+        usize::try_from(self.channel_capacity_bytes).unwrap_or(usize::MAX)
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             max_parallelism: 128,
             channel_capacity: 8,
+            channel_capacity_bytes: DEFAULT_CHANNEL_CAPACITY_BYTES,
             cpu_limit_ms: 10_000,
             wall_limit_ms: 60_000,
             memory_limit_mb: 512,

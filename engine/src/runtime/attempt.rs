@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use weir_store::{CheckpointMeta, CheckpointStorage, Manifest};
 
-use super::channel::{ChannelStats, Receiver, Sender, channel};
+use super::channel::{ChannelStats, Receiver, Sender, bounded_channel};
 use super::control::{Control, ToCoordinator};
 use super::coordinator::{Coordinator, TaskInfo};
 use super::env::{RunEnv, TaskEnv};
@@ -359,8 +359,9 @@ impl Wiring {
                         let targets = senders
                             .entry((edge.from, out_index, i))
                             .or_insert_with(|| (0..width).map(|_| None).collect());
+                        let capacity = (settings.channel_capacity, settings.channel_capacity_bytes());
                         let Some(layout) = layout else {
-                            let (tx, rx) = channel(settings.channel_capacity, from_id, to_id);
+                            let (tx, rx) = bounded_channel(capacity, from_id, to_id);
                             channel_stats.push(tx.stats().clone());
                             gates[to][j as usize].push((edge.port, rx));
                             targets[slot] = Some(tx);
@@ -369,7 +370,7 @@ impl Wiring {
                         let key = (layout.job.clone(), layout.attempt, channel_number);
                         match (layout.is_here(edge.from, i), layout.is_here(to, j)) {
                             (true, true) => {
-                                let (tx, rx) = channel(settings.channel_capacity, from_id, to_id);
+                                let (tx, rx) = bounded_channel(capacity, from_id, to_id);
                                 channel_stats.push(tx.stats().clone());
                                 gates[to][j as usize].push((edge.port, rx));
                                 targets[slot] = Some(tx);
@@ -465,7 +466,9 @@ fn report(
             from: c.from.clone(),
             to: c.to.clone(),
             capacity: c.capacity,
+            capacity_bytes: c.capacity_bytes,
             max_depth: c.max_depth.load(Ordering::Relaxed),
+            max_bytes: c.max_bytes.load(Ordering::Relaxed),
             batches: c.batches.load(Ordering::Relaxed),
         })
         .collect();

@@ -10,8 +10,9 @@
 //! - a receiver that, when an aligned checkpoint switches to unaligned, takes an aligned
 //!   barrier out of the middle of its queue with a copy of what is before it
 //!   ([`Receiver::extract_barrier`]);
-//! - barriers and end-of-stream that never wait for room: capacity counts batches only,
-//!   and a task pushes a whole call's output and then waits for room
+//! - barriers and end-of-stream that never wait for room: capacity counts batches (and
+//!   their bytes: a local channel has room while both are below its capacities), and a
+//!   task pushes a whole call's output and then waits for room
 //!   ([`Sender::ready`]) before it takes its next input — so a task that waits for room
 //!   can still take a barrier (Flink's output buffer overdraft, for the same reason).
 //!
@@ -42,8 +43,13 @@ pub struct ChannelStats {
     pub to: (String, u32),
     /// Capacity in batches.
     pub capacity: usize,
+    /// Capacity in bytes of queued batches (`usize::MAX`: none).
+    pub capacity_bytes: usize,
     /// Most batches ever queued at once.
     pub max_depth: AtomicUsize,
+    /// Most bytes of batches ever queued at once (local channels and the receiving end of
+    /// remote ones).
+    pub max_bytes: AtomicUsize,
     /// Batches sent.
     pub batches: AtomicU64,
     /// Nanoseconds the sender waited for room: the upstream subtask's backpressured time.
@@ -56,6 +62,8 @@ struct Queue {
     /// Batches queued: what the capacity bounds. (Watermarks and idle notices follow
     /// batches or a task's own progress, which waits for room, so they stay few.)
     data: usize,
+    /// Bytes of the batches queued ([`crate::record::Batch::byte_len`]).
+    bytes: usize,
     /// Index just past the last barrier in `items` (0 when none): where an overtaking
     /// barrier goes.
     barrier_end: usize,
@@ -78,6 +86,7 @@ struct Shared {
     /// Notified when a data message leaves a full queue (or the receiver goes).
     room: Notify,
     capacity: usize,
+    capacity_bytes: usize,
     stats: Arc<ChannelStats>,
     /// The remote sender's credits go back through this (the receiving end of a remote
     /// channel).
@@ -145,6 +154,11 @@ impl Drop for Remote {
 }
 
 impl Shared {
+    /// Below both capacities.
+    fn has_room(&self, q: &Queue) -> bool {
+        q.data < self.capacity && q.bytes < self.capacity_bytes
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // A panic while holding the lock cannot leave the queue inconsistent (every
         // update is a single step), so a poisoned lock is still usable.
@@ -175,19 +189,32 @@ pub struct Receiver {
 #[error("the downstream task is gone")]
 pub struct Closed;
 
-fn new_stats(capacity: usize, from: (String, u32), to: (String, u32)) -> Arc<ChannelStats> {
+fn new_stats(capacity: (usize, usize), from: (String, u32), to: (String, u32)) -> Arc<ChannelStats> {
     Arc::new(ChannelStats {
         from,
         to,
-        capacity,
+        capacity: capacity.0,
+        capacity_bytes: capacity.1,
         max_depth: AtomicUsize::new(0),
+        max_bytes: AtomicUsize::new(0),
         batches: AtomicU64::new(0),
         blocked_ns: AtomicU64::new(0),
     })
 }
 
-/// A channel of `capacity` batches.
+/// A channel of `capacity` batches (of any size).
 pub fn channel(capacity: usize, from: (String, u32), to: (String, u32)) -> (Sender, Receiver) {
+    bounded_channel((capacity, usize::MAX), from, to)
+}
+
+/// A channel of `capacity.0` batches and `capacity.1` bytes of them: it has room while
+/// both are below (a task queues a whole call's output past them, then waits).
+pub fn bounded_channel(
+    capacity: (usize, usize),
+    from: (String, u32),
+    to: (String, u32),
+) -> (Sender, Receiver) {
+    let capacity = (capacity.0.max(1), capacity.1.max(1));
     local_channel(capacity, new_stats(capacity, from, to), None)
 }
 
@@ -200,18 +227,21 @@ pub fn credited_channel(
     to: (String, u32),
     credit: Arc<dyn CreditSink>,
 ) -> (Sender, Receiver) {
+    // The remote sender's credits count batches only: bytes are not bounded here.
+    let capacity = (capacity.max(1), usize::MAX);
     local_channel(capacity, new_stats(capacity, from, to), Some(credit))
 }
 
 fn local_channel(
-    capacity: usize,
+    capacity: (usize, usize),
     stats: Arc<ChannelStats>,
     credit: Option<Arc<dyn CreditSink>>,
 ) -> (Sender, Receiver) {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue { senders: 1, ..Queue::default() }),
         room: Notify::new(),
-        capacity: capacity.max(1),
+        capacity: capacity.0,
+        capacity_bytes: capacity.1,
         stats,
         credit,
     });
@@ -233,7 +263,8 @@ pub fn remote_sender(
         closed: AtomicBool::new(false),
         room: Notify::new(),
     });
-    let remote = Remote { outbound, credits: credits.clone(), stats: new_stats(capacity, from, to) };
+    let remote =
+        Remote { outbound, credits: credits.clone(), stats: new_stats((capacity, usize::MAX), from, to) };
     (Sender { end: End::Remote(Arc::new(remote)) }, credits)
 }
 
@@ -267,6 +298,7 @@ impl Drop for Receiver {
         q.receiver_gone = true;
         q.items.clear();
         q.data = 0;
+        q.bytes = 0;
         q.barrier_end = 0;
         drop(q);
         self.shared.room.notify_waiters();
@@ -285,7 +317,10 @@ impl Sender {
             End::Local(shared) => shared,
             End::Remote(remote) => return remote.push(&message),
         };
-        let is_batch = matches!(message, Message::Batch(_));
+        let bytes = match &message {
+            Message::Batch(b) => Some(b.byte_len()),
+            _ => None,
+        };
         let mut q = shared.lock();
         if q.receiver_gone {
             return Err(Closed);
@@ -295,14 +330,16 @@ impl Sender {
         if barrier {
             q.barrier_end = q.items.len();
         }
-        if is_batch {
+        if let Some(bytes) = bytes {
             q.data += 1;
+            q.bytes = q.bytes.saturating_add(bytes);
         }
-        let depth = q.data;
+        let (depth, queued) = (q.data, q.bytes);
         q.wake();
         drop(q);
         shared.stats.max_depth.fetch_max(depth, Ordering::Relaxed);
-        if is_batch {
+        if bytes.is_some() {
+            shared.stats.max_bytes.fetch_max(queued, Ordering::Relaxed);
             shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -340,7 +377,7 @@ impl Sender {
         match &self.end {
             End::Local(shared) => {
                 let q = shared.lock();
-                q.data < shared.capacity || q.receiver_gone
+                shared.has_room(&q) || q.receiver_gone
             }
             End::Remote(remote) => {
                 remote.credits.available.load(Ordering::Acquire) > 0 || remote.credits.is_closed()
@@ -475,10 +512,11 @@ impl Receiver {
             return Poll::Ready(Received::Message(message, overtaken));
         }
         q.barrier_end = q.barrier_end.saturating_sub(1);
-        let was_full = q.data >= self.shared.capacity;
+        let was_full = !self.shared.has_room(&q);
         let is_batch = matches!(message, Message::Batch(_));
-        if is_batch {
+        if let Message::Batch(b) = &message {
             q.data -= 1;
+            q.bytes = q.bytes.saturating_sub(b.byte_len());
         }
         drop(q);
         if was_full {
@@ -561,6 +599,34 @@ mod tests {
         })
         .collect();
         assert_eq!(order, ["d1", "b1:0", "b2:2", "d2", "d3", "d4"]);
+    }
+
+    fn sized(bytes: usize) -> Message {
+        let mut b = Batch::empty();
+        b.push(&[], &vec![7u8; bytes], 0);
+        Message::Batch(b)
+    }
+
+    #[test]
+    fn capacity_counts_bytes_too() {
+        // Room for 8 batches but 2,500 bytes of them: the third 1,000-byte batch fills it.
+        let (tx, mut rx) = bounded_channel((8, 2500), ("a".into(), 0), ("b".into(), 0));
+        tx.push(sized(1000)).unwrap();
+        tx.push(sized(1000)).unwrap();
+        assert!(tx.has_room());
+        tx.push(sized(1000)).unwrap();
+        assert!(!tx.has_room(), "3,000 bytes queued");
+        assert!(tx.ready().now_or_never().is_none(), "full");
+        // A whole call's output goes in past the capacity; the sender then waits.
+        tx.push(sized(5000)).unwrap();
+        assert_eq!(tx.stats().max_bytes.load(Ordering::Relaxed), 8000);
+        for _ in 0..3 {
+            assert!(matches!(recv(&mut rx, false), Some(Received::Message(Message::Batch(_), _))));
+            assert!(!tx.has_room(), "the 5,000-byte batch alone is past the capacity");
+        }
+        assert!(matches!(recv(&mut rx, false), Some(Received::Message(Message::Batch(_), _))));
+        assert!(tx.ready().now_or_never().is_some(), "room again once it is taken");
+        assert_eq!(tx.stats().capacity_bytes, 2500);
     }
 
     #[test]

@@ -43,8 +43,8 @@ mod watermark;
 
 pub use attempt::instance_limits;
 pub use channel::{
-    ChannelStats, Closed, CreditSink, Credits, Outbound, Received, Receiver, Sender, Wanted, channel,
-    credited_channel, remote_sender,
+    ChannelStats, Closed, CreditSink, Credits, Outbound, Received, Receiver, Sender, Wanted, bounded_channel,
+    channel, credited_channel, remote_sender,
 };
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};

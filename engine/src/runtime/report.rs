@@ -28,8 +28,12 @@ pub struct ChannelReport {
     pub to: (String, u32),
     /// Capacity in messages.
     pub capacity: usize,
+    /// Capacity in bytes of batches (`usize::MAX`: none, as on a remote channel).
+    pub capacity_bytes: usize,
     /// Most messages queued at once.
     pub max_depth: usize,
+    /// Most bytes of batches queued at once.
+    pub max_bytes: usize,
     /// Batches sent.
     pub batches: u64,
 }

@@ -1648,6 +1648,15 @@ export interface components {
              */
             channel_capacity?: number;
             /**
+             * Format: int64
+             * @description Capacity of every channel between subtasks of one process, in bytes of the batches
+             *     queued (keys and values): backpressure starts when either capacity is reached, so a
+             *     channel of large records holds fewer of them. A task queues one call's output past
+             *     it. Channels to another worker count batches only.
+             * @default 8388608
+             */
+            channel_capacity_bytes?: number;
+            /**
              * @default {
              *       "aligned_timeout_ms": null,
              *       "interval_ms": 1000,

@@ -18,7 +18,7 @@ pub use config::{
 };
 pub use format::Format;
 
-use super::{ConnectorEnv, ConnectorError, Sink, Source};
+use super::{BatchLimit, ConnectorEnv, ConnectorError, Sink, Source};
 use crate::record::Batch;
 
 /// The connection a node opens with: resolved by the server's plan, or written inline.
@@ -63,11 +63,11 @@ pub fn client_config(connection: &ConnectionConfig) -> Result<client::ClientConf
     Ok(config)
 }
 
-/// Opens subtask `index` of `parallelism` of a Kafka source reading `batch_size` records
-/// per batch, with watermarks `out_of_orderness_ms` behind each partition's event time.
+/// Opens subtask `index` of `parallelism` of a Kafka source cutting batches at `batch`,
+/// with watermarks `out_of_orderness_ms` behind each partition's event time.
 pub fn open_source(
     config: &KafkaSourceConfig,
-    batch_size: usize,
+    batch: BatchLimit,
     out_of_orderness_ms: Option<i64>,
     index: u32,
     parallelism: u32,
@@ -101,7 +101,7 @@ pub fn open_source(
         partition_max_bytes: config.max_partition_fetch_bytes.min(i32::MAX as u64) as i32,
         read_committed: config.isolation_level == IsolationLevel::ReadCommitted,
         bounded: config.bounded,
-        batch_size,
+        batch,
         out_of_orderness_ms,
     };
     Ok(Box::new(source::KafkaSource::open(settings, index, parallelism)?))

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::client::{Client, ClientConfig, KafkaError, OffsetSpec};
 use super::format::{self, Format, FormatError, RecordPart};
-use crate::connectors::{ConnectorError, RescaleError, bad_position};
+use crate::connectors::{BatchLimit, ConnectorError, RescaleError, bad_position};
 use crate::record::Batch;
 
 /// Which topics a source reads.
@@ -84,8 +84,8 @@ pub struct SourceSettings {
     pub read_committed: bool,
     /// End at the offsets that were the end when the source opened (a bounded read).
     pub bounded: bool,
-    /// Records per batch.
-    pub batch_size: usize,
+    /// Where batches are cut.
+    pub batch: BatchLimit,
     /// Watermarks trail each partition's highest event time by this much (`None`: no
     /// watermarks from this source).
     pub out_of_orderness_ms: Option<i64>,
@@ -569,7 +569,7 @@ impl Fetcher {
         self.events.send(event).map_err(|_| ConnectorError::Stopped)
     }
 
-    /// Converts records into batches of at most `batch_size` (each with its last offset), and
+    /// Converts records into batches cut at `batch` (each with its last offset), and
     /// the highest event time among them.
     fn convert(
         &self,
@@ -578,7 +578,8 @@ impl Fetcher {
     ) -> Result<(Vec<(Batch, i64)>, i64), ConnectorError> {
         let end = self.stop.get(tp).copied().unwrap_or(i64::MAX);
         let mut out = Vec::new();
-        let mut batch = Batch::with_capacity(records.len().min(self.settings.batch_size), 0);
+        let limit = self.settings.batch;
+        let mut batch = Batch::with_capacity(records.len().min(limit.records), 0);
         let mut last = -1;
         let mut max_time = i64::MIN;
         for r in records.iter().filter(|r| r.offset < end) {
@@ -602,11 +603,8 @@ impl Fetcher {
             max_time = max_time.max(time);
             batch.push(&key, &value, time);
             last = r.offset;
-            if batch.len() >= self.settings.batch_size {
-                out.push((
-                    std::mem::replace(&mut batch, Batch::with_capacity(self.settings.batch_size, 0)),
-                    last,
-                ));
+            if limit.is_full(&batch) {
+                out.push((std::mem::replace(&mut batch, Batch::with_capacity(limit.records, 0)), last));
             }
         }
         if !batch.is_empty() {

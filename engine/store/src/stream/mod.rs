@@ -250,20 +250,22 @@ impl Store {
         let mut records = Vec::new();
         self.read_with(name, partition, from_offset, max, |offset, key, value, timestamp| {
             records.push((offset, LogRecord { key: key.to_vec(), value: value.to_vec(), timestamp }));
+            true
         })?;
         Ok(records)
     }
 
     /// [`Store::read`] without copies: calls `visit(offset, key, value, timestamp)` for each of
-    /// up to `max` records from `from_offset` on, in order, with bytes borrowed from the store;
-    /// returns how many. On an error `visit` may have seen some records already.
+    /// up to `max` records from `from_offset` on, in order, with bytes borrowed from the store,
+    /// until it returns false (it saw enough: say, a batch full in bytes); returns how many it
+    /// saw. On an error `visit` may have seen some records already.
     pub fn read_with(
         &self,
         name: &str,
         partition: u32,
         from_offset: u64,
         max: usize,
-        mut visit: impl FnMut(u64, &[u8], &[u8], i64),
+        mut visit: impl FnMut(u64, &[u8], &[u8], i64) -> bool,
     ) -> Result<usize, StoreError> {
         let txn = self.read_txn()?;
         let partitions = partitions_of(&txn.open_table(STREAMS)?, name)?;
@@ -312,9 +314,9 @@ impl Store {
             let mut offset = first;
             while let Some((key, value, timestamp)) = records.next_record().map_err(malformed)? {
                 if offset >= from_offset {
-                    visit(offset, key, value, timestamp);
+                    let more = visit(offset, key, value, timestamp);
                     seen += 1;
-                    if seen == max {
+                    if seen == max || !more {
                         return Ok(seen);
                     }
                 }

@@ -381,11 +381,13 @@ fn read_back(store: &Store, stream: &str) -> anyhow::Result<u64> {
                     |offset, _, value, _| match rmp_serde::from_slice::<super::nexmark::Bid<'_>>(value) {
                         Ok(bid) => {
                             std::hint::black_box(bid);
+                            true
                         }
                         Err(e) if bad.is_none() => {
-                            bad = Some(anyhow::anyhow!("{stream}/{p}@{offset}: not a bid: {e}"))
+                            bad = Some(anyhow::anyhow!("{stream}/{p}@{offset}: not a bid: {e}"));
+                            true
                         }
-                        Err(_) => {}
+                        Err(_) => true,
                     },
                 )?;
             if let Some(e) = bad {
