@@ -90,8 +90,8 @@ pub trait Operator: States + 'static {
     }
 
     /// The timer registered (with [`timers::register`](crate::timers::register)) for the
-    /// encoded key `key` at `timestamp` fired. A timer it registers at or before the watermark
-    /// being handled fires at the watermark's next advance, not in the same round.
+    /// encoded key `key` at `timestamp` fired. A timer it registers at or before `timestamp`
+    /// fires at the watermark's next advance, not in the same round.
     fn on_timer(&mut self, key: &[u8], timestamp: i64, out: &mut Output) -> Result<()> {
         let _ = (key, timestamp, out);
         Ok(())

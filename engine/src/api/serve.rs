@@ -4,12 +4,15 @@
 //!
 //! Slow clients cannot hold the server: a request's head must arrive within
 //! `request_header_timeout_ms` (also the idle time of a keep-alive connection), its body within
-//! `request_body_timeout_ms` of the head, and at most `max_connections` connections are open
-//! (one more is closed at once).
+//! `request_body_timeout_ms` of the head, a response that makes no progress for
+//! `response_write_timeout_ms` (a client that does not read) closes the connection, and at
+//! most `max_connections` connections are open, `max_connections_per_address` from one
+//! address (one more is closed at once).
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -21,6 +24,7 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{Semaphore, watch};
 use tower::ServiceExt as _;
 
@@ -40,8 +44,10 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
     let app = super::router(server.clone()).map_request(move |request: Request<Incoming>| {
         request.map(|b| Body::new(Deadline::new(b, body_timeout)))
     });
+    let write_timeout = Duration::from_millis(config.response_write_timeout_ms.max(1));
     let max_connections = config.max_connections.clamp(1, 1 << 20);
     let connections = Arc::new(Semaphore::new(max_connections));
+    let per_address = PerAddress::new(config.max_connections_per_address.max(1));
     let (stop, stopping) = watch::channel(false);
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -51,8 +57,8 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors, or a connection reset before it was accepted: wait
                 // a little instead of spinning.
@@ -70,13 +76,26 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
             drop(stream);
             continue;
         };
+        let Some(from_address) = per_address.take(peer.ip()) else {
+            if last_warning.is_none_or(|at: Instant| at.elapsed() >= Duration::from_secs(1)) {
+                tracing::warn!(
+                    address = %peer.ip(),
+                    max_connections_per_address = per_address.max,
+                    "too many open connections from one address: closing new ones"
+                );
+                last_warning = Some(Instant::now());
+            }
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
         let mut stopping = stopping.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let _permits = (permit, from_address);
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+            let stream = WriteDeadline::new(stream, write_timeout);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             let result = tokio::select! {
@@ -97,6 +116,125 @@ pub async fn serve(server: Arc<Server>, ready: impl FnOnce(SocketAddr)) -> anyho
     let _ = connections.acquire_many(max_connections as u32).await;
     server.jobs.abort_all();
     Ok(())
+}
+
+/// The open connections of each client address, held to a cap.
+#[derive(Clone)]
+struct PerAddress {
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    max: usize,
+}
+
+/// One connection counted against its address until dropped.
+struct AddressPermit {
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    address: IpAddr,
+}
+
+impl PerAddress {
+    fn new(max: usize) -> Self {
+        PerAddress { open: Arc::default(), max }
+    }
+
+    /// Counts one more connection from `address`, unless it has `max` open.
+    fn take(&self, address: IpAddr) -> Option<AddressPermit> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(address).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressPermit { open: self.open.clone(), address })
+    }
+}
+
+impl Drop for AddressPermit {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// A connection whose writes fail (and close it) once one has made no progress for
+/// `timeout`: a client that does not read its responses cannot hold a connection, and the
+/// task and buffers behind it, for ever.
+struct WriteDeadline<S> {
+    inner: S,
+    timeout: Duration,
+    /// Set while a write is pending: when it fires, the write fails.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        WriteDeadline { inner, timeout, stalled: None }
+    }
+
+    /// After a pending write: fails once the stall has lasted `timeout`.
+    fn check<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let timeout = self.timeout;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {} ms (response_write_timeout_ms)", timeout.as_millis()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.check(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.check(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let poll = Pin::new(&mut self.inner).poll_flush(cx);
+        self.check(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let poll = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.check(cx, poll)
+    }
 }
 
 /// A request body that must arrive in full before its deadline; after it, the next read fails

@@ -15,16 +15,17 @@ pub const TIMER_OVERHEAD_BYTES: usize = 64;
 /// that made it, with the reason.
 ///
 /// While the timers due at a watermark fire ([`TimerService::begin_firing`]), a timer
-/// registered at or before that watermark is deferred: it is held (and counted, and
-/// snapshotted) apart, and is due again from [`TimerService::end_firing`] on — it fires at
-/// the next advance of the watermark, not in the same loop, which would never end if each
-/// `on-timer` registered another due timer.
+/// registered at or before the time of the timer firing now is deferred: it is held (and
+/// counted, and snapshotted) apart, and is due again from [`TimerService::end_firing`] on —
+/// it fires at the next advance of the watermark, not in the same loop, which would never
+/// end if each `on-timer` registered itself again. A timer registered for a later time that
+/// is due still fires in this loop, in time order (a window operator's next window).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerService {
     timers: BTreeSet<(i64, Vec<u8>)>,
-    /// Registered at or before `firing` while it fires.
+    /// Registered, while timers fire, at or before the time of the one firing.
     deferred: BTreeSet<(i64, Vec<u8>)>,
-    /// The watermark whose due timers fire now.
+    /// While timers fire: the time of the last one fired (`i64::MIN` before the first).
     firing: Option<i64>,
     bytes: usize,
     max_timers: usize,
@@ -76,7 +77,7 @@ impl TimerService {
             return;
         }
         self.bytes += cost;
-        if self.firing.is_some_and(|w| timestamp <= w) {
+        if self.firing.is_some_and(|at| timestamp <= at) {
             self.deferred.insert(entry);
         } else {
             self.timers.insert(entry);
@@ -91,10 +92,10 @@ impl TimerService {
         }
     }
 
-    /// The timers due at `watermark` start firing: one registered at or before it from now
-    /// on is deferred until [`TimerService::end_firing`].
-    pub fn begin_firing(&mut self, watermark: i64) {
-        self.firing = Some(watermark);
+    /// The due timers start firing: from now on, one registered at or before the time of
+    /// the timer last fired is deferred until [`TimerService::end_firing`].
+    pub fn begin_firing(&mut self) {
+        self.firing = Some(i64::MIN);
     }
 
     /// The firing ended (or failed): deferred timers are due again, at the next advance.
@@ -109,6 +110,9 @@ impl TimerService {
             Some((ts, _)) if *ts <= watermark => {
                 let timer = self.timers.pop_first()?;
                 self.bytes -= Self::cost(&timer.1);
+                if let Some(at) = &mut self.firing {
+                    *at = timer.0;
+                }
                 Some(timer)
             }
             _ => None,
@@ -165,21 +169,26 @@ mod tests {
     }
 
     #[test]
-    fn a_due_timer_registered_while_timers_fire_waits_for_the_next_advance() {
+    fn a_timer_registered_at_or_before_the_one_firing_waits_for_the_next_advance() {
         let mut t = TimerService::default();
         t.register(b"a".to_vec(), 5);
-        t.begin_firing(10);
+        t.begin_firing();
         assert_eq!(t.pop_due(10), Some((5, b"a".to_vec())));
-        // The on-timer of "a" registers itself again (due), and a later one.
-        t.register(b"a".to_vec(), 10);
+        // The on-timer of "a" at 5 registers itself again, an earlier one, a later due one
+        // (its next window) and one not due.
+        t.register(b"a".to_vec(), 5);
+        t.register(b"z".to_vec(), 4);
+        t.register(b"a".to_vec(), 8);
         t.register(b"b".to_vec(), 11);
-        assert_eq!(t.pop_due(10), None, "deferred, not fired in the same loop");
-        assert_eq!((t.len(), t.iter().count()), (2, 2));
+        assert_eq!(t.pop_due(10), Some((8, b"a".to_vec())), "a later due timer fires in this loop");
+        t.register(b"a".to_vec(), 8);
+        assert_eq!(t.pop_due(10), None, "the rest are deferred or not due");
+        assert_eq!((t.len(), t.iter().count()), (4, 4));
         // Deleting a deferred timer works as for any other.
-        t.register(b"c".to_vec(), 3);
-        t.delete(b"c".to_vec(), 3);
+        t.delete(b"z".to_vec(), 4);
         t.end_firing();
-        assert_eq!(t.pop_due(10), Some((10, b"a".to_vec())));
+        assert_eq!(t.pop_due(10), Some((5, b"a".to_vec())));
+        assert_eq!(t.pop_due(10), Some((8, b"a".to_vec())));
         assert_eq!(t.pop_due(11), Some((11, b"b".to_vec())));
         assert_eq!((t.len(), t.bytes()), (0, 0));
     }

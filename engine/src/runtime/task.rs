@@ -353,11 +353,11 @@ impl OperatorTask {
     }
 
     /// Fires the timers due at watermark `w` in time order, one call at a time, each after
-    /// there is room downstream. A timer registered at or before `w` while they fire is
-    /// deferred to the next advance of the watermark, so an `on-timer` that registers a due
-    /// timer cannot keep the loop going forever.
+    /// there is room downstream. A timer registered while they fire at or before the time of
+    /// the one firing is deferred to the next advance of the watermark, so an `on-timer` that
+    /// registers itself again cannot keep the loop going forever.
     async fn fire_timers(&mut self, w: i64) -> Result<(), TaskError> {
-        self.instance.timers().begin_firing(w);
+        self.instance.timers().begin_firing();
         let fired = async {
             while let Some((ts, key)) = self.instance.timers().pop_due(w) {
                 self.wait_for_room().await?;

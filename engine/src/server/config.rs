@@ -16,7 +16,7 @@ use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 23] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -30,6 +30,8 @@ const KEYS: [&str; 21] = [
     "request_header_timeout_ms",
     "request_body_timeout_ms",
     "max_connections",
+    "max_connections_per_address",
+    "response_write_timeout_ms",
     "max_requests_per_tenant",
     "max_compiles_per_tenant",
     "max_compiles",
@@ -101,6 +103,12 @@ pub struct ServerConfig {
     pub request_body_timeout_ms: u64,
     /// Most open client connections; a connection beyond them is closed at once.
     pub max_connections: usize,
+    /// Most open connections from one client address (IP); one more from it is closed at
+    /// once, so one address cannot take every connection.
+    pub max_connections_per_address: usize,
+    /// Time a response may stall on a client that does not read it, in ms: a write that
+    /// makes no progress for this long closes the connection.
+    pub response_write_timeout_ms: u64,
     /// Most requests of one tenant in progress at once; one more answers 429 at once, with
     /// `Retry-After`.
     pub max_requests_per_tenant: u32,
@@ -169,6 +177,8 @@ impl Default for ServerConfig {
             request_header_timeout_ms: 10_000,
             request_body_timeout_ms: 60_000,
             max_connections: 4096,
+            max_connections_per_address: 256,
+            response_write_timeout_ms: 30_000,
             max_requests_per_tenant: 64,
             max_compiles_per_tenant: 2,
             max_compiles: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),

@@ -1,6 +1,7 @@
 //! Requests cannot hold the server (issue 15, deliverable 6), on a real server over real
 //! sockets: a client that stalls in its headers or its body is cut off while others are
-//! served; connections beyond `max_connections` are closed at once; a tenant over its concurrent-request limit gets 429 with `Retry-After` while
+//! served; a client that does not read its responses is cut off; connections beyond
+//! `max_connections`, or `max_connections_per_address` from one address, are closed at once; a tenant over its concurrent-request limit gets 429 with `Retry-After` while
 //! another tenant is served; a module of another world is refused before it is compiled, and
 //! the same bad bytes again from memory; compilations above the tenant's limit get 429; a
 //! page of stream records stays under the byte cap and still returns every record.
@@ -125,6 +126,73 @@ async fn connections_beyond_the_cap_are_closed_at_once() {
             let response = api.request(reqwest::Method::GET, "/healthz").send().await;
             response.is_ok_and(|r| r.status() == 200)
         }
+    })
+    .await;
+}
+
+/// A connection from `source` (a loopback address of this host) to the server at `url`,
+/// with a small receive buffer.
+async fn connect_from(url: &str, source: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(url.strip_prefix("http://").unwrap().parse().unwrap()).await.expect("connect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_read_its_responses_is_cut_off() {
+    // One connection in all: while the client holds it, nobody else is served.
+    let server = TestServer::start(|c| {
+        c.max_connections = 1;
+        c.response_write_timeout_ms = 500;
+    })
+    .await;
+    // 400 pipelined requests for the API document (~40 MB of answers), none read.
+    let mut stalled = connect_from(&server.url, "127.0.0.1").await;
+    let requests = "GET /api/v1/openapi.json HTTP/1.1\r\nHost: weir\r\n\r\n".repeat(400);
+    stalled.write_all(requests.as_bytes()).await.unwrap();
+    // Once a write has stalled for 500 ms the server closes it, and serves others again.
+    let api = server.anonymous();
+    wait_for("another client is served", Duration::from_secs(30), || {
+        let api = api.fresh();
+        async move {
+            let response = api.request(reqwest::Method::GET, "/healthz").send().await;
+            response.is_ok_and(|r| r.status() == 200)
+        }
+    })
+    .await;
+    // What the stalled client gets is what was buffered before the cut, then the end.
+    let (answers, _) = until_closed(&mut stalled, Duration::from_secs(30)).await;
+    assert!(answers.len() < 20 << 20, "{} bytes of answers: the connection was not cut", answers.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let server = TestServer::start(|c| c.max_connections_per_address = 2).await;
+    let served = |mut stream: TcpStream| async move {
+        // A connection the server closed at once may fail to take the request.
+        let _ = stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: weir\r\n\r\n").await;
+        let mut answer = vec![0; 1024];
+        let n = stream.read(&mut answer).await.unwrap_or(0);
+        (answer[..n].starts_with(b"HTTP/1.1 200"), stream)
+    };
+    // Two keep-alive connections from 127.0.0.1 hold its two places.
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let (ok, stream) = served(connect_from(&server.url, "127.0.0.1").await).await;
+        assert!(ok, "served");
+        open.push(stream);
+    }
+    // A third from it is closed without an answer; one from 127.0.0.2 is served.
+    let (ok, _) = served(connect_from(&server.url, "127.0.0.1").await).await;
+    assert!(!ok, "a third connection from one address is closed");
+    let (ok, _) = served(connect_from(&server.url, "127.0.0.2").await).await;
+    assert!(ok, "another address is served");
+    // Once one closes, the first address is served again.
+    drop(open.pop());
+    wait_for("127.0.0.1 is served again", Duration::from_secs(20), || {
+        let url = server.url.clone();
+        async move { served(connect_from(&url, "127.0.0.1").await).await.0 }
     })
     .await;
 }
