@@ -327,6 +327,10 @@ impl OperatorInstance {
             Ok(batch) => self.check_batch(Call::Process, batch),
             Err(DecodeError::Malformed(reason)) => Err(self
                 .malformed(Call::Process, format!("its {} output document: {reason}", format_name(format)))),
+            Err(e @ DecodeError::HostMemory(_)) => {
+                Err(self
+                    .malformed(Call::Process, format!("its {} output document: {e}", format_name(format))))
+            }
             Err(DecodeError::TooLarge) => {
                 let err = self.who.output_limit(Call::Process);
                 self.poisoned = Some(err.to_string());

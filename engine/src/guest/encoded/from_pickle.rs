@@ -13,11 +13,18 @@
 //! the remaining document before anything is read. Memo references may share or (through
 //! mutation) cycle subtrees: the writer stops at `MAX_DEPTH` and at the output limit, and
 //! writes at least one byte per object it visits, so a shared-subtree bomb costs no more
-//! than the limit.
+//! than the limit. The parse itself is held to a host-memory budget, twice the output limit
+//! (at least 16 MiB):
+//! its objects, stack, memo and container slots are counted as they grow (a document of
+//! one-byte opcodes would otherwise take ~44 bytes of host memory per byte).
 
 use super::super::bindings::{Batch, ChangeKind, StateEntry};
 use super::msgpack::{Out, int_fits, valid_utf8};
 use super::{DecodeError, MAX_DEPTH, kind};
+
+/// The least host memory a pickle's parse may take, whatever the output limit: a small
+/// limit must not refuse a document of many small values.
+const MIN_PARSE_BUDGET: usize = 16 << 20;
 
 /// A callable that CPython's pickles of bytes and bytearray name (protocols 2 to 4).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,6 +119,10 @@ struct Parser<'a> {
     /// The bytes `_codecs.encode` made, and their total length.
     owned: Vec<Vec<u8>>,
     owned_len: usize,
+    /// Item slots added to lists, tuples and dicts.
+    items: usize,
+    /// Host memory the parse may take.
+    budget: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -274,8 +285,22 @@ impl<'a> Parser<'a> {
     }
 
     /// Runs the opcodes up to STOP; returns the object it returns.
+    /// Host memory the parse holds now (counted, not measured: a lower bound).
+    fn host_bytes(&self) -> usize {
+        let slots = self.stack.len() + self.memo.len() + self.items;
+        (self.arena.len() * size_of::<Obj>())
+            .saturating_add(slots * 4)
+            .saturating_add(self.marks.len() * 8)
+            .saturating_add(self.owned_len)
+    }
+
     fn run(&mut self) -> Result<u32, DecodeError> {
         loop {
+            // Checked every 256 opcodes: each adds a few dozen bytes at most, so the parse
+            // never passes the budget by more than a few KiB.
+            if self.pos & 0xff == 0 && self.host_bytes() > self.budget {
+                return Err(DecodeError::HostMemory(self.budget));
+            }
             let op = self.bytes::<1>()?[0];
             match op {
                 0x80 => self.protocol()?,
@@ -339,6 +364,7 @@ impl<'a> Parser<'a> {
                 b'u' => self.setitems()?,
                 b't' => {
                     let items = self.pop_mark()?;
+                    self.items += items.len();
                     self.push(Obj::Tuple(items));
                 }
                 0x85..=0x87 => {
@@ -347,6 +373,7 @@ impl<'a> Parser<'a> {
                     for slot in items.iter_mut().rev() {
                         *slot = self.pop()?;
                     }
+                    self.items += n;
                     self.push(Obj::Tuple(items));
                 }
                 0x94 => {
@@ -391,6 +418,7 @@ impl<'a> Parser<'a> {
             Obj::List(items) => items.push(item),
             _ => return Err(malformed("pickle opcode APPEND on something that is not a list")),
         }
+        self.items += 1;
         Ok(())
     }
 
@@ -400,9 +428,10 @@ impl<'a> Parser<'a> {
         let items = self.pop_mark()?;
         let list = self.top()?;
         match self.container(list) {
-            Obj::List(list) => list.extend(items),
+            Obj::List(list) => list.extend(items.iter().copied()),
             _ => return Err(malformed("pickle opcode APPENDS on something that is not a list")),
         }
+        self.items += items.len();
         Ok(())
     }
 
@@ -416,6 +445,7 @@ impl<'a> Parser<'a> {
             Obj::Dict(pairs) => pairs.extend([key, value]),
             _ => return Err(malformed("pickle opcode SETITEM on something that is not a dict")),
         }
+        self.items += 2;
         Ok(())
     }
 
@@ -428,9 +458,10 @@ impl<'a> Parser<'a> {
         }
         let dict = self.top()?;
         match self.container(dict) {
-            Obj::Dict(pairs) => pairs.extend(items),
+            Obj::Dict(pairs) => pairs.extend(items.iter().copied()),
             _ => return Err(malformed("pickle opcode SETITEMS on something that is not a dict")),
         }
+        self.items += items.len();
         Ok(())
     }
 
@@ -527,23 +558,28 @@ fn nest(depth: usize) -> Result<(), DecodeError> {
 }
 
 impl<'a> Parser<'a> {
-    fn new(doc: &'a [u8]) -> Self {
+    /// A parser of `doc` whose output may take `max` bytes.
+    fn new(doc: &'a [u8], max: usize) -> Self {
+        let budget = max.saturating_mul(2).max(MIN_PARSE_BUDGET);
         // Every object takes at least one byte, most take several.
+        let objects = (doc.len() / 8).min(budget / 4 / size_of::<Obj>());
         Parser {
             doc,
             pos: 0,
-            arena: Vec::with_capacity(doc.len() / 8),
+            arena: Vec::with_capacity(objects),
             stack: Vec::new(),
             marks: Vec::new(),
             memo: Vec::new(),
             owned: Vec::new(),
             owned_len: 0,
+            items: 0,
+            budget,
         }
     }
 }
 
 pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
-    let mut p = Parser::new(doc);
+    let mut p = Parser::new(doc, max);
     let result = p.run()?;
     let records = p.items(result).ok_or_else(|| malformed("the pickle is not a list of records"))?;
     let mut out: Out = Out::new(max, doc.len());
@@ -572,7 +608,7 @@ pub(super) fn decode(doc: &[u8], max: usize) -> Result<Batch, DecodeError> {
 /// A state document (`[(state, kind, items), ...]`, wit/encoded.wit) → the data and entries
 /// of a state delta, in document order.
 pub(super) fn decode_state(doc: &[u8], max: usize) -> Result<(Vec<u8>, Vec<StateEntry>), DecodeError> {
-    let mut p = Parser::new(doc);
+    let mut p = Parser::new(doc, max);
     let result = p.run()?;
     let sections = p.items(result).ok_or_else(|| malformed("the pickle is not a list of sections"))?;
     let mut out = Out::<StateEntry>::new(max, doc.len());

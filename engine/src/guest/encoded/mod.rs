@@ -85,6 +85,12 @@ pub enum DecodeError {
     /// The MessagePack batch would exceed the call's output limit.
     #[error("the output batch exceeds the call's output limit")]
     TooLarge,
+    /// Reading the document would take more host memory than its bound (a pickle's objects:
+    /// twice the call's output limit, at least 16 MiB), however small its output.
+    #[error(
+        "reading the document takes more than {0} bytes of host memory (twice the call's output limit, at least 16 MiB)"
+    )]
+    HostMemory(usize),
 }
 
 /// The document for `batch` (its entries are already validated: lengths add up).

@@ -43,6 +43,7 @@ impl OperatorInstance {
             let reason = match e {
                 DecodeError::Malformed(reason) => reason,
                 DecodeError::TooLarge => format!("it describes a state delta of more than {max} bytes"),
+                e @ DecodeError::HostMemory(_) => e.to_string(),
             };
             self.failed_snapshot(format!("its {} state document: {reason}", format_name(format)))
         })?;

@@ -12,6 +12,7 @@
 
 mod conn;
 mod coordinated;
+pub mod decompress;
 mod records;
 mod scram;
 #[cfg(test)]
@@ -30,7 +31,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-pub use records::{FetchedRecord, ProduceRecord, encode_batch};
+pub use records::{FETCH_DECODE_BYTES, FetchedRecord, ProduceRecord, decode_records, encode_batch};
 pub use scram::ScramError;
 pub use tls::Tls;
 
@@ -684,6 +685,7 @@ impl Client {
             if response.error_code != 0 {
                 return Err(KafkaError::from_code(response.error_code, "fetch"));
             }
+            let mut budget = FETCH_DECODE_BYTES;
             for t in response.responses {
                 let topic = t.topic.0.to_string();
                 for p in t.partitions {
@@ -702,7 +704,7 @@ impl Client {
                         out.push(records::failed(&topic, p.partition_index, asked, e));
                         continue;
                     }
-                    out.push(records::decode_partition(&topic, p, asked, read_committed)?);
+                    out.push(records::decode_partition(&topic, p, asked, read_committed, &mut budget)?);
                 }
             }
         }

@@ -102,6 +102,20 @@ fn pickle_records_must_be_key_value_timestamp() {
 }
 
 #[test]
+fn a_pickle_of_many_small_objects_is_held_to_twice_the_output_limit_in_host_memory() {
+    // 4 MiB of `N` (None) opcodes appended to one list: each byte an object, a stack slot
+    // and a list slot, ~44 bytes of host memory each, while the output is ~1 byte each.
+    let mut doc = b"\x80\x04](C\x00](".to_vec();
+    doc.extend(std::iter::repeat_n(b'N', 4 << 20));
+    doc.extend_from_slice(b"eK\x00\x87e.");
+    let limit = 8 << 20;
+    assert_eq!(decode_batch(BatchFormat::Pickle, &doc, limit), Err(DecodeError::HostMemory(2 * limit)));
+    // With room for it, the same document decodes.
+    let batch = decode_batch(BatchFormat::Pickle, &doc, 128 << 20).expect("decodes");
+    assert_eq!(batch.entries.len(), 1);
+}
+
+#[test]
 fn pickle_memo_cycles_and_bombs_stop_cheaply() {
     // A list that holds itself.
     let why = pickle_malformed(b"\x80\x04](C\x00]\x94h\x00aK\x00\x87e.");
