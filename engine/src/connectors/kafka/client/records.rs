@@ -217,7 +217,7 @@ pub(super) fn decode_partition(
             })
             .sum();
         *budget = budget.saturating_sub(decoded_bytes);
-        let mut last = base - 1;
+        let mut last = base.saturating_sub(1);
         for r in set.records {
             last = last.max(r.offset);
             if r.control {
@@ -249,10 +249,10 @@ pub(super) fn decode_partition(
             });
         }
         let end = match last_delta {
-            Some(d) => base + d,
+            Some(d) => base.saturating_add(d),
             None => last,
         };
-        out.next_offset = out.next_offset.max(end + 1);
+        out.next_offset = out.next_offset.max(end.saturating_add(1));
     }
     Ok(out)
 }
@@ -342,6 +342,10 @@ mod tests {
             ("zstd", records(Compression::Zstd), Some(3)),
             ("zstd-bomb", zeros(0, 40 << 20, Compression::Zstd), None),
         ];
+        // What the fuzzer found: a batch with a base offset of i64::MIN (offsets computed from
+        // it overflowed) among well-formed ones.
+        let found = std::fs::read(dir.join("crash-base-offset-min")).unwrap();
+        assert!(decode_records(Bytes::copy_from_slice(&found[1..]), 0, false).is_ok());
         for (name, batch, decodes_to) in seeds {
             let path = dir.join(name);
             if std::env::var_os("WEIR_WRITE_FUZZ_SEEDS").is_some() {
