@@ -737,8 +737,9 @@ fn spawn_operator(tasks: &mut Tasks, spawning: Spawning, operator: OperatorStart
     });
 }
 
-/// The context an operator's guest is given at `open`.
-fn operator_context(plan: &Plan, node: &PlanNode, s: u32, config: &str) -> Context {
+/// The context subtask `s` of operator `node` of `plan` is given at `open` (with `restored`
+/// false: the caller sets it once the subtask restored state).
+pub fn operator_context(plan: &Plan, node: &PlanNode, s: u32, config: &str) -> Context {
     let max_parallelism = plan.spec.settings.max_parallelism;
     let range = key_group_range(s, node.parallelism, max_parallelism);
     Context {

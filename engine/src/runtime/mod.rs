@@ -41,7 +41,7 @@ mod task;
 mod tasks;
 mod watermark;
 
-pub use attempt::instance_limits;
+pub use attempt::{instance_limits, operator_context};
 pub use channel::{
     ChannelStats, Closed, CreditSink, Credits, Outbound, Received, Receiver, Sender, Wanted, bounded_channel,
     channel, credited_channel, remote_sender,

@@ -9,10 +9,9 @@ use weir_store::{ScopeDelta, StateEntry};
 use super::error::RestoreError;
 use crate::guest::bindings::Context;
 use crate::guest::{OperatorInstance, OperatorModule};
-use crate::key_groups::key_group_range;
 use crate::local_state::is_host_state;
 use crate::plan::{Plan, PlanNode};
-use crate::runtime::{instance_limits, restore_chunks, split_into_scopes};
+use crate::runtime::{instance_limits, operator_context, restore_chunks, split_into_scopes};
 
 /// Migrates one new subtask's state with its new module: restore with the old version,
 /// open, full snapshot.
@@ -48,18 +47,7 @@ pub(super) async fn migrate_subtask(
             instance.restore(old_version, &chunk).await.map_err(|e| fail(e.to_string()))?;
         }
     }
-    let range = key_group_range(s, node.parallelism, max_parallelism);
-    let context = Context {
-        operator_id: node.id.clone(),
-        config: config.to_string(),
-        subtask_index: s,
-        parallelism: node.parallelism,
-        max_parallelism,
-        key_group_start: range.start,
-        key_group_end: range.end,
-        inputs: node.inputs.len() as u32,
-        restored: true,
-    };
+    let context = Context { restored: true, ..operator_context(plan, node, s, config) };
     instance.open(&context).await.map_err(|e| fail(e.to_string()))?;
     let delta = instance.snapshot(0, true).await.map_err(|e| fail(e.to_string()))?;
     let scopes = split_into_scopes(&delta, max_parallelism, s).map_err(|e| fail(e.to_string()))?;
