@@ -121,6 +121,8 @@ struct Parser<'a> {
     owned_len: usize,
     /// Item slots added to lists, tuples and dicts.
     items: usize,
+    /// Opcodes read (the budget is checked every 256 of them).
+    ops: usize,
     /// Host memory the parse may take.
     budget: usize,
 }
@@ -296,9 +298,11 @@ impl<'a> Parser<'a> {
 
     fn run(&mut self) -> Result<u32, DecodeError> {
         loop {
-            // Checked every 256 opcodes: each adds a few dozen bytes at most, so the parse
-            // never passes the budget by more than a few KiB.
-            if self.pos & 0xff == 0 && self.host_bytes() > self.budget {
+            // Checked every 256 opcodes (counted, not by position: opcodes of two bytes from
+            // an odd offset never land on a multiple of 256): each adds a few dozen bytes at
+            // most, so the parse never passes the budget by more than a few KiB.
+            self.ops += 1;
+            if self.ops & 0xff == 0 && self.host_bytes() > self.budget {
                 return Err(DecodeError::HostMemory(self.budget));
             }
             let op = self.bytes::<1>()?[0];
@@ -573,6 +577,7 @@ impl<'a> Parser<'a> {
             owned: Vec::new(),
             owned_len: 0,
             items: 0,
+            ops: 0,
             budget,
         }
     }

@@ -113,6 +113,13 @@ fn a_pickle_of_many_small_objects_is_held_to_twice_the_output_limit_in_host_memo
     // With room for it, the same document decodes.
     let batch = decode_batch(BatchFormat::Pickle, &doc, 128 << 20).expect("decodes");
     assert_eq!(batch.entries.len(), 1);
+    // Two-byte opcodes (`K\x00`, an int) from an odd offset: the check does not depend on
+    // where in the document an opcode starts.
+    let mut doc = b"\x80\x04](C\x00](N".to_vec();
+    assert_eq!(doc.len() % 2, 1);
+    doc.extend(std::iter::repeat_n(*b"K\x00", 2 << 20).flatten());
+    doc.extend_from_slice(b"eK\x00\x87e.");
+    assert_eq!(decode_batch(BatchFormat::Pickle, &doc, limit), Err(DecodeError::HostMemory(2 * limit)));
 }
 
 #[test]
