@@ -87,8 +87,8 @@ impl Source for StreamSource {
             let mut batch: Option<Batch> = None;
             let mut next = from;
             let limit = self.batch;
+            let (records, bytes) = limit.reserve(64);
             self.store.read_with(&self.stream, p, from, limit.records, |offset, key, value, timestamp| {
-                let (records, bytes) = limit.reserve(64);
                 let batch = batch.get_or_insert_with(|| Batch::with_capacity(records, bytes));
                 batch.push(key, value, timestamp);
                 next = offset + 1;
