@@ -113,6 +113,8 @@ impl PlanLimits {
     /// before planning, so a refused spec compiles nothing; what it cannot judge yet (an
     /// unknown node, a malformed config) is left for the planner to report. Invariant T4.
     pub fn apply(&self, spec: &mut JobSpec) -> Result<(), PlanError> {
+        // Whether the spec asked for its channel bytes: judged before a cap lowers them.
+        let bytes_asked = spec.settings.channel_capacity_bytes != Settings::default().channel_capacity_bytes;
         self.apply_settings(&mut spec.settings)?;
         let edges = to_u64(spec.edges.len());
         if edges > self.max_edges {
@@ -149,7 +151,7 @@ impl PlanLimits {
                 note: "; lower channel_capacity or the parallelism",
             });
         }
-        self.apply_buffered_bytes(&mut spec.settings, channels)?;
+        self.apply_buffered_bytes(&mut spec.settings, channels, bytes_asked)?;
         for node in spec.nodes.iter_mut().filter(|n| n.kind == NodeKind::Source) {
             self.cap_config(
                 node,
@@ -182,15 +184,13 @@ impl PlanLimits {
 
     /// Channels × `channel_capacity_bytes` within `max_buffered_bytes`: the default lowered
     /// to fit, a value the spec gave refused.
-    fn apply_buffered_bytes(&self, s: &mut Settings, channels: u64) -> Result<(), PlanError> {
+    fn apply_buffered_bytes(&self, s: &mut Settings, channels: u64, asked: bool) -> Result<(), PlanError> {
         let buffered = channels.saturating_mul(s.channel_capacity_bytes);
         if buffered <= self.max_buffered_bytes {
             return Ok(());
         }
         let fits = self.max_buffered_bytes / channels.max(1);
-        if s.channel_capacity_bytes == Settings::default().channel_capacity_bytes
-            && fits >= MIN_CHANNEL_CAPACITY_BYTES
-        {
+        if !asked && fits >= MIN_CHANNEL_CAPACITY_BYTES {
             s.channel_capacity_bytes = fits;
             return Ok(());
         }
@@ -346,6 +346,11 @@ mod tests {
         // 8 channels at the default 8 MiB: lowered to 1 MiB each.
         let mut default = spec(serde_json::json!({}), serde_json::json!({}));
         limits.apply(&mut default).unwrap();
+        assert_eq!(default.settings.channel_capacity_bytes, 1 << 20);
+        // A default first lowered by max_channel_capacity_bytes is still the spec's default.
+        let capped = PlanLimits { max_channel_capacity_bytes: 4 << 20, ..limits.clone() };
+        let mut default = spec(serde_json::json!({}), serde_json::json!({}));
+        capped.apply(&mut default).unwrap();
         assert_eq!(default.settings.channel_capacity_bytes, 1 << 20);
         // Asked for: refused, naming the key.
         let mut asked = spec(serde_json::json!({ "channel_capacity_bytes": 2 << 20 }), serde_json::json!({}));
