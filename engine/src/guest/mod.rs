@@ -16,6 +16,8 @@ mod timers;
 mod wasi;
 mod world;
 
+/// The output-document readers, public for the fuzz targets of `engine/fuzz`.
+pub use encoded::{BatchFormat, DecodeError, decode_batch, decode_state};
 pub use error::{Call, GuestError, OperatorError};
 pub use host::{EPOCH_TICK, GuestHost};
 pub use instance::{

@@ -361,3 +361,32 @@ fn a_batch_of_bids_round_trips_in_both_formats() {
         assert!(doc.len() <= bound, "{format:?}: {} bytes > bound {bound}", doc.len());
     }
 }
+
+/// The seeds of the `guest_document` fuzz target (engine/fuzz/corpus/guest_document, made
+/// with CPython's `pickle.dumps` at protocols 2 to 5 and `json.dumps`) read as the target
+/// reads them: the first byte's bit 0 the format, bit 1 a state document, bits 2–4 the
+/// limit. All but the one over its 1 KiB limit decode.
+#[test]
+fn the_fuzz_seeds_decode_as_described() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/guest_document");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let seed = std::fs::read(&path).unwrap();
+        let (&mode, doc) = seed.split_first().unwrap();
+        let format = if mode & 1 == 0 { BatchFormat::Pickle } else { BatchFormat::Json };
+        let limit = 1024usize << ((mode >> 2) & 7);
+        let decoded = if mode & 2 == 0 {
+            decode_batch(format, doc, limit).map(|b| b.entries.len())
+        } else {
+            super::super::decode_state(format, Vec::new(), doc, limit).map(|d| d.entries.len())
+        };
+        match name.as_str() {
+            "pickle-batch-small-limit" => assert_eq!(decoded, Err(DecodeError::TooLarge), "{name}"),
+            _ => assert!(decoded.as_ref().is_ok_and(|&n| n > 0), "{name}: {decoded:?}"),
+        }
+        seen += 1;
+    }
+    assert!(seen >= 10, "{seen} seeds in {}", dir.display());
+}
