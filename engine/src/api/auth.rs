@@ -4,11 +4,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use axum::body::Body;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
+use futures::StreamExt as _;
 use tokio::sync::Semaphore;
 
 use crate::server::tenants::Tenant;
@@ -98,7 +100,8 @@ impl TenantRequests {
 }
 
 /// Middleware: a request made with a tenant's token holds one of the tenant's
-/// `max_requests_per_tenant` permits until its response is produced; without a free one it
+/// `max_requests_per_tenant` permits until its response is produced, or, for a streamed
+/// body, until the body ends or the client goes; without a free one it
 /// answers 429 at once, with `Retry-After`. Requests without a tenant's token (the admin,
 /// the anonymous routes, bad tokens) pass through: their routes check the token.
 pub async fn limit_requests(
@@ -117,7 +120,7 @@ pub async fn limit_requests(
     let request = Request::from_parts(parts, body);
     let Some(tenant) = tenant else { return next.run(request).await };
     let max = server.config.max_requests_per_tenant.max(1);
-    let Ok(_permit) = requests.semaphore(&tenant.id, max).try_acquire_owned() else {
+    let Ok(permit) = requests.semaphore(&tenant.id, max).try_acquire_owned() else {
         let mut response = ServerError::Quota {
             limit: "max_requests_per_tenant",
             message: format!(
@@ -128,5 +131,15 @@ pub async fn limit_requests(
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     };
-    next.run(request).await
+    let response = next.run(request).await;
+    if http_body::Body::size_hint(response.body()).exact().is_some() {
+        return response;
+    }
+    // A streamed body (a savepoint export) holds the permit until it ends or the client goes.
+    response.map(|body| {
+        Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _held = &permit;
+            chunk
+        }))
+    })
 }

@@ -110,8 +110,10 @@ pub async fn delete_savepoint(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Downloads a completed savepoint as one portable file (`docs/savepoint-format.md`),
-/// streamed.
+/// Downloads a completed savepoint as one portable file (`docs/savepoint-format.md`). The
+/// file is spooled on the server first: its bytes count against the tenant's storage quota
+/// (429 without room) and the request against `max_requests_per_tenant` until the body has
+/// been read.
 #[utoipa::path(get, path = "/api/v1/savepoints/{savepoint_id}/file", tag = "savepoints",
     params(("savepoint_id" = String, Path, description = "Savepoint id")),
     responses(
@@ -119,26 +121,27 @@ pub async fn delete_savepoint(
         (status = 400, description = "A malformed id", body = ErrorBody),
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 404, description = "No such savepoint", body = ErrorBody),
-        (status = 409, description = "The savepoint is not completed", body = ErrorBody)))]
+        (status = 409, description = "The savepoint is not completed", body = ErrorBody),
+        (status = 429, description = "No room in the storage quota for the spooled file", body = ErrorBody),
+        (status = 507, description = "The server's disk is nearly full", body = ErrorBody)))]
 pub async fn export_savepoint(
     Caller(tenant): Caller,
     State(server): State<Arc<Server>>,
     Path(savepoint_id): Path<String>,
 ) -> Result<Response, ServerError> {
-    // Errors that can be told before the first byte are answered as errors; a later one
-    // cuts the body short (and an import would refuse it).
-    let chunks = server.savepoints.export(&tenant.id, &savepoint_id).await?;
-    let stream =
-        futures::stream::unfold(chunks, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    // The whole file is spooled before the first byte: every error is answered as one.
+    server.check_disk(0)?;
+    let export = server.savepoints.export(&tenant.id, &savepoint_id).await?;
     Ok((
         [
+            (header::CONTENT_LENGTH, export.bytes.to_string()),
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"savepoint-{savepoint_id}.weirsp\""),
             ),
         ],
-        Body::from_stream(stream),
+        Body::from_stream(export.into_stream()),
     )
         .into_response())
 }

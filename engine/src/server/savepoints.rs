@@ -27,6 +27,7 @@ use record::{decode, encode};
 pub(crate) use record::SAVEPOINTS;
 pub use record::{SavepointMode, SavepointRecord, SavepointStatus};
 pub use take::SavepointTakeError;
+pub use transfer::Export;
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
     ServerError::internal(e)

@@ -288,8 +288,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Downloads a completed savepoint as one portable file (`docs/savepoint-format.md`),
-         *     streamed.
+         * Downloads a completed savepoint as one portable file (`docs/savepoint-format.md`). The
+         *     file is spooled on the server first: its bytes count against the tenant's storage quota
+         *     (429 without room) and the request against `max_requests_per_tenant` until the body has
+         *     been read.
          */
         get: operations["export_savepoint"];
         put?: never;
@@ -3275,6 +3277,24 @@ export interface operations {
             };
             /** @description The savepoint is not completed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No room in the storage quota for the spooled file */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The server's disk is nearly full */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };

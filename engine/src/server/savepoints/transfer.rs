@@ -1,5 +1,5 @@
-//! A savepoint as one portable file (`docs/savepoint-format.md`): exported in chunks
-//! written on the blocking pool, imported from an upload spooled to a temporary file.
+//! A savepoint as one portable file (`docs/savepoint-format.md`): exported through a
+//! spooled temporary file, imported from an upload spooled to one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,7 +36,7 @@ impl Savepoints {
         mut chunks: impl Stream<Item = Result<Bytes, E>> + Unpin,
     ) -> ServerResult<SavepointRecord> {
         use tokio::io::AsyncWriteExt as _;
-        let upload = TempFile::new(&self.tmp)?;
+        let upload = TempFile::new(&self.tmp, "upload")?;
         let reservation = Reservation::new(self.store.clone(), &tenant.id);
         let mut file = tokio::fs::File::create(&upload.path).await.map_err(ServerError::internal)?;
         let mut size = 0u64;
@@ -115,58 +115,104 @@ impl Savepoints {
     }
 
     /// Completed savepoint `id` of `tenant` as one portable file (`docs/savepoint-format.md`),
-    /// in chunks written on the blocking pool. Errors that can be told before the first
-    /// byte are returned; a later one ends the chunks with an error (the file is cut short,
-    /// and an import would refuse it).
-    pub async fn export(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> ServerResult<tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>> {
+    /// spooled to a temporary file first: the store's read transaction and the blocking
+    /// thread are held only while the file is written to local disk, never while a client
+    /// reads (an unread export would otherwise pin the store's pages and a thread). The
+    /// spool is charged to the tenant's storage quota as it grows (a reservation in steps of
+    /// [`RESERVE_STEP`], 429 when there is no room), and held until the returned
+    /// [`Export`] is dropped: when its body has been read or the client has gone.
+    pub async fn export(&self, tenant: &str, id: &str) -> ServerResult<Export> {
         self.completed(tenant, id)?;
-        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(8);
-        let (store, id) = (self.store.clone(), id.to_string());
-        tokio::task::spawn_blocking(move || {
-            let mut out = ChannelWriter { tx: tx.clone(), buffer: Vec::with_capacity(CHUNK) };
-            let result = store.export_savepoint(&id, &mut out).map_err(ServerError::from).and_then(|_| {
-                use std::io::Write as _;
-                out.flush().map_err(ServerError::internal)
-            });
-            if let Err(e) = result {
-                tracing::warn!(savepoint = %id, "export failed: {e}");
-                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+        let spool = TempFile::new(&self.tmp, "export")?;
+        let reservation = Reservation::new(self.store.clone(), tenant);
+        let (store, id, path) = (self.store.clone(), id.to_string(), spool.path.clone());
+        let (held, owner) = (reservation.held.clone(), tenant.to_string());
+        let started = std::time::Instant::now();
+        let bytes = tokio::task::spawn_blocking(move || -> ServerResult<u64> {
+            let file = std::fs::File::create(&path).map_err(ServerError::internal)?;
+            let mut out = SpoolWriter {
+                file: std::io::BufWriter::with_capacity(1 << 20, file),
+                store: store.clone(),
+                tenant: owner,
+                held,
+                written: 0,
+                refused: None,
+            };
+            let exported = store.export_savepoint(&id, &mut out);
+            if let (Err(_), Some(quota)) = (&exported, out.refused.take()) {
+                return Err(quota.into());
             }
-        });
-        Ok(rx)
+            exported?;
+            use std::io::Write as _;
+            out.flush().map_err(ServerError::internal)?;
+            Ok(out.written)
+        })
+        .await??;
+        let file = tokio::fs::File::open(&spool.path).await.map_err(ServerError::internal)?;
+        tracing::debug!(tenant = %tenant, bytes, ms = started.elapsed().as_millis() as u64, "export spooled");
+        // The open file keeps its bytes; the name goes now.
+        drop(spool);
+        Ok(Export { file, bytes, reservation })
+    }
+}
+
+/// A spooled savepoint file ([`Savepoints::export`]), open and already unlinked: reading it
+/// streams the file; dropping it (once read, or when the client goes) gives back the
+/// storage reservation its bytes hold.
+pub struct Export {
+    /// The spool, read from its start.
+    pub file: tokio::fs::File,
+    /// Its length.
+    pub bytes: u64,
+    reservation: Reservation,
+}
+
+impl Export {
+    /// The file as a stream of chunks that holds the reservation until it is dropped.
+    pub fn into_stream(self) -> impl Stream<Item = std::io::Result<Bytes>> + Send + 'static {
+        let Export { file, reservation, .. } = self;
+        tokio_util::io::ReaderStream::with_capacity(file, CHUNK).map(move |chunk| {
+            let _held = &reservation;
+            chunk
+        })
     }
 }
 
 /// Bytes sent to an export's reader at a time.
 const CHUNK: usize = 256 << 10;
 
-/// A `Write` that sends what is written, in chunks, to an async reader.
-struct ChannelWriter {
-    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
-    buffer: Vec<u8>,
+/// The spool of an export: writes to the file, reserving the tenant's storage ahead of it.
+struct SpoolWriter {
+    file: std::io::BufWriter<std::fs::File>,
+    store: weir_store::Store,
+    tenant: String,
+    /// What the export's [`Reservation`] holds.
+    held: Arc<AtomicU64>,
+    written: u64,
+    /// The quota error that stopped the spool, if one did.
+    refused: Option<weir_store::StoreError>,
 }
 
-impl std::io::Write for ChannelWriter {
+impl std::io::Write for SpoolWriter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buffer.extend_from_slice(data);
-        if self.buffer.len() >= CHUNK {
-            self.flush()?;
+        let need = self.written + data.len() as u64;
+        let held = self.held.load(Ordering::SeqCst);
+        if need > held {
+            let step = (need - held).max(RESERVE_STEP);
+            if let Err(e) = self.store.reserve(&self.tenant, step) {
+                let message = e.to_string();
+                self.refused = Some(e);
+                return Err(std::io::Error::other(message));
+            }
+            self.held.fetch_add(step, Ordering::SeqCst);
         }
+        self.file.write_all(data)?;
+        self.written = need;
         Ok(data.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let chunk = Bytes::from(std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK)));
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+        self.file.flush()
     }
 }
 
@@ -232,9 +278,9 @@ struct TempFile {
 }
 
 impl TempFile {
-    fn new(dir: &Path) -> ServerResult<TempFile> {
+    fn new(dir: &Path, what: &str) -> ServerResult<TempFile> {
         std::fs::create_dir_all(dir).map_err(ServerError::internal)?;
-        Ok(TempFile { path: dir.join(format!("upload-{}", new_id(16))) })
+        Ok(TempFile { path: dir.join(format!("{what}-{}", new_id(16))) })
     }
 }
 

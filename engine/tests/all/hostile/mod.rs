@@ -7,6 +7,7 @@
 mod bad_input;
 mod bad_requests;
 mod disk_full;
+mod exports;
 mod fat_batches;
 mod guests;
 mod plan_limits;
