@@ -18,6 +18,7 @@ use sha2::{Digest as _, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 
+use super::admission::{Place, Unauthenticated};
 use super::placement::{Assignment, PlacementError, place};
 use super::protocol::{
     AttemptId, Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, spawn_writer, valid_name,
@@ -41,8 +42,14 @@ pub struct ClusterConfig {
     pub heartbeat_interval_ms: u64,
     /// A worker from which nothing arrived for this long is lost, ms.
     pub heartbeat_timeout_ms: u64,
-    /// Time a new connection has to register, ms.
+    /// Time a new connection has to register (its TLS handshake and its hello), ms.
     pub hello_timeout_ms: u64,
+    /// Connections from one peer address (an IPv4 address, an IPv6 /64) that have not
+    /// proved the token yet; one more is closed at once.
+    pub max_unauthenticated_per_address: u32,
+    /// Connections from anywhere that have not proved the token yet; one more is closed at
+    /// once.
+    pub max_unauthenticated: u32,
     /// Most live workers; one more is refused (it may try again later).
     pub max_workers: u32,
     /// Largest control frame, bytes (either way); a longer message crosses in parts.
@@ -56,8 +63,12 @@ pub struct ClusterConfig {
     /// After a restart with jobs to resume, how long the controller waits for a worker to
     /// register before it resumes them in its own process.
     pub resume_wait_ms: u64,
-    /// Mutual TLS on the sessions and the data plane ([`super::tls`]); unset: plain TCP.
+    /// Mutual TLS on the sessions and the data plane ([`super::tls`]); unset: plain TCP,
+    /// which the controller refuses off loopback unless `insecure_plaintext` is set.
     pub tls: Option<super::tls::TlsFiles>,
+    /// Plain TCP off loopback (without `tls`): for a network that is private, or a mesh
+    /// that adds mTLS. The cluster token, tenants' modules and data then cross it in clear.
+    pub insecure_plaintext: bool,
 }
 
 impl Default for ClusterConfig {
@@ -68,11 +79,14 @@ impl Default for ClusterConfig {
             heartbeat_interval_ms: 1_000,
             heartbeat_timeout_ms: 10_000,
             hello_timeout_ms: 5_000,
+            max_unauthenticated_per_address: 8,
+            max_unauthenticated: 128,
             max_workers: 256,
             max_frame_bytes: 16 << 20,
             data_listen: None,
             data_advertise: None,
             tls: None,
+            insecure_plaintext: false,
             resume_wait_ms: 10_000,
         }
     }
@@ -87,11 +101,15 @@ impl std::fmt::Debug for ClusterConfig {
             .field("heartbeat_interval_ms", &self.heartbeat_interval_ms)
             .field("heartbeat_timeout_ms", &self.heartbeat_timeout_ms)
             .field("hello_timeout_ms", &self.hello_timeout_ms)
+            .field("max_unauthenticated_per_address", &self.max_unauthenticated_per_address)
+            .field("max_unauthenticated", &self.max_unauthenticated)
             .field("max_workers", &self.max_workers)
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("data_listen", &self.data_listen)
             .field("data_advertise", &self.data_advertise)
             .field("resume_wait_ms", &self.resume_wait_ms)
+            .field("tls", &self.tls)
+            .field("insecure_plaintext", &self.insecure_plaintext)
             .finish()
     }
 }
@@ -108,7 +126,12 @@ impl ClusterConfig {
                 timeout_ms: self.heartbeat_timeout_ms,
             });
         }
-        if self.hello_timeout_ms == 0 || self.max_workers == 0 || self.max_frame_bytes < 4096 {
+        if self.hello_timeout_ms == 0
+            || self.max_workers == 0
+            || self.max_unauthenticated_per_address == 0
+            || self.max_unauthenticated < self.max_unauthenticated_per_address
+            || self.max_frame_bytes < 4096
+        {
             return Err(ClusterConfigError::Bounds);
         }
         Ok(())
@@ -134,7 +157,7 @@ pub enum ClusterConfigError {
     },
     /// A bound at zero or too small.
     #[error(
-        "cluster.hello_timeout_ms and cluster.max_workers must be above 0 and cluster.max_frame_bytes at least 4096"
+        "cluster.hello_timeout_ms, cluster.max_workers and cluster.max_unauthenticated_per_address must be above 0, cluster.max_unauthenticated at least cluster.max_unauthenticated_per_address and cluster.max_frame_bytes at least 4096"
     )]
     Bounds,
 }
@@ -342,6 +365,24 @@ impl Workers {
         self.events.subscribe()
     }
 
+    /// Checks that `hello` speaks this protocol and holds the cluster token, or says why
+    /// not (for good: retrying does not help).
+    fn authenticate(&self, hello: &Hello) -> Result<(), ToWorker> {
+        let refuse = |reason: String| ToWorker::Refused { reason, retry: false };
+        if hello.protocol != PROTOCOL_VERSION {
+            return Err(refuse(format!(
+                "the controller speaks protocol {PROTOCOL_VERSION}, the worker {}",
+                hello.protocol
+            )));
+        }
+        let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
+        // W2: only holders of the cluster token register.
+        if self.token_hash != Some(presented) {
+            return Err(refuse("the cluster token is not valid".into()));
+        }
+        Ok(())
+    }
+
     /// Registers `hello` from `peer`, or says why not.
     fn register(
         &self,
@@ -350,17 +391,7 @@ impl Workers {
         outbox: mpsc::Sender<ToWorker>,
     ) -> Result<(u64, watch::Receiver<Option<String>>), ToWorker> {
         let refuse = |reason: String, retry: bool| ToWorker::Refused { reason, retry };
-        if hello.protocol != PROTOCOL_VERSION {
-            return Err(refuse(
-                format!("the controller speaks protocol {PROTOCOL_VERSION}, the worker {}", hello.protocol),
-                false,
-            ));
-        }
-        let presented: [u8; 32] = Sha256::digest(hello.token.as_bytes()).into();
-        // W2: only holders of the cluster token register.
-        if self.token_hash != Some(presented) {
-            return Err(refuse("the cluster token is not valid".into(), false));
-        }
+        self.authenticate(hello)?;
         if !valid_name(&hello.name) {
             return Err(refuse("a worker name is 1 to 64 bytes of [A-Za-z0-9._-]".into(), false));
         }
@@ -467,10 +498,22 @@ impl Workers {
     }
 }
 
+/// The largest frame before the peer proved the cluster token: a hello is a few hundred
+/// bytes, and every unauthenticated connection may hold one frame in memory.
+const HELLO_FRAME_BYTES: usize = 64 << 10;
+
 /// Accepts worker sessions on `listener` over `transport` for as long as the task runs.
-/// Sessions beyond twice `max_workers` (registered or not) are closed at once.
+/// Until its hello proves the token a connection holds only a place of the budgets for
+/// unauthenticated connections ([`Unauthenticated`]), at most `hello_timeout_ms`; one past
+/// them is closed at once. Then it takes a session permit: sessions beyond twice
+/// `max_workers` are refused (retry later).
 pub async fn accept(listener: TcpListener, workers: Workers, transport: super::tls::Transport) {
-    let sessions = Arc::new(Semaphore::new(workers.config.max_workers as usize * 2));
+    let config = &workers.config;
+    let sessions = Arc::new(Semaphore::new(config.max_workers as usize * 2));
+    let unauthenticated = Unauthenticated::new(
+        config.max_unauthenticated_per_address as usize,
+        config.max_unauthenticated as usize,
+    );
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -481,26 +524,43 @@ pub async fn accept(listener: TcpListener, workers: Workers, transport: super::t
                 continue;
             }
         };
-        let Ok(permit) = sessions.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "cluster listener: too many sessions, connection closed");
-            continue;
-        };
-        let (workers, transport) = (workers.clone(), transport.clone());
-        tokio::spawn(async move {
-            match transport.accept(stream).await {
-                Ok(stream) => session(stream, peer, &workers).await,
-                Err(e) => tracing::warn!(%peer, error = %e, "cluster session: refused before its hello"),
+        let place = match unauthenticated.take(peer.ip()) {
+            Ok(place) => place,
+            Err(full) => {
+                tracing::warn!(%peer, "cluster listener: {full} already, connection closed");
+                continue;
             }
-            drop(permit);
+        };
+        let (workers, transport, sessions) = (workers.clone(), transport.clone(), sessions.clone());
+        tokio::spawn(async move {
+            let deadline =
+                tokio::time::Instant::now() + Duration::from_millis(workers.config.hello_timeout_ms);
+            match tokio::time::timeout_at(deadline, transport.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    session(stream, peer, &workers, Unproved { place, deadline, sessions }).await
+                }
+                Ok(Err(e)) => tracing::warn!(%peer, error = %e, "cluster session: refused before its hello"),
+                Err(_) => tracing::warn!(%peer, "cluster session: no TLS handshake in time"),
+            }
         });
     }
 }
 
+/// What a connection holds until its hello proved the token.
+struct Unproved {
+    /// Its place in the budgets for unauthenticated connections.
+    place: Place,
+    /// When its hello must have arrived.
+    deadline: tokio::time::Instant,
+    /// The session permits, one to take once the token is proved.
+    sessions: Arc<Semaphore>,
+}
+
 /// One worker's session, from its hello to its end.
-async fn session(stream: super::tls::Stream, peer: SocketAddr, workers: &Workers) {
+async fn session(stream: super::tls::Stream, peer: SocketAddr, workers: &Workers, unproved: Unproved) {
     let config = &workers.config;
-    let mut session = Session::new(stream, config.max_frame_bytes);
-    let hello = tokio::time::timeout(Duration::from_millis(config.hello_timeout_ms), session.recv()).await;
+    let mut session = Session::new(stream, HELLO_FRAME_BYTES.min(config.max_frame_bytes));
+    let hello = tokio::time::timeout_at(unproved.deadline, session.recv()).await;
     let hello = match hello {
         Ok(Ok(Some(ToController::Hello(hello)))) => hello,
         Ok(Ok(Some(other))) => {
@@ -517,6 +577,28 @@ async fn session(stream: super::tls::Stream, peer: SocketAddr, workers: &Workers
             return;
         }
     };
+    if let Err(refusal) = workers.authenticate(&hello) {
+        tracing::warn!(%peer, name = %hello.name, ?refusal, "worker refused");
+        let _ = session.send(&refusal).await;
+        return;
+    }
+    // The token is proved: the connection leaves the unauthenticated budgets for a session
+    // permit, held until the session ends.
+    let Unproved { place, sessions, .. } = unproved;
+    drop(place);
+    let Ok(_permit) = sessions.try_acquire_owned() else {
+        tracing::warn!(%peer, name = %hello.name, "cluster session: too many sessions, refused");
+        let refusal = ToWorker::Refused {
+            reason: format!(
+                "the controller holds {} sessions (twice cluster.max_workers)",
+                u64::from(config.max_workers) * 2
+            ),
+            retry: true,
+        };
+        let _ = session.send(&refusal).await;
+        return;
+    };
+    let mut session = session.with_max_frame(config.max_frame_bytes);
     let (outbox, outgoing) = mpsc::channel::<ToWorker>(OUTBOX);
     let (id, mut closed) = match workers.register(&hello, peer, outbox.clone()) {
         Ok(registered) => registered,
@@ -683,6 +765,14 @@ mod tests {
         config.validate().unwrap();
         config.heartbeat_timeout_ms = config.heartbeat_interval_ms;
         assert!(config.validate().unwrap_err().to_string().contains("twice"));
+        config.heartbeat_timeout_ms = config.heartbeat_interval_ms * 2;
+        config.max_unauthenticated_per_address = 0;
+        assert!(config.validate().unwrap_err().to_string().contains("max_unauthenticated_per_address"));
+        config.max_unauthenticated_per_address = 8;
+        config.max_unauthenticated = 4;
+        assert!(config.validate().unwrap_err().to_string().contains("max_unauthenticated at least"));
+        config.max_unauthenticated = 8;
+        config.validate().unwrap();
         ClusterConfig::default().validate().unwrap();
     }
 }

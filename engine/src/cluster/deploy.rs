@@ -56,16 +56,28 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts the controller's data plane on `listener`, reachable at `advertise` (its
-    /// bound address when `None`), over `transport`.
+    /// bound address when `None`), over `transport`. Refused over plain TCP when an address
+    /// of the cluster's is off loopback and `cluster.insecure_plaintext` is not set.
     pub fn start(
         workers: Workers,
         listener: TcpListener,
         advertise: Option<String>,
         transport: super::tls::Transport,
-    ) -> std::io::Result<Self> {
+    ) -> Result<Self, ClusterStartError> {
         let bound = listener.local_addr()?;
         let data_addr = advertise.unwrap_or_else(|| bound.to_string());
         let config = workers.config();
+        let addresses = [
+            ("cluster.listen", config.listen.clone().unwrap_or_default()),
+            ("cluster.data_listen", bound.to_string()),
+            ("cluster.data_advertise", data_addr.clone()),
+        ];
+        let addresses: Vec<(&str, &str)> = addresses.iter().map(|(s, a)| (*s, a.as_str())).collect();
+        transport.check_plaintext(
+            &addresses,
+            "cluster.insecure_plaintext = true",
+            config.insecure_plaintext,
+        )?;
         let token = config.token.clone().unwrap_or_default();
         let data = DataPlane::new(&token, &data_addr, super::data::DATA_FRAME_BYTES, transport);
         tokio::spawn(data.clone().serve(listener));
@@ -77,6 +89,18 @@ impl Cluster {
         self.chunk_store = location;
         self
     }
+}
+
+/// Why the controller's cluster did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterStartError {
+    /// Its data plane's listener.
+    #[error("the cluster's data plane: {0}")]
+    Io(#[from] std::io::Error),
+    /// Plain TCP off loopback, not waived.
+    #[error(transparent)]
+    Plaintext(#[from] super::tls::PlaintextError),
 }
 
 /// How often a running attempt whose workers put chunks deletes what nobody recorded (a

@@ -7,6 +7,7 @@
 //! processes over the data plane ([`data`]). Without a cluster listener (the default)
 //! nothing here runs and every job runs in the server's process.
 
+mod admission;
 mod controller;
 pub mod data;
 mod deploy;
@@ -19,10 +20,11 @@ mod quota;
 mod remote_storage;
 mod storage_service;
 pub mod tls;
+pub mod workdir;
 pub mod worker;
 
 pub use controller::{
     AttemptInbox, ClusterConfig, ClusterConfigError, MAX_LOST, WorkerEvent, WorkerInfo, Workers, accept,
 };
-pub use deploy::Cluster;
+pub use deploy::{Cluster, ClusterStartError};
 pub use executor::{ExecutorConfig, WorkerChunks};

@@ -581,6 +581,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Session<S> {
         }
     }
 
+    /// Frames of up to `bytes` both ways from now on (what was read stays buffered): a small
+    /// bound for the hello, raised once the peer proved the cluster token.
+    pub fn with_max_frame(self, bytes: usize) -> Self {
+        let SessionReader { stream, partial, max_message_bytes } = self.reader;
+        let Ok(mut framed) = stream.reunite(self.writer.sink) else {
+            unreachable!("the two halves of one split reunite")
+        };
+        framed.codec_mut().set_max_frame_length(bytes);
+        let (sink, stream) = framed.split();
+        Session {
+            writer: SessionWriter { sink, max_frame_bytes: bytes },
+            reader: SessionReader { stream, partial, max_message_bytes: max_message_bytes.max(bytes) },
+        }
+    }
+
     /// Accepts messages of up to `bytes` (in parts) from now on: after the peer proved it
     /// holds the cluster token.
     pub fn set_max_message(&mut self, bytes: usize) {
@@ -745,6 +760,25 @@ mod tests {
         worker.send(&ToController::Goodbye { reason: "x".repeat(2000) }).await.unwrap();
         let err = controller.recv::<ToController>().await.unwrap_err();
         assert!(err.to_string().contains("frame size too big"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_raised_frame_bound_takes_long_frames_and_keeps_what_was_buffered() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut worker, mut controller) = (Session::new(a, 1 << 20), Session::new(b, 1024));
+        // The long frame arrives with the short one: it is read under the raised bound.
+        worker.send(&ToController::Heartbeat { seq: 1 }).await.unwrap();
+        let long = ToController::Goodbye { reason: "x".repeat(2000) };
+        worker.send(&long).await.unwrap();
+        assert_eq!(
+            controller.recv::<ToController>().await.unwrap(),
+            Some(ToController::Heartbeat { seq: 1 })
+        );
+        let mut controller = controller.with_max_frame(1 << 20);
+        assert_eq!(controller.recv::<ToController>().await.unwrap(), Some(long));
+        let back = ToController::Goodbye { reason: "y".repeat(3000) };
+        controller.send(&back).await.unwrap();
+        assert_eq!(worker.recv::<ToController>().await.unwrap(), Some(back));
     }
 
     #[test]

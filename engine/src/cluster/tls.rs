@@ -9,10 +9,14 @@
 //! cluster is then a cluster membership, as Flink's internal SSL (one keystore for the
 //! cluster) makes it.
 //!
-//! Without `cluster.tls` the connections are plain TCP, for a private network or a mesh
-//! that adds mTLS (docs/cluster.md).
+//! Without `cluster.tls` the connections are plain TCP: the cluster token, tenants' modules
+//! and their data cross in clear. So plain TCP is allowed only while every cluster address
+//! (listened on, advertised, dialled) is loopback, unless the process is told the network
+//! is private (`cluster.insecure_plaintext`, `weir worker --insecure-plaintext`):
+//! [`Transport::check_plaintext`], at start.
 
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -52,6 +56,39 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[error("cluster TLS: {0}")]
 pub struct TlsError(String);
+
+/// Plain TCP off loopback, not waived.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{setting} is {address}, off loopback, and without cluster.tls the cluster's traffic (its token, tenants' modules and data) would cross the network as plain TCP: set cluster.tls for mutual TLS (docs/cluster.md), keep every cluster address on loopback, or set {waiver} if the network is private (or a mesh adds mTLS)"
+)]
+pub struct PlaintextError {
+    /// The setting whose address is off loopback.
+    pub setting: String,
+    /// Its address.
+    pub address: String,
+    /// The setting that waives the check.
+    pub waiver: &'static str,
+}
+
+/// Whether `address` (`host:port`, or a host alone) stays on this machine: a loopback IP
+/// (`127.0.0.0/8`, `::1`, IPv4-mapped ones too) or the name `localhost`. Any other name is
+/// taken as off loopback (it is not resolved: what it resolves to may change).
+pub fn is_loopback(address: &str) -> bool {
+    if let Ok(socket) = address.parse::<SocketAddr>() {
+        return socket.ip().to_canonical().is_loopback();
+    }
+    let host = match address.rsplit_once(':') {
+        // `host:port` or `[v6]:port`; a bare IPv6 address has colons of its own.
+        Some((host, _port)) if !host.contains(':') || host.ends_with(']') => host,
+        _ => address,
+    };
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    match host.parse::<IpAddr>() {
+        Ok(ip) => ip.to_canonical().is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
+}
 
 fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bad = |e: &dyn std::fmt::Display| TlsError(format!("cannot read the {what} {}: {e}", path.display()));
@@ -131,6 +168,26 @@ impl Transport {
     /// Whether connections are encrypted.
     pub fn is_tls(&self) -> bool {
         self.0.is_some()
+    }
+
+    /// Refuses plain TCP when any of `addresses` (a setting's name, its `host:port`) is off
+    /// loopback ([`is_loopback`]), unless `waived`; `waiver` names the setting that waives
+    /// it. Mutual TLS passes.
+    pub fn check_plaintext(
+        &self,
+        addresses: &[(&str, &str)],
+        waiver: &'static str,
+        waived: bool,
+    ) -> Result<(), PlaintextError> {
+        if self.is_tls() || waived {
+            return Ok(());
+        }
+        match addresses.iter().find(|(_, address)| !is_loopback(address)) {
+            Some((setting, address)) => {
+                Err(PlaintextError { setting: setting.to_string(), address: address.to_string(), waiver })
+            }
+            None => Ok(()),
+        }
     }
 
     /// The server side of a connection a peer opened.
@@ -251,3 +308,52 @@ delegate_read!(Stream, Plain, Tls);
 delegate_write!(Stream, Plain, Tls);
 delegate_read!(ReadHalf, Plain, Tls);
 delegate_write!(WriteHalf, Plain, Tls);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_a_loopback_ip_or_localhost_and_nothing_else() {
+        for on in [
+            "127.0.0.1:7070",
+            "127.8.9.10:1",
+            "[::1]:7070",
+            "::1",
+            "[::ffff:127.0.0.1]:1",
+            "localhost:7070",
+            "LOCALHOST",
+            "127.0.0.1",
+        ] {
+            assert!(is_loopback(on), "{on}");
+        }
+        for off in [
+            "0.0.0.0:7070",
+            "[::]:1",
+            "10.0.0.1:7070",
+            "controller.example:7070",
+            "localhost.evil.example:1",
+            "",
+            "::",
+        ] {
+            assert!(!is_loopback(off), "{off}");
+        }
+    }
+
+    #[test]
+    fn plain_tcp_off_loopback_is_refused_unless_waived() {
+        let plain = Transport::plain();
+        let local = [("cluster.listen", "127.0.0.1:7070"), ("cluster.data_advertise", "localhost:7071")];
+        plain.check_plaintext(&local, "cluster.insecure_plaintext = true", false).unwrap();
+        let open = [("cluster.listen", "127.0.0.1:7070"), ("cluster.data_listen", "0.0.0.0:7071")];
+        let e = plain.check_plaintext(&open, "cluster.insecure_plaintext = true", false).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.starts_with("cluster.data_listen is 0.0.0.0:7071, off loopback")
+                && message.contains("set cluster.tls")
+                && message.contains("cluster.insecure_plaintext = true"),
+            "{message}"
+        );
+        plain.check_plaintext(&open, "cluster.insecure_plaintext = true", true).unwrap();
+    }
+}

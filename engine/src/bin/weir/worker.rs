@@ -8,7 +8,8 @@ use tokio::net::TcpListener;
 
 use weir::cluster::data::{DATA_FRAME_BYTES, DataPlane};
 use weir::cluster::objects::{BlockingChunks, ChunkObjects};
-use weir::cluster::tls::Transport;
+use weir::cluster::tls::{Transport, is_loopback};
+use weir::cluster::workdir::WorkDir;
 use weir::cluster::worker::{WorkerOptions, WorkerStatus, run};
 use weir::cluster::{ExecutorConfig, WorkerChunks};
 use weir::guest::GuestHost;
@@ -25,9 +26,10 @@ pub struct WorkerArgs {
     /// The worker's name, unique in the cluster (default: the host name).
     #[arg(long, env = "WEIR_WORKER_NAME")]
     name: Option<String>,
-    /// Where the data plane listens.
-    #[arg(long, env = "WEIR_WORKER_LISTEN", default_value = "0.0.0.0:0")]
-    listen: String,
+    /// Where the data plane listens (default: `127.0.0.1:0` when the controller's address
+    /// is loopback, `0.0.0.0:0` otherwise).
+    #[arg(long, env = "WEIR_WORKER_LISTEN")]
+    listen: Option<String>,
     /// The data address other workers use (default: the bound address; in Kubernetes the
     /// pod's IP and the port).
     #[arg(long, env = "WEIR_WORKER_ADVERTISE")]
@@ -36,8 +38,9 @@ pub struct WorkerArgs {
     #[arg(long, env = "WEIR_WORKER_SLOTS")]
     slots: Option<u32>,
     /// Where the worker keeps compiled modules and the working copies of host keyed state
-    /// (default: a folder under the system's temporary folder). Nothing here must survive
-    /// the worker: checkpoints live with the controller.
+    /// (default: a fresh private folder under the system's temporary folder, removed at
+    /// exit). It must be this user's and not writable by group or others (created 0700).
+    /// Nothing here must survive the worker: checkpoints live with the controller.
     #[arg(long, env = "WEIR_WORKER_DIR")]
     dir: Option<std::path::PathBuf>,
     /// A config file (TOML, as `weir serve`'s) whose `chunk_store`, `chunk_store_prefix`,
@@ -47,26 +50,40 @@ pub struct WorkerArgs {
     /// `cluster.tls`, it speaks mutual TLS to the controller and the other workers.
     #[arg(long, env = "WEIR_CONFIG")]
     config: Option<std::path::PathBuf>,
+    /// Plain TCP off loopback (without `cluster.tls`): for a network that is private, or a
+    /// mesh that adds mTLS. Without it (or TLS), every cluster address must be loopback.
+    #[arg(long, env = "WEIR_CLUSTER_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
 }
 
 /// Runs the worker until Ctrl-C / SIGTERM (it then says goodbye to the controller).
 pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
-    let data_listener = TcpListener::bind(&args.listen).await?;
+    let listen = args.listen.unwrap_or_else(|| {
+        if is_loopback(&args.controller) { "127.0.0.1:0" } else { "0.0.0.0:0" }.to_string()
+    });
+    let data_listener =
+        TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
     let bound = data_listener.local_addr()?;
     let name = match args.name {
         Some(name) => name,
         None => std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default(),
     };
-    let dir =
-        args.dir.unwrap_or_else(|| std::env::temp_dir().join(format!("weir-worker-{}", std::process::id())));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let host = GuestHost::new(Some(dir.join("module-cache")))?;
     let data_addr = args.advertise.unwrap_or_else(|| bound.to_string());
     let shared = weir::server::ServerConfig::load_shared(args.config.as_deref())?;
     let transport = match &shared.cluster.tls {
         Some(files) => Transport::tls(files)?,
         None => Transport::plain(),
     };
+    let addresses = [
+        ("--controller", args.controller.as_str()),
+        ("--listen", &bound.to_string()),
+        ("--advertise", &data_addr),
+    ];
+    transport.check_plaintext(&addresses, "--insecure-plaintext", args.insecure_plaintext)?;
+    // Compiled modules are native code the worker runs: kept where only this user writes.
+    let dir = WorkDir::open(args.dir.as_deref())?;
+    println!("weir worker {name}: working directory {}", dir.path().display());
+    let host = GuestHost::new(Some(dir.folder("module-cache")?))?;
     let data = DataPlane::new(&args.token, &data_addr, DATA_FRAME_BYTES, transport.clone());
     tokio::spawn(data.clone().serve(data_listener));
     let prefix = shared.chunk_store_prefix;
@@ -83,9 +100,7 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     if let Some(chunks) = &chunks {
         println!("weir worker {name}: chunks go to {}", chunks.location);
     }
-    let local_state = dir.join("local-state");
-    std::fs::create_dir_all(&local_state)
-        .with_context(|| format!("cannot create {}", local_state.display()))?;
+    let local_state = dir.folder("local-state")?;
     let disk_floor = Arc::new(weir_store::DiskFloor::new(local_state.clone()));
     disk_floor.set_reserve(shared.min_free_bytes);
     let executor = ExecutorConfig { host, data, local_state, chunks, disk_floor };
@@ -110,6 +125,8 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         WorkerStatus::SessionEnded(reason) => println!("weir worker {name}: session ended ({reason})"),
     };
     run(options, report, shutdown()).await?;
+    // A fresh directory goes with the worker.
+    drop(dir);
     Ok(())
 }
 

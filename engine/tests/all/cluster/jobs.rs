@@ -516,13 +516,25 @@ async fn workers_in_network_namespaces_run_a_job_exactly_once() {
         Net::create(2).unwrap_or_else(|e| panic!("cannot create network namespaces (root needed): {e}"));
     let dir = tempfile::tempdir().unwrap();
     let listen = format!("{}:0", net.address(0));
-    let server = controller(dir.path(), &[("WEIR_CLUSTER__LISTEN", listen.as_str())]);
+    // Plain TCP across the bridge: the network is this test's own.
+    let server = controller(
+        dir.path(),
+        &[("WEIR_CLUSTER__LISTEN", listen.as_str()), ("WEIR_CLUSTER__INSECURE_PLAINTEXT", "true")],
+    );
+    let plaintext = [("WEIR_CLUSTER_INSECURE_PLAINTEXT".to_string(), "true".to_string())];
     let addr = server.cluster.clone().unwrap();
     assert!(addr.starts_with(&net.address(0)), "{addr}");
     let workers: Vec<Worker> = (1..=2)
         .map(|k| {
             let listen = format!("{}:0", net.address(k));
-            Worker::spawn_in(Some(&net.namespaces[k - 1]), &listen, &addr, &format!("ns{k}"), TOKEN, &[])
+            Worker::spawn_in(
+                Some(&net.namespaces[k - 1]),
+                &listen,
+                &addr,
+                &format!("ns{k}"),
+                TOKEN,
+                &plaintext,
+            )
         })
         .collect();
     let ids: Vec<u64> = workers.iter().map(|w| registered_id(&w.wait_line("registered as worker"))).collect();

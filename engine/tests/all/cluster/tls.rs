@@ -178,3 +178,108 @@ async fn a_cluster_over_mutual_tls_runs_a_job_and_refuses_strangers() {
     api.wait_status(&job, "stopped", std::time::Duration::from_secs(120)).await;
     check_exactly_once(&api, 1000).await;
 }
+
+/// Runs `weir serve` with `env` and waits for it to exit (killed after a minute): its
+/// status and stderr.
+fn serve_exits(data_dir: &Path, env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["--data-dir"])
+        .arg(data_dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("weir serve did not exit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    (status, stderr)
+}
+
+/// Plain TCP only on loopback (issue 40): a controller listening on every interface without
+/// `cluster.tls` does not start, and says what to set; with `cluster.insecure_plaintext` it
+/// starts, and so does one with `cluster.tls`. A worker whose controller or data-plane
+/// address is off loopback does not start without TLS or `--insecure-plaintext` either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_tcp_off_loopback_needs_tls_or_the_waiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = [("WEIR_CLUSTER__LISTEN", "0.0.0.0:0"), ("WEIR_CLUSTER__TOKEN", TOKEN)];
+    let (status, stderr) = serve_exits(&dir.path().join("refused"), &open);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("cluster.listen is 0.0.0.0:0, off loopback")
+            && stderr.contains("set cluster.tls")
+            && stderr.contains("cluster.insecure_plaintext = true"),
+        "{stderr}"
+    );
+    // Loopback, but advertised elsewhere.
+    let advertised = [
+        ("WEIR_CLUSTER__LISTEN", "127.0.0.1:0"),
+        ("WEIR_CLUSTER__TOKEN", TOKEN),
+        ("WEIR_CLUSTER__DATA_ADVERTISE", "controller.example:7071"),
+    ];
+    let (status, stderr) = serve_exits(&dir.path().join("advertised"), &advertised);
+    assert!(
+        !status.success() && stderr.contains("cluster.data_advertise is controller.example:7071"),
+        "{stderr}"
+    );
+
+    // Waived: it listens on every interface, and a worker on loopback registers.
+    let server = controller(
+        &dir.path().join("waived"),
+        &[("WEIR_CLUSTER__LISTEN", "0.0.0.0:0"), ("WEIR_CLUSTER__INSECURE_PLAINTEXT", "true")],
+    );
+    let cluster = server.cluster.clone().unwrap();
+    let port = cluster.strip_prefix("0.0.0.0:").unwrap_or_else(|| panic!("listening on {cluster}"));
+    let addr = format!("127.0.0.1:{port}");
+    let local = Worker::spawn(&addr, "local", TOKEN);
+    local.wait_line("registered as worker");
+
+    // Workers: a controller off loopback, a data plane on every interface.
+    let mut far = Worker::spawn_in(None, "127.0.0.1:0", "10.255.255.1:7070", "far", TOKEN, &[]);
+    let line = far.wait_line("off loopback");
+    assert!(
+        line.contains("--controller is 10.255.255.1:7070") && line.contains("--insecure-plaintext"),
+        "{line}"
+    );
+    assert!(!far.exit_status().success());
+    let mut open = Worker::spawn_in(None, "0.0.0.0:0", &addr, "open", TOKEN, &[]);
+    let line = open.wait_line("off loopback");
+    assert!(line.contains("--listen is 0.0.0.0:"), "{line}");
+    assert!(!open.exit_status().success());
+    let waived = [("WEIR_CLUSTER_INSECURE_PLAINTEXT".to_string(), "true".to_string())];
+    let open = Worker::spawn_in(None, "0.0.0.0:0", &addr, "open", TOKEN, &waived);
+    open.wait_line("registered as worker");
+
+    // Mutual TLS needs no waiver.
+    let certs = dir.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let cluster_ca = ca(&certs, "cluster-ca");
+    let cert = certificate(&certs, "node", &cluster_ca, "weir-cluster");
+    let env = tls_env(&cert, &cluster_ca.0);
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    env.push(("WEIR_CLUSTER__LISTEN", "0.0.0.0:0"));
+    let tls_server = controller(&dir.path().join("tls"), &env);
+    let port = tls_server.cluster.as_deref().unwrap().rsplit(':').next().unwrap().to_string();
+    let worker = Worker::spawn_in(
+        None,
+        "0.0.0.0:0",
+        &format!("127.0.0.1:{port}"),
+        "tls",
+        TOKEN,
+        &tls_env(&cert, &cluster_ca.0),
+    );
+    worker.wait_line("registered as worker");
+}

@@ -384,3 +384,103 @@ async fn host_state_on_a_worker_counts_against_the_tenants_quota() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Sockets that never say hello (issue 40) hold only places of the budgets for connections
+/// that have not proved the token, per address and in all — never a session permit. More
+/// of them from one address than the sessions the controller used to hold in all (twice
+/// `max_workers`) cannot keep a worker from another address out: it registers at once,
+/// not after the hello timeout. Those past their address's budget are closed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_less_sockets_cannot_keep_a_worker_out() {
+    use tokio::io::AsyncReadExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let hello_timeout = Duration::from_secs(120);
+    let server = controller(
+        dir.path(),
+        &[
+            // Twice this was every session the controller would hold, registered or not.
+            ("WEIR_CLUSTER__MAX_WORKERS", "2"),
+            ("WEIR_CLUSTER__HELLO_TIMEOUT_MS", "120000"),
+            ("WEIR_CLUSTER__MAX_UNAUTHENTICATED_PER_ADDRESS", "4"),
+            ("WEIR_CLUSTER__MAX_UNAUTHENTICATED", "16"),
+        ],
+    );
+    let addr = server.cluster.clone().unwrap();
+    let target: std::net::SocketAddr = addr.parse().unwrap();
+    // Twelve silent sockets from 127.0.0.2 (loopback, another address than the worker's).
+    let mut silent = Vec::new();
+    for _ in 0..12 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        silent.push(socket.connect(target).await.unwrap());
+    }
+    // The controller takes them in order: past the address's four, each is closed at once
+    // (long before the hello timeout).
+    for (k, stream) in silent.iter_mut().enumerate().skip(4) {
+        let mut buf = [0u8; 16];
+        let read = tokio::time::timeout(hello_timeout / 4, stream.read(&mut buf)).await;
+        let closed = match read {
+            Ok(Ok(0)) => true,
+            Ok(Err(e)) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            Ok(Ok(_)) | Err(_) => false,
+        };
+        assert!(closed, "silent socket {k}, past the address's budget, is still open");
+    }
+    // A worker registers at once, all the same.
+    let started = Instant::now();
+    let worker = Worker::spawn(&addr, "w1", TOKEN);
+    let id = registered_id(&worker.wait_line("registered as worker"));
+    assert!(
+        started.elapsed() < hello_timeout / 4,
+        "the worker took {:?} to register past the silent sockets",
+        started.elapsed()
+    );
+    wait_workers(&server, "w1 live", |l| find(l, id).is_some_and(|w| w["status"] == "live")).await;
+    // The four within the budget are still open, waiting for their hello.
+    for (k, stream) in silent.iter().enumerate().take(4) {
+        let mut buf = [0u8; 16];
+        let e = stream.try_read(&mut buf).expect_err("no data, no close");
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "silent socket {k}: {e}");
+    }
+}
+
+/// A worker keeps its compiled modules — native code it runs — only where nobody else may
+/// write (issue 40): without `--dir` in a fresh directory of a random name, mode 0700, its
+/// own, removed when it exits; a `--dir` that group or others may write to is refused at
+/// start, naming the directory and the fix; once fixed, the worker starts there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_directory_is_its_own_and_closed_to_others() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let server = controller(dir.path(), &[]);
+    let addr = server.cluster.clone().unwrap();
+    let me = std::fs::metadata(dir.path()).unwrap().uid();
+    let mut worker = Worker::spawn(&addr, "w1", TOKEN);
+    let line = worker.wait_line("working directory ");
+    let own = std::path::PathBuf::from(line.split("working directory ").nth(1).unwrap().trim());
+    worker.wait_line("registered as worker");
+    assert_ne!(own.file_name().unwrap().to_str(), Some(format!("weir-worker-{}", worker.pid()).as_str()));
+    for path in [own.clone(), own.join("module-cache"), own.join("local-state")] {
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((meta.mode() & 0o7777, meta.uid()), (0o700, me), "{}", path.display());
+    }
+    worker.signal("-TERM");
+    assert!(worker.exit_status().success());
+    assert!(!own.exists(), "{} outlived its worker", own.display());
+
+    let open = dir.path().join("open-to-all");
+    std::fs::create_dir(&open).unwrap();
+    for mode in [0o777, 0o770] {
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(mode)).unwrap();
+        let env = [("WEIR_WORKER_DIR".to_string(), open.display().to_string())];
+        let mut refused = Worker::spawn_with(&addr, "w2", TOKEN, &env);
+        let line = refused.wait_line("chmod go-w");
+        assert!(line.contains(&open.display().to_string()) && line.contains("group or others"), "{line}");
+        assert!(!refused.exit_status().success());
+    }
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let env = [("WEIR_WORKER_DIR".to_string(), open.display().to_string())];
+    let fixed = Worker::spawn_with(&addr, "w2", TOKEN, &env);
+    fixed.wait_line("registered as worker");
+    assert_eq!(std::fs::metadata(open.join("module-cache")).unwrap().mode() & 0o7777, 0o700);
+}
