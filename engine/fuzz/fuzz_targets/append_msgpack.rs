@@ -2,16 +2,27 @@
 //! (`Content-Type: application/msgpack`): decoded as the route does
 //! (`AppendBody::from_msgpack`), each key and value encoded for the store
 //! (`json_to_msgpack`) and read back as JSON as a stream read does (`msgpack_to_json`),
-//! which also runs on the raw input (a job's sink may store any bytes).
+//! which also runs on the raw input (a job's sink may store any bytes), and as a page of
+//! stream records writes it (`write_msgpack_as_json`: the same JSON, streamed, within a cap
+//! taken from the input's length).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use weir::api::model::AppendBody;
-use weir::server::msgpack::{json_to_msgpack, msgpack_to_json};
+use weir::server::msgpack::{json_to_msgpack, msgpack_to_json, write_msgpack_as_json};
 
 fuzz_target!(|data: &[u8]| {
     let _ = msgpack_to_json(data);
+    let cap = data.len() * 3;
+    let mut page = b"[".to_vec();
+    match write_msgpack_as_json(data, &mut page, cap) {
+        Ok(()) => {
+            assert!(page.len() <= cap + 1, "the text passed its cap");
+            let _: serde_json::Value = serde_json::from_slice(&page[1..]).expect("the text is JSON");
+        }
+        Err(_) => assert_eq!(page, b"[", "a refused write leaves the page as it was"),
+    }
     let Ok(body) = AppendBody::from_msgpack(data) else { return };
     for record in body.records {
         for value in record.key.iter().chain([&record.value]) {

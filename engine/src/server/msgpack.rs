@@ -20,6 +20,12 @@ pub const MAX_MSGPACK_DEPTH: usize = 128;
 /// Checks that the MessagePack in `bytes` nests arrays and maps at most `max` deep, without
 /// recursion. Truncated or malformed input passes: the decoder reports it.
 pub fn check_msgpack_depth(bytes: &[u8], max: usize) -> Result<(), TooDeep> {
+    first_value_end(bytes, max).map(|_| ())
+}
+
+/// Where the first MessagePack value of `bytes` ends (None when it is truncated), checking on
+/// the way that it nests at most `max` deep, without recursion or allocation per item.
+fn first_value_end(bytes: &[u8], max: usize) -> Result<Option<usize>, TooDeep> {
     use rmp::Marker;
     let be = |at: usize, n: usize| -> Option<u64> {
         let b = bytes.get(at..at.checked_add(n)?)?;
@@ -34,7 +40,7 @@ pub fn check_msgpack_depth(bytes: &[u8], max: usize) -> Result<(), TooDeep> {
             continue;
         }
         *top -= 1;
-        let Some(&byte) = bytes.get(pos) else { return Ok(()) };
+        let Some(&byte) = bytes.get(pos) else { return Ok(None) };
         pos += 1;
         let (children, skip): (Option<u64>, Option<u64>) = match Marker::from_u8(byte) {
             Marker::FixArray(n) => (Some(u64::from(n)), Some(0)),
@@ -61,7 +67,7 @@ pub fn check_msgpack_depth(bytes: &[u8], max: usize) -> Result<(), TooDeep> {
             Marker::Ext32 => (None, be(pos, 4).map(|n| 5 + n)),
             _ => (None, Some(0)),
         };
-        let Some(skip) = skip else { return Ok(()) };
+        let Some(skip) = skip else { return Ok(None) };
         pos = pos.saturating_add(usize::try_from(skip).unwrap_or(usize::MAX));
         if let Some(n) = children {
             // The bottom entry is not a level of nesting; an empty container is one.
@@ -72,10 +78,10 @@ pub fn check_msgpack_depth(bytes: &[u8], max: usize) -> Result<(), TooDeep> {
             stack.push(n);
         }
         if pos > bytes.len() {
-            return Ok(());
+            return Ok(None);
         }
     }
-    Ok(())
+    Ok(Some(pos))
 }
 
 /// Encodes a JSON value as MessagePack.
@@ -97,6 +103,81 @@ pub fn msgpack_to_json(bytes: &[u8]) -> serde_json::Value {
     match rmpv::decode::read_value(&mut slice) {
         Ok(v) if slice.is_empty() => serde_json::to_value(&v).unwrap_or(serde_json::Value::Null),
         _ => serde_json::json!({ "hex": hex::encode(bytes) }),
+    }
+}
+
+/// A JSON text that would pass the bytes allowed for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("it takes more than {max} bytes as JSON")]
+pub struct TooLong {
+    /// The bytes allowed.
+    pub max: usize,
+}
+
+/// Appends `bytes` (MessagePack) to `out` as JSON text, exactly as [`msgpack_to_json`]
+/// reads it (`null` for no bytes, `{"hex": ...}` for bytes that are not one MessagePack
+/// value or nest too deep), in one streaming pass: no value tree is built, so what this
+/// takes is what it writes. (One difference: an f32 is written in its own shortest form,
+/// `0.1` rather than the `0.10000000149011612` of the f64 it widens to.) Stops with [`TooLong`] (and `out` as it was) once the text
+/// would pass `max` bytes.
+pub fn write_msgpack_as_json(bytes: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), TooLong> {
+    let start = out.len();
+    let mut capped = Capped { out, end: start.saturating_add(max), over: false };
+    if bytes.is_empty() {
+        return capped.put(b"null").map_err(|_| TooLong { max });
+    }
+    if let Ok(Some(end)) = first_value_end(bytes, MAX_MSGPACK_DEPTH)
+        && end == bytes.len()
+    {
+        let mut decoder = rmp_serde::Deserializer::from_read_ref(bytes);
+        let written = serde_transcode::transcode(&mut decoder, &mut serde_json::Serializer::new(&mut capped));
+        if written.is_ok() {
+            return Ok(());
+        }
+        capped.out.truncate(start);
+        if capped.over {
+            return Err(TooLong { max });
+        }
+    }
+    // Not MessagePack that JSON can show: its hex.
+    let hex_len = 2 * bytes.len() + r#"{"hex":""}"#.len();
+    if hex_len > max {
+        return Err(TooLong { max });
+    }
+    capped.out.extend_from_slice(br#"{"hex":""#);
+    let at = capped.out.len();
+    capped.out.resize(at + 2 * bytes.len(), 0);
+    hex::encode_to_slice(bytes, &mut capped.out[at..]).expect("the room is twice the bytes");
+    capped.out.extend_from_slice(br#""}"#);
+    Ok(())
+}
+
+/// A `Write` into a vector that refuses to grow it past `end`.
+struct Capped<'a> {
+    out: &'a mut Vec<u8>,
+    end: usize,
+    /// Set when a write was refused for want of room.
+    over: bool,
+}
+
+impl Capped<'_> {
+    fn put(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.out.len() + data.len() > self.end {
+            self.over = true;
+            return Err(std::io::Error::other("past the bytes allowed"));
+        }
+        self.out.extend_from_slice(data);
+        Ok(())
+    }
+}
+
+impl std::io::Write for Capped<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.put(data).map(|()| data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -126,6 +207,82 @@ mod tests {
         // Truncated and empty input is left to the decoder.
         assert!(check_msgpack_depth(&[0xdd, 0xff, 0xff, 0xff, 0xff], 128).is_ok());
         assert!(check_msgpack_depth(&[], 128).is_ok());
+    }
+
+    /// A random MessagePack value of every type the format has (seeded).
+    fn random_value(rng: &mut rand::rngs::SmallRng, depth: usize) -> rmpv::Value {
+        use rand::Rng as _;
+        use rmpv::Value;
+        let scalar = depth == 0 || rng.gen_bool(0.5);
+        match rng.gen_range(0..if scalar { 10 } else { 12 }) {
+            0 => Value::Nil,
+            1 => Value::Boolean(rng.r#gen()),
+            2 => Value::from(rng.r#gen::<i64>() >> rng.gen_range(0..64)),
+            3 => Value::from(rng.r#gen::<u64>()),
+            4 => Value::F64([0.5, -1e300, f64::NAN, f64::INFINITY, rng.r#gen()][rng.gen_range(0..5)]),
+            // (Exact in both widths: an f32 is written in its own shortest form, the tree
+            // wrote the f64 it widened to.)
+            5 => Value::F32([0.5, -1.25, 3.0, 1e10][rng.gen_range(0..4)]),
+            6 => {
+                let chars = ["a", "é", "\"", "\\", "\n", "\u{1}", "𝄞", "\u{7f}"];
+                Value::from((0..rng.gen_range(0..6)).map(|_| chars[rng.gen_range(0..8)]).collect::<String>())
+            }
+            7 => Value::Binary((0..rng.gen_range(0..5)).map(|_| rng.r#gen()).collect()),
+            8 => Value::Ext(rng.r#gen(), (0..rng.gen_range(0..5)).map(|_| rng.r#gen()).collect()),
+            9 => Value::from(rng.r#gen::<i8>()),
+            10 => Value::Array((0..rng.gen_range(0..4)).map(|_| random_value(rng, depth - 1)).collect()),
+            // Keys in the order a JSON object's keys sort in (the tree sorted them), some of
+            // them numbers (written as their decimal strings).
+            _ => Value::Map(
+                [
+                    Value::from(-1),
+                    Value::from(0),
+                    Value::from(2),
+                    Value::from("a"),
+                    Value::from("b"),
+                    Value::from("k"),
+                ]
+                .into_iter()
+                .filter_map(|key| rng.gen_bool(0.4).then(|| (key, random_value(rng, depth - 1))))
+                .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn the_streaming_transcoder_writes_what_the_value_tree_did() {
+        use rand::SeedableRng as _;
+        let seed = 40;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        for i in 0..20_000 {
+            let value = random_value(&mut rng, 4);
+            let mut bytes = Vec::new();
+            rmpv::encode::write_value(&mut bytes, &value).unwrap();
+            let mut text = Vec::new();
+            write_msgpack_as_json(&bytes, &mut text, usize::MAX).unwrap();
+            let tree = serde_json::to_string(&msgpack_to_json(&bytes)).unwrap();
+            assert_eq!(String::from_utf8(text.clone()).unwrap(), tree, "seed {seed}, value {i}: {value}");
+            // The cap is exact: the text fits in its own length and not in one byte less.
+            let mut again = b"[".to_vec();
+            write_msgpack_as_json(&bytes, &mut again, text.len()).unwrap();
+            assert_eq!(&again[1..], &text[..]);
+            assert_eq!(
+                write_msgpack_as_json(&bytes, &mut again, text.len() - 1),
+                Err(TooLong { max: text.len() - 1 })
+            );
+            assert_eq!(&again[1..], &text[..], "a refused write leaves the output as it was");
+        }
+        // Not one value (the reserved marker 0xc1, which the tree read as nil, truncated,
+        // trailing bytes, too deep): its hex, within the cap too.
+        for bytes in [&[0xc1][..], &[0x92, 0x01], &[0x01, 0x02], &nested(200)] {
+            let mut text = Vec::new();
+            write_msgpack_as_json(bytes, &mut text, usize::MAX).unwrap();
+            assert_eq!(text, format!(r#"{{"hex":"{}"}}"#, hex::encode(bytes)).into_bytes());
+            assert!(write_msgpack_as_json(bytes, &mut Vec::new(), text.len() - 1).is_err());
+        }
+        let mut text = Vec::new();
+        write_msgpack_as_json(&[], &mut text, 4).unwrap();
+        assert_eq!(text, b"null");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use weir_store::{LogRecord, Store, StoreError};
 
 use super::error::{ServerError, ServerResult};
 use super::ids::printable;
-use super::msgpack::{json_to_msgpack, msgpack_to_json};
+use super::msgpack::{json_to_msgpack, write_msgpack_as_json};
 use crate::clock::unix_ms;
 use crate::key_groups::key_group;
 
@@ -79,22 +79,22 @@ pub struct NewRecord {
 }
 
 /// A stored record, its key and value decoded from MessagePack to JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredRecord {
     /// Its partition.
     pub partition: u32,
     /// Its offset in the partition.
     pub offset: u64,
-    /// The key (null for none).
-    pub key: serde_json::Value,
-    /// The value.
-    pub value: serde_json::Value,
+    /// The key as JSON text (null for none).
+    pub key: Box<serde_json::value::RawValue>,
+    /// The value as JSON text.
+    pub value: Box<serde_json::value::RawValue>,
     /// Event time, unix ms.
     pub timestamp: i64,
 }
 
 /// Records read from one partition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Records {
     /// The records, in offset order.
     pub records: Vec<StoredRecord>,
@@ -237,8 +237,10 @@ impl Streams {
 
     /// Reads up to `limit` records (at most [`MAX_READ`]) of partition `partition` of stream
     /// `name` of `tenant`, from `offset`, and at most `max_bytes` of them as JSON: a page ends
-    /// before the record that would pass it, except that it always holds one record, however
-    /// large (`next_offset` continues after the last record returned).
+    /// before the record that would pass it (`next_offset` continues after the last record
+    /// returned). Keys and values are transcoded straight to JSON text within the room left
+    /// (`write_msgpack_as_json`), so a page never takes more than `max_bytes` of JSON, nor a
+    /// value tree; a first record that alone passes it answers 413, naming its offset.
     pub async fn read(
         &self,
         tenant: &str,
@@ -267,20 +269,21 @@ impl Streams {
                     .map_err(|e| user_err(e, &internal, &name))?;
                 let short = batch.len() < want;
                 for (o, r) in batch {
-                    let record = StoredRecord {
-                        partition,
-                        offset: o,
-                        key: msgpack_to_json(&r.key),
-                        value: msgpack_to_json(&r.value),
-                        timestamp: r.timestamp,
-                    };
-                    let size = json_size(&record) + 1;
-                    if !records.is_empty() && bytes + size > max_bytes {
+                    // The record's JSON: its key and value, and the fields around them.
+                    let room = max_bytes.saturating_sub(bytes).saturating_sub(RECORD_FIELDS_BYTES);
+                    let Some((key, value)) = as_json(&r.key, &r.value, room) else {
+                        if records.is_empty() {
+                            return Err(ServerError::TooLarge(format!(
+                                "the record at offset {o} of partition {partition} takes more than the server's \
+                                 max_page_bytes ({max_bytes}) as JSON; read on from offset {}",
+                                o + 1
+                            )));
+                        }
                         return Ok(Records { records, next_offset });
-                    }
-                    bytes += size;
+                    };
+                    bytes += key.get().len() + value.get().len() + RECORD_FIELDS_BYTES;
                     next_offset = o + 1;
-                    records.push(record);
+                    records.push(StoredRecord { partition, offset: o, key, value, timestamp: r.timestamp });
                 }
                 if short {
                     break;
@@ -290,4 +293,26 @@ impl Streams {
         })
         .await?
     }
+}
+
+/// What a record's JSON takes besides its key and value: the field names, the partition, the
+/// offset and the timestamp at their longest, and the separators.
+const RECORD_FIELDS_BYTES: usize =
+    r#"{"partition":,"offset":,"key":,"value":,"timestamp":},"#.len() + 10 + 20 + 20;
+
+/// A record's key and value as JSON text within `room` bytes together, or None.
+fn as_json(
+    key: &[u8],
+    value: &[u8],
+    room: usize,
+) -> Option<(Box<serde_json::value::RawValue>, Box<serde_json::value::RawValue>)> {
+    let mut key_text = Vec::new();
+    write_msgpack_as_json(key, &mut key_text, room).ok()?;
+    let mut value_text = Vec::new();
+    write_msgpack_as_json(value, &mut value_text, room - key_text.len()).ok()?;
+    let raw = |text: Vec<u8>| {
+        let text = String::from_utf8(text).expect("serde_json writes UTF-8");
+        serde_json::value::RawValue::from_string(text).expect("serde_json writes JSON")
+    };
+    Some((raw(key_text), raw(value_text)))
 }

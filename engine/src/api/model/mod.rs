@@ -91,7 +91,7 @@ impl From<crate::server::Health> for Health {
 #[cfg(test)]
 mod tests {
     use serde::Serialize;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::server;
@@ -185,13 +185,21 @@ mod tests {
             end_offsets: vec![0, 5],
         });
         same_json::<_, Appended>(server::streams::Appended { partition: 1, offset: 7 });
-        same_json::<_, StoredRecord>(server::streams::StoredRecord {
+        // Keys and values are JSON text (no PartialEq, no `from_value`): compared as text.
+        let raw = |text: &str| serde_json::value::RawValue::from_string(text.to_string()).unwrap();
+        let domain = server::streams::StoredRecord {
             partition: 0,
             offset: 1,
-            key: Value::Null,
-            value: json!({ "a": [1] }),
+            key: raw("null"),
+            value: raw(r#"{"a":[1]}"#),
             timestamp: -1,
-        });
+        };
+        let expected = serde_json::to_string(&domain).unwrap();
+        let api: StoredRecord = domain.into();
+        assert_eq!(serde_json::to_string(&api).unwrap(), expected);
+        let back: StoredRecord = serde_json::from_str(&expected).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), expected);
+        assert_eq!(expected, r#"{"partition":0,"offset":1,"key":null,"value":{"a":[1]},"timestamp":-1}"#);
         same_json::<_, Usage>(server::Usage { jobs: 1, subtasks: 2, storage_bytes: 3 });
         same_json::<_, StatePage>(server::state_pages::StatePage {
             operator: "count".into(),

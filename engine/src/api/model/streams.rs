@@ -112,7 +112,7 @@ impl From<server::streams::Appended> for Appended {
 }
 
 /// A stored record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StoredRecord {
     /// Its partition.
     pub partition: u32,
@@ -120,10 +120,10 @@ pub struct StoredRecord {
     pub offset: u64,
     /// The key as JSON (null for none).
     #[schema(value_type = Object, nullable)]
-    pub key: serde_json::Value,
+    pub key: Box<serde_json::value::RawValue>,
     /// The value as JSON.
     #[schema(value_type = Object)]
-    pub value: serde_json::Value,
+    pub value: Box<serde_json::value::RawValue>,
     /// Event time, unix ms.
     pub timestamp: i64,
 }
@@ -141,7 +141,7 @@ impl From<server::streams::StoredRecord> for StoredRecord {
 }
 
 /// Records read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReadBody {
     /// The records, keys and values decoded from MessagePack to JSON.
     pub data: Vec<StoredRecord>,

@@ -90,10 +90,10 @@ pub async fn run(c: &Client, command: StreamCommand) -> anyhow::Result<()> {
 }
 
 /// A JSON value as display text: strings bare, null as nothing.
-fn text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
+fn text(value: &serde_json::value::RawValue) -> String {
+    match serde_json::from_str::<serde_json::Value>(value.get()) {
+        Ok(serde_json::Value::Null) => String::new(),
+        Ok(serde_json::Value::String(s)) => s,
+        _ => value.get().to_string(),
     }
 }
