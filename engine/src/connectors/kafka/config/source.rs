@@ -14,6 +14,8 @@ use crate::connectors::kafka::format::Format;
 
 const IDLE_TIMEOUT_MS: RangeInclusive<u64> = 1..=86_400_000;
 const DISCOVERY_INTERVAL_MS: RangeInclusive<u64> = 100..=86_400_000;
+/// With a `topic_pattern`: each discovery is a metadata request for the whole cluster.
+const PATTERN_DISCOVERY_INTERVAL_MS: RangeInclusive<u64> = 5_000..=86_400_000;
 const FETCH_MAX_WAIT_MS: RangeInclusive<u64> = 0..=30_000;
 const FETCH_MAX_BYTES: RangeInclusive<u64> = 1024..=(64 << 20);
 const MAX_PARTITION_FETCH_BYTES: RangeInclusive<u64> = 1024..=(16 << 20);
@@ -210,7 +212,13 @@ impl KafkaSourceConfig {
             in_range("idle_timeout_ms", ms, &IDLE_TIMEOUT_MS)?;
         }
         if let Some(ms) = self.discovery_interval_ms {
-            in_range("discovery_interval_ms", ms, &DISCOVERY_INTERVAL_MS)?;
+            // A pattern's discovery asks for every topic's metadata, once per subtask.
+            let range = if self.topic_pattern.is_some() {
+                &PATTERN_DISCOVERY_INTERVAL_MS
+            } else {
+                &DISCOVERY_INTERVAL_MS
+            };
+            in_range("discovery_interval_ms", ms, range)?;
         }
         in_range("fetch_max_wait_ms", self.fetch_max_wait_ms, &FETCH_MAX_WAIT_MS)?;
         in_range("fetch_max_bytes", self.fetch_max_bytes, &FETCH_MAX_BYTES)?;

@@ -99,6 +99,16 @@ fn source_ranges_are_named() {
         let e = source(v).unwrap_err();
         assert!(e.contains(message), "{field}: {e}");
     }
+    // A pattern's discovery asks for the metadata of every topic: at most every 5 s.
+    for (ms, ok) in [(4_999, false), (5_000, true)] {
+        let v = json!({ "connection": "m", "topic_pattern": "a.*", "discovery_interval_ms": ms });
+        match source(v) {
+            Ok(_) => assert!(ok, "{ms} ms accepted"),
+            Err(e) => {
+                assert!(!ok && e.contains("discovery_interval_ms must be from 5000 to 86400000"), "{ms}: {e}")
+            }
+        }
+    }
     let e = source(json!({ "connection": "m", "topics": ["a"], "fetch_max_bytes": 4096,
         "max_partition_fetch_bytes": 8192 }))
     .unwrap_err();
