@@ -3,12 +3,14 @@
 //! entries by key group off the task.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use fjall::{Database, Keyspace, Readable};
 use weir_store::{ScopeDelta, StateEntry};
 
 use super::error::{LocalStateError, store_error};
 use super::keys::entry_of;
+use super::quota::HeldFolder;
 
 /// The changes of one checkpoint: changed keys and a snapshot to read their values from.
 pub struct LocalChanges {
@@ -20,6 +22,9 @@ pub struct LocalChanges {
     pub(super) spilled: Option<(u64, usize)>,
     pub(super) names: Vec<String>,
     pub(super) keys: HashSet<Vec<u8>>,
+    /// The store's folder: while changes are unread the files stay, and so does their
+    /// reservation. Last: it drops after the database handles above.
+    pub(super) _folder: Arc<HeldFolder>,
 }
 
 impl std::fmt::Debug for LocalChanges {

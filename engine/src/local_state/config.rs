@@ -46,4 +46,6 @@ impl LocalStateConfig {
 /// are working copies, the checkpoints hold the state).
 pub fn remove_job_dirs(base: &Path, job: &str) {
     let _ = std::fs::remove_dir_all(base.join(job));
+    // Folders of this process that could not be removed before may be gone now.
+    super::quota::retry_parked();
 }

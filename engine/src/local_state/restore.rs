@@ -166,9 +166,17 @@ impl LocalRestorer {
             let (tx, rx) = std::sync::mpsc::sync_channel::<SortedRun>(1);
             let (back, spare) = std::sync::mpsc::channel::<SortedRun>();
             let keyspace = self.store.data.clone();
+            // The folder outlives the thread's handle on the database: a restore dropped
+            // midway keeps the files' reservation until the thread let them go.
+            let folder = self.store.folder.clone();
             let thread = std::thread::Builder::new()
                 .name("weir-restore-ingest".into())
-                .spawn(move || ingest(&keyspace, &rx, &back))
+                .spawn(move || {
+                    let result = ingest(&keyspace, &rx, &back);
+                    drop(keyspace);
+                    drop(folder);
+                    result
+                })
                 .map_err(store_error)?;
             self.runs = Some(tx);
             self.spare = Some(spare);

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fjall::config::{PartitioningPolicy, PinningPolicy};
@@ -18,7 +19,7 @@ use super::keys::{entry_of, write_local_key};
 use super::limits::{
     CACHE_BYTES, MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_SCAN_BYTES, MAX_STATES, check_field, check_value,
 };
-use super::quota::{LocalQuota, QUOTA_STEP};
+use super::quota::{HeldFolder, QUOTA_STEP, retry_parked};
 use crate::key_groups::key_group;
 
 /// One field of a key and its value, as a scan returns them.
@@ -38,7 +39,6 @@ pub struct LocalStore {
     epoch: u64,
     /// Keys spilled to `marks` in this epoch.
     spilled: usize,
-    dir: PathBuf,
     names: Vec<String>,
     /// Local keys written or deleted since the last checkpoint and not yet spilled.
     dirty: HashSet<Vec<u8>>,
@@ -46,17 +46,17 @@ pub struct LocalStore {
     dirty_bytes: usize,
     max_parallelism: u32,
     owned: Range<u32>,
-    quota: Option<LocalQuota>,
-    /// Bytes reserved from the quota.
-    reserved: u64,
     /// Bytes written since the last quota check.
     unchecked: u64,
+    /// The folder and the quota reserved for it, given back once the folder is gone. Last:
+    /// it drops after the database handles above.
+    pub(super) folder: Arc<HeldFolder>,
 }
 
 impl std::fmt::Debug for LocalStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalStore")
-            .field("dir", &self.dir)
+            .field("dir", &self.folder.dir)
             .field("names", &self.names)
             .finish_non_exhaustive()
     }
@@ -74,8 +74,11 @@ impl LocalStore {
     ) -> Result<Self, LocalStateError> {
         let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
         let dir = config.base.join(&config.job).join(format!("{operator}-{subtask}-{n}"));
+        // Folders an earlier store could not remove keep their reservations until they go.
+        retry_parked();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(store_error)?;
+        let folder = Arc::new(HeldFolder::new(dir.clone(), config.quota.clone()));
         if let Some(q) = &config.quota {
             q.0.check_disk(QUOTA_STEP).map_err(|e| LocalStateError::Quota(e.to_string()))?;
         }
@@ -109,21 +112,19 @@ impl LocalStore {
             marks,
             epoch: 0,
             spilled: 0,
-            dir,
             names: Vec::new(),
             dirty: HashSet::new(),
             dirty_bytes: 0,
             max_parallelism,
             owned,
-            quota: config.quota.clone(),
-            reserved: 0,
             unchecked: 0,
+            folder,
         })
     }
 
     /// The store's folder.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.folder.dir
     }
 
     /// The id of state `name`, opened (created) if new.
@@ -353,17 +354,20 @@ impl LocalStore {
     }
 
     /// Checks the quota and the disk floor every [`QUOTA_STEP`] written bytes: the store's
-    /// use (plus a step ahead) is held as a reservation of the owner's quota.
+    /// use (plus a step ahead) is held as a reservation of the owner's quota, given back
+    /// once the store's folder is gone (not when the store is dropped: a checkpoint's
+    /// changes may keep the files a while longer).
     pub(super) fn before_write(&mut self, written: u64) -> Result<(), LocalStateError> {
         self.unchecked += written;
-        let Some(quota) = &self.quota else { return Ok(()) };
-        if self.unchecked < QUOTA_STEP && self.reserved > 0 {
+        let Some(quota) = self.folder.quota() else { return Ok(()) };
+        let reserved = self.folder.reserved();
+        if self.unchecked < QUOTA_STEP && reserved > 0 {
             return Ok(());
         }
         self.unchecked = 0;
         let need = self.disk_bytes().saturating_add(QUOTA_STEP);
-        if need > self.reserved {
-            let more = need - self.reserved;
+        if need > reserved {
+            let more = need - reserved;
             let refused = |e: weir_store::StoreError| {
                 LocalStateError::Quota(format!(
                     "host state of this instance takes {} bytes on local disk: {e}",
@@ -372,7 +376,7 @@ impl LocalStore {
             };
             quota.0.check_disk(more).map_err(refused)?;
             quota.0.reserve(more).map_err(refused)?;
-            self.reserved = need;
+            self.folder.set_reserved(need);
         }
         Ok(())
     }
@@ -396,6 +400,7 @@ impl LocalStore {
             spilled,
             names: self.names.clone(),
             keys: std::mem::take(&mut self.dirty),
+            _folder: self.folder.clone(),
         })
     }
 
@@ -408,15 +413,5 @@ impl LocalStore {
             out.entry(group).or_default().push(entry);
         }
         Ok(out)
-    }
-}
-
-impl Drop for LocalStore {
-    fn drop(&mut self) {
-        if let Some(q) = &self.quota
-            && self.reserved > 0
-        {
-            q.0.release(self.reserved);
-        }
     }
 }

@@ -215,3 +215,87 @@ proptest! {
         prop_assert_eq!(s.marks.iter().count(), 0);
     }
 }
+
+/// A store whose job belongs to `tenant`, and local stores beside it that reserve from the
+/// tenant's quota.
+fn owned_store(dir: &Path) -> (weir_store::Store, LocalStateConfig) {
+    let store = weir_store::Store::open(&dir.join("weir.redb")).unwrap();
+    store.set_owners(&[("job/job".to_string(), "tenant".to_string())]).unwrap();
+    let config = LocalStateConfig::beside(&store, "job");
+    assert!(config.quota.is_some());
+    (store, config)
+}
+
+#[test]
+fn the_reservation_is_held_until_the_files_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, config) = owned_store(dir.path());
+    let mut s = LocalStore::open(&config, "op", 0, 8, 0..8).unwrap();
+    let a = u32::from(s.state_id("a").unwrap());
+    s.put(a, b"k", b"", &[7; 4096]).unwrap();
+    let reserved = store.usage("tenant").unwrap();
+    assert!(reserved >= quota::QUOTA_STEP, "{reserved}");
+    let folder = s.dir().to_path_buf();
+    assert!(folder.is_dir());
+
+    // The task goes (stop, cancel, a restart) while its writer still holds the changes of
+    // the last barrier, whose snapshot keeps the files open.
+    let changes = s.checkpoint().expect("a change");
+    drop(s);
+    assert!(folder.is_dir(), "the files stay while the changes are unread");
+    assert_eq!(store.usage("tenant").unwrap(), reserved, "and so does their reservation");
+    let scopes = changes.into_scopes().unwrap();
+    assert_eq!(scopes.iter().map(|s| s.entries.len()).sum::<usize>(), 1);
+    assert!(!folder.exists(), "the last handle removed the folder");
+    assert_eq!(store.usage("tenant").unwrap(), 0, "then the reservation was given back");
+
+    // A store dropped with nothing outstanding: gone and given back at once.
+    let mut s = LocalStore::open(&config, "op", 1, 8, 0..8).unwrap();
+    let a = u32::from(s.state_id("a").unwrap());
+    s.put(a, b"k", b"", b"v").unwrap();
+    let folder = s.dir().to_path_buf();
+    assert!(store.usage("tenant").unwrap() > 0);
+    drop(s);
+    assert!(!folder.exists());
+    assert_eq!(store.usage("tenant").unwrap(), 0);
+}
+
+#[test]
+fn a_restore_dropped_midway_keeps_the_reservation_until_its_files_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, config) = owned_store(dir.path());
+    let mut restorer = LocalStore::open(&config, "op", 0, 8, 0..8).unwrap().restorer().with_run_bytes(64);
+    for i in 0u32..200 {
+        restorer.put("@host/a", &chain_key(&i.to_be_bytes(), b""), &[1; 100]).unwrap();
+    }
+    assert!(store.usage("tenant").unwrap() > 0);
+    let job = dir.path().join("local-state/job");
+    // The ingesting thread lets the files go when it has seen the restore end; never is
+    // the reservation given back while they are there.
+    drop(restorer);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.usage("tenant").unwrap() > 0 {
+        assert!(std::time::Instant::now() < deadline, "the reservation is never given back");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let left: Vec<_> = std::fs::read_dir(&job).unwrap().collect();
+    assert!(left.is_empty(), "given back while files remain: {left:?}");
+}
+
+#[test]
+fn a_folder_that_cannot_be_removed_keeps_its_reservation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, config) = owned_store(dir.path());
+    store.reserve("tenant", 5 << 20).unwrap();
+    // Not a folder: removing it as one fails (as a busy or read-only file system would).
+    let stuck = dir.path().join("stuck");
+    std::fs::write(&stuck, b"x").unwrap();
+    quota::remove_then_release(stuck.clone(), config.quota.clone(), 5 << 20);
+    assert_eq!(store.usage("tenant").unwrap(), 5 << 20, "held while it is there");
+    assert!(quota::retry_parked() >= 1);
+    assert_eq!(store.usage("tenant").unwrap(), 5 << 20);
+    std::fs::remove_file(&stuck).unwrap();
+    // The next store to open (or the next run's clean-up) tries again.
+    drop(LocalStore::open(&config, "op", 0, 8, 0..8).unwrap());
+    assert_eq!(store.usage("tenant").unwrap(), 0, "given back once it is gone");
+}
