@@ -1,7 +1,7 @@
 //! The MessagePack body of `POST /api/v1/streams/{name}/records`
 //! (`Content-Type: application/msgpack`): decoded as the route does
-//! (`AppendBody::from_msgpack`), each key and value encoded for the store
-//! (`json_to_msgpack`) and read back as JSON as a stream read does (`msgpack_to_json`),
+//! (`AppendBody::encoded`: each key and value encoded for the store as it is read, which
+//! must be what its JSON encodes to) and read back as JSON as a stream read does (`msgpack_to_json`),
 //! which also runs on the raw input (a job's sink may store any bytes), and as a page of
 //! stream records writes it (`write_msgpack_as_json`: the same JSON, streamed, within a cap
 //! taken from the input's length).
@@ -23,11 +23,14 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(_) => assert_eq!(page, b"[", "a refused write leaves the page as it was"),
     }
-    let Ok(body) = AppendBody::from_msgpack(data) else { return };
-    for record in body.records {
-        for value in record.key.iter().chain([&record.value]) {
-            let bytes = json_to_msgpack(value).expect("a decoded value encodes");
-            let _ = msgpack_to_json(&bytes);
+    let Ok(records) = AppendBody::encoded(data, true) else { return };
+    for record in records {
+        for bytes in [&record.key, &record.value] {
+            let json = msgpack_to_json(bytes);
+            // What was encoded as it was read is what its JSON encodes to.
+            if !bytes.is_empty() {
+                assert_eq!(&json_to_msgpack(&json).expect("a decoded value encodes"), bytes);
+            }
         }
     }
 });

@@ -87,16 +87,15 @@ pub async fn append_records(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/msgpack") || v.starts_with("application/x-msgpack"));
-    let append: AppendBody = if msgpack { AppendBody::from_msgpack(&body)? } else { parse_json(&body)? };
-    if append.records.len() > MAX_APPEND {
+    let records = AppendBody::encoded(&body, msgpack)?;
+    if records.len() > MAX_APPEND {
         return Err(ServerError::BadRequest(format!(
             "{} records in one request; at most {MAX_APPEND}",
-            append.records.len()
+            records.len()
         )));
     }
     server.check_storage(&tenant, body.len() as u64)?;
     server.check_disk(body.len() as u64)?;
-    let records = append.records.into_iter().map(Into::into).collect();
     let appended = server.streams.append(&tenant.id, &name, records).await?;
     Ok((StatusCode::CREATED, Json(Data::of(appended))))
 }

@@ -9,7 +9,7 @@ use weir_store::{LogRecord, Store, StoreError};
 
 use super::error::{ServerError, ServerResult};
 use super::ids::printable;
-use super::msgpack::{json_to_msgpack, write_msgpack_as_json};
+use super::msgpack::write_msgpack_as_json;
 use crate::clock::unix_ms;
 use crate::key_groups::key_group;
 
@@ -65,13 +65,14 @@ pub struct StreamInfo {
     pub end_offsets: Vec<u64>,
 }
 
-/// A record to append.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A record to append, its key and value already encoded as MessagePack.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRecord {
-    /// The key (none or null for none). Keyed records go to the partition of the key's hash.
-    pub key: Option<serde_json::Value>,
-    /// The value.
-    pub value: serde_json::Value,
+    /// The key's MessagePack (empty for none). Keyed records go to the partition of the
+    /// key's hash.
+    pub key: Vec<u8>,
+    /// The value's MessagePack.
+    pub value: Vec<u8>,
     /// Event time, unix ms (default: now).
     pub timestamp: Option<i64>,
     /// The partition (default: by key, or round robin).
@@ -194,11 +195,7 @@ impl Streams {
         let now = unix_ms() as i64;
         let mut by_partition: std::collections::BTreeMap<u32, Vec<(usize, LogRecord)>> = Default::default();
         for (i, r) in records.into_iter().enumerate() {
-            let key = match &r.key {
-                None | Some(serde_json::Value::Null) => Vec::new(),
-                Some(k) => json_to_msgpack(k)?,
-            };
-            let value = json_to_msgpack(&r.value)?;
+            let (key, value) = (r.key, r.value);
             let partition = match r.partition {
                 Some(p) if p >= partitions => {
                     return Err(ServerError::BadRequest(format!(

@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(quotas.max_jobs, 3);
         assert_eq!(quotas.max_subtasks, server::tenants::Quotas::default().max_subtasks);
         let record: NewRecord = serde_json::from_value(json!({ "value": 1, "partition": 0 })).unwrap();
-        let record = server::streams::NewRecord::from(record);
-        assert_eq!((record.key, record.value, record.partition), (None, json!(1), Some(0)));
+        let record = server::streams::NewRecord::try_from(record).unwrap();
+        assert_eq!((record.key, record.value, record.partition), (vec![], vec![1], Some(0)));
     }
 }

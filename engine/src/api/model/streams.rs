@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::server::msgpack::{MAX_MSGPACK_DEPTH, check_msgpack_depth};
+use crate::server::msgpack::{Encoded, MAX_MSGPACK_DEPTH, check_msgpack_depth, json_to_msgpack};
 use crate::server::{self, ServerError};
 
 /// A stream.
@@ -60,14 +60,20 @@ pub struct NewRecord {
     pub partition: Option<u32>,
 }
 
-impl From<NewRecord> for server::streams::NewRecord {
-    fn from(r: NewRecord) -> Self {
-        server::streams::NewRecord {
-            key: r.key,
-            value: r.value,
+impl TryFrom<NewRecord> for server::streams::NewRecord {
+    type Error = ServerError;
+
+    fn try_from(r: NewRecord) -> Result<Self, ServerError> {
+        let key = match &r.key {
+            None | Some(serde_json::Value::Null) => Vec::new(),
+            Some(k) => json_to_msgpack(k)?,
+        };
+        Ok(server::streams::NewRecord {
+            key,
+            value: json_to_msgpack(&r.value)?,
             timestamp: r.timestamp,
             partition: r.partition,
-        }
+        })
     }
 }
 
@@ -80,20 +86,57 @@ pub struct AppendBody {
 }
 
 impl AppendBody {
-    /// Decodes an append body sent as MessagePack (`Content-Type: application/msgpack`),
-    /// refusing one nested deeper than [`MAX_MSGPACK_DEPTH`] before serde's recursive
-    /// decoder sees it. What the append route runs on every such body (and the fuzz target
-    /// `append_msgpack` of `engine/fuzz`).
-    pub fn from_msgpack(body: &[u8]) -> Result<AppendBody, ServerError> {
-        // The body's own map, list and record take three levels.
-        check_msgpack_depth(body, MAX_MSGPACK_DEPTH + 3).map_err(|_| {
-            ServerError::BadRequest(format!(
-                "invalid MessagePack body: a record nests arrays and maps more than {MAX_MSGPACK_DEPTH} deep"
-            ))
-        })?;
-        rmp_serde::from_slice(body)
-            .map_err(|e| ServerError::BadRequest(format!("invalid MessagePack body: {e}")))
+    /// Reads an append body, JSON or (`msgpack`) MessagePack, as the append route does: each
+    /// key and value is encoded as MessagePack while the body is parsed ([`Encoded`]: the
+    /// bytes a `serde_json::Value` of it would encode to, without building one), so the
+    /// records take about what the body takes. A MessagePack body nested deeper than
+    /// [`MAX_MSGPACK_DEPTH`] is refused before serde's recursive decoder sees it. What the
+    /// route runs on every body (and the fuzz target `append_msgpack` of `engine/fuzz`).
+    pub fn encoded(body: &[u8], msgpack: bool) -> Result<Vec<server::streams::NewRecord>, ServerError> {
+        let body: EncodedBody = if msgpack {
+            // The body's own map, list and record take three levels.
+            check_msgpack_depth(body, MAX_MSGPACK_DEPTH + 3).map_err(|_| {
+                ServerError::BadRequest(format!(
+                    "invalid MessagePack body: a record nests arrays and maps more than {MAX_MSGPACK_DEPTH} deep"
+                ))
+            })?;
+            rmp_serde::from_slice(body)
+                .map_err(|e| ServerError::BadRequest(format!("invalid MessagePack body: {e}")))?
+        } else {
+            crate::api::parse_json(body)?
+        };
+        Ok(body
+            .records
+            .into_iter()
+            .map(|r| server::streams::NewRecord {
+                // No key, or a null one: none.
+                key: r.key.filter(|k| k.0 != [0xc0]).map(|k| k.0).unwrap_or_default(),
+                value: r.value.0,
+                timestamp: r.timestamp,
+                partition: r.partition,
+            })
+            .collect())
     }
+}
+
+/// [`AppendBody`] with its keys and values encoded as they are read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EncodedBody {
+    records: Vec<EncodedRecord>,
+}
+
+/// [`NewRecord`] with its key and value encoded as they are read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EncodedRecord {
+    #[serde(default)]
+    key: Option<Encoded>,
+    value: Encoded,
+    #[serde(default)]
+    timestamp: Option<i64>,
+    #[serde(default)]
+    partition: Option<u32>,
 }
 
 /// Where an appended record went.
