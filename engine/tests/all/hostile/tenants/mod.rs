@@ -2,7 +2,9 @@
 //! attack after another while tenant A's word count runs and A's requests are timed.
 //!
 //! For every attack: B gets a clear 4xx or a failed job whose error names the limit
-//! (`attacks`); A's `GET /jobs/{id}` and `POST /jobs` p99 stay under 1 s; A's throughput
+//! (`attacks`), or, against the wings bounded since (issue 40: fat batches, a timer storm,
+//! amplifying stream requests, unread pages; `wings`), a job or request that completes
+//! within the bounds; A's `GET /jobs/{id}` and `POST /jobs` p99 stay under 1 s; A's throughput
 //! stays within 10 % of its throughput alone; the server's resident memory, open file
 //! descriptors and data directory stay under the bounds below; nothing of A's is lost;
 //! and the server survives a restart afterwards (A's job resumes, exactly once).
@@ -15,6 +17,7 @@
 
 mod attacks;
 mod watch;
+mod wings;
 
 use std::time::Duration;
 
@@ -33,13 +36,18 @@ const MAX_DATA_DIR_BYTES: u64 = 128 << 20;
 const B_STORAGE: u64 = 24 << 20;
 /// The server's header read timeout in this suite.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a response may stall on a client that does not read, in this suite.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The shortest phase.
 const MIN_PHASE: Duration = Duration::from_secs(4);
 const LONG: Duration = Duration::from_secs(180);
 
 /// The suite's server configuration (`WEIR_*` variables).
 fn config() -> Vec<(&'static str, String)> {
-    vec![("WEIR_REQUEST_HEADER_TIMEOUT_MS", HEADER_TIMEOUT.as_millis().to_string())]
+    vec![
+        ("WEIR_REQUEST_HEADER_TIMEOUT_MS", HEADER_TIMEOUT.as_millis().to_string()),
+        ("WEIR_RESPONSE_WRITE_TIMEOUT_MS", WRITE_TIMEOUT.as_millis().to_string()),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -103,6 +111,10 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         watch.phase("1000 slow connections", MIN_PHASE, attacks::slow_connections(&b, HEADER_TIMEOUT)).await,
         watch.phase("timer flood", MIN_PHASE, attacks::timer_flood(&b)).await,
         watch.phase("upload storm", MIN_PHASE, attacks::upload_storm(&b)).await,
+        watch.phase("fat batches", MIN_PHASE, wings::fat_batches(&b)).await,
+        watch.phase("timer storm", MIN_PHASE, wings::timer_storm(&b)).await,
+        watch.phase("amplifying stream requests", MIN_PHASE, wings::amplifying_streams(&b)).await,
+        watch.phase("16 unread pages", MIN_PHASE, wings::slow_readers(&b, WRITE_TIMEOUT)).await,
         watch.phase("stream until quota", MIN_PHASE, attacks::stream_until_quota(&b)).await,
         watch.phase("16 oversized imports", MIN_PHASE, attacks::oversized_imports(&b)).await,
     ];
