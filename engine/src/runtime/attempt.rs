@@ -650,6 +650,7 @@ impl Subtask<'_> {
             final_id: None,
             control_closed: false,
             stop: env.stop.clone(),
+            channel_capacity_bytes: settings.channel_capacity_bytes,
         });
         Ok(restoring)
     }

@@ -88,6 +88,17 @@ struct Capture {
     channels: Vec<Vec<Message>>,
     /// Channels whose barrier has not arrived: every message taken is in-flight.
     logging: Vec<bool>,
+    /// Bytes of the messages logged so far (what [`message_bytes`] counts).
+    logged: u64,
+}
+
+/// What a message held in channel state costs: a batch's data plus 16 bytes per record
+/// (as output is counted), anything else 64.
+fn message_bytes(message: &Message) -> u64 {
+    match message {
+        Message::Batch(b) => (b.data.len() + 16 * b.len()) as u64,
+        _ => 64,
+    }
 }
 
 #[derive(Debug)]
@@ -115,6 +126,8 @@ pub struct BarrierHandler {
     started: BTreeMap<u64, (Barrier, Instant)>,
     /// The latest checkpoints given up here (their late barriers are ignored).
     given_up: std::collections::VecDeque<u64>,
+    /// Most bytes of messages a capture may log while barriers are still to come.
+    capture_limit: u64,
 }
 
 impl BarrierHandler {
@@ -128,7 +141,16 @@ impl BarrierHandler {
             pending: None,
             started: BTreeMap::new(),
             given_up: std::collections::VecDeque::new(),
+            capture_limit: u64::MAX,
         }
+    }
+
+    /// At most `bytes` of messages logged as channel state while an unaligned checkpoint's
+    /// barriers are still to come: past it the checkpoint is given up here (declined with
+    /// the reason), instead of copying without bound.
+    pub fn with_capture_limit(mut self, bytes: u64) -> Self {
+        self.capture_limit = bytes;
+        self
     }
 
     /// True while a checkpoint is in progress here (aligning, or capturing channel state).
@@ -159,10 +181,22 @@ impl BarrierHandler {
 
     /// The task takes `message` (not a barrier) from `channel`: logged as in-flight if the
     /// channel's barrier is still to come after an unaligned snapshot; counted if aligning.
-    pub fn taken(&mut self, channel: usize, message: &Message) {
-        let Some(p) = &mut self.pending else { return };
+    /// A capture that would pass the handler's capture limit is given up (`abandoned`).
+    pub fn taken(&mut self, channel: usize, message: &Message, gate: &mut InputGate) -> Steps {
+        let Some(p) = &mut self.pending else { return Steps::default() };
         match &mut p.capture {
-            Some(c) if c.logging[channel] => c.channels[channel].push(message.clone()),
+            Some(c) if c.logging[channel] => {
+                c.logged = c.logged.saturating_add(message_bytes(message));
+                if c.logged > self.capture_limit {
+                    let reason = format!(
+                        "its channel state passed {} bytes before every barrier arrived (twice the \
+                         task's input channels' channel_capacity_bytes, at least 16 MiB)",
+                        self.capture_limit
+                    );
+                    return Steps { abandoned: self.abandon(reason, gate), ..Steps::default() };
+                }
+                c.channels[channel].push(message.clone());
+            }
             Some(_) => {}
             None => {
                 if let Message::Batch(b) = message {
@@ -170,6 +204,7 @@ impl BarrierHandler {
                 }
             }
         }
+        Steps::default()
     }
 
     /// Barrier `barrier` arrived on `channel`, with the messages it overtook there (an
@@ -311,8 +346,11 @@ impl BarrierHandler {
             }
         }
         // Nothing to capture: the checkpoint finishes with its snapshot.
-        p.capture =
-            Some(Capture { channels: vec![Vec::new(); self.channels], logging: vec![false; self.channels] });
+        p.capture = Some(Capture {
+            channels: vec![Vec::new(); self.channels],
+            logging: vec![false; self.channels],
+            logged: 0,
+        });
         snapshot_of(p, false, None)
     }
 
@@ -328,8 +366,11 @@ impl BarrierHandler {
         switched: bool,
     ) -> Snapshot {
         let p = self.pending.as_mut().expect("pending");
-        let mut capture =
-            Capture { channels: vec![Vec::new(); self.channels], logging: vec![false; self.channels] };
+        let mut capture = Capture {
+            channels: vec![Vec::new(); self.channels],
+            logging: vec![false; self.channels],
+            logged: 0,
+        };
         let mut overtaken = Some(overtaken);
         for c in 0..self.channels {
             if c == channel {

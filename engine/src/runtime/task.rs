@@ -69,6 +69,8 @@ pub struct Checkpointing {
     /// Set when the job is asked to stop: sources end their input at the next batch
     /// boundary (drained: with the end-of-input watermark) and the final checkpoint follows.
     pub stop: Arc<StopSignal>,
+    /// The job's `channel_capacity_bytes`: bounds the channel state a capture may log.
+    pub channel_capacity_bytes: u64,
 }
 
 impl Checkpointing {
@@ -209,7 +211,7 @@ pub async fn run_operator(
     let mut task = OperatorTask {
         instance,
         state_version,
-        handler: BarrierHandler::new(gate.len()),
+        handler: barrier_handler(&gate, checkpointing.as_ref()),
         gate,
         output,
         metrics,
@@ -235,8 +237,8 @@ pub async fn run_operator(
                 (steps, Progress { advanced: task.watermarks.end(channel), time_moved: true })
             }
             Event::Input(channel, message) => {
-                task.handler.taken(channel, &message);
-                (Steps::default(), task.on_input(channel, message).await?)
+                let steps = task.handler.taken(channel, &message, &mut task.gate);
+                (steps, task.on_input(channel, message).await?)
             }
         };
         task.event_time(progress).await?;
@@ -451,6 +453,14 @@ fn operator_control(
     }
 }
 
+/// The barrier handler of a task reading `gate`: its captures of channel state are held to
+/// twice the input channels' capacity in bytes, at least 16 MiB.
+fn barrier_handler(gate: &InputGate, checkpointing: Option<&Checkpointing>) -> BarrierHandler {
+    let per_channel = checkpointing.map_or(u64::MAX, |c| c.channel_capacity_bytes).saturating_mul(2);
+    let limit = per_channel.saturating_mul(gate.len() as u64).max(16 << 20);
+    BarrierHandler::new(gate.len()).with_capture_limit(limit)
+}
+
 /// Runs a sink subtask until every input ended. With checkpointing, output is pre-committed
 /// at each barrier and committed when the checkpoint completes.
 pub async fn run_sink(
@@ -460,7 +470,7 @@ pub async fn run_sink(
     job: Arc<JobMetrics>,
     mut checkpointing: Option<Checkpointing>,
 ) -> Result<(), TaskError> {
-    let mut handler = BarrierHandler::new(gate.len());
+    let mut handler = barrier_handler(&gate, checkpointing.as_ref());
     let mut taken: Option<WriteRequest> = None;
     let mut pending: Vec<(u64, serde_json::Value)> =
         checkpointing.as_ref().map(|c| c.restored.sink_pending.clone()).unwrap_or_default();
@@ -481,7 +491,7 @@ pub async fn run_sink(
             }
             Event::Input(channel, Message::EndOfStream) => handler.on_end(channel, &mut gate),
             Event::Input(channel, message) => {
-                handler.taken(channel, &message);
+                let steps = handler.taken(channel, &message, &mut gate);
                 if let Message::Batch(batch) = message {
                     if let Some(c) = &checkpointing {
                         c.hit(FaultPoint::Process)?;
@@ -493,7 +503,7 @@ pub async fn run_sink(
                         tokio::time::sleep(pause).await;
                     }
                 }
-                Steps::default()
+                steps
             }
         };
         let Some(c) = &checkpointing else { continue };

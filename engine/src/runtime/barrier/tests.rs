@@ -264,7 +264,7 @@ proptest! {
                     handler.on_end(ch, gate)
                 }
                 m => {
-                    handler.taken(ch, &m);
+                    handler.taken(ch, &m, gate);
                     processed[ch].push(item(&m).unwrap());
                     if let Message::Batch(b) = m {
                         output.emit(b).expect("downstream open");
@@ -384,4 +384,32 @@ fn an_enormous_timeout_never_switches() {
     assert!(far(h.deadline()));
     let steps = h.on_barrier(1, Barrier::new(1, now, false, Some(forever)), Vec::new(), &mut gate).unwrap();
     assert!(steps.snapshot.is_some_and(|s| !s.unaligned));
+}
+
+#[test]
+fn a_capture_past_its_byte_limit_is_given_up() {
+    let (tx0, rx0) = channel(4, ("a".into(), 0), ("b".into(), 0));
+    let (tx1, rx1) = channel(64, ("a".into(), 1), ("b".into(), 0));
+    let mut gate = InputGate::new(vec![(0, rx0), (0, rx1)]);
+    // Room for two batches of 10 records (10 × 8 bytes + 10 × 16 each), not three.
+    let mut h = BarrierHandler::new(2).with_capture_limit(500);
+    let now = Instant::now();
+    tx0.push_overtaking(Barrier::new(1, now, false, Some(Duration::ZERO))).unwrap();
+    let Some(Some(Ok((0, Message::Barrier(b))))) = gate.next(false).now_or_never() else { panic!() };
+    let steps = h.on_barrier(0, b, gate.take_overtaken(), &mut gate).unwrap();
+    assert!(steps.snapshot.is_some_and(|s| s.unaligned));
+    // Channel 1's barrier is still to come: what it delivers is logged, up to the limit.
+    let batch = Message::Batch(batch_of(&(0..10).collect::<Vec<_>>()));
+    for i in 0..2 {
+        assert!(h.taken(1, &batch, &mut gate).is_empty(), "batch {i} is within the limit");
+    }
+    let steps = h.taken(1, &batch, &mut gate);
+    let given_up = steps.abandoned.expect("the third batch passes the limit");
+    assert_eq!(given_up.id, 1);
+    let reason = given_up.decline.unwrap();
+    assert!(reason.contains("channel state passed 500 bytes"), "{reason}");
+    assert!(!h.is_pending());
+    // Its barrier, when it comes, is ignored; the next checkpoint starts afresh.
+    assert!(h.on_barrier(1, Barrier::new(1, now, false, None), Vec::new(), &mut gate).unwrap().is_empty());
+    drop((tx0, tx1));
 }

@@ -146,6 +146,7 @@ fn start_checkpointed(
         final_id: None,
         control_closed: false,
         stop: Arc::new(StopSignal::default()),
+        channel_capacity_bytes: 8 << 20,
     };
     // Watermarks off: the output is batches and barriers.
     let handle = tokio::spawn(run_source(
