@@ -12,15 +12,23 @@
 //! a savepoint's chunks are `<prefix>/savepoints/<savepoint id as hex>/<number as 16 hex
 //! digits>` (written once, deleted together), a module is `<prefix>/modules/<SHA-256>.wasm`
 //! (its name is its content).
+//!
+//! Sweeps (the store's of chunks and savepoints, [`ChunkObjects::sweep_modules`]) delete an
+//! object that no record names only once it is older than the [`SweepPolicy`]'s grace
+//! period, and only log in a dry run: `weir.redb` may be an older backup that never knew of
+//! newer objects.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use futures::TryStreamExt as _;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
+use weir_store::SweepPolicy;
 
 /// Where chunk objects go.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +132,7 @@ pub enum ObjectError {
 pub struct ChunkObjects {
     store: Arc<dyn ObjectStore>,
     prefix: String,
+    sweep: SweepPolicy,
 }
 
 impl ChunkObjects {
@@ -159,7 +168,21 @@ impl ChunkObjects {
                 Arc::new(builder.build().map_err(|e| ObjectError::Config(e.to_string()))?)
             }
         };
-        Ok(ChunkObjects { store, prefix: prefix.trim_matches('/').to_string() })
+        Ok(ChunkObjects {
+            store,
+            prefix: prefix.trim_matches('/').to_string(),
+            sweep: SweepPolicy::default(),
+        })
+    }
+
+    /// The same objects, swept as `policy` says (default [`SweepPolicy::default`]).
+    pub fn with_sweep(self, policy: SweepPolicy) -> Self {
+        ChunkObjects { sweep: policy, ..self }
+    }
+
+    /// How sweeps treat objects no record names.
+    pub fn sweep_policy(&self) -> SweepPolicy {
+        self.sweep
     }
 
     /// `<prefix>/<rest>`.
@@ -276,6 +299,60 @@ impl ChunkObjects {
             dirs.iter().filter_map(|dir| String::from_utf8(hex::decode(dir).ok()?).ok()).collect();
         ids.sort_unstable();
         Ok(ids)
+    }
+
+    /// The savepoints that have objects, each with the last modification of its newest
+    /// object (what a sweep's grace period is measured from), by id.
+    pub async fn savepoint_ages(&self) -> Result<Vec<(String, SystemTime)>, ObjectError> {
+        let dir = self.under_prefix("savepoints");
+        let mut newest: BTreeMap<String, SystemTime> = BTreeMap::new();
+        let mut listed = self.store.list(Some(&dir));
+        while let Some(meta) = listed.try_next().await? {
+            let Some(rest) = meta.location.prefix_match(&dir) else { continue };
+            let Some(folder) = rest.into_iter().next() else { continue };
+            let Some(id) = hex::decode(folder.as_ref()).ok().and_then(|id| String::from_utf8(id).ok()) else {
+                continue;
+            };
+            let modified = SystemTime::from(meta.last_modified);
+            let at = newest.entry(id).or_insert(modified);
+            *at = (*at).max(modified);
+        }
+        Ok(newest.into_iter().collect())
+    }
+
+    /// Deletes the modules `known` does not name that are past the grace period of the
+    /// [`SweepPolicy`] (a dry run only logs them); returns how many it deleted.
+    pub async fn sweep_modules(&self, known: &BTreeSet<String>) -> Result<usize, ObjectError> {
+        let listed = self.store.list_with_delimiter(Some(&self.under_prefix("modules"))).await?;
+        let mut deleted = 0;
+        for meta in listed.objects {
+            let name = meta.location.filename().unwrap_or_default();
+            let Some(id) = name.strip_suffix(".wasm") else { continue };
+            if known.contains(id) {
+                continue;
+            }
+            let modified = SystemTime::from(meta.last_modified);
+            let age_ms = SystemTime::now().duration_since(modified).map_or(0, |age| age.as_millis());
+            if !self.sweep.past_grace(modified) {
+                tracing::info!(
+                    module = %id,
+                    age_ms,
+                    grace_ms = self.sweep.grace_ms,
+                    "object sweep: kept a module no record names (within the grace period)"
+                );
+            } else if self.sweep.dry_run {
+                tracing::warn!(
+                    module = %id,
+                    age_ms,
+                    "object sweep (dry run): would delete a module no record names"
+                );
+            } else {
+                self.remove(&meta.location).await?;
+                tracing::info!(module = %id, age_ms, "object sweep: deleted a module no record names");
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 
     /// Writes module `id` (its SHA-256 in hex), create-only.
@@ -468,9 +545,13 @@ impl weir_store::ExternalChunks for BlockingChunks {
         self.run(async move { objects.delete_savepoint(&savepoint).await })
     }
 
-    fn list_savepoints(&self) -> Result<Vec<String>, weir_store::StoreError> {
+    fn list_savepoints(&self) -> Result<Vec<(String, SystemTime)>, weir_store::StoreError> {
         let objects = self.objects.clone();
-        self.run(async move { objects.list_savepoints().await })
+        self.run(async move { objects.savepoint_ages().await })
+    }
+
+    fn sweep_policy(&self) -> SweepPolicy {
+        self.objects.sweep
     }
 }
 

@@ -16,7 +16,7 @@ use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 24] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -40,6 +40,7 @@ const KEYS: [&str; 23] = [
     "cluster",
     "chunk_store",
     "chunk_store_prefix",
+    "chunk_store_sweep",
 ];
 
 /// Why the configuration could not be loaded.
@@ -136,6 +137,11 @@ pub struct ServerConfig {
     pub chunk_store: Option<ObjectStoreConfig>,
     /// The path inside the bucket or directory under which this server's objects go.
     pub chunk_store_prefix: String,
+    /// How the sweeps at start (and of running jobs' chunks) treat objects under the prefix
+    /// that no record names: `grace_ms` (default one hour; objects younger are kept, as a
+    /// `weir.redb` restored from a backup does not name what was written since) and
+    /// `dry_run` (only log).
+    pub chunk_store_sweep: weir_store::SweepPolicy,
 }
 
 /// The part of the controller's configuration a worker uses too ([`ServerConfig::load_shared`]).
@@ -187,6 +193,7 @@ impl Default for ServerConfig {
             cluster: ClusterConfig::default(),
             chunk_store: None,
             chunk_store_prefix: "weir".into(),
+            chunk_store_sweep: weir_store::SweepPolicy::default(),
         }
     }
 }

@@ -97,7 +97,8 @@ impl Server {
         let objects = match &config.chunk_store {
             Some(objects) => {
                 let objects =
-                    crate::cluster::objects::ChunkObjects::open(objects, &config.chunk_store_prefix)?;
+                    crate::cluster::objects::ChunkObjects::open(objects, &config.chunk_store_prefix)?
+                        .with_sweep(config.chunk_store_sweep);
                 let objects = Arc::new(crate::cluster::objects::BlockingChunks::new(objects)?);
                 store.set_external_chunks(objects.clone());
                 Some(objects)

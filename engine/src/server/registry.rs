@@ -214,12 +214,9 @@ impl ModuleRegistry {
         }
         let stored: std::collections::BTreeSet<String> =
             objects.block_on(|o| async move { o.list_modules().await })?.into_iter().collect();
-        let mut deleted = 0;
-        for id in stored.difference(&known) {
-            let id = id.clone();
-            objects.block_on(|o| async move { o.delete_module(&id).await })?;
-            deleted += 1;
-        }
+        // Past the grace period only: a restored older weir.redb does not name newer uploads.
+        let unnamed = known.clone();
+        let deleted = objects.block_on(|o| async move { o.sweep_modules(&unnamed).await })?;
         let mut put = 0;
         for id in known.difference(&stored) {
             // A module whose file is gone too cannot be helped here: resolving it says so.

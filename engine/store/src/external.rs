@@ -18,8 +18,46 @@
 //! do. A savepoint is deleted in redb first and its objects after; objects of a savepoint
 //! that no info row names are collected by
 //! [`Store::sweep_savepoint_objects`](crate::Store::sweep_savepoint_objects).
+//!
+//! Sweeps follow the store's [`SweepPolicy`] ([`ExternalChunks::sweep_policy`]): an object
+//! that no row names is deleted only once it is older than the grace period, and a dry run
+//! only logs. The redb file may be an older backup that never knew of newer objects.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+
+/// How sweeps treat objects that no row of the store names (`chunk_store_sweep` in
+/// `weir serve`'s config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SweepPolicy {
+    /// Only objects last modified at least this long ago are deleted (default one hour,
+    /// longer than any upload; 0 sweeps everything unnamed, for tests). A redb file restored
+    /// from an older backup does not name what a newer one wrote since: the grace period
+    /// keeps those objects through the sweeps at start.
+    pub grace_ms: u64,
+    /// Only log what would be deleted; delete nothing.
+    pub dry_run: bool,
+}
+
+impl Default for SweepPolicy {
+    fn default() -> Self {
+        SweepPolicy { grace_ms: 60 * 60 * 1000, dry_run: false }
+    }
+}
+
+impl SweepPolicy {
+    /// Whether an unnamed object last modified at `modified` may be swept now.
+    pub fn past_grace(&self, modified: SystemTime) -> bool {
+        self.grace_ms == 0
+            || SystemTime::now()
+                .duration_since(modified)
+                .is_ok_and(|age| age >= Duration::from_millis(self.grace_ms))
+    }
+}
 
 /// Where a store keeps chunk bytes outside its file. Calls block (the store's callers are
 /// on blocking threads).
@@ -39,6 +77,11 @@ pub trait ExternalChunks: Send + Sync + std::fmt::Debug {
     fn get_savepoint(&self, savepoint: &str, n: u64, out: &mut Vec<u8>) -> Result<bool, StoreError>;
     /// Deletes every chunk of savepoint `savepoint` (none is no error).
     fn delete_savepoint(&self, savepoint: &str) -> Result<(), StoreError>;
-    /// The savepoints that have chunks stored.
-    fn list_savepoints(&self) -> Result<Vec<String>, StoreError>;
+    /// The savepoints that have chunks stored, each with the last modification of its
+    /// newest object.
+    fn list_savepoints(&self) -> Result<Vec<(String, SystemTime)>, StoreError>;
+    /// How sweeps treat objects no row names (the default policy unless overridden).
+    fn sweep_policy(&self) -> SweepPolicy {
+        SweepPolicy::default()
+    }
 }

@@ -80,7 +80,7 @@ pub use checkpoint::summary::{HistorySummary, Stat};
 pub use checkpoint::{CheckpointStorage, EntryVisitor, GcReport, SubtaskWrite};
 pub use disk::{DiskFloor, DiskSpace};
 pub use error::StoreError;
-pub use external::ExternalChunks;
+pub use external::{ExternalChunks, SweepPolicy};
 pub use faulty::FaultyStorage;
 pub use manifest::{Manifest, OPERATOR_SCOPE_BASE, ScopeDelta, StateEntry, SubtaskState};
 pub use meta::{CheckpointMeta, CheckpointStatus, SubtaskStats};

@@ -634,12 +634,13 @@ impl Store {
 
     /// Reads a file written by [`export_savepoint`](Self::export_savepoint) from `input` and
     /// stores it as savepoint `id` owned by `owner` (`origin` is the file's id; job,
-    /// checkpoint, creation time and description come from the file). The input is streamed
-    /// into one durable write transaction that commits only after the end frame, the checksum
-    /// and the counts are verified: a bad file stores nothing.
+    /// checkpoint, creation time and description come from the file). Written as
+    /// [`Store::write_savepoint`] says, committed only after the end frame, the checksum and
+    /// the counts are verified: a bad file stores nothing.
     ///
-    /// The write transaction is open while the input is read, which blocks every other writer
-    /// of the store: read from a local file, not from a slow network stream.
+    /// With chunks in the file, the write transaction is open while the input is read, which
+    /// blocks every other writer of the store: read from a local file, not from a slow
+    /// network stream. With chunks in object storage, none is open while they are put.
     ///
     /// Fails with [`StoreError::SavepointExists`] if the id is taken,
     /// [`StoreError::BadSavepointFile`] for a file that is not valid, and [`StoreError::Io`]
@@ -663,10 +664,9 @@ impl Store {
         owner: &str,
         reserved: u64,
     ) -> Result<SavepointInfo, StoreError> {
-        self.write_savepoint(id, |txn, mut writer| {
-            crate::usage::release_in(txn, owner, reserved)?;
-            let header = read_file(&mut FileReader::new(input), &mut writer)?;
-            writer.finish(SavepointInfo {
+        let fill = |writer: &mut SavepointWriter<'_>| {
+            let header = read_file(&mut FileReader::new(input), writer)?;
+            Ok(SavepointInfo {
                 id: id.to_owned(),
                 owner: owner.to_owned(),
                 job: header.job,
@@ -677,7 +677,8 @@ impl Store {
                 origin: Some(header.id),
                 description: header.description,
             })
-        })
+        };
+        self.write_savepoint(id, fill, |txn| crate::usage::release_in(txn, owner, reserved))
     }
 }
 

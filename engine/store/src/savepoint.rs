@@ -140,56 +140,104 @@ struct OpenScope {
     entries: u64,
 }
 
-/// Writes one savepoint's rows in a write transaction: entries scope by scope, blobs, and
-/// finally the info (with the counted bytes and entries) and the owner index.
+/// Writes one savepoint: entries scope by scope, blobs, and finally the info (with the
+/// counted bytes and entries) and the owner index. Where to depends on the store: see
+/// [`Target`].
 pub(crate) struct SavepointWriter<'txn> {
-    txn: &'txn WriteTransaction,
     id: String,
     max_chunk_bytes: usize,
-    infos: Table<'txn, &'static str, &'static [u8]>,
-    owners: Table<'txn, (&'static str, &'static str), ()>,
-    scopes: Table<'txn, (&'static str, &'static str, u32), ScopeIndex>,
-    chunks: ChunkSink<'txn>,
-    blobs: Table<'txn, (&'static str, &'static str, u32), &'static [u8]>,
+    target: Target<'txn>,
+    /// Bytes stored so far (keys, values and per-entry overhead), charged to the owner.
+    meter: Meter,
     open: Option<OpenScope>,
     entries: u64,
     bytes: u64,
 }
 
-/// Where a [`SavepointWriter`] stores the chunks of its scopes: pieces in redb, or objects.
-struct ChunkSink<'txn> {
-    pieces: Table<'txn, PieceKey, &'static [u8]>,
-    objects: Table<'txn, ObjectKey, (u64, u64)>,
-    external: Option<Arc<dyn ExternalChunks>>,
-    /// The number of the savepoint's next object.
-    next_object: u64,
-    /// Bytes stored so far (keys, values and per-entry overhead), charged to the owner.
-    meter: Meter,
+/// Where a [`SavepointWriter`] puts what it writes.
+enum Target<'txn> {
+    /// Chunks kept in the file: pieces and rows go straight into the one write transaction.
+    Pieces(Box<PieceTables<'txn>>),
+    /// Chunks kept in object storage: each is put as it fills, with no transaction open
+    /// (a slow upload holds no writer of the store), and the rows wait in memory for the
+    /// short transaction that records them ([`SavepointWriter::finish`]).
+    Objects {
+        external: Arc<dyn ExternalChunks>,
+        /// The number of the savepoint's next object.
+        next_object: u64,
+        rows: Staged,
+    },
 }
 
-impl ChunkSink<'_> {
-    /// Stores `chunks` of a scope, numbered from `first`; returns the next chunk number. An
-    /// object is put before the transaction commits: should it not, the object is an orphan
-    /// that [`Store::sweep_savepoint_objects`] deletes.
-    fn write(
+/// The savepoint tables of a write transaction.
+struct PieceTables<'txn> {
+    pieces: Table<'txn, PieceKey, &'static [u8]>,
+    scopes: Table<'txn, (&'static str, &'static str, u32), ScopeIndex>,
+    blobs: Table<'txn, (&'static str, &'static str, u32), &'static [u8]>,
+}
+
+/// The rows of a savepoint whose chunks were put as objects, to be recorded.
+#[derive(Default)]
+struct Staged {
+    /// (operator, scope, chunk) → (object number, size).
+    objects: Vec<(String, u32, u32, (u64, u64))>,
+    /// (operator, scope) → index.
+    scopes: Vec<(String, u32, ScopeIndex)>,
+    /// (operator, subtask) → blob.
+    blobs: Vec<(String, u32, Vec<u8>)>,
+}
+
+impl<'txn> SavepointWriter<'txn> {
+    fn new(id: &str, max_chunk_bytes: usize, target: Target<'txn>) -> Self {
+        SavepointWriter {
+            id: id.to_owned(),
+            max_chunk_bytes,
+            target,
+            meter: Meter::default(),
+            open: None,
+            entries: 0,
+            bytes: 0,
+        }
+    }
+
+    /// A writer of new savepoint `id` into the tables of `txn` (chunks as pieces); fails
+    /// with [`StoreError::SavepointExists`] if the id is taken.
+    fn in_file(txn: &'txn WriteTransaction, id: &str, max_chunk_bytes: usize) -> Result<Self, StoreError> {
+        if txn.open_table(SAVEPOINTS)?.get(id)?.is_some() {
+            return Err(StoreError::SavepointExists { id: id.to_owned() });
+        }
+        let tables = PieceTables {
+            pieces: txn.open_table(SAVEPOINT_PIECES)?,
+            scopes: txn.open_table(SAVEPOINT_SCOPES)?,
+            blobs: txn.open_table(SAVEPOINT_BLOBS)?,
+        };
+        Ok(Self::new(id, max_chunk_bytes, Target::Pieces(Box::new(tables))))
+    }
+
+    /// Stores `chunks` of a scope, numbered from `first`; returns the next chunk number.
+    fn write_chunks(
         &mut self,
-        (id, operator, scope): (&str, &str, u32),
+        operator: &str,
+        scope: u32,
         first: u32,
         chunks: Vec<Vec<u8>>,
     ) -> Result<u32, StoreError> {
+        let id = self.id.as_str();
         let mut number = first;
         for bytes in chunks {
-            match &self.external {
-                Some(external) => {
-                    let n = self.next_object;
-                    self.next_object += 1;
+            match &mut self.target {
+                Target::Objects { external, next_object, rows } => {
+                    let n = *next_object;
+                    *next_object += 1;
+                    // W6: put before the transaction that records it; should that never
+                    // commit, the object is deleted or left to the sweep.
                     external.put_savepoint(id, n, &bytes)?;
-                    self.objects.insert((id, operator, scope, number), (n, bytes.len() as u64))?;
+                    rows.objects.push((operator.to_owned(), scope, number, (n, bytes.len() as u64)));
                     self.meter.0 += external_savepoint_bytes(id.len() + operator.len(), bytes.len() as u64);
                 }
-                None => {
+                Target::Pieces(tables) => {
                     for (piece, part) in bytes.chunks(CHUNK_PIECE_BYTES).enumerate() {
-                        self.pieces.insert((id, operator, scope, number, piece as u32), part)?;
+                        tables.pieces.insert((id, operator, scope, number, piece as u32), part)?;
                         self.meter.put(id.len() + operator.len() + 12, part.len(), None);
                     }
                 }
@@ -197,41 +245,6 @@ impl ChunkSink<'_> {
             number += 1;
         }
         Ok(number)
-    }
-}
-
-impl<'txn> SavepointWriter<'txn> {
-    /// Opens the savepoint tables of `txn` for a new savepoint `id` whose chunks go to
-    /// `external` if set; fails with [`StoreError::SavepointExists`] if the id is taken.
-    pub(crate) fn open(
-        txn: &'txn WriteTransaction,
-        id: &str,
-        max_chunk_bytes: usize,
-        external: Option<Arc<dyn ExternalChunks>>,
-    ) -> Result<Self, StoreError> {
-        let infos = txn.open_table(SAVEPOINTS)?;
-        if infos.get(id)?.is_some() {
-            return Err(StoreError::SavepointExists { id: id.to_owned() });
-        }
-        Ok(SavepointWriter {
-            txn,
-            id: id.to_owned(),
-            max_chunk_bytes,
-            infos,
-            owners: txn.open_table(SAVEPOINT_OWNERS)?,
-            scopes: txn.open_table(SAVEPOINT_SCOPES)?,
-            chunks: ChunkSink {
-                pieces: txn.open_table(SAVEPOINT_PIECES)?,
-                objects: txn.open_table(SAVEPOINT_OBJECTS)?,
-                external,
-                next_object: 0,
-                meter: Meter::default(),
-            },
-            blobs: txn.open_table(SAVEPOINT_BLOBS)?,
-            open: None,
-            entries: 0,
-            bytes: 0,
-        })
     }
 
     /// Adds a live entry to `scope` of `operator`. The entries of a scope must be pushed
@@ -260,25 +273,41 @@ impl<'txn> SavepointWriter<'txn> {
         self.entries += 1;
         self.bytes += (key.len() + value.len()) as u64;
         let done = open.encoder.take_done();
-        open.chunks = self.chunks.write((&self.id, &open.operator, scope), open.chunks, done)?;
+        if !done.is_empty() {
+            let mut open = self.open.take().expect("the scope is open");
+            open.chunks = self.write_chunks(&open.operator, scope, open.chunks, done)?;
+            self.open = Some(open);
+        }
         Ok(())
     }
 
     /// Writes the rest of the open scope and its index row.
     fn close_scope(&mut self) -> Result<(), StoreError> {
         if let Some(open) = self.open.take() {
+            let chunks = self.write_chunks(&open.operator, open.scope, open.chunks, open.encoder.finish())?;
             let key = (self.id.as_str(), open.operator.as_str(), open.scope);
-            let chunks = self.chunks.write(key, open.chunks, open.encoder.finish())?;
-            self.scopes.insert(key, (chunks, open.entries))?;
-            self.chunks.meter.put(key.0.len() + key.1.len() + 4, 12, None);
+            match &mut self.target {
+                Target::Pieces(tables) => {
+                    tables.scopes.insert(key, (chunks, open.entries))?;
+                }
+                Target::Objects { rows, .. } => {
+                    rows.scopes.push((open.operator.clone(), open.scope, (chunks, open.entries)))
+                }
+            }
+            self.meter.put(key.0.len() + key.1.len() + 4, 12, None);
         }
         Ok(())
     }
 
     /// Stores the blob of `subtask` of `operator`.
     pub(crate) fn blob(&mut self, operator: &str, subtask: u32, blob: &[u8]) -> Result<(), StoreError> {
-        self.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
-        self.chunks.meter.put(self.id.len() + operator.len() + 4, blob.len(), None);
+        match &mut self.target {
+            Target::Pieces(tables) => {
+                tables.blobs.insert((self.id.as_str(), operator, subtask), blob)?;
+            }
+            Target::Objects { rows, .. } => rows.blobs.push((operator.to_owned(), subtask, blob.to_vec())),
+        }
+        self.meter.put(self.id.len() + operator.len() + 4, blob.len(), None);
         self.bytes += blob.len() as u64;
         Ok(())
     }
@@ -293,21 +322,46 @@ impl<'txn> SavepointWriter<'txn> {
         self.bytes
     }
 
-    /// Completes the savepoint: stores `info` under the writer's id with the counted bytes and
-    /// entries (overriding `id`, `bytes` and `entries`), indexes it by owner, and charges
+    /// Completes the savepoint in `txn` (the writer's own when it writes pieces): stores
+    /// `info` under the writer's id with the counted bytes and entries (overriding `id`,
+    /// `bytes` and `entries`) and every row still in memory, indexes it by owner, and charges
     /// everything written to the owner (failing with [`StoreError::QuotaExceeded`] if that
-    /// passes its limit).
-    pub(crate) fn finish(mut self, mut info: SavepointInfo) -> Result<SavepointInfo, StoreError> {
+    /// passes its limit, or [`StoreError::SavepointExists`] if the id was taken meanwhile).
+    fn finish(
+        mut self,
+        txn: &WriteTransaction,
+        mut info: SavepointInfo,
+    ) -> Result<SavepointInfo, StoreError> {
         self.close_scope()?;
+        let id = self.id.as_str();
+        let mut infos = txn.open_table(SAVEPOINTS)?;
+        if let Target::Objects { rows, .. } = &self.target {
+            if infos.get(id)?.is_some() {
+                return Err(StoreError::SavepointExists { id: id.to_owned() });
+            }
+            let mut objects = txn.open_table(SAVEPOINT_OBJECTS)?;
+            for (operator, scope, chunk, object) in &rows.objects {
+                objects.insert((id, operator.as_str(), *scope, *chunk), object)?;
+            }
+            let mut scopes = txn.open_table(SAVEPOINT_SCOPES)?;
+            for (operator, scope, index) in &rows.scopes {
+                scopes.insert((id, operator.as_str(), *scope), index)?;
+            }
+            let mut blobs = txn.open_table(SAVEPOINT_BLOBS)?;
+            for (operator, subtask, blob) in &rows.blobs {
+                blobs.insert((id, operator.as_str(), *subtask), blob.as_slice())?;
+            }
+        }
         info.id = self.id.clone();
         info.bytes = self.bytes;
         info.entries = self.entries;
         let encoded = encode_info(&info)?;
-        self.infos.insert(info.id.as_str(), encoded.as_slice())?;
-        self.chunks.meter.put(info.id.len(), encoded.len(), None);
-        self.owners.insert((info.owner.as_str(), info.id.as_str()), ())?;
-        self.chunks.meter.put(info.owner.len() + info.id.len(), 0, None);
-        charge(self.txn, Subject::Owner(&info.owner), self.chunks.meter.0, true)?;
+        infos.insert(info.id.as_str(), encoded.as_slice())?;
+        self.meter.put(info.id.len(), encoded.len(), None);
+        txn.open_table(SAVEPOINT_OWNERS)?.insert((info.owner.as_str(), info.id.as_str()), ())?;
+        self.meter.put(info.owner.len() + info.id.len(), 0, None);
+        drop(infos);
+        charge(txn, Subject::Owner(&info.owner), self.meter.0, true)?;
         Ok(info)
     }
 }
@@ -439,9 +493,10 @@ impl ScopeChunks {
 
 impl Store {
     /// Copies the live state of `manifest` (a completed checkpoint of `info.job`, number
-    /// `info.checkpoint`) into a new savepoint `info.id`, in one durable write transaction:
-    /// per operator and scope the chain applied, and every subtask's blob. Returns the stored
-    /// info, with `bytes` and `entries` computed.
+    /// `info.checkpoint`) into a new savepoint `info.id`: per operator and scope the chain
+    /// applied, and every subtask's blob. Returns the stored info, with `bytes` and
+    /// `entries` computed. Written as [`Store::write_savepoint`] says: with chunks in object
+    /// storage, no write transaction is open while they are put.
     ///
     /// Fails with [`StoreError::SavepointExists`] if the id is taken,
     /// [`StoreError::MissingChunk`] if a chunk of the manifest is gone (nothing is stored
@@ -456,15 +511,24 @@ impl Store {
         check_aligned(&info, manifest)?;
         check_scopes_unique(&info, manifest)?;
         let id = info.id.clone();
-        self.write_savepoint(&id, |txn, mut writer| {
-            let chunks = txn.open_table(CHUNKS)?;
-            let external = self.external();
+        let external = self.external();
+        let fill = |writer: &mut SavepointWriter<'_>| {
             for (operator, subtasks) in manifest {
                 for (subtask, state) in subtasks {
                     writer.blob(operator, *subtask, &state.blob)?;
                     for (scope, chain) in &state.chains {
+                        // One short read transaction per chain (the chunks of a pinned or
+                        // latest checkpoint stay; one collected meanwhile is MissingChunk).
                         let mut live = LiveState::new();
-                        apply_chain(&chunks, external.as_deref(), &info.job, chain, &mut live)?;
+                        let txn = self.read_txn()?;
+                        apply_chain(
+                            &txn.open_table(CHUNKS)?,
+                            external.as_deref(),
+                            &info.job,
+                            chain,
+                            &mut live,
+                        )?;
+                        drop(txn);
                         for (name, keys) in &live {
                             for (key, value) in keys {
                                 writer.push(operator, *scope, name, key, value)?;
@@ -473,58 +537,107 @@ impl Store {
                     }
                 }
             }
-            writer.finish(info)
-        })
+            Ok(info)
+        };
+        self.write_savepoint(&id, fill, |_| Ok(()))
     }
 
-    /// Has `fill` write new savepoint `id` with a [`SavepointWriter`] in one durable write
-    /// transaction, and commits. When `fill` fails, the transaction is dropped and the objects
-    /// it may have put are deleted (what that misses, [`Store::sweep_savepoint_objects`]
-    /// gets).
+    /// Writes new savepoint `id`: `fill` pushes its entries and blobs into a
+    /// [`SavepointWriter`] and returns its info, `before_commit` runs in the transaction that
+    /// records it. The savepoint exists once that durable transaction commits.
+    ///
+    /// With chunks in the file, `fill` runs inside that one write transaction. With chunks
+    /// in object storage (`Store::set_external_chunks`), every chunk is put as `fill` makes
+    /// it, with no transaction open — an upload never holds the store's single writer, which
+    /// every other tenant's checkpoints, appends and imports need — under the savepoint's
+    /// own names, which nothing references yet; then one short write transaction records the
+    /// rows. When anything fails the objects are deleted (what that misses is an orphan
+    /// [`Store::sweep_savepoint_objects`] collects once past its grace period).
     pub(crate) fn write_savepoint(
         &self,
         id: &str,
-        fill: impl for<'t> FnOnce(&'t WriteTransaction, SavepointWriter<'t>) -> Result<SavepointInfo, StoreError>,
+        fill: impl FnOnce(&mut SavepointWriter<'_>) -> Result<SavepointInfo, StoreError>,
+        before_commit: impl FnOnce(&WriteTransaction) -> Result<(), StoreError>,
     ) -> Result<SavepointInfo, StoreError> {
         self.check_disk(0)?;
-        let txn = self.write_txn(Durability::Immediate)?;
-        let external = self.external();
-        let writer = SavepointWriter::open(&txn, id, self.max_chunk_bytes, external.clone())?;
-        match fill(&txn, writer) {
-            Ok(info) => {
-                txn.commit()?;
-                Ok(info)
-            }
+        let Some(external) = self.external() else {
+            let txn = self.write_txn(Durability::Immediate)?;
+            let mut writer = SavepointWriter::in_file(&txn, id, self.max_chunk_bytes)?;
+            let info = fill(&mut writer)?;
+            before_commit(&txn)?;
+            let info = writer.finish(&txn, info)?;
+            txn.commit()?;
+            return Ok(info);
+        };
+        if self.savepoint(id)?.is_some() {
+            return Err(StoreError::SavepointExists { id: id.to_owned() });
+        }
+        let target = Target::Objects { external: external.clone(), next_object: 0, rows: Staged::default() };
+        let mut writer = SavepointWriter::new(id, self.max_chunk_bytes, target);
+        let written = fill(&mut writer).and_then(|info| {
+            let txn = self.write_txn(Durability::Immediate)?;
+            before_commit(&txn)?;
+            let info = writer.finish(&txn, info)?;
+            txn.commit()?;
+            Ok(info)
+        });
+        match written {
+            // Another writer took the id meanwhile: the objects under it are its own.
+            Err(error @ StoreError::SavepointExists { .. }) => Err(error),
             Err(error) => {
-                let _ = txn.abort();
-                if let Some(external) = external {
-                    let _ = external.delete_savepoint(id);
-                }
+                let _ = external.delete_savepoint(id);
                 Err(error)
             }
+            ok => ok,
         }
     }
 
     /// Deletes the objects of savepoints that are not stored (a creation or import that
-    /// failed, or a deletion whose objects were not all deleted); returns how many savepoints'
-    /// objects were deleted. Holds the store's write lock while it lists, so no savepoint is
-    /// being written meanwhile. Nothing without an external chunk store.
+    /// failed, or a deletion whose objects were not all deleted); returns how many
+    /// savepoints' objects were deleted. Lists the objects before it reads which
+    /// savepoints are stored, so a savepoint recorded meanwhile is seen; one whose objects
+    /// are still being put (no record yet) is younger than the [`SweepPolicy`](crate::SweepPolicy)'s grace
+    /// period, and so is one a newer `weir.redb` than this one recorded. A dry run only
+    /// logs. Nothing without an external chunk store.
     pub fn sweep_savepoint_objects(&self) -> Result<usize, StoreError> {
         let Some(external) = self.external() else {
             return Ok(0);
         };
-        let txn = self.write_txn(Durability::Immediate)?;
-        let mut swept = 0;
+        let policy = external.sweep_policy();
+        let listed = external.list_savepoints()?;
+        let mut unnamed = Vec::new();
         {
+            let txn = self.read_txn()?;
             let infos = txn.open_table(SAVEPOINTS)?;
-            for id in external.list_savepoints()? {
+            for (id, modified) in listed {
                 if infos.get(id.as_str())?.is_none() {
-                    external.delete_savepoint(&id)?;
-                    swept += 1;
+                    unnamed.push((id, modified));
                 }
             }
         }
-        txn.abort()?;
+        let mut swept = 0;
+        for (id, modified) in unnamed {
+            let age_ms =
+                std::time::SystemTime::now().duration_since(modified).map_or(0, |age| age.as_millis());
+            if !policy.past_grace(modified) {
+                tracing::info!(
+                    savepoint = %id, age_ms, grace_ms = policy.grace_ms,
+                    "object sweep: kept the objects of a savepoint no record names (within the grace period)"
+                );
+            } else if policy.dry_run {
+                tracing::warn!(
+                    savepoint = %id, age_ms,
+                    "object sweep (dry run): would delete the objects of a savepoint no record names"
+                );
+            } else {
+                external.delete_savepoint(&id)?;
+                tracing::info!(
+                    savepoint = %id, age_ms,
+                    "object sweep: deleted the objects of a savepoint no record names"
+                );
+                swept += 1;
+            }
+        }
         Ok(swept)
     }
 

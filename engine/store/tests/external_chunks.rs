@@ -10,12 +10,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use common::*;
 use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
 use weir_store::{
     CheckpointMeta, CheckpointStorage, ExternalChunks, PutChunk, PutSubtaskWrite, SavepointInfo, StateEntry,
-    Store, StoreError, SubtaskState, SubtaskWrite,
+    Store, StoreError, SubtaskState, SubtaskWrite, SweepPolicy,
 };
 
 /// Chunks in memory, create-only like an object store.
@@ -23,6 +24,9 @@ use weir_store::{
 struct Memory {
     chunks: Mutex<BTreeMap<(String, u64), Vec<u8>>>,
     savepoints: Mutex<BTreeMap<(String, u64), Vec<u8>>>,
+    /// When each savepoint's newest object was put.
+    modified: Mutex<BTreeMap<String, SystemTime>>,
+    policy: Mutex<SweepPolicy>,
 }
 
 fn put_once(
@@ -78,7 +82,9 @@ impl ExternalChunks for Memory {
     }
 
     fn put_savepoint(&self, savepoint: &str, n: u64, bytes: &[u8]) -> Result<(), StoreError> {
-        put_once(&self.savepoints, (savepoint, n), bytes)
+        put_once(&self.savepoints, (savepoint, n), bytes)?;
+        self.modified.lock().unwrap().insert(savepoint.to_string(), SystemTime::now());
+        Ok(())
     }
 
     fn get_savepoint(&self, savepoint: &str, n: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
@@ -90,14 +96,29 @@ impl ExternalChunks for Memory {
         Ok(())
     }
 
-    fn list_savepoints(&self) -> Result<Vec<String>, StoreError> {
+    fn list_savepoints(&self) -> Result<Vec<(String, SystemTime)>, StoreError> {
         let ids: BTreeSet<String> =
             self.savepoints.lock().unwrap().keys().map(|(id, _)| id.clone()).collect();
-        Ok(ids.into_iter().collect())
+        let modified = self.modified.lock().unwrap();
+        Ok(ids.into_iter().map(|id| (id.clone(), modified[&id])).collect())
+    }
+
+    fn sweep_policy(&self) -> SweepPolicy {
+        *self.policy.lock().unwrap()
     }
 }
 
 impl Memory {
+    /// The savepoints that have objects.
+    fn savepoint_ids(&self) -> Vec<String> {
+        self.list_savepoints().unwrap().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// Makes savepoint `id`'s objects look `age` old.
+    fn backdate(&self, id: &str, age: Duration) {
+        self.modified.lock().unwrap().insert(id.to_string(), SystemTime::now() - age);
+    }
+
     /// The objects of savepoint `id`: number → bytes.
     fn savepoint(&self, id: &str) -> BTreeMap<u64, Vec<u8>> {
         let objects = self.savepoints.lock().unwrap();
@@ -470,10 +491,23 @@ fn savepoint_chunks_are_objects_read_exported_deleted_and_swept() {
     assert!(store.usage("tenant").unwrap() < before);
     assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
 
-    // Objects of a savepoint that is not stored are swept; a stored one's are kept.
+    // Objects of a savepoint that is not stored are swept once past the grace period; a
+    // stored one's are kept, and so are young ones (a newer weir.redb than this one — the
+    // file restored from a backup — may name them); a dry run deletes nothing.
     memory.put_savepoint("ghost", 0, b"left by a crash").unwrap();
+    memory.backdate("ghost", Duration::from_secs(2 * 60 * 60));
+    memory.put_savepoint("newer", 0, b"written for a newer weir.redb").unwrap();
+    memory.backdate("sp1", Duration::from_secs(2 * 60 * 60));
+    let all = vec!["ghost".to_string(), "newer".to_string(), "sp1".to_string()];
+    *memory.policy.lock().unwrap() = SweepPolicy { dry_run: true, ..SweepPolicy::default() };
+    assert_eq!(store.sweep_savepoint_objects().unwrap(), 0, "a dry run deletes nothing");
+    assert_eq!(memory.savepoint_ids(), all);
+    *memory.policy.lock().unwrap() = SweepPolicy::default();
     assert_eq!(store.sweep_savepoint_objects().unwrap(), 1);
-    assert_eq!(memory.list_savepoints().unwrap(), vec!["sp1".to_string()]);
+    assert_eq!(memory.savepoint_ids(), vec!["newer".to_string(), "sp1".to_string()], "the young one stays");
+    *memory.policy.lock().unwrap() = SweepPolicy { grace_ms: 0, dry_run: false };
+    assert_eq!(store.sweep_savepoint_objects().unwrap(), 1);
+    assert_eq!(memory.savepoint_ids(), vec!["sp1".to_string()]);
     assert_eq!(memory.savepoint("sp1"), objects);
     assert_eq!(savepoint_contents(&store, "sp1"), contents);
 }

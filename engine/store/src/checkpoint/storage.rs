@@ -577,7 +577,10 @@ impl Store {
     /// worker), or dropped by a transaction whose deletions did not happen. Spared: ids
     /// `spare` names (leased to a writer that is still running) and ids from the chunk
     /// counter's value on entry on (a transaction of this store writing them may not have
-    /// committed yet). Returns how many it deleted. Without an external store, nothing.
+    /// committed yet, or — the file restored from an older backup — a newer file wrote
+    /// them: the counter never gave those ids to this one). Returns how many it deleted
+    /// (none in a dry run of the [`crate::SweepPolicy`], which logs them). Without an
+    /// external store, nothing.
     pub fn sweep_orphans(&self, job: &str, spare: &dyn Fn(u64) -> bool) -> Result<usize, StoreError> {
         let Some(external) = self.external() else {
             return Ok(0);
@@ -594,9 +597,29 @@ impl Store {
                 orphans.push(id);
             }
         }
-        if !orphans.is_empty() {
-            external.delete(job, &orphans)?;
+        drop((index, txn));
+        if orphans.is_empty() {
+            return Ok(0);
         }
+        let (first, last) = (orphans[0], orphans[orphans.len() - 1]);
+        if external.sweep_policy().dry_run {
+            tracing::warn!(
+                job,
+                count = orphans.len(),
+                first,
+                last,
+                "object sweep (dry run): would delete chunk objects no index row names"
+            );
+            return Ok(0);
+        }
+        external.delete(job, &orphans)?;
+        tracing::info!(
+            job,
+            count = orphans.len(),
+            first,
+            last,
+            "object sweep: deleted chunk objects no index row names"
+        );
         Ok(orphans.len())
     }
 
