@@ -5,8 +5,9 @@
 //! attempt, channel) before the attempt starts ([`DataPlane::input`]: a local queue whose
 //! receiver hands credits back). The sending worker opens it on its connection to the
 //! receiving worker ([`DataPlane::output`]): a [`Sender`] with `capacity` credits that sends
-//! each message as it is pushed, in order, and needs a credit per batch for `has_room` /
-//! `ready`, exactly as a local channel needs room (docs/design.md §1, §13). An open for a key
+//! each message as it is pushed, in order, and needs a credit per batch, and the bytes of
+//! the batches not yet taken below its capacity in bytes, for `has_room` / `ready`, exactly
+//! as a local channel needs room (docs/design.md §1, §13). An open for a key
 //! that is not registered (an older attempt: a fenced worker) is answered `GONE`, so the
 //! sender's pushes fail.
 //!
@@ -19,7 +20,7 @@
 //! receivers see their channel end without an end of stream — the attempt fails.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -428,17 +429,18 @@ impl DataPlane {
     }
 
     /// Registers the receiving end of channel `key` (from upstream subtask `from` to
-    /// downstream subtask `to`, `capacity` batches): the downstream subtask reads the
-    /// returned receiver once the upstream worker opens the channel.
+    /// downstream subtask `to`, `capacity` batches and bytes, as the sender's): the
+    /// downstream subtask reads the returned receiver once the upstream worker opens the
+    /// channel.
     pub fn input(
         &self,
         key: ChannelKey,
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> Result<Receiver, DataError> {
         let credit = Arc::new(StreamCredit::new(capacity));
-        let (sender, receiver) = credited_channel(capacity, from, to, credit.clone());
+        let (sender, receiver) = credited_channel(capacity.0, from, to, credit.clone());
         let mut inputs = lock(&self.inner.inputs);
         if inputs.contains_key(&key) {
             let ChannelKey { job, attempt, channel } = key;
@@ -454,12 +456,12 @@ impl DataPlane {
     }
 
     /// Opens channel `key` to the worker at `peer` (its data address): the sending end, with
-    /// `capacity` credits.
+    /// `capacity` (batches: its credits, and bytes outstanding).
     pub async fn output(
         &self,
         peer: &str,
         key: &ChannelKey,
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> Result<Sender, DataError> {
@@ -488,7 +490,7 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
     fn input(
         &self,
         (job, attempt, channel): (String, u64, u32),
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> Result<Receiver, DataError> {
@@ -499,7 +501,7 @@ impl crate::runtime::attempt::RemoteChannels for DataPlane {
         &'a self,
         peer: &'a str,
         (job, attempt, channel): (String, u64, u32),
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Sender, DataError>> + Send + 'a>> {
@@ -596,6 +598,9 @@ impl Connection {
         let mut incoming = lock(&self.incoming);
         let mut gone = Vec::new();
         for (&stream, (_, credit)) in incoming.iter() {
+            // Bytes first: a batch taken in between is then credited now and its bytes
+            // counted again towards the next frame (early, never late).
+            credit.taken_bytes.swap(0, Ordering::AcqRel);
             let taken = credit.taken.swap(0, Ordering::AcqRel);
             if taken > 0 {
                 self.frame(CREDIT, stream, &taken.to_le_bytes());
@@ -634,9 +639,14 @@ impl Connection {
 #[derive(Debug)]
 pub(crate) struct StreamCredit {
     taken: AtomicU32,
+    /// Bytes of the batches taken since the last credit frame.
+    taken_bytes: AtomicUsize,
     /// Taken batches that make a credit frame worth sending: ≥ 1 and ≤ the capacity, so
     /// the sender can never wait on credits the receiver holds back.
     threshold: u32,
+    /// The same in bytes: half the sender's capacity in bytes (which holds the bytes
+    /// outstanding, credits withheld included), so it never waits on those either.
+    threshold_bytes: usize,
     gone: AtomicBool,
     bound: OnceLock<(Weak<Connection>, u32)>,
 }
@@ -648,11 +658,13 @@ impl std::fmt::Debug for Connection {
 }
 
 impl StreamCredit {
-    fn new(capacity: usize) -> Self {
-        let threshold = u32::try_from(capacity / 2).unwrap_or(u32::MAX).max(1);
+    fn new(capacity: (usize, usize)) -> Self {
+        let threshold = u32::try_from(capacity.0 / 2).unwrap_or(u32::MAX).max(1);
         StreamCredit {
             taken: AtomicU32::new(0),
+            taken_bytes: AtomicUsize::new(0),
             threshold,
+            threshold_bytes: (capacity.1 / 2).max(1),
             gone: AtomicBool::new(false),
             bound: OnceLock::new(),
         }
@@ -666,10 +678,16 @@ impl StreamCredit {
 }
 
 impl CreditSink for StreamCredit {
-    fn taken(&self, batches: u32) {
+    fn taken(&self, batches: u32, bytes: usize) {
         let before = self.taken.fetch_add(batches, Ordering::AcqRel);
+        let before_bytes = self.taken_bytes.fetch_add(bytes, Ordering::AcqRel);
         // Wake once per crossing: the credit task takes the whole count when it runs.
-        if before < self.threshold && before.saturating_add(batches) >= self.threshold {
+        let crossed = |before: usize, added: usize, threshold: usize| {
+            before < threshold && before.saturating_add(added) >= threshold
+        };
+        if crossed(before as usize, batches as usize, self.threshold as usize)
+            || crossed(before_bytes, bytes, self.threshold_bytes)
+        {
             self.wake();
         }
     }

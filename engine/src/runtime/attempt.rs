@@ -138,11 +138,11 @@ pub(crate) struct Layout {
 /// job, the attempt and its number in the attempt's wiring.
 pub(crate) trait RemoteChannels: Send + Sync {
     /// Registers the receiving end of channel `channel` (from subtask `from` to `to`, a
-    /// window of `capacity` batches).
+    /// window of `capacity` batches and bytes).
     fn input(
         &self,
         key: (String, u64, u32),
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> Result<Receiver, DataError>;
@@ -152,7 +152,7 @@ pub(crate) trait RemoteChannels: Send + Sync {
         &'a self,
         peer: &'a str,
         key: (String, u64, u32),
-        capacity: usize,
+        capacity: (usize, usize),
         from: (String, u32),
         to: (String, u32),
     ) -> Pin<Box<dyn Future<Output = Result<Sender, DataError>> + Send + 'a>>;
@@ -201,7 +201,8 @@ impl<'a> Part<'a> {
     /// Opens the channels to subtasks elsewhere (every place registered its inputs).
     pub(crate) async fn open_outputs(&mut self) -> Result<(), JobError> {
         let Some(layout) = self.layout else { return Ok(()) };
-        let capacity = self.plan.spec.settings.channel_capacity;
+        let settings = &self.plan.spec.settings;
+        let capacity = (settings.channel_capacity, settings.channel_capacity_bytes());
         for p in std::mem::take(&mut self.pending) {
             let sender = layout
                 .data
@@ -378,7 +379,7 @@ impl Wiring {
                             (false, true) => {
                                 let rx = layout
                                     .data
-                                    .input(key, settings.channel_capacity, from_id, to_id)
+                                    .input(key, capacity, from_id, to_id)
                                     .map_err(ClusterError::from)?;
                                 gates[to][j as usize].push((edge.port, rx));
                             }

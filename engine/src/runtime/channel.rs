@@ -18,8 +18,9 @@
 //!
 //! A channel to a subtask on another worker ([`remote_sender`]) keeps the queue at the
 //! receiving end only: the sender holds **credits** (the capacity less the batches sent and
-//! not yet taken by the receiver, which hands them back as it takes them: [`CreditSink`]),
-//! so `has_room` and `ready` mean what they mean locally, with the network's delay. Its
+//! not yet taken by the receiver, which hands them back as it takes them: [`CreditSink`])
+//! and counts the bytes of the batches outstanding, so `has_room` and `ready` mean what they
+//! mean locally (batches and bytes), with the network's delay. Its
 //! messages go out in order ([`Outbound`]); an unaligned barrier goes out at once and
 //! overtakes, at the receiving end, what is queued there (what the receiver has not taken
 //! is all in that queue or on the wire before it, and the wire keeps order).
@@ -95,8 +96,8 @@ struct Shared {
 
 /// Where the receiving end of a remote channel hands back credits.
 pub trait CreditSink: Send + Sync + std::fmt::Debug {
-    /// The receiver took `batches` batches: the sender may send as many more.
-    fn taken(&self, batches: u32);
+    /// The receiver took `batches` batches of `bytes` bytes: the sender may send as many more.
+    fn taken(&self, batches: u32, bytes: usize);
     /// The receiver is gone: the sender's pushes fail from now on.
     fn gone(&self);
 }
@@ -111,21 +112,54 @@ pub trait Outbound: Send + Sync + std::fmt::Debug {
 }
 
 /// A remote sender's credits, granted by the data plane as the receiver hands them back.
+/// They count batches; the bytes of the batches sent and not yet taken are counted here
+/// too (the receiver takes batches in the order they were sent, so a grant of `n` gives
+/// back the first `n` outstanding sizes), and bound the channel like a local one's bytes.
 #[derive(Debug)]
 pub struct Credits {
     /// The capacity less the batches sent and not yet taken (below zero after a push
     /// past the capacity, as a local queue holds more than its capacity then).
     available: AtomicI64,
     capacity: usize,
+    /// Capacity in bytes of the batches outstanding.
+    capacity_bytes: usize,
+    /// Sizes of the batches sent and not yet taken, oldest first, and their sum.
+    outstanding: Mutex<(VecDeque<usize>, usize)>,
     closed: AtomicBool,
     room: Notify,
 }
 
 impl Credits {
-    /// `batches` more may be sent.
+    /// `batches` more may be sent: the receiver took the oldest `batches` outstanding.
     pub fn grant(&self, batches: u32) {
+        {
+            let mut outstanding = self.outstanding.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for _ in 0..batches {
+                let Some(size) = outstanding.0.pop_front() else { break };
+                outstanding.1 -= size;
+            }
+        }
         self.available.fetch_add(i64::from(batches), Ordering::AcqRel);
         self.room.notify_waiters();
+    }
+
+    /// Room for more: a credit left and the bytes outstanding below the capacity.
+    fn has_room(&self) -> bool {
+        let bytes = self.outstanding.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1;
+        self.available.load(Ordering::Acquire) > 0 && bytes < self.capacity_bytes
+    }
+
+    /// A batch of `bytes` was sent: it holds a credit and its bytes until taken. Returns the
+    /// batches and bytes outstanding.
+    fn spend(&self, bytes: usize) -> (usize, usize) {
+        let queued = {
+            let mut outstanding = self.outstanding.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            outstanding.0.push_back(bytes);
+            outstanding.1 += bytes;
+            outstanding.1
+        };
+        let left = self.available.fetch_sub(1, Ordering::AcqRel) - 1;
+        ((self.capacity as i64 - left).max(0) as usize, queued)
     }
 
     /// The receiver or the connection is gone: pushes fail, waiters wake.
@@ -220,14 +254,16 @@ pub fn bounded_channel(
 
 /// The receiving end of a remote channel of `capacity` batches: a local queue whose
 /// receiver hands credits back to `credit` (the data plane pushes what arrives into the
-/// sender).
+/// sender). The remote sender holds the bytes outstanding to its capacity in bytes; the
+/// credit sink must hand back credits before the bytes taken reach half of it.
 pub fn credited_channel(
     capacity: usize,
     from: (String, u32),
     to: (String, u32),
     credit: Arc<dyn CreditSink>,
 ) -> (Sender, Receiver) {
-    // The remote sender's credits count batches only: bytes are not bounded here.
+    // The remote sender bounds the bytes outstanding (its credits count them): what arrives
+    // here is queued whatever its size.
     let capacity = (capacity.max(1), usize::MAX);
     local_channel(capacity, new_stats(capacity, from, to), Some(credit))
 }
@@ -248,23 +284,24 @@ fn local_channel(
     (Sender { end: End::Local(shared.clone()) }, Receiver { shared })
 }
 
-/// The sending end of a remote channel of `capacity` batches whose messages go to
+/// The sending end of a remote channel of `capacity` (batches, bytes) whose messages go to
 /// `outbound`; the data plane grants the returned credits as the receiver takes batches.
 pub fn remote_sender(
-    capacity: usize,
+    capacity: (usize, usize),
     from: (String, u32),
     to: (String, u32),
     outbound: Box<dyn Outbound>,
 ) -> (Sender, Arc<Credits>) {
-    let capacity = capacity.max(1);
+    let capacity = (capacity.0.max(1), capacity.1.max(1));
     let credits = Arc::new(Credits {
-        available: AtomicI64::new(capacity as i64),
-        capacity,
+        available: AtomicI64::new(capacity.0 as i64),
+        capacity: capacity.0,
+        capacity_bytes: capacity.1,
+        outstanding: Mutex::new((VecDeque::new(), 0)),
         closed: AtomicBool::new(false),
         room: Notify::new(),
     });
-    let remote =
-        Remote { outbound, credits: credits.clone(), stats: new_stats((capacity, usize::MAX), from, to) };
+    let remote = Remote { outbound, credits: credits.clone(), stats: new_stats(capacity, from, to) };
     (Sender { end: End::Remote(Arc::new(remote)) }, credits)
 }
 
@@ -379,9 +416,7 @@ impl Sender {
                 let q = shared.lock();
                 shared.has_room(&q) || q.receiver_gone
             }
-            End::Remote(remote) => {
-                remote.credits.available.load(Ordering::Acquire) > 0 || remote.credits.is_closed()
-            }
+            End::Remote(remote) => remote.credits.has_room() || remote.credits.is_closed(),
         }
     }
 
@@ -431,11 +466,12 @@ impl Remote {
             return Err(Closed);
         }
         self.outbound.send(message)?;
-        // W3: a batch spends a credit; the receiving end's queue bounds what is outstanding.
-        if matches!(message, Message::Batch(_)) {
-            let left = self.credits.available.fetch_sub(1, Ordering::AcqRel) - 1;
-            let outstanding = (self.credits.capacity as i64 - left).max(0) as usize;
-            self.stats.max_depth.fetch_max(outstanding, Ordering::Relaxed);
+        // W3: a batch spends a credit and holds its bytes until the receiver takes it; the
+        // receiving end's queue bounds what is outstanding.
+        if let Message::Batch(b) = message {
+            let (batches, bytes) = self.credits.spend(b.byte_len());
+            self.stats.max_depth.fetch_max(batches, Ordering::Relaxed);
+            self.stats.max_bytes.fetch_max(bytes, Ordering::Relaxed);
             self.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -513,17 +549,20 @@ impl Receiver {
         }
         q.barrier_end = q.barrier_end.saturating_sub(1);
         let was_full = !self.shared.has_room(&q);
-        let is_batch = matches!(message, Message::Batch(_));
-        if let Message::Batch(b) = &message {
+        let taken = match &message {
+            Message::Batch(b) => Some(b.byte_len()),
+            _ => None,
+        };
+        if let Some(bytes) = taken {
             q.data -= 1;
-            q.bytes = q.bytes.saturating_sub(b.byte_len());
+            q.bytes = q.bytes.saturating_sub(bytes);
         }
         drop(q);
         if was_full {
             self.shared.room.notify_waiters();
         }
-        if is_batch && let Some(credit) = &self.shared.credit {
-            credit.taken(1);
+        if let (Some(bytes), Some(credit)) = (taken, &self.shared.credit) {
+            credit.taken(1, bytes);
         }
         Poll::Ready(Received::Message(message, Vec::new()))
     }
@@ -647,5 +686,47 @@ mod tests {
         drop(tx);
         assert!(matches!(recv(&mut rx, false), Some(Received::Message(Message::Batch(_), _))));
         assert!(matches!(recv(&mut rx, false), Some(Received::Closed)));
+    }
+
+    #[derive(Debug)]
+    struct Wire(Mutex<Vec<Message>>);
+
+    impl Outbound for Arc<Wire> {
+        fn send(&self, message: &Message) -> Result<(), Closed> {
+            self.0.lock().unwrap().push(message.clone());
+            Ok(())
+        }
+        fn close(&self) {}
+    }
+
+    #[test]
+    fn a_remote_sender_counts_the_bytes_outstanding_too() {
+        // Credits for 8 batches but 2,500 bytes of them.
+        let wire = Arc::new(Wire(Mutex::new(Vec::new())));
+        let (tx, credits) =
+            remote_sender((8, 2500), ("a".into(), 0), ("b".into(), 0), Box::new(wire.clone()));
+        tx.push(sized(1000)).unwrap();
+        tx.push(sized(1000)).unwrap();
+        assert!(tx.has_room());
+        tx.push(sized(1000)).unwrap();
+        assert!(!tx.has_room(), "3,000 bytes outstanding with 5 credits left");
+        assert!(tx.ready().now_or_never().is_none());
+        // A whole call's output goes out past the capacity; then the sender waits.
+        tx.push(sized(5000)).unwrap();
+        assert_eq!(tx.stats().max_bytes.load(Ordering::Relaxed), 8000);
+        assert_eq!(tx.stats().capacity_bytes, 2500);
+        // The receiver took the first three: the 5,000 bytes still outstanding hold it.
+        credits.grant(3);
+        assert!(!tx.has_room(), "the 5,000-byte batch alone is past the capacity");
+        credits.grant(1);
+        assert!(tx.ready().now_or_never().is_some(), "room again once it is taken");
+        assert_eq!(wire.0.lock().unwrap().len(), 4, "everything went out, in order");
+        // Credits still count batches.
+        for _ in 0..8 {
+            tx.push(data(1)).unwrap();
+        }
+        assert!(!tx.has_room(), "no credit left");
+        credits.grant(1);
+        assert!(tx.has_room());
     }
 }

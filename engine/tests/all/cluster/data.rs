@@ -46,8 +46,8 @@ async fn remote(
     capacity: usize,
 ) -> (Sender, Receiver) {
     let (from, to) = ends();
-    let rx = b.input(key(channel), capacity, from.clone(), to.clone()).unwrap();
-    let tx = a.output(b_addr, &key(channel), capacity, from, to).await.unwrap();
+    let rx = b.input(key(channel), (capacity, usize::MAX), from.clone(), to.clone()).unwrap();
+    let tx = a.output(b_addr, &key(channel), (capacity, usize::MAX), from, to).await.unwrap();
     (tx, rx)
 }
 
@@ -129,6 +129,51 @@ async fn a_sender_without_credits_waits_and_the_receiving_queue_stays_bounded() 
     assert!(tx.stats().blocked_ns.load(std::sync::atomic::Ordering::Relaxed) > 0, "the sender never waited");
 }
 
+/// A batch of one record of `bytes` bytes.
+fn sized(bytes: usize) -> Message {
+    let mut b = Batch::empty();
+    b.push(&[], &vec![7u8; bytes], 0);
+    Message::Batch(b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_sender_holds_the_bytes_outstanding_to_its_capacity_in_bytes() {
+    let ((a, _), (b, b_addr)) = (worker(TOKEN).await, worker(TOKEN).await);
+    let (from, to) = ends();
+    let mut rx = b.input(key(0), (64, 100_000), from.clone(), to.clone()).unwrap();
+    // Credits for 64 batches, but 100 KB outstanding at most: batches of 40 KB.
+    let tx = a.output(&b_addr, &key(0), (64, 100_000), from, to).await.unwrap();
+    for _ in 0..3 {
+        tx.ready().await;
+        tx.push(sized(40_000)).unwrap();
+    }
+    assert!(!tx.has_room(), "120 KB are out, with 61 credits left");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), tx.ready()).await.is_err(),
+        "nothing was taken: no room"
+    );
+    // A consumer taking whatever arrives gives credits and bytes back (a credit frame at
+    // the latest once half the capacity in bytes was taken): the sender goes on, 50
+    // batches (2 MB) through a window of 100 KB.
+    let consumer = tokio::spawn(async move {
+        for _ in 0..53 {
+            let Received::Message(Message::Batch(_), _) = next(&mut rx).await else { panic!("a batch") };
+        }
+        rx
+    });
+    for _ in 0..50 {
+        tokio::time::timeout(WAIT, tx.ready()).await.expect("room once batches are taken");
+        tx.push(sized(40_000)).unwrap();
+    }
+    let rx = consumer.await.unwrap();
+    let queued = rx.stats().max_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(queued <= 140_000, "the receiving end held {queued} bytes (capacity 100 KB and a batch)");
+    let out = tx.stats().max_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(out <= 140_000, "{out} bytes were outstanding");
+    assert_eq!(tx.stats().capacity_bytes, 100_000);
+    assert!(tx.stats().blocked_ns.load(std::sync::atomic::Ordering::Relaxed) > 0, "the sender never waited");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unaligned_barrier_overtakes_what_the_receiving_end_holds() {
     let ((a, _), (b, b_addr)) = (worker(TOKEN).await, worker(TOKEN).await);
@@ -180,7 +225,8 @@ async fn either_end_going_away_is_seen_by_the_other() {
     until_closed(&tx).await;
     // A channel nobody registered (an older attempt's): refused, pushes fail.
     let (from, to) = ends();
-    let stale = a.output(&b_addr, &ChannelKey { attempt: 0, ..key(1) }, 2, from, to).await.unwrap();
+    let stale =
+        a.output(&b_addr, &ChannelKey { attempt: 0, ..key(1) }, (2, usize::MAX), from, to).await.unwrap();
     until_closed(&stale).await;
     // The connection dies: the senders' pushes fail and the receivers' channels end.
     let (tx, mut rx) = remote(&a, &b, &b_addr, 2, 2).await;
@@ -199,13 +245,13 @@ async fn either_end_going_away_is_seen_by_the_other() {
 async fn a_worker_without_the_cluster_token_is_refused() {
     let ((intruder, _), (b, b_addr)) = (worker("not-the-token").await, worker(TOKEN).await);
     let (from, to) = ends();
-    let _rx = b.input(key(0), 2, from.clone(), to.clone()).unwrap();
-    match intruder.output(&b_addr, &key(0), 2, from.clone(), to.clone()).await {
+    let _rx = b.input(key(0), (2, usize::MAX), from.clone(), to.clone()).unwrap();
+    match intruder.output(&b_addr, &key(0), (2, usize::MAX), from.clone(), to.clone()).await {
         Err(DataError::Refused { reason, .. }) => assert!(reason.contains("token"), "{reason}"),
         other => panic!("not refused: {other:?}"),
     }
     assert!(
-        matches!(b.input(key(0), 2, from, to), Err(DataError::Duplicate { .. })),
+        matches!(b.input(key(0), (2, usize::MAX), from, to), Err(DataError::Duplicate { .. })),
         "the input is still there"
     );
 }

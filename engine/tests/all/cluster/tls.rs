@@ -144,7 +144,7 @@ async fn a_cluster_over_mutual_tls_runs_a_job_and_refuses_strangers() {
     let ends = || (("up".to_string(), 0), ("down".to_string(), 0));
     let plain_plane = DataPlane::new(TOKEN, "127.0.0.1:9", 1 << 20, Transport::plain());
     let (from, to) = ends();
-    match plain_plane.output(&data_addr, &key, 2, from, to).await {
+    match plain_plane.output(&data_addr, &key, (2, usize::MAX), from, to).await {
         Err(DataError::Connection { .. }) => {}
         other => panic!("a plain data connection was not refused: {other:?}"),
     }
@@ -156,7 +156,9 @@ async fn a_cluster_over_mutual_tls_runs_a_job_and_refuses_strangers() {
     };
     let tls_plane = DataPlane::new(TOKEN, "127.0.0.1:9", 1 << 20, Transport::tls(&files).unwrap());
     let (from, to) = ends();
-    if let Err(DataError::Connection { reason, .. }) = tls_plane.output(&data_addr, &key, 2, from, to).await {
+    if let Err(DataError::Connection { reason, .. }) =
+        tls_plane.output(&data_addr, &key, (2, usize::MAX), from, to).await
+    {
         panic!("a TLS data connection with the cluster's certificate failed: {reason}");
     }
 
