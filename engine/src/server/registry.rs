@@ -215,8 +215,8 @@ impl ModuleRegistry {
         let stored: std::collections::BTreeSet<String> =
             objects.block_on(|o| async move { o.list_modules().await })?.into_iter().collect();
         // Past the grace period only: a restored older weir.redb does not name newer uploads.
-        let unnamed = known.clone();
-        let deleted = objects.block_on(|o| async move { o.sweep_modules(&unnamed).await })?;
+        let recorded = known.clone();
+        let deleted = objects.block_on(|o| async move { o.sweep_modules(&recorded).await })?;
         let mut put = 0;
         for id in known.difference(&stored) {
             // A module whose file is gone too cannot be helped here: resolving it says so.
