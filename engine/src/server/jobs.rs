@@ -234,7 +234,7 @@ impl JobManager {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, true)?;
         let _admitted = self.admit(&tenant.id).await?;
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
-        self.check_counts(tenant, None, plan.subtask_count())?;
+        self.check_counts(tenant, None, plan.subtask_count(), buffered_bytes(&plan.spec))?;
         let id = new_id(16);
         // Everything the job stores from now on (checkpoints, restored state) is the tenant's.
         self.inner.store.set_owners(&[(job_owner(&id), tenant.id.clone())])?;
@@ -312,9 +312,16 @@ impl JobManager {
         .await?
     }
 
-    /// Checks the job and subtask quotas for a job of `subtasks` subtasks (`except`: a job
-    /// already counted, being restarted).
-    fn check_counts(&self, tenant: &Tenant, except: Option<&str>, subtasks: u32) -> ServerResult<()> {
+    /// Checks the job, subtask and buffered-bytes quotas for a job of `subtasks` subtasks
+    /// whose channels hold `buffered` bytes (`except`: a job already counted, being
+    /// restarted).
+    fn check_counts(
+        &self,
+        tenant: &Tenant,
+        except: Option<&str>,
+        subtasks: u32,
+        buffered: u64,
+    ) -> ServerResult<()> {
         let holding: Vec<JobRecord> = self
             .list(&tenant.id)?
             .into_iter()
@@ -338,6 +345,17 @@ impl JobManager {
                 message: format!(
                     "the job needs {subtasks} subtask(s); the tenant's jobs use {used} of {}",
                     q.max_subtasks
+                ),
+            });
+        }
+        let used = holding.iter().map(|j| buffered_bytes(&j.spec)).fold(0u64, u64::saturating_add);
+        if used.saturating_add(buffered) > q.max_buffered_bytes {
+            return Err(ServerError::Quota {
+                limit: "max_buffered_bytes",
+                message: format!(
+                    "the job's channels may hold {buffered} bytes (channels × settings.channel_capacity_bytes); \
+                     the tenant's jobs' hold {used} of {}; lower channel_capacity_bytes or the parallelism",
+                    q.max_buffered_bytes
                 ),
             });
         }
@@ -576,7 +594,7 @@ impl JobManager {
         apply_quota_settings(&tenant.quotas, &mut spec.settings, false)?;
         let (_, plan) = self.plan(&tenant.id, spec).await?;
         if !job.status.holds_quota() {
-            self.check_counts(tenant, Some(id), plan.subtask_count())?;
+            self.check_counts(tenant, Some(id), plan.subtask_count(), buffered_bytes(&plan.spec))?;
         }
         self.abort_run(id).await?;
         let job = self.update(&tenant.id, id, |j| {
@@ -612,4 +630,10 @@ impl JobManager {
             r.task.abort();
         }
     }
+}
+
+/// Bytes the channels of a job with `spec` may hold: its channels × `channel_capacity_bytes`
+/// (counted against the tenant's `max_buffered_bytes`).
+pub fn buffered_bytes(spec: &JobSpec) -> u64 {
+    crate::plan::channel_count(spec).saturating_mul(spec.settings.channel_capacity_bytes)
 }

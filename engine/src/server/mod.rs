@@ -237,6 +237,10 @@ impl Server {
             jobs: holding.len() as u32,
             subtasks: holding.iter().map(|j| j.subtasks).sum(),
             storage_bytes: self.storage_usage(tenant)?,
+            buffered_bytes: holding
+                .iter()
+                .map(|j| jobs::buffered_bytes(&j.spec))
+                .fold(0, u64::saturating_add),
         })
     }
 
@@ -283,6 +287,8 @@ pub struct Usage {
     pub subtasks: u32,
     /// Bytes stored.
     pub storage_bytes: u64,
+    /// Bytes the channels of those jobs may hold ([`jobs::buffered_bytes`]).
+    pub buffered_bytes: u64,
 }
 
 /// Listens for workers and starts the server's own data plane; attempts run on the workers

@@ -37,6 +37,14 @@ pub struct Quotas {
     pub max_module_bytes: u64,
     /// Bytes stored for the tenant: modules, stream records and checkpointed state.
     pub max_storage_bytes: u64,
+    /// Bytes the channels of those jobs may hold together (each job's channels ×
+    /// `channel_capacity_bytes`): the host memory its data in flight may take.
+    #[serde(default = "default_max_buffered_bytes")]
+    pub max_buffered_bytes: u64,
+}
+
+fn default_max_buffered_bytes() -> u64 {
+    2 << 30
 }
 
 impl Default for Quotas {
@@ -48,6 +56,7 @@ impl Default for Quotas {
             max_cpu_ms: 10_000,
             max_module_bytes: 32 << 20,
             max_storage_bytes: 4 << 30,
+            max_buffered_bytes: default_max_buffered_bytes(),
         }
     }
 }

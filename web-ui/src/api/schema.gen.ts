@@ -1504,6 +1504,13 @@ export interface components {
         Quotas: {
             /**
              * Format: int64
+             * @description Bytes the channels of its jobs may hold together (each job's channels ×
+             *     `channel_capacity_bytes`): the host memory its data in flight may take.
+             * @default 2147483648
+             */
+            max_buffered_bytes?: number;
+            /**
+             * Format: int64
              * @description CPU time of one guest call, in milliseconds (a job's `cpu_limit_ms`).
              * @default 10000
              */
@@ -1999,6 +2006,11 @@ export interface components {
         };
         /** @description What a tenant uses of its quotas. */
         Usage: {
+            /**
+             * Format: int64
+             * @description Bytes their channels may hold.
+             */
+            buffered_bytes: number;
             /**
              * Format: int32
              * @description Jobs that count against `max_jobs`.

@@ -200,7 +200,7 @@ mod tests {
         let back: StoredRecord = serde_json::from_str(&expected).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), expected);
         assert_eq!(expected, r#"{"partition":0,"offset":1,"key":null,"value":{"a":[1]},"timestamp":-1}"#);
-        same_json::<_, Usage>(server::Usage { jobs: 1, subtasks: 2, storage_bytes: 3 });
+        same_json::<_, Usage>(server::Usage { jobs: 1, subtasks: 2, storage_bytes: 3, buffered_bytes: 4 });
         same_json::<_, StatePage>(server::state_pages::StatePage {
             operator: "count".into(),
             data: vec![server::state_pages::StateItem {

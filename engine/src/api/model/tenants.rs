@@ -21,6 +21,9 @@ pub struct Quotas {
     pub max_module_bytes: u64,
     /// Bytes stored for the tenant: modules, stream records and checkpointed state.
     pub max_storage_bytes: u64,
+    /// Bytes the channels of its jobs may hold together (each job's channels ×
+    /// `channel_capacity_bytes`): the host memory its data in flight may take.
+    pub max_buffered_bytes: u64,
 }
 
 impl Default for Quotas {
@@ -38,15 +41,31 @@ impl From<server::tenants::Quotas> for Quotas {
             max_cpu_ms,
             max_module_bytes,
             max_storage_bytes,
+            max_buffered_bytes,
         } = q;
-        Quotas { max_jobs, max_subtasks, max_memory_mb, max_cpu_ms, max_module_bytes, max_storage_bytes }
+        Quotas {
+            max_jobs,
+            max_subtasks,
+            max_memory_mb,
+            max_cpu_ms,
+            max_module_bytes,
+            max_storage_bytes,
+            max_buffered_bytes,
+        }
     }
 }
 
 impl From<Quotas> for server::tenants::Quotas {
     fn from(q: Quotas) -> Self {
-        let Quotas { max_jobs, max_subtasks, max_memory_mb, max_cpu_ms, max_module_bytes, max_storage_bytes } =
-            q;
+        let Quotas {
+            max_jobs,
+            max_subtasks,
+            max_memory_mb,
+            max_cpu_ms,
+            max_module_bytes,
+            max_storage_bytes,
+            max_buffered_bytes,
+        } = q;
         server::tenants::Quotas {
             max_jobs,
             max_subtasks,
@@ -54,6 +73,7 @@ impl From<Quotas> for server::tenants::Quotas {
             max_cpu_ms,
             max_module_bytes,
             max_storage_bytes,
+            max_buffered_bytes,
         }
     }
 }
@@ -230,11 +250,18 @@ pub struct Usage {
     pub subtasks: u32,
     /// Bytes stored.
     pub storage_bytes: u64,
+    /// Bytes their channels may hold.
+    pub buffered_bytes: u64,
 }
 
 impl From<server::Usage> for Usage {
     fn from(u: server::Usage) -> Self {
-        Usage { jobs: u.jobs, subtasks: u.subtasks, storage_bytes: u.storage_bytes }
+        Usage {
+            jobs: u.jobs,
+            subtasks: u.subtasks,
+            storage_bytes: u.storage_bytes,
+            buffered_bytes: u.buffered_bytes,
+        }
     }
 }
 

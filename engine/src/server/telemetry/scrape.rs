@@ -34,13 +34,21 @@ impl Telemetry {
 
 /// The quotas as (name, limit, usage if the quota is a total the tenant uses up). Every
 /// field of [`Quotas`] is here (the destructuring fails to compile when one is added).
-fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 6] {
-    let Quotas { max_jobs, max_subtasks, max_memory_mb, max_cpu_ms, max_module_bytes, max_storage_bytes } =
-        quotas;
+fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 7] {
+    let Quotas {
+        max_jobs,
+        max_subtasks,
+        max_memory_mb,
+        max_cpu_ms,
+        max_module_bytes,
+        max_storage_bytes,
+        max_buffered_bytes,
+    } = quotas;
     [
         ("jobs", u64::from(*max_jobs), Some(u64::from(usage.jobs))),
         ("subtasks", u64::from(*max_subtasks), Some(u64::from(usage.subtasks))),
         ("storage_bytes", *max_storage_bytes, Some(usage.storage_bytes)),
+        ("buffered_bytes", *max_buffered_bytes, Some(usage.buffered_bytes)),
         // Limits of one instance, call or upload: nothing accumulates against them.
         ("memory_mb", *max_memory_mb, None),
         ("cpu_ms", *max_cpu_ms, None),

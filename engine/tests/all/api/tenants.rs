@@ -445,7 +445,11 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                 assert_eq!(status, 200, "{v}");
                 assert_eq!(v["id"], w.b_id.as_str(), "{v}");
                 assert_eq!(v["name"], "tenant-b", "{v}");
-                assert_eq!(v["usage"], json!({ "jobs": 0, "subtasks": 0, "storage_bytes": 0 }), "{v}");
+                assert_eq!(
+                    v["usage"],
+                    json!({ "jobs": 0, "subtasks": 0, "storage_bytes": 0, "buffered_bytes": 0 }),
+                    "{v}"
+                );
             }
             (
                 "GET",

@@ -81,3 +81,44 @@ async fn quota_errors_name_the_quota() {
     let (status, v) = api.post_empty(&format!("/api/v1/jobs/{second}/cancel")).await;
     assert_eq!(status, 200, "{v}");
 }
+
+/// The bytes a tenant's jobs' channels may hold together (channels ×
+/// `channel_capacity_bytes`) are held to its `max_buffered_bytes`: the host memory its data
+/// in flight may take. Its usage shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channels_of_a_tenants_jobs_are_held_to_its_buffered_bytes() {
+    const MIB: u64 = 1 << 20;
+    let server = TestServer::start(|_| {}).await;
+    let quotas = json!({ "max_jobs": 8, "max_buffered_bytes": 40 * MIB });
+    let (_, api) = server.tenant_with("buffers", Some(quotas)).await;
+    api.post("/api/v1/streams", &json!({ "name": "in", "partitions": 1 })).await;
+    // Two channels (in → op → out, forward): 16 MiB at the default 8 MiB each.
+    let job = |name: &str, settings: Value| {
+        json!({
+            "name": name,
+            "nodes": [
+                { "id": "in", "kind": "source", "connector": "stream", "config": { "stream": "in", "follow": true } },
+                { "id": "op", "kind": "operator", "module": "builtin:tokenizer" },
+                { "id": "out", "kind": "sink", "connector": "blackhole" }
+            ],
+            "edges": [ { "from": "in", "to": "op" }, { "from": "op", "to": "out" } ],
+            "settings": settings
+        })
+    };
+    let buffered = |v: &Value| v["usage"]["buffered_bytes"].as_u64().unwrap();
+    api.create_job(&job("a", json!({}))).await;
+    api.create_job(&job("b", json!({}))).await;
+    let (_, tenant) = api.get("/api/v1/tenant").await;
+    assert_eq!(buffered(&tenant), 32 * MIB, "{tenant}");
+    assert_eq!(tenant["quotas"]["max_buffered_bytes"], 40 * MIB);
+    expect(
+        "a third job of 16 MiB",
+        api.post("/api/v1/jobs", &job("c", json!({}))).await,
+        429,
+        &["max_buffered_bytes", "16777216", "33554432", "41943040"],
+    );
+    // Smaller channels fit.
+    api.create_job(&job("d", json!({ "channel_capacity_bytes": 2 * MIB }))).await;
+    let (_, tenant) = api.get("/api/v1/tenant").await;
+    assert_eq!(buffered(&tenant), 36 * MIB, "{tenant}");
+}
