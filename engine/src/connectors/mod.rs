@@ -701,7 +701,7 @@ mod tests {
 
     #[test]
     fn connector_errors_say_whether_a_retry_can_help() {
-        let unreachable = KafkaError::Timeout { addr: "b:9092".into() };
+        let unreachable = KafkaError::Timeout { broker: "broker 1 of Kafka connection `main`".into() };
         assert_eq!(ConnectorError::Kafka(unreachable.clone()).retry_hint(), RetryHint::Transient);
         let delivery =
             ConnectorError::Deliver { checkpoint: 3, topic: "out".into(), source: Box::new(unreachable) };
@@ -716,7 +716,7 @@ mod tests {
             ConnectorError::KafkaConfig(KafkaConfigError::NoSaslMechanism),
             ConnectorError::Kafka(KafkaError::UnknownTopic("in".into())),
             ConnectorError::NoTransactions(KafkaError::Unsupported {
-                addr: "b".into(),
+                broker: "the cluster of Kafka connection `main`".into(),
                 what: "EndTxn".into(),
             }),
             ConnectorError::RecordUnwritable {

@@ -400,7 +400,7 @@ mod tests {
         use crate::connectors::ConnectorError;
         use crate::connectors::kafka::client::KafkaError;
         let task = |error: TaskError| JobError::Task { node: "sink".into(), subtask: 0, error };
-        let timeout = KafkaError::Timeout { addr: "broker:9092".into() };
+        let timeout = KafkaError::Timeout { broker: "broker 1 of Kafka connection `main`".into() };
         let denied = KafkaError::NotAuthorized {
             what: "the produce".into(),
             code: "TOPIC_AUTHORIZATION_FAILED".into(),

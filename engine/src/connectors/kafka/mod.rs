@@ -31,9 +31,14 @@ fn access(
         .ok_or_else(|| KafkaConfigError::Unresolved(connection.unwrap_or_default().to_string()).into())
 }
 
-/// The client settings of a connection.
-pub fn client_config(connection: &ConnectionConfig) -> Result<client::ClientConfig, ConnectorError> {
+/// The client settings of a connection; `name`, the connection's name on a server, is how
+/// errors name its brokers (their addresses only in the server's log).
+pub fn client_config(
+    connection: &ConnectionConfig,
+    name: Option<&str>,
+) -> Result<client::ClientConfig, ConnectorError> {
     let mut config = client::ClientConfig::new(connection.bootstrap_servers.clone());
+    config.connection = name.map(str::to_string);
     if let Some(id) = &connection.client_id {
         config.client_id = id.clone();
     }
@@ -81,7 +86,7 @@ pub fn open_source(
         None => source::Topics::Names(config.topics.clone()),
     };
     let settings = source::SourceSettings {
-        client: client_config(&access.connection)?,
+        client: client_config(&access.connection, access.name.as_deref())?,
         topics,
         start: match config.start {
             StartFrom::Earliest => source::Start::Earliest,
@@ -143,7 +148,7 @@ pub fn open_sink(
     let access = access(config.connection.as_deref(), config.access.as_ref())?;
     let writer = format!("{}/{}/{index}", env.job, env.node);
     let settings = sink::SinkSettings {
-        client: client_config(&access.connection)?,
+        client: client_config(&access.connection, access.name.as_deref())?,
         topic: config.topic.clone(),
         delivery: config.delivery,
         key_format: config.key_format,

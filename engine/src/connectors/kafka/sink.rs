@@ -14,11 +14,15 @@
 //! - `transactional`: see `transactional.rs`.
 //!
 //! Production runs on a thread of the sink's own (blocking I/O off the task's runtime
-//! thread). `commit` hands it the checkpoints to deliver, in order; its errors surface at the
-//! sink's next call, and fail the task (recovery then delivers again, exactly once).
+//! thread), fed through a queue of 4 jobs. `commit` hands it the checkpoints to deliver, in
+//! order; its errors surface at the sink's next call, and fail the task (recovery then
+//! delivers again, exactly once). Where the task must wait for that thread (a full queue, a
+//! barrier's flush, the end) it waits through [`wait_off_runtime`], which holds no runtime
+//! worker: a broker that stops answering stalls this task only, never the others or the API
+//! (docs/design.md §11, T7), until the request timeout fails the call.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -72,6 +76,18 @@ pub struct SinkSettings {
     /// `at_least_once`/`none`: records are handed to the producer at the first write this
     /// long after the last hand-off (and at every barrier).
     pub linger: Duration,
+}
+
+/// Runs `wait`, which blocks on a Kafka connector's own thread, without holding a runtime
+/// worker: on a multi-threaded tokio runtime the worker first hands its other tasks to a new
+/// worker (`block_in_place`); elsewhere (a blocking thread, a plain thread) it just waits.
+pub(super) fn wait_off_runtime<T>(wait: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
+    }
 }
 
 /// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`).
@@ -254,8 +270,14 @@ impl KafkaSink {
         }
     }
 
+    /// Queues `job`; with the queue full, waits for room off the runtime.
     fn send(&self, job: Job) -> Result<(), ConnectorError> {
-        self.jobs.send(job).map_err(|_| match self.failure.lock().expect("not poisoned").clone() {
+        let sent = match self.jobs.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(job)) => wait_off_runtime(|| self.jobs.send(job)).map_err(|_| ()),
+            Err(TrySendError::Disconnected(_)) => Err(()),
+        };
+        sent.map_err(|()| match self.failure.lock().expect("not poisoned").clone() {
             Some(e) => ConnectorError::Shared(e),
             None => ConnectorError::ThreadEnded("Kafka producer"),
         })
@@ -282,7 +304,7 @@ impl KafkaSink {
     fn flush(&self) -> Result<(), ConnectorError> {
         let (tx, rx) = std::sync::mpsc::channel();
         self.send(Job::Flush(tx))?;
-        if rx.recv().is_err() {
+        if wait_off_runtime(|| rx.recv()).is_err() {
             self.check()?;
             return Err(ConnectorError::ThreadEnded("Kafka producer"));
         }

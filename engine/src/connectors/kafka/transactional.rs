@@ -16,14 +16,19 @@
 //! A broker without transactions (Tansu: no EndTxn) is found out when the sink opens: it
 //! aborts its first, empty transaction as a probe, and a broker that does not answer that is
 //! refused with "the Kafka broker does not support transactions", within the request timeout.
+//!
+//! Every call to the broker (and the notes in the store) runs on a thread of the sink's own
+//! ([`Io`]); the task hands it one call at a time and waits for it off the runtime
+//! ([`wait_off_runtime`]), so a broker that stops answering holds no runtime worker.
 
 use std::collections::BTreeSet;
+use std::sync::mpsc::{SyncSender, sync_channel};
 
 use kafka_protocol::records::Compression;
 use serde::{Deserialize, Serialize};
 
 use super::client::{Client, ProducerIdentity, encode_batch};
-use super::sink::{SPILL_BYTES, SharedOutbox, SinkSettings, Staged, convert};
+use super::sink::{SPILL_BYTES, SharedOutbox, SinkSettings, Staged, convert, wait_off_runtime};
 use crate::connectors::{ConnectorError, Sink};
 use crate::record::Batch;
 
@@ -62,18 +67,42 @@ struct Open {
     sequences: std::collections::BTreeMap<i32, i32>,
 }
 
-/// A `transactional` sink subtask.
-pub struct TransactionalSink {
+/// What the sink's thread owns: the client, the store's notes and the open transaction.
+struct Io {
     settings: SinkSettings,
     client: Client,
     store: SharedOutbox,
     writer: String,
     index: u32,
+    open: Option<Open>,
+    next_k: u64,
+}
+
+/// One call for the sink's thread.
+type Call = Box<dyn FnOnce(&mut Io) + Send>;
+
+/// A `transactional` sink subtask.
+pub struct TransactionalSink {
+    settings: SinkSettings,
+    index: u32,
     partitions: i32,
     buffer: Vec<Staged>,
     buffered_bytes: usize,
-    open: Option<Open>,
-    next_k: u64,
+    /// To the sink's thread: one call at a time.
+    calls: SyncSender<Call>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for TransactionalSink {
+    /// Ends the sink's thread and waits for it (its call in flight ends within the request
+    /// timeout), so that the client and the store are released when the sink is: a restart's
+    /// recovery never overlaps this attempt's calls.
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.calls, sync_channel(0).0));
+        if let Some(thread) = self.thread.take() {
+            let _ = wait_off_runtime(|| thread.join());
+        }
+    }
 }
 
 /// The transactions a checkpoint recorded.
@@ -86,6 +115,8 @@ fn pre_committed(transactions: &[serde_json::Value]) -> Result<Vec<PreCommitted>
 /// The outbox epoch the id note lives under (no checkpoint has id 0).
 const IDS_NOTE: u64 = 0;
 
+const THREAD: &str = "Kafka transactional producer";
+
 impl TransactionalSink {
     /// Opens subtask `index`; checks that the broker can commit transactions.
     pub fn open(
@@ -97,26 +128,62 @@ impl TransactionalSink {
         let store = store.ok_or_else(|| ConnectorError::NoStore {
             what: "the `kafka` sink with `transactional` delivery".into(),
         })?;
+        // Opening runs on a blocking thread (the runtime's `open_connector`).
         let mut client = Client::connect(settings.client.clone())?;
         let topics = client.partitions(std::slice::from_ref(&settings.topic))?;
         let partitions = topics.first().map(|t| t.partitions.len() as i32).unwrap_or(0);
         if partitions == 0 {
             return Err(ConnectorError::NoPartitions(settings.topic.clone()));
         }
+        let mut io = Io { settings: settings.clone(), client, store, writer, index, open: None, next_k: 0 };
+        let (calls, incoming) = sync_channel::<Call>(1);
+        let thread = std::thread::Builder::new()
+            .name(format!("weir-kafka-txn-{index}"))
+            .spawn(move || {
+                while let Ok(call) = incoming.recv() {
+                    call(&mut io);
+                }
+            })
+            .map_err(|source| ConnectorError::Thread { what: "transactional producer", source })?;
         Ok(TransactionalSink {
             settings,
-            client,
-            store,
-            writer,
             index,
             partitions,
             buffer: Vec::new(),
             buffered_bytes: 0,
-            open: None,
-            next_k: 0,
+            calls,
+            thread: Some(thread),
         })
     }
 
+    /// Runs `f` on the sink's thread and waits for it, off the runtime.
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Io) -> Result<T, ConnectorError> + Send + 'static,
+    ) -> Result<T, ConnectorError> {
+        let (answer, answered) = sync_channel(1);
+        let call: Call = Box::new(move |io| {
+            let _ = answer.send(f(io));
+        });
+        wait_off_runtime(|| {
+            self.calls.send(call).map_err(|_| ConnectorError::ThreadEnded(THREAD))?;
+            answered.recv().map_err(|_| ConnectorError::ThreadEnded(THREAD))?
+        })
+    }
+
+    /// Produces the buffer into the open transaction (on the sink's thread) and waits for
+    /// every acknowledgement.
+    fn flush(&mut self) -> Result<(), ConnectorError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let records = std::mem::take(&mut self.buffer);
+        self.buffered_bytes = 0;
+        self.call(move |io| io.produce(records))
+    }
+}
+
+impl Io {
     fn id(&self, k: u64) -> String {
         format!("{}-{}-{k}", self.settings.transactional_id_prefix, self.index)
     }
@@ -154,16 +221,11 @@ impl TransactionalSink {
         Ok(())
     }
 
-    /// Produces the buffer into the open transaction and waits for every acknowledgement.
-    fn flush(&mut self) -> Result<(), ConnectorError> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
+    /// Produces `records` into the open transaction and waits for every acknowledgement.
+    fn produce(&mut self, records: Vec<Staged>) -> Result<(), ConnectorError> {
         if self.open.is_none() {
             self.begin()?;
         }
-        let records = std::mem::take(&mut self.buffer);
-        self.buffered_bytes = 0;
         let mut by_partition: std::collections::BTreeMap<i32, Vec<super::client::ProduceRecord>> =
             Default::default();
         for s in records {
@@ -213,37 +275,10 @@ impl TransactionalSink {
             Err(e) => Err(e.into()),
         }
     }
-}
 
-impl Sink for TransactionalSink {
-    fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
-        self.buffered_bytes += convert(&self.settings, self.index, self.partitions, batch, &mut self.buffer)?;
-        if self.buffered_bytes >= SPILL_BYTES {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn precommit(&mut self, _epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
-        self.flush()?;
-        let Some(open) = self.open.take() else { return Ok(None) };
-        let t = PreCommitted { transactional_id: open.id, k: open.k, producer: open.producer };
-        Ok(Some(serde_json::to_value(t).expect("plain fields")))
-    }
-
-    fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
-        for t in pre_committed(transactions)? {
-            self.commit_one(&t)?;
-        }
-        Ok(())
-    }
-
-    fn recover(
-        &mut self,
-        _checkpoint: u64,
-        transactions: &[serde_json::Value],
-    ) -> Result<(), ConnectorError> {
-        let owned = pre_committed(transactions)?;
+    /// The probe, then K5: the restored checkpoint's transactions `owned` committed with their
+    /// stored producer id and epoch before every other id is fenced.
+    fn recover(&mut self, owned: Vec<PreCommitted>) -> Result<(), ConnectorError> {
         // The probe: a broker that cannot end a transaction is refused here, not at the first
         // checkpoint's commit.
         let mut ids = self.ids()?;
@@ -254,8 +289,6 @@ impl Sink for TransactionalSink {
             Err(e) if e.code().is_some() => {} // answered (an empty transaction): supported
             Err(e) => return Err(ConnectorError::NoTransactions(e)),
         }
-        // K5: the restored checkpoint's transactions are committed with their stored producer
-        // id and epoch before any other id is fenced.
         for t in &owned {
             self.commit_one(t)?;
         }
@@ -272,6 +305,37 @@ impl Sink for TransactionalSink {
         self.set_ids(&ids)?;
         self.next_k = ids.high;
         Ok(())
+    }
+}
+
+impl Sink for TransactionalSink {
+    fn write(&mut self, batch: &Batch) -> Result<(), ConnectorError> {
+        self.buffered_bytes += convert(&self.settings, self.index, self.partitions, batch, &mut self.buffer)?;
+        if self.buffered_bytes >= SPILL_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn precommit(&mut self, _epoch: u64) -> Result<Option<serde_json::Value>, ConnectorError> {
+        self.flush()?;
+        let Some(open) = self.call(|io| Ok(io.open.take()))? else { return Ok(None) };
+        let t = PreCommitted { transactional_id: open.id, k: open.k, producer: open.producer };
+        Ok(Some(serde_json::to_value(t).expect("plain fields")))
+    }
+
+    fn commit(&mut self, transactions: &[serde_json::Value]) -> Result<(), ConnectorError> {
+        let due = pre_committed(transactions)?;
+        self.call(move |io| due.iter().try_for_each(|t| io.commit_one(t)))
+    }
+
+    fn recover(
+        &mut self,
+        _checkpoint: u64,
+        transactions: &[serde_json::Value],
+    ) -> Result<(), ConnectorError> {
+        let owned = pre_committed(transactions)?;
+        self.call(move |io| io.recover(owned))
     }
 
     fn close(&mut self) -> Result<(), ConnectorError> {

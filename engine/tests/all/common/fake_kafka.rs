@@ -148,6 +148,8 @@ struct State {
     hold_commits: bool,
     /// The commits held so far: (transactional id, producer id, epoch).
     held: Vec<(String, i64, i16)>,
+    /// While set, no request is answered (as `hold_commits`): how many were not.
+    stall: Option<usize>,
 }
 
 impl State {
@@ -233,6 +235,7 @@ impl FakeKafka {
             seen: Vec::new(),
             hold_commits: false,
             held: Vec::new(),
+            stall: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let acceptor = {
@@ -306,6 +309,14 @@ impl FakeKafka {
         self.state.lock().unwrap().held.clone()
     }
 
+    /// While `stall`, answers nothing (a broker that stops answering); how many it did not.
+    pub fn stall(&self, stall: bool) -> usize {
+        let mut state = self.state.lock().unwrap();
+        let n = state.stall.unwrap_or(0);
+        state.stall = stall.then_some(n);
+        n
+    }
+
     /// `id`'s current producer id and epoch.
     pub fn producer_of(&self, id: &str) -> Option<(i64, i16)> {
         self.state.lock().unwrap().txns.get(id).map(|t| (t.producer_id, t.epoch))
@@ -342,6 +353,12 @@ fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
         let Ok(header) = decode_request_header_from_buffer(&mut body) else { return };
         let Ok(key) = ApiKey::try_from(header.request_api_key) else { return };
         let version = header.request_api_version;
+        if state.lock().unwrap().stall.as_mut().map(|n| *n += 1).is_some() {
+            while state.lock().unwrap().stall.is_some() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            return;
+        }
         if key == ApiKey::EndTxn {
             let request: EndTxnRequest = decoded(&mut body.clone(), version);
             let mut held = false;

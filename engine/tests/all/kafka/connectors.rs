@@ -423,6 +423,7 @@ async fn idle_partitions_do_not_hold_event_time_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn failures_are_reported_clearly_within_30_seconds() {
+    let logs = kc::captured_logs();
     let dir = tempfile::tempdir().unwrap();
     let broker = TansuBroker::start(&dir.path().join("broker"));
     // A loopback port where nothing listens.
@@ -451,7 +452,9 @@ async fn failures_are_reported_clearly_within_30_seconds() {
                 1,
                 0,
             ),
-            vec![format!("cannot reach the Kafka broker at {dead}")],
+            // Named by the connection and the broker's place in it: the address is the
+            // admin's, in the server's log only (checked below).
+            vec!["cannot reach bootstrap broker 1 of Kafka connection `dead`".into()],
         ),
         (
             "unknown topic",
@@ -497,6 +500,19 @@ async fn failures_are_reported_clearly_within_30_seconds() {
         eprintln!("{what}: failed after {:?}: {error}", created.elapsed());
         for s in &says {
             assert!(error.contains(s.as_str()), "{what}: the error should say `{s}`: {failed}");
+        }
+        for addr in [&dead, &broker.bootstrap()] {
+            assert!(!error.contains(addr.as_str()), "{what}: a tenant sees the address {addr}: {failed}");
+        }
+        if what == "bad broker address" {
+            // The job's own record, as the API shows it, names no address either.
+            let (_, job) = api.get(&format!("/api/v1/jobs/{id}")).await;
+            assert!(!job.to_string().contains(&dead), "the job's record names the address: {job}");
+            let logged = logs.text();
+            assert!(
+                logged.lines().any(|l| l.contains(&dead) && l.contains("bootstrap broker 1 of Kafka connection `dead`")),
+                "the server's log should name the address of the broker it cannot reach: {logged}"
+            );
         }
     }
 }

@@ -2,6 +2,9 @@
 //!
 //! Blocking: every call sends one request and reads its response before it returns, within the
 //! connection's request timeout (socket read and write timeouts), so no call can hang.
+//!
+//! Errors name the broker as a tenant may see it ([`ClientConfig::name_of`]: "broker 2 of Kafka
+//! connection `main`"); its address goes to the server's log where the failure happens.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -16,7 +19,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 
 use super::scram::Scram;
 use super::tls::Stream;
-use super::{ClientConfig, KafkaError, SaslMechanism};
+use super::{ClientConfig, KafkaError, Peer, SaslMechanism};
 
 /// Largest response accepted (a fetch is bounded by its `max_bytes`; this guards the allocation).
 const MAX_FRAME: usize = 256 << 20;
@@ -48,7 +51,10 @@ pub(super) fn our_max(key: ApiKey) -> i16 {
 
 /// A connection to one broker.
 pub(crate) struct Connection {
+    /// The address (for the server's log only).
     addr: String,
+    /// The broker as errors name it.
+    who: String,
     stream: Stream,
     correlation: i32,
     client_id: StrBytes,
@@ -66,9 +72,17 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` (host:port), learns the broker's API versions and authenticates.
-    pub fn open(addr: &str, config: &ClientConfig) -> Result<Self, KafkaError> {
-        let unreachable = |reason: String| KafkaError::Unreachable { addr: addr.to_string(), reason };
+    /// Connects to `peer` (its host:port), learns the broker's API versions and authenticates.
+    pub fn open(peer: Peer<'_>, config: &ClientConfig) -> Result<Self, KafkaError> {
+        let addr = match peer {
+            Peer::Bootstrap(_, addr) | Peer::Node(_, addr) => addr,
+            Peer::Cluster => unreachable!("a connection is to one broker"),
+        };
+        let who = config.name_of(peer);
+        let unreachable = |reason: String| {
+            tracing::warn!(broker = %who, addr, error = %reason, "cannot reach a Kafka broker");
+            KafkaError::Unreachable { broker: who.clone(), reason }
+        };
         let addrs: Vec<_> = addr
             .to_socket_addrs()
             .map_err(|e| unreachable(format!("cannot resolve the address: {e}")))?
@@ -98,12 +112,21 @@ impl Connection {
                     .map_or(addr, |(h, _)| h)
                     .trim_start_matches('[')
                     .trim_end_matches(']');
-                Stream::tls(stream, host, tls.clone())?
+                Stream::tls(stream, host, tls.clone()).map_err(|e| {
+                    tracing::warn!(broker = %who, addr, error = %e, "TLS setup for a Kafka broker failed");
+                    match &config.connection {
+                        Some(_) => KafkaError::Authentication(format!(
+                            "TLS setup for {who} failed (the server's log has the details)"
+                        )),
+                        None => e,
+                    }
+                })?
             }
             None => Stream::Plain(stream),
         };
         let mut conn = Connection {
             addr: addr.to_string(),
+            who,
             stream,
             correlation: 0,
             client_id: StrBytes::from_string(config.client_id.clone()),
@@ -124,6 +147,8 @@ impl Connection {
         // v3 first; a broker that does not know it answers in v0 with UNSUPPORTED_VERSION.
         let response: ApiVersionsResponse = match self.call_version(&request, 3) {
             Ok(r) if r.error_code == 0 => r,
+            // No answer (a timeout, a reset): that is the error, not the v0 retry's.
+            Err(e) if self.broken => return Err(e),
             _ => self.call_version(&ApiVersionsRequest::default(), 0)?,
         };
         if response.error_code != 0 {
@@ -151,7 +176,7 @@ impl Connection {
         let key = ApiKey::try_from(R::KEY)
             .map_err(|_| KafkaError::Protocol(format!("unknown api key {}", R::KEY)))?;
         let version = self.version_of(key).ok_or_else(|| KafkaError::Unsupported {
-            addr: self.addr.clone(),
+            broker: self.who.clone(),
             what: format!("{key:?} (API key {}) in a version this client speaks", R::KEY),
         })?;
         self.call_version(request, version)
@@ -166,7 +191,7 @@ impl Connection {
     pub fn call_version<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response, KafkaError> {
         if self.broken {
             return Err(KafkaError::Unreachable {
-                addr: self.addr.clone(),
+                broker: self.who.clone(),
                 reason: "the connection failed earlier".into(),
             });
         }
@@ -195,7 +220,8 @@ impl Connection {
         self.stream.read_exact(&mut len).map_err(|e| self.io_error(e))?;
         let len = i32::from_be_bytes(len);
         if len < 4 || len as usize > MAX_FRAME {
-            return Err(KafkaError::Protocol(format!("{} sent a frame of {len} bytes", self.addr)));
+            tracing::warn!(broker = %self.who, addr = %self.addr, len, "a Kafka broker sent a frame out of bounds");
+            return Err(KafkaError::Protocol(format!("{} sent a frame of {len} bytes", self.who)));
         }
         let mut body = vec![0u8; len as usize];
         self.stream.read_exact(&mut body).map_err(|e| self.io_error(e))?;
@@ -208,8 +234,9 @@ impl Connection {
             // Out of step (a broker that answered one request twice, or late): this connection
             // is done; the call may be tried again on a new one.
             self.broken = true;
+            tracing::warn!(broker = %self.who, addr = %self.addr, "a Kafka broker answered out of step");
             return Err(KafkaError::Unreachable {
-                addr: self.addr.clone(),
+                broker: self.who.clone(),
                 reason: format!(
                     "answered request {correlation} with correlation id {}",
                     header.correlation_id
@@ -221,11 +248,12 @@ impl Connection {
     }
 
     fn io_error(&self, e: std::io::Error) -> KafkaError {
+        tracing::warn!(broker = %self.who, addr = %self.addr, error = %e, "a call to a Kafka broker failed");
         match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                KafkaError::Timeout { addr: self.addr.clone() }
+                KafkaError::Timeout { broker: self.who.clone() }
             }
-            _ => KafkaError::Unreachable { addr: self.addr.clone(), reason: e.to_string() },
+            _ => KafkaError::Unreachable { broker: self.who.clone(), reason: e.to_string() },
         }
     }
 
@@ -236,8 +264,8 @@ impl Connection {
         if handshake.error_code != 0 {
             let offered: Vec<&str> = handshake.mechanisms.iter().map(|m| m.as_str()).collect();
             return Err(KafkaError::Authentication(format!(
-                "the broker at {} does not offer SASL mechanism {name} (it offers: {})",
-                self.addr,
+                "{} does not offer SASL mechanism {name} (it offers: {})",
+                self.who,
                 offered.join(", ")
             )));
         }
@@ -265,8 +293,8 @@ impl Connection {
         let response = self.call(&SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token)))?;
         if response.error_code != 0 {
             return Err(KafkaError::Authentication(format!(
-                "the broker at {} refused the credentials: {}",
-                self.addr,
+                "{} refused the credentials: {}",
+                self.who,
                 response.error_message.as_ref().map(|m| m.as_str()).unwrap_or("no reason given")
             )));
         }

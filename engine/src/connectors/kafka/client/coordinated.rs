@@ -114,7 +114,7 @@ impl Client {
     ) -> Result<(), KafkaError> {
         if !self.supports(ApiKey::EndTxn)? {
             return Err(KafkaError::Unsupported {
-                addr: self.config.bootstrap.join(","),
+                broker: self.config.name_of(super::Peer::Cluster),
                 what: "transactions (it does not offer EndTxn, so no transaction can be committed)".into(),
             });
         }

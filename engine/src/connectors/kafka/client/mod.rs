@@ -13,6 +13,7 @@
 mod conn;
 mod coordinated;
 pub mod decompress;
+mod error;
 mod records;
 mod scram;
 #[cfg(test)]
@@ -31,13 +32,12 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
+pub use error::KafkaError;
 pub use records::{FETCH_DECODE_BYTES, FetchedRecord, ProduceRecord, decode_records, encode_batch};
 pub use scram::ScramError;
 pub use tls::Tls;
 
 use conn::Connection;
-
-use crate::retry::{Retry, RetryHint};
 
 /// SASL mechanisms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,11 @@ pub struct ClientConfig {
     pub sasl: Option<Sasl>,
     /// TLS, if any (the rustls config built from [`Tls`]).
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// The connection's name on a server, which errors name brokers by ("broker 2 of Kafka
+    /// connection `main`"): a tenant names the connection, its addresses are the admin's and
+    /// go only to the server's log. `None` (an inline connection, `weir run`): errors name
+    /// the addresses, the job's own.
+    pub connection: Option<String>,
 }
 
 impl PartialEq for ClientConfig {
@@ -106,6 +111,7 @@ impl PartialEq for ClientConfig {
             && self.request_timeout == other.request_timeout
             && self.sasl == other.sasl
             && self.tls.is_some() == other.tls.is_some()
+            && self.connection == other.connection
     }
 }
 
@@ -119,153 +125,34 @@ impl ClientConfig {
             request_timeout: Duration::from_secs(10),
             sasl: None,
             tls: None,
+            connection: None,
         }
     }
-}
 
-/// Why a Kafka call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum KafkaError {
-    /// No TCP connection (refused, unresolvable, reset).
-    #[error("cannot reach the Kafka broker at {addr}: {reason}")]
-    Unreachable {
-        /// The broker.
-        addr: String,
-        /// What the socket said.
-        reason: String,
-    },
-    /// No answer within the request timeout.
-    #[error("the Kafka broker at {addr} did not answer within the request timeout")]
-    Timeout {
-        /// The broker.
-        addr: String,
-    },
-    /// The topic does not exist.
-    #[error("the Kafka topic `{0}` does not exist")]
-    UnknownTopic(String),
-    /// The partition does not exist.
-    #[error("the Kafka topic `{0}` has no partition {1}")]
-    UnknownPartition(String, i32),
-    /// The broker refused for lack of rights.
-    #[error("the Kafka broker refused {what}: not authorized ({code})")]
-    NotAuthorized {
-        /// What was refused.
-        what: String,
-        /// The error name.
-        code: String,
-    },
-    /// SASL failed, or the TLS files do not load.
-    #[error("Kafka authentication failed: {0}")]
-    Authentication(String),
-    /// The SCRAM exchange failed.
-    #[error("Kafka authentication failed: {0}")]
-    Scram(ScramError),
-    /// The broker does not offer an API the call needs.
-    #[error("the Kafka broker at {addr} does not support {what}")]
-    Unsupported {
-        /// The broker.
-        addr: String,
-        /// The missing API.
-        what: String,
-    },
-    /// The broker answered with an error code.
-    #[error("Kafka error {name} (code {code}) from {context}")]
-    Broker {
-        /// Code.
-        code: i16,
-        /// Its name.
-        name: String,
-        /// The request and what it was about.
-        context: String,
-        /// Kafka says the request may be retried.
-        retriable: bool,
-    },
-    /// The answer could not be decoded.
-    #[error("malformed Kafka response: {0}")]
-    Protocol(String),
-    /// Fetches did not tell the end of some partitions within the request timeout.
-    #[error(
-        "the broker did not tell the end of {topic} partitions {partitions:?} within the request timeout"
-    )]
-    EndUnknown {
-        /// The topic.
-        topic: String,
-        /// The partitions whose end is unknown.
-        partitions: Vec<i32>,
-    },
-}
-
-/// Kafka's THROTTLING_QUOTA_EXCEEDED: retriable to Kafka, but a quota needs a person.
-const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
-/// Kafka's CORRUPT_MESSAGE: a record the broker will not take as it is.
-const CORRUPT_MESSAGE: i16 = 2;
-
-impl Retry for KafkaError {
-    /// Transient: a broker unreachable or slow, an error code Kafka marks retriable (a leader
-    /// election, a coordinator loading, ...). Final: authorization and authentication, a
-    /// missing topic or partition (topics are never created automatically), an API the broker
-    /// lacks, a quota, a corrupt record, a malformed answer.
-    fn retry_hint(&self) -> RetryHint {
-        match self {
-            KafkaError::Unreachable { .. } | KafkaError::Timeout { .. } | KafkaError::EndUnknown { .. } => {
-                RetryHint::Transient
+    /// How errors a tenant may see name a broker: by its place in the connection, or by its
+    /// address for an inline connection.
+    pub(crate) fn name_of(&self, peer: Peer<'_>) -> String {
+        match (&self.connection, peer) {
+            (Some(c), Peer::Bootstrap(i, _)) => {
+                format!("bootstrap broker {} of Kafka connection `{c}`", i + 1)
             }
-            KafkaError::Broker { code: THROTTLING_QUOTA_EXCEEDED | CORRUPT_MESSAGE, .. } => RetryHint::Final,
-            KafkaError::Broker { retriable: true, .. } => RetryHint::Transient,
-            KafkaError::Broker { retriable: false, .. }
-            | KafkaError::UnknownTopic(_)
-            | KafkaError::UnknownPartition(..)
-            | KafkaError::NotAuthorized { .. }
-            | KafkaError::Authentication(_)
-            | KafkaError::Scram(_)
-            | KafkaError::Unsupported { .. }
-            | KafkaError::Protocol(_) => RetryHint::Final,
+            (Some(c), Peer::Node(id, _)) => format!("broker {id} of Kafka connection `{c}`"),
+            (Some(c), Peer::Cluster) => format!("the cluster of Kafka connection `{c}`"),
+            (None, Peer::Bootstrap(_, addr) | Peer::Node(_, addr)) => format!("the Kafka broker at {addr}"),
+            (None, Peer::Cluster) => format!("the Kafka cluster at {}", self.bootstrap.join(", ")),
         }
     }
 }
 
-impl KafkaError {
-    /// An error for a response's error code.
-    pub fn from_code(code: i16, context: impl Into<String>) -> KafkaError {
-        let context = context.into();
-        let e = ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code));
-        match e {
-            ResponseError::TopicAuthorizationFailed
-            | ResponseError::GroupAuthorizationFailed
-            | ResponseError::ClusterAuthorizationFailed
-            | ResponseError::TransactionalIdAuthorizationFailed => {
-                KafkaError::NotAuthorized { what: context, code: format!("{e:?}") }
-            }
-            // Kafka's transaction coordinator answers CONCURRENT_TRANSACTIONS while it finishes
-            // ending a transaction (InitProducerId fencing an open one, a request right after
-            // EndTxn) and expects a retry, as Java's TransactionManager does; the crate marks
-            // it final.
-            _ => KafkaError::Broker {
-                code,
-                name: format!("{e:?}"),
-                context,
-                retriable: e.is_retriable() || matches!(e, ResponseError::ConcurrentTransactions),
-            },
-        }
-    }
-
-    /// Worth retrying after a metadata refresh or a reconnect.
-    pub fn retriable(&self) -> bool {
-        match self {
-            KafkaError::Unreachable { .. } | KafkaError::Timeout { .. } => true,
-            KafkaError::Broker { retriable, .. } => *retriable,
-            _ => false,
-        }
-    }
-
-    /// The error code, for broker errors.
-    pub fn code(&self) -> Option<i16> {
-        match self {
-            KafkaError::Broker { code, .. } => Some(*code),
-            _ => None,
-        }
-    }
+/// A broker as the client knows it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Peer<'a> {
+    /// The `i`th bootstrap server (from 0), at this address.
+    Bootstrap(usize, &'a str),
+    /// The broker of this id in the cluster's metadata, at this address.
+    Node(i32, &'a str),
+    /// The cluster as a whole.
+    Cluster,
 }
 
 /// Where a partition's reading starts.
@@ -368,8 +255,8 @@ impl Client {
         }
         if self.any.is_none() {
             let mut last = None;
-            for addr in self.config.bootstrap.clone() {
-                match Connection::open(&addr, &self.config) {
+            for (i, addr) in self.config.bootstrap.iter().enumerate() {
+                match Connection::open(Peer::Bootstrap(i, addr), &self.config) {
                     Ok(c) => {
                         self.any = Some(c);
                         break;
@@ -378,10 +265,28 @@ impl Client {
                 }
             }
             if self.any.is_none() {
-                return Err(last.unwrap_or_else(|| KafkaError::Unreachable {
-                    addr: "(none)".into(),
-                    reason: "no bootstrap servers are configured".into(),
-                }));
+                let cluster = self.config.name_of(Peer::Cluster);
+                return Err(match last {
+                    // None answered: the tenant hears of the connection; each address is
+                    // in the server's log.
+                    Some(KafkaError::Unreachable { reason, .. }) if self.config.bootstrap.len() > 1 => {
+                        KafkaError::Unreachable {
+                            broker: match &self.config.connection {
+                                Some(c) => format!("any bootstrap broker of Kafka connection `{c}`"),
+                                None => format!(
+                                    "any of the Kafka brokers at {}",
+                                    self.config.bootstrap.join(", ")
+                                ),
+                            },
+                            reason: format!("the last said: {reason}"),
+                        }
+                    }
+                    Some(e) => e,
+                    None => KafkaError::Unreachable {
+                        broker: cluster,
+                        reason: "no bootstrap servers are configured".into(),
+                    },
+                });
             }
         }
         Ok(self.any.as_mut().expect("set above"))
@@ -431,7 +336,7 @@ impl Client {
                 context: format!("broker {id} is not in the cluster's metadata"),
                 retriable: true,
             })?;
-            let conn = Connection::open(&addr, &self.config)?;
+            let conn = Connection::open(Peer::Node(id, &addr), &self.config)?;
             self.conns.insert(id, conn);
         }
         Ok(self.conns.get_mut(&id).expect("inserted above"))

@@ -419,8 +419,11 @@ fn concurrent_transactions_is_retried() {
 fn errors_say_whether_a_retry_can_help() {
     use crate::retry::{Retry, RetryHint};
     let transient = [
-        KafkaError::Unreachable { addr: "b:9092".into(), reason: "connection refused".into() },
-        KafkaError::Timeout { addr: "b:9092".into() },
+        KafkaError::Unreachable {
+            broker: "broker 1 of Kafka connection `main`".into(),
+            reason: "refused".into(),
+        },
+        KafkaError::Timeout { broker: "broker 1 of Kafka connection `main`".into() },
         // NOT_LEADER_OR_FOLLOWER: a leader election.
         KafkaError::from_code(6, "produce to t/0"),
         // COORDINATOR_LOAD_IN_PROGRESS.
