@@ -245,26 +245,6 @@ fn a_savepoint_upload_holds_no_writer_of_the_store() {
     assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
 }
 
-/// A `tracing` writer into a buffer the test reads.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Issue 40: the sweeps at start delete an object no record names only past the grace
 /// period (`weir.redb` may be an older backup that never knew of newer objects), and a dry
 /// run deletes nothing and logs what it would delete.
@@ -280,7 +260,7 @@ fn sweeps_keep_young_objects_and_a_dry_run_only_logs() {
         store.set_external_chunks(Arc::new(BlockingChunks::new(objects.clone().with_sweep(policy)).unwrap()));
         objects.clone().with_sweep(policy)
     };
-    let logs = Logs::default();
+    let logs = crate::common::Logs::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())

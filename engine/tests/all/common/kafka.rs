@@ -95,10 +95,10 @@ pub(crate) fn read_all(client: &mut Client, topic: &str) -> Vec<FetchedRecord> {
 
 /// What the process logs at `warn` and above from now on (a process-wide subscriber, set once:
 /// nextest runs each test in a process of its own).
-pub(crate) fn captured_logs() -> Logs {
-    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+pub(crate) fn captured_logs() -> super::Logs {
+    static LOGS: std::sync::OnceLock<super::Logs> = std::sync::OnceLock::new();
     LOGS.get_or_init(|| {
-        let logs = Logs(std::sync::Arc::new(std::sync::Mutex::new(Vec::new())));
+        let logs = super::Logs::default();
         let writer = logs.clone();
         let _ = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::WARN)
@@ -108,26 +108,4 @@ pub(crate) fn captured_logs() -> Logs {
         logs
     })
     .clone()
-}
-
-/// The log text captured by [`captured_logs`].
-#[derive(Clone)]
-pub(crate) struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Logs {
-    /// Everything logged so far.
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
