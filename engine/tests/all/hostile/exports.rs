@@ -185,7 +185,8 @@ async fn unread_exports_hold_request_permits_and_quota_but_no_transaction() {
         sizes.push(redb_bytes(&server));
     }
     println!("weir.redb after each import and delete of {} bytes: {sizes:?}", file.len());
-    let grown = sizes[6] - sizes[0];
+    // (redb may also shrink the file when its tail is free.)
+    let grown = sizes.iter().max().unwrap().saturating_sub(sizes[0]);
     assert!(
         grown < file.len() as u64,
         "weir.redb grew by {grown} bytes over six imports and deletes of a {} byte file",
