@@ -204,6 +204,25 @@ fn str_bytes(value: &[u8]) -> Option<&[u8]> {
     rest.get(..len)
 }
 
+/// The type and data of an ext value whose `marker` was just read from `rd` (None when it is
+/// truncated); `rd` moves past it.
+fn ext_data<'a>(rd: &mut &'a [u8], marker: Marker) -> Option<(i8, &'a [u8])> {
+    let len = match marker {
+        Marker::FixExt1 => 1,
+        Marker::FixExt2 => 2,
+        Marker::FixExt4 => 4,
+        Marker::FixExt8 => 8,
+        Marker::FixExt16 => 16,
+        Marker::Ext8 => usize::from(rd.read_data_u8().ok()?),
+        Marker::Ext16 => usize::from(rd.read_data_u16().ok()?),
+        _ => rd.read_data_u32().ok()? as usize,
+    };
+    let kind = rd.read_data_i8().ok()?;
+    let data = rd.get(..len)?;
+    *rd = &rd[len..];
+    Some((kind, data))
+}
+
 /// Reads past one MessagePack value at the front of `rd`, accepting and refusing exactly what
 /// `rmpv::decode::read_value` does, with the same errors (its depth limit counted as it counts
 /// it), but without building the value or recursing: the open containers are a stack of counts

@@ -104,22 +104,11 @@ pub(super) fn write(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> 
             | Marker::Ext8
             | Marker::Ext16
             | Marker::Ext32 => {
-                let len = match marker {
-                    Marker::FixExt1 => 1,
-                    Marker::FixExt2 => 2,
-                    Marker::FixExt4 => 4,
-                    Marker::FixExt8 => 8,
-                    Marker::FixExt16 => 16,
-                    Marker::Ext8 => usize::from(rd.read_data_u8().map_err(bad)?),
-                    Marker::Ext16 => usize::from(rd.read_data_u16().map_err(bad)?),
-                    _ => rd.read_data_u32().map_err(bad)? as usize,
-                };
-                let kind = rd.read_data_i8().map_err(bad)?;
+                let (kind, data) = super::ext_data(&mut rd, marker).ok_or(FormatError::NotJsonWritable)?;
                 out.extend_from_slice(br#"{"ext":"#);
                 number(out, i128::from(kind));
                 out.extend_from_slice(br#","hex":""#);
-                hex(out, rd.get(..len).ok_or(FormatError::NotJsonWritable)?);
-                rd = &rd[len..];
+                hex(out, data);
                 out.extend_from_slice(b"\"}");
             }
             Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {

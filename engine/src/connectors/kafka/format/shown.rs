@@ -76,19 +76,7 @@ pub(super) fn shown(bytes: &[u8], max: usize) -> Option<String> {
             | Marker::Ext8
             | Marker::Ext16
             | Marker::Ext32 => {
-                let len = match marker {
-                    Marker::FixExt1 => 1,
-                    Marker::FixExt2 => 2,
-                    Marker::FixExt4 => 4,
-                    Marker::FixExt8 => 8,
-                    Marker::FixExt16 => 16,
-                    Marker::Ext8 => usize::from(rd.read_data_u8().ok()?),
-                    Marker::Ext16 => usize::from(rd.read_data_u16().ok()?),
-                    _ => rd.read_data_u32().ok()? as usize,
-                };
-                let kind = rd.read_data_i8().ok()?;
-                let data = rd.get(..len)?;
-                rd = &rd[len..];
+                let (kind, data) = super::ext_data(&mut rd, marker)?;
                 write!(out, "[{kind}, {data:?}]")
             }
             Marker::FixArray(n) => container(&mut out, &mut open, u64::from(n), false),
