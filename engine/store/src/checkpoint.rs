@@ -11,6 +11,7 @@ pub(crate) mod live;
 pub(crate) mod put;
 mod storage;
 pub(crate) mod summary;
+mod upload;
 mod write;
 
 use std::collections::BTreeMap;

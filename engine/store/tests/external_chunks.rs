@@ -317,6 +317,148 @@ fn put_by_worker(store: &Store, memory: &Memory, write: SubtaskWrite) -> Result<
     store.record_subtask(record)
 }
 
+/// What [`Gated`] tells the test: an object request waits for its release; the write ended.
+enum Seen {
+    Request(String),
+    Done(Result<SubtaskState, StoreError>),
+}
+
+/// A [`Memory`] whose every chunk put and get waits for the test's release while armed.
+struct Gated {
+    memory: Arc<Memory>,
+    armed: std::sync::atomic::AtomicBool,
+    seen: Mutex<std::sync::mpsc::Sender<Seen>>,
+    release: Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl std::fmt::Debug for Gated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Gated")
+    }
+}
+
+impl Gated {
+    fn wait(&self, what: String) {
+        if !self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        self.seen.lock().unwrap().send(Seen::Request(what)).unwrap();
+        self.release.lock().unwrap().recv().unwrap();
+    }
+}
+
+impl ExternalChunks for Gated {
+    fn put(&self, job: &str, id: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        self.wait(format!("the put of chunk {id}"));
+        self.memory.put(job, id, bytes)
+    }
+
+    fn get(&self, job: &str, id: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
+        self.wait(format!("the get of chunk {id}"));
+        self.memory.get(job, id, out)
+    }
+
+    fn delete(&self, job: &str, ids: &[u64]) -> Result<(), StoreError> {
+        self.memory.delete(job, ids)
+    }
+
+    fn list(&self, job: &str) -> Result<Vec<u64>, StoreError> {
+        self.memory.list(job)
+    }
+
+    fn put_savepoint(&self, savepoint: &str, n: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        self.memory.put_savepoint(savepoint, n, bytes)
+    }
+
+    fn get_savepoint(&self, savepoint: &str, n: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
+        self.memory.get_savepoint(savepoint, n, out)
+    }
+
+    fn delete_savepoint(&self, savepoint: &str) -> Result<(), StoreError> {
+        self.memory.delete_savepoint(savepoint)
+    }
+
+    fn list_savepoints(&self) -> Result<Vec<(String, SystemTime)>, StoreError> {
+        self.memory.list_savepoints()
+    }
+}
+
+#[test]
+fn no_object_request_of_a_write_runs_inside_the_write_transaction() {
+    // The same history in a store with chunks in its file (the model) and in one whose every
+    // object request waits: while one waits, another job's checkpoint must begin — a write
+    // transaction, which could not start were the request made inside the writer's own.
+    let (_a, plain) = open();
+    let (_b, store) = open();
+    let (seen, events) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let memory = Arc::new(Memory::default());
+    let gated = Arc::new(Gated {
+        memory: memory.clone(),
+        armed: Default::default(),
+        seen: Mutex::new(seen.clone()),
+        release: Mutex::new(released),
+    });
+    store.set_external_chunks(gated.clone());
+    let arm = |on: bool| gated.armed.store(on, std::sync::atomic::Ordering::SeqCst);
+    let store = Arc::new(store);
+    let (mut previous_plain, mut previous) = (BTreeMap::new(), BTreeMap::new());
+    let (mut puts, mut gets, mut compactions, mut other) = (0, 0, 0, 0u64);
+    for id in 1..=10u64 {
+        let scopes = vec![
+            scope(0, vec![put("s", format!("k{}", id % 4).as_bytes(), &vec![id as u8; 3_000])]),
+            scope(
+                1,
+                vec![put("t", b"t", format!("v{id}").as_bytes()), del("t", format!("d{id}").as_bytes())],
+            ),
+        ];
+        let full = id == 1;
+        begin(&plain, id);
+        let a = plain.write_subtask(subtask_write(id, full, scopes.clone(), &previous_plain, 2)).unwrap();
+        complete(&plain, id, &a, 2);
+        begin(&*store, id);
+        let write = subtask_write(id, full, scopes, &previous, 2);
+        arm(true);
+        let writer = {
+            let (store, seen) = (store.clone(), seen.clone());
+            std::thread::spawn(move || seen.send(Seen::Done(store.write_subtask(write))).unwrap())
+        };
+        let b = loop {
+            match events.recv_timeout(Duration::from_secs(60)).expect("the write makes progress") {
+                Seen::Request(what) => {
+                    if what.starts_with("the put") {
+                        puts += 1;
+                    } else {
+                        gets += 1;
+                    }
+                    other += 1;
+                    let (done, began) = std::sync::mpsc::channel();
+                    let store2 = store.clone();
+                    std::thread::spawn(move || {
+                        let _ = done.send(store2.begin(&CheckpointMeta::new("other", other, 1_000 + other)));
+                    });
+                    let result = began.recv_timeout(Duration::from_secs(30));
+                    assert!(
+                        matches!(result, Ok(Ok(()))),
+                        "checkpoint {id}: no write transaction could commit while {what} was in flight: {result:?}"
+                    );
+                    release.send(()).unwrap();
+                }
+                Seen::Done(result) => break result.unwrap(),
+            }
+        };
+        writer.join().unwrap();
+        arm(false);
+        complete(&*store, id, &b, 2);
+        assert_eq!(restore(&*store, &b.chains), restore(&plain, &a.chains), "checkpoint {id}");
+        compactions += b.compactions;
+        (previous_plain, previous) = (a.chains, b.chains);
+    }
+    assert!(compactions > 0 && puts > 0 && gets > 0, "compactions {compactions}, puts {puts}, gets {gets}");
+    assert_eq!(store.usage_ledger().unwrap(), store.scan_usage().unwrap(), "the ledger matches a recount");
+    assert_eq!(pieces(&store), 0);
+}
+
 #[test]
 fn chunks_a_worker_put_are_recorded_compacted_and_collected_as_the_stores_own() {
     let (_a, own) = open();

@@ -58,19 +58,7 @@ impl<'txn> ChunkTables<'txn> {
     /// How many increments `chain` holds: runs of chunks written by one checkpoint (a base
     /// written by a compaction or a full snapshot is one, however many chunks it has).
     pub(super) fn increments(&self, job: &str, chain: &[u64]) -> Result<usize, StoreError> {
-        let mut n = 0;
-        let mut last = None;
-        for &chunk in chain {
-            let owner = match self.index.get((job, chunk))? {
-                Some(entry) => entry.value().0,
-                None => return Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
-            };
-            if last != Some(owner) {
-                n += 1;
-                last = Some(owner);
-            }
-        }
-        Ok(n)
+        increments(&self.index, job, chain)
     }
 
     fn delete(&mut self, job: &str, owner: u64, chunk: u64) -> Result<(), StoreError> {
@@ -119,6 +107,28 @@ impl<'txn> ChunkTables<'txn> {
         }
         Ok(())
     }
+}
+
+/// How many increments `chain` holds, read from the chunk index `index`
+/// ([`ChunkTables::increments`]).
+pub(super) fn increments(
+    index: &impl ReadableTable<(&'static str, u64), (u64, u64)>,
+    job: &str,
+    chain: &[u64],
+) -> Result<usize, StoreError> {
+    let mut n = 0;
+    let mut last = None;
+    for &chunk in chain {
+        let owner = match index.get((job, chunk))? {
+            Some(entry) => entry.value().0,
+            None => return Err(StoreError::MissingChunk { job: job.to_owned(), chunk }),
+        };
+        if last != Some(owner) {
+            n += 1;
+            last = Some(owner);
+        }
+    }
+    Ok(n)
 }
 
 /// External chunks a committed transaction dropped from the index.

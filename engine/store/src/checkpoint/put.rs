@@ -19,6 +19,7 @@ use crate::checkpoint::SubtaskWrite;
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
 use crate::checkpoint::history::bump_last_id;
 use crate::checkpoint::live::{LiveState, apply_chain};
+use crate::checkpoint::upload::Uploader;
 use crate::checkpoint::write::{
     base_chains, check_channel_state, check_writable, compacts, encode_entries, encode_live,
 };
@@ -155,10 +156,38 @@ pub fn encode_subtask(write: &SubtaskWrite, max_chunk_bytes: usize) -> Result<En
 }
 
 impl Store {
-    /// [`CheckpointStorage::record_subtask`] for this store.
+    /// [`CheckpointStorage::record_subtask`] for this store: compactions prepared outside the
+    /// write transaction, then the record.
     ///
     /// [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
-    pub(crate) fn record_put_subtask(&self, write: PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
+    pub(crate) fn record_with_prepared_compactions(
+        &self,
+        write: PutSubtaskWrite,
+    ) -> Result<SubtaskState, StoreError> {
+        let Some(external) = self.external() else {
+            return Err(StoreError::External(
+                "chunks written elsewhere need an external chunk store (`chunk_store`)".into(),
+            ));
+        };
+        let job = write.job.clone();
+        let mut uploader = Uploader::new(self, &*external, &job);
+        let result = self
+            .prepare_compactions(&mut uploader, &write)
+            .and_then(|bases| self.record_put_subtask(write, bases));
+        if result.is_err() {
+            uploader.abandon();
+        }
+        result
+    }
+
+    /// Records `write`, whose chunks are put, with `bases` the new bases of the scopes that
+    /// compact, put too ([`Store::prepare_compactions`]; a scope that compacts without one
+    /// is compacted here, reading and putting inside the transaction).
+    pub(crate) fn record_put_subtask(
+        &self,
+        write: PutSubtaskWrite,
+        mut bases: BTreeMap<u32, Vec<PutChunk>>,
+    ) -> Result<SubtaskState, StoreError> {
         let job = write.job.as_str();
         let Some(external) = self.external() else {
             return Err(StoreError::External(
@@ -172,7 +201,7 @@ impl Store {
             check_writable(&txn, job, write.checkpoint)?;
             let mut tables = ChunkTables::open(&txn, self)?;
             // An id recorded before is not this write's: it would take over another chunk's row.
-            for chunk in write.chunks() {
+            for chunk in write.chunks().chain(bases.values().flatten()) {
                 if tables.index.get((job, chunk.id))?.is_some() {
                     return Err(StoreError::InvalidMeta {
                         job: job.to_owned(),
@@ -186,7 +215,7 @@ impl Store {
             let next_id = counters.get(NEXT_CHUNK_ID)?.map_or(1, |v| v.value());
             let mut writer =
                 ChunkWriter { tables: &mut tables, job, owner: write.checkpoint, next_id, bytes_written: 0 };
-            for chunk in write.chunks() {
+            for chunk in write.chunks().chain(bases.values().flatten()) {
                 writer.record(chunk.id, chunk.size)?;
             }
             let mut compactions = 0;
@@ -205,14 +234,19 @@ impl Store {
                 // Counted as `write_subtask` counts: in increments, this write one more.
                 let increments = writer.tables.increments(job, chain)? + 1;
                 if compacts(chain.first().copied().unwrap_or(0), increments, max_chain) {
-                    // The new base is written here; the put delta stays recorded, owned by
-                    // this checkpoint and in no chain, so its completion collects it.
-                    let mut live = LiveState::new();
-                    for part in [&chain[..], &ids[..]] {
-                        apply_chain(&writer.tables.chunks, Some(&*external), job, part, &mut live)?;
-                    }
-                    *chain = writer.write(encode_live(&live, self.max_chunk_bytes))?;
+                    // The put delta stays recorded, owned by this checkpoint and in no chain,
+                    // so its completion collects it.
                     compactions += 1;
+                    if let Some(base) = bases.remove(&scope) {
+                        *chain = base.iter().map(|c| c.id).collect();
+                    } else {
+                        // Not prepared: the new base is written here.
+                        let mut live = LiveState::new();
+                        for part in [&chain[..], &ids[..]] {
+                            apply_chain(&writer.tables.chunks, Some(&*external), job, part, &mut live)?;
+                        }
+                        *chain = writer.write(encode_live(&live, self.max_chunk_bytes))?;
+                    }
                 } else {
                     chain.extend(ids);
                 }
@@ -220,6 +254,8 @@ impl Store {
                     chains.remove(&scope);
                 }
             }
+            // A prepared base no scope took (its chain changed since) stays recorded, owned by
+            // this checkpoint and in no chain, like a compacted delta.
             counters.insert(NEXT_CHUNK_ID, writer.next_id)?;
             let bytes_written = writer.bytes_written;
             charge(&txn, Subject::Job(job), tables.meter.0, true)?;

@@ -277,6 +277,9 @@ impl CheckpointStorage for Store {
     }
 
     fn write_subtask(&self, write: SubtaskWrite) -> Result<SubtaskState, StoreError> {
+        if let Some(external) = self.external() {
+            return self.write_subtask_external(external, write);
+        }
         let job = write.job.as_str();
         let max_chain = write.max_chain_length.max(1);
         check_channel_state(&write)?;
@@ -556,7 +559,7 @@ impl CheckpointStorage for Store {
     }
 
     fn record_subtask(&self, write: PutSubtaskWrite) -> Result<SubtaskState, StoreError> {
-        self.record_put_subtask(write)
+        self.record_with_prepared_compactions(write)
     }
 
     fn chunk_usage(&self, job: &str) -> Result<(u64, u64), StoreError> {

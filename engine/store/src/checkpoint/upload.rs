@@ -1,0 +1,220 @@
+//! A subtask's write when chunks go to an external store (`chunk_store`): no object-store
+//! request runs inside the redb write transaction, which is the whole file's one writer
+//! (one slow S3 PUT there stalled every tenant's commits).
+//!
+//! [`Store::write_subtask_external`] puts the write's chunks one at a time under ids leased
+//! in short transactions ([`Uploader`]), then records them as a worker's put chunks are
+//! recorded ([`Store::record_put_subtask`]). Compactions are prepared before that record
+//! ([`Store::prepare_compactions`]): which scopes compact is read in a short read
+//! transaction, and the chain is read and the new base put outside any; the record then
+//! only writes rows. Should the record fail, the chunks put are deleted (and whatever a
+//! crash leaves is an orphan that a sweep deletes once past its grace period).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use redb::TableError;
+
+use crate::checkpoint::SubtaskWrite;
+use crate::checkpoint::live::{LiveState, append_chunk};
+use crate::checkpoint::put::{PutChunk, PutSubtaskWrite};
+use crate::checkpoint::write::{check_channel_state, compacts, encode_live};
+use crate::codec::{ChunkEncoder, decode_chunk};
+use crate::error::StoreError;
+use crate::external::ExternalChunks;
+use crate::manifest::{StateEntry, SubtaskState};
+use crate::store::Store;
+use crate::tables::{CHUNK_INDEX, CHUNKS};
+
+/// Ids leased per short transaction: a lease is one durable commit; ids a write does not
+/// use are skipped, never reused.
+const LEASE: u64 = 64;
+
+/// Puts chunks in the external store under ids it leases as it goes.
+pub(super) struct Uploader<'a> {
+    store: &'a Store,
+    external: &'a dyn ExternalChunks,
+    job: &'a str,
+    ids: std::ops::Range<u64>,
+    /// Every id put so far (deleted again should the write fail).
+    put: Vec<u64>,
+}
+
+impl<'a> Uploader<'a> {
+    pub(super) fn new(store: &'a Store, external: &'a dyn ExternalChunks, job: &'a str) -> Self {
+        Uploader { store, external, job, ids: 0..0, put: Vec::new() }
+    }
+
+    /// Puts `bytes` as a new chunk.
+    pub(super) fn put(&mut self, bytes: Vec<u8>) -> Result<PutChunk, StoreError> {
+        if self.ids.is_empty() {
+            self.ids = self.store.lease_chunk_ids(LEASE)?;
+        }
+        let id = self.ids.next().expect("a leased id");
+        self.external.put(self.job, id, &bytes)?;
+        self.put.push(id);
+        Ok(PutChunk { id, size: bytes.len() as u64 })
+    }
+
+    fn put_all(&mut self, chunks: Vec<Vec<u8>>) -> Result<Vec<PutChunk>, StoreError> {
+        chunks.into_iter().map(|bytes| self.put(bytes)).collect()
+    }
+
+    /// Deletes what was put (best effort: what is left is an orphan for the sweep).
+    pub(super) fn abandon(self) {
+        if !self.put.is_empty() {
+            let _ = self.external.delete(self.job, &self.put);
+        }
+    }
+}
+
+/// Opens `table` in `txn`, or `None` if no write created it yet.
+fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    table: redb::TableDefinition<'_, K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>, StoreError> {
+    match txn.open_table(table) {
+        Ok(table) => Ok(Some(table)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Store {
+    /// [`CheckpointStorage::write_subtask`] for a store with an external chunk store.
+    ///
+    /// [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
+    pub(super) fn write_subtask_external(
+        &self,
+        external: Arc<dyn ExternalChunks>,
+        write: SubtaskWrite,
+    ) -> Result<SubtaskState, StoreError> {
+        check_channel_state(&write)?;
+        let job = write.job.clone();
+        let mut uploader = Uploader::new(self, &*external, &job);
+        let result = self.upload_and_record(&mut uploader, write);
+        if result.is_err() {
+            uploader.abandon();
+        }
+        result
+    }
+
+    fn upload_and_record(
+        &self,
+        uploader: &mut Uploader<'_>,
+        write: SubtaskWrite,
+    ) -> Result<SubtaskState, StoreError> {
+        // As `write_subtask` and `encode_subtask`: one entry list per scope, in the order
+        // given; one chunk encoded (and put) at a time.
+        let mut grouped: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
+        for delta in write.scopes.iter() {
+            grouped.entry(delta.scope).or_default().extend(delta.entries.iter());
+        }
+        let max_bytes = self.max_chunk_bytes.max(1);
+        let mut scopes = BTreeMap::new();
+        for (scope, entries) in grouped {
+            let mut encoder = ChunkEncoder::new(max_bytes);
+            let mut chunks = Vec::new();
+            for entry in entries {
+                if write.full && entry.value.is_none() {
+                    continue;
+                }
+                encoder.push(&entry.state, &entry.key, entry.value.as_deref());
+                chunks.extend(uploader.put_all(encoder.take_done())?);
+            }
+            chunks.extend(uploader.put_all(encoder.finish())?);
+            if !chunks.is_empty() {
+                scopes.insert(scope, chunks);
+            }
+        }
+        let mut encoder = ChunkEncoder::new(max_bytes);
+        let mut channel = Vec::new();
+        for entry in &write.channel_state {
+            let Some(value) = &entry.value else { continue };
+            encoder.push(&entry.state, &entry.key, Some(value));
+            channel.extend(uploader.put_all(encoder.take_done())?);
+        }
+        channel.extend(uploader.put_all(encoder.finish())?);
+        let record = PutSubtaskWrite {
+            job: write.job,
+            checkpoint: write.checkpoint,
+            operator: write.operator,
+            subtask: write.subtask,
+            full: write.full,
+            scopes,
+            previous: write.previous,
+            blob: write.blob,
+            channel,
+            max_chain_length: write.max_chain_length as u64,
+        };
+        let bases = self.prepare_compactions(uploader, &record)?;
+        self.record_put_subtask(record, bases)
+    }
+
+    /// The new bases of the scopes of `write` that compact, put by `uploader`: per scope,
+    /// its chain (`previous`) and its put delta applied in order, encoded afresh. Which
+    /// scopes compact is decided as the record decides it; a scope the record then finds
+    /// otherwise (its chain changed meanwhile) compacts inside the record as before.
+    pub(super) fn prepare_compactions(
+        &self,
+        uploader: &mut Uploader<'_>,
+        write: &PutSubtaskWrite,
+    ) -> Result<BTreeMap<u32, Vec<PutChunk>>, StoreError> {
+        let mut bases = BTreeMap::new();
+        if write.full {
+            return Ok(bases);
+        }
+        let job = write.job.as_str();
+        let max_chain = usize::try_from(write.max_chain_length).unwrap_or(usize::MAX).max(1);
+        // Which scopes compact: a short read transaction over the index only.
+        let mut due = Vec::new();
+        {
+            let txn = self.read_txn()?;
+            let Some(index) = open(&txn, CHUNK_INDEX)? else { return Ok(bases) };
+            for (&scope, put) in &write.scopes {
+                let Some(chain) = write.previous.get(&scope).filter(|c| !c.is_empty() && !put.is_empty())
+                else {
+                    continue;
+                };
+                let increments = super::chunks::increments(&index, job, chain)? + 1;
+                if compacts(chain[0], increments, max_chain) {
+                    due.push(scope);
+                }
+            }
+        }
+        for scope in due {
+            let mut live = LiveState::new();
+            for &chunk in write.previous[&scope].iter().chain(write.scopes[&scope].iter().map(|c| &c.id)) {
+                let bytes = self.read_chunk_outside(uploader.external, job, chunk)?;
+                decode_chunk(&bytes, |state, key, value| {
+                    super::live::apply_entry(&mut live, state, key, value);
+                })
+                .map_err(|detail| StoreError::corrupt(format!("chunk {chunk} of job `{job}`"), detail))?;
+            }
+            bases.insert(scope, uploader.put_all(encode_live(&live, self.max_chunk_bytes))?);
+        }
+        Ok(bases)
+    }
+
+    /// Chunk `chunk` of `job`: its pieces in the file (read in a read transaction of its
+    /// own), else its object in the external store (read outside any).
+    fn read_chunk_outside(
+        &self,
+        external: &dyn ExternalChunks,
+        job: &str,
+        chunk: u64,
+    ) -> Result<Vec<u8>, StoreError> {
+        let mut bytes = Vec::new();
+        let in_file = {
+            let txn = self.read_txn()?;
+            match open(&txn, CHUNKS)? {
+                Some(chunks) => append_chunk(&chunks, None, job, chunk, &mut bytes)?,
+                None => false,
+            }
+        };
+        if in_file || external.get(job, chunk, &mut bytes)? {
+            return Ok(bytes);
+        }
+        Err(StoreError::MissingChunk { job: job.to_owned(), chunk })
+    }
+}
