@@ -23,6 +23,7 @@ use super::placement::{Assignment, PlacementError, place};
 use super::protocol::{
     AttemptId, Hello, PROTOCOL_VERSION, Session, ToController, ToWorker, spawn_writer, valid_name,
 };
+use super::quota::{HeldUntilEnded, Reservations};
 
 /// Lost workers kept in the registry (the newest).
 pub const MAX_LOST: usize = 64;
@@ -227,6 +228,11 @@ impl AttemptInbox {
     pub async fn recv(&mut self) -> Option<(u64, ToController)> {
         self.rx.recv().await
     }
+
+    /// A message that arrived already, if any.
+    pub fn try_recv(&mut self) -> Option<(u64, ToController)> {
+        self.rx.try_recv().ok()
+    }
 }
 
 impl Drop for AttemptInbox {
@@ -263,6 +269,8 @@ pub struct Workers {
     events: broadcast::Sender<WorkerEvent>,
     /// The current attempt of each job that runs on workers, and where its messages go.
     attempts: Arc<Mutex<AttemptRoutes>>,
+    /// Reservations of ended attempts kept until their parts on the workers ended.
+    pub(super) held: HeldUntilEnded,
 }
 
 type AttemptRoutes = std::collections::HashMap<String, (u64, mpsc::UnboundedSender<(u64, ToController)>)>;
@@ -283,6 +291,7 @@ impl Workers {
             registry: Arc::new(Mutex::new(Registry { next_id: 1, ..Registry::default() })),
             events: broadcast::channel(256).0,
             attempts: Arc::default(),
+            held: HeldUntilEnded::default(),
         }
     }
 
@@ -329,6 +338,9 @@ impl Workers {
 
     /// Hands a job-scoped message to its attempt's inbox, or drops it (fencing).
     fn route(&self, worker: u64, attempt: &AttemptId, message: ToController) {
+        if matches!(message, ToController::Ended { .. }) {
+            self.held.ended(worker, attempt);
+        }
         let attempts = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match attempts.get(&attempt.job) {
             Some((current, tx)) if *current == attempt.attempt => {
@@ -337,6 +349,15 @@ impl Workers {
             _ => {
                 tracing::debug!(worker, job = %attempt.job, attempt = attempt.attempt, "message of an attempt that is not current dropped")
             }
+        }
+    }
+
+    /// Keeps `reservations` until worker `worker`'s part of `attempt` ended or the worker is
+    /// lost (dropped now if it is not live).
+    pub(super) fn hold_until_ended(&self, worker: u64, attempt: &AttemptId, reservations: Reservations) {
+        let registry = self.lock();
+        if registry.live.contains_key(&worker) {
+            self.held.hold(worker, attempt, reservations);
         }
     }
 
@@ -483,6 +504,7 @@ impl Workers {
 
     fn lose(&self, registry: &mut Registry, id: u64, reason: String) {
         let Some(live) = registry.live.remove(&id) else { return };
+        self.held.lost(id);
         tracing::warn!(worker = id, name = %live.info.name, %reason, "worker lost");
         let _ = live.close.send(Some(reason.clone()));
         let info = WorkerInfo {

@@ -187,7 +187,7 @@ pub(crate) async fn run_attempt_on_workers(
     let counters = counters_by_task(plan, &metrics, &worker_of_task);
     env.set_live_metrics(metrics);
     let remote = Box::pin(follow_workers(
-        inbox,
+        (inbox, attempt.clone()),
         events,
         to_coordinator,
         Followed { worker_of_task, counters, used: placed.used.clone() },
@@ -430,7 +430,7 @@ async fn forward_stops(
 /// storage calls, and ends when every part ended (`Ok`) or one failed or its worker was
 /// lost.
 async fn follow_workers(
-    mut inbox: AttemptInbox,
+    (inbox, attempt): (AttemptInbox, AttemptId),
     mut events: tokio::sync::broadcast::Receiver<WorkerEvent>,
     to_coordinator: mpsc::UnboundedSender<ToCoordinator>,
     followed: Followed,
@@ -440,14 +440,15 @@ async fn follow_workers(
     let Followed { worker_of_task, counters, used } = followed;
     let workers = serving.workers.clone();
     let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
-    let mut running = used.clone();
+    let reservations = serving.reservations.clone();
+    let mut parts = Parts { inbox, running: used.clone(), workers: workers.clone(), attempt, reservations };
     // A worker lost before this loop subscribed is not live any more.
-    if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
+    if let Some(&gone) = parts.running.iter().find(|w| !workers.is_live(**w)) {
         return Err(ClusterError::WorkerGone { worker: gone, step: AttemptStep::Running }.into());
     }
-    while !running.is_empty() {
+    while !parts.running.is_empty() {
         tokio::select! {
-            message = inbox.recv() => {
+            message = parts.inbox.recv() => {
                 let Some((worker, message)) = message else {
                     return Err(ClusterError::InboxClosed.into());
                 };
@@ -478,9 +479,10 @@ async fn follow_workers(
                         }
                     }
                     ToController::Ended { failure: None, .. } => {
-                        running.remove(&worker);
+                        parts.running.remove(&worker);
                     }
                     ToController::Ended { failure: Some(failure), .. } => {
+                        parts.running.remove(&worker);
                         let error = crate::runtime::TaskError::Remote {
                             worker,
                             message: failure.message,
@@ -502,11 +504,11 @@ async fn follow_workers(
                 });
             }
             event = events.recv() => match event {
-                Ok(WorkerEvent::Lost(worker, reason)) if running.contains(&worker) => {
+                Ok(WorkerEvent::Lost(worker, reason)) if parts.running.contains(&worker) => {
                     return Err(ClusterError::WorkerLost { worker, reason }.into());
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    if let Some(&gone) = running.iter().find(|w| !workers.is_live(**w)) {
+                    if let Some(&gone) = parts.running.iter().find(|w| !workers.is_live(**w)) {
                         return Err(ClusterError::WorkerGone { worker: gone, step: AttemptStep::Running }.into());
                     }
                 }
@@ -515,6 +517,32 @@ async fn follow_workers(
         }
     }
     Ok(())
+}
+
+/// The parts of an attempt on workers that have not ended yet. Should the attempt end here
+/// first (a failure elsewhere, a stop), each keeps the attempt's quota reservations held
+/// until it says it ended — its host state folders are gone then — or its worker is lost.
+struct Parts {
+    inbox: AttemptInbox,
+    running: BTreeSet<u64>,
+    workers: Workers,
+    attempt: AttemptId,
+    reservations: Reservations,
+}
+
+impl Drop for Parts {
+    fn drop(&mut self) {
+        for &worker in &self.running {
+            self.workers.hold_until_ended(worker, &self.attempt, self.reservations.clone());
+        }
+        // An `Ended` routed before the hold sits here unread (one routed after it releases
+        // the hold on its way).
+        while let Some((worker, message)) = self.inbox.try_recv() {
+            if matches!(message, ToController::Ended { .. }) {
+                self.workers.held.ended(worker, &self.attempt);
+            }
+        }
+    }
 }
 
 /// What the controller knows of the subtasks on workers.

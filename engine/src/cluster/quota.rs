@@ -8,11 +8,12 @@
 //! worker that dies or is fenced cannot keep a tenant's room. The worker's own disk has a
 //! free-space floor of its own (`min_free_bytes`, as the controller's), checked locally.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use weir_store::{DiskFloor, Store, StoreError};
 
-use super::protocol::{StorageReply, StorageRequest};
+use super::protocol::{AttemptId, StorageReply, StorageRequest};
 use super::remote_storage::RemoteStorage;
 use crate::local_state::QuotaLedger;
 
@@ -86,6 +87,67 @@ impl Drop for Held {
         {
             let _ = self.store.release(owner, held);
         }
+    }
+}
+
+/// What a worker's part of an ended attempt still holds on the controller, kept until the
+/// worker says that part ended (`Ended`: its subtasks are gone, and with them their host
+/// state folders) or the worker is lost: the attempt's quota [`Reservations`]. An attempt
+/// can end here (a failure elsewhere, a stop) while its parts still run and their folders
+/// are still on the workers' disks; giving their room back then would let the next attempt
+/// reserve it again beside them.
+#[derive(Default, Clone)]
+pub(super) struct HeldUntilEnded(Arc<Mutex<HeldByWorker>>);
+
+/// Worker id → (attempt, its reservations) per ended attempt whose part there still runs.
+type HeldByWorker = HashMap<u64, Vec<(AttemptId, Reservations)>>;
+
+impl std::fmt::Debug for HeldUntilEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldUntilEnded").field("workers", &self.lock().len()).finish()
+    }
+}
+
+impl HeldUntilEnded {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeldByWorker> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds `reservations` until worker `worker`'s part of `attempt` ended.
+    pub(super) fn hold(&self, worker: u64, attempt: &AttemptId, reservations: Reservations) {
+        self.lock().entry(worker).or_default().push((attempt.clone(), reservations));
+    }
+
+    /// Worker `worker`'s part of `attempt` ended: what it held goes.
+    pub(super) fn ended(&self, worker: u64, attempt: &AttemptId) {
+        let gone: Vec<_> = {
+            let mut held = self.lock();
+            let Some(list) = held.get_mut(&worker) else { return };
+            let (gone, kept) = std::mem::take(list).into_iter().partition(|(a, _)| a == attempt);
+            *list = kept;
+            if list.is_empty() {
+                held.remove(&worker);
+            }
+            gone
+        };
+        release_later(gone);
+    }
+
+    /// Worker `worker` is lost: everything it held goes.
+    pub(super) fn lost(&self, worker: u64) {
+        let gone = self.lock().remove(&worker).unwrap_or_default();
+        release_later(gone);
+    }
+}
+
+/// Drops `gone` (a store write each) off the caller's thread when on a runtime.
+fn release_later(gone: Vec<(AttemptId, Reservations)>) {
+    if gone.is_empty() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(move || drop(gone))),
+        Err(_) => drop(gone),
     }
 }
 

@@ -4,8 +4,8 @@
 //! ([`Store::lease_chunk_ids`]), and the controller records them
 //! ([`CheckpointStorage::record_subtask`]): the index, the owners, the ledger and the chains
 //! change as a `write_subtask` of the same entries would change them, compaction included
-//! (done here, reading the chain's objects), so what is restored does not depend on who wrote
-//! the chunks.
+//! (its new base read and put before the record, `upload.rs`), so what is restored does not
+//! depend on who wrote the chunks.
 //!
 //! [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
 //! [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
@@ -19,7 +19,6 @@ use crate::checkpoint::SubtaskWrite;
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
 use crate::checkpoint::history::bump_last_id;
 use crate::checkpoint::live::{LiveState, apply_chain};
-use crate::checkpoint::upload::Uploader;
 use crate::checkpoint::write::{
     base_chains, check_channel_state, check_writable, compacts, encode_entries, encode_live,
 };
@@ -156,30 +155,6 @@ pub fn encode_subtask(write: &SubtaskWrite, max_chunk_bytes: usize) -> Result<En
 }
 
 impl Store {
-    /// [`CheckpointStorage::record_subtask`] for this store: compactions prepared outside the
-    /// write transaction, then the record.
-    ///
-    /// [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
-    pub(crate) fn record_with_prepared_compactions(
-        &self,
-        write: PutSubtaskWrite,
-    ) -> Result<SubtaskState, StoreError> {
-        let Some(external) = self.external() else {
-            return Err(StoreError::External(
-                "chunks written elsewhere need an external chunk store (`chunk_store`)".into(),
-            ));
-        };
-        let job = write.job.clone();
-        let mut uploader = Uploader::new(self, &*external, &job);
-        let result = self
-            .prepare_compactions(&mut uploader, &write)
-            .and_then(|bases| self.record_put_subtask(write, bases));
-        if result.is_err() {
-            uploader.abandon();
-        }
-        result
-    }
-
     /// Records `write`, whose chunks are put, with `bases` the new bases of the scopes that
     /// compact, put too ([`Store::prepare_compactions`]; a scope that compacts without one
     /// is compacted here, reading and putting inside the transaction).

@@ -61,7 +61,7 @@ impl<'a> Uploader<'a> {
     }
 
     /// Deletes what was put (best effort: what is left is an orphan for the sweep).
-    pub(super) fn abandon(self) {
+    fn abandon(self) {
         if !self.put.is_empty() {
             let _ = self.external.delete(self.job, &self.put);
         }
@@ -81,6 +81,30 @@ fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
 }
 
 impl Store {
+    /// [`CheckpointStorage::record_subtask`] for this store: compactions prepared outside the
+    /// write transaction, then the record.
+    ///
+    /// [`CheckpointStorage::record_subtask`]: crate::CheckpointStorage::record_subtask
+    pub(crate) fn record_with_prepared_compactions(
+        &self,
+        write: PutSubtaskWrite,
+    ) -> Result<SubtaskState, StoreError> {
+        let Some(external) = self.external() else {
+            return Err(StoreError::External(
+                "chunks written elsewhere need an external chunk store (`chunk_store`)".into(),
+            ));
+        };
+        let job = write.job.clone();
+        let mut uploader = Uploader::new(self, &*external, &job);
+        let result = self
+            .prepare_compactions(&mut uploader, &write)
+            .and_then(|bases| self.record_put_subtask(write, bases));
+        if result.is_err() {
+            uploader.abandon();
+        }
+        result
+    }
+
     /// [`CheckpointStorage::write_subtask`] for a store with an external chunk store.
     ///
     /// [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask

@@ -484,3 +484,144 @@ async fn a_workers_directory_is_its_own_and_closed_to_others() {
     fixed.wait_line("registered as worker");
     assert_eq!(std::fs::metadata(open.join("module-cache")).unwrap().mode() & 0o7777, 0o700);
 }
+
+/// A session that speaks the worker's side of the protocol by hand.
+struct FakeWorker {
+    session: Session<tokio::net::TcpStream>,
+}
+
+impl FakeWorker {
+    async fn register(addr: &str, name: &str) -> FakeWorker {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut session = Session::new(stream, 64 << 20);
+        session.send(&hello(name, TOKEN)).await.unwrap();
+        let mut worker = FakeWorker { session };
+        let welcome = worker.next().await;
+        assert!(matches!(welcome, ToWorker::Welcome { .. }), "{welcome:?}");
+        worker
+    }
+
+    async fn next(&mut self) -> ToWorker {
+        tokio::time::timeout(WAIT, self.session.recv())
+            .await
+            .expect("a message")
+            .unwrap()
+            .expect("not closed")
+    }
+
+    /// Answers the deploy of an attempt; returns the attempt.
+    async fn deploy(&mut self) -> weir::cluster::protocol::AttemptId {
+        let attempt = loop {
+            if let ToWorker::Deploy(deploy) = self.next().await {
+                break deploy.attempt.clone();
+            }
+        };
+        let deployed = ToController::Deployed { attempt: attempt.clone(), result: Ok(()) };
+        self.session.send(&deployed).await.unwrap();
+        attempt
+    }
+
+    /// Waits for the attempt's start.
+    async fn start(&mut self) {
+        while !matches!(self.next().await, ToWorker::Start { .. }) {}
+    }
+
+    /// Reserves `bytes` of host state for `attempt` from the job owner's quota.
+    async fn reserve(&mut self, attempt: &weir::cluster::protocol::AttemptId, bytes: u64) {
+        use weir::cluster::protocol::{StorageReply, StorageRequest};
+        let request = StorageRequest::Reserve { bytes };
+        self.session
+            .send(&ToController::Storage { attempt: attempt.clone(), call: 1, request })
+            .await
+            .unwrap();
+        loop {
+            match self.next().await {
+                ToWorker::Storage { call: 1, reply } => {
+                    assert_eq!(reply, StorageReply::Done);
+                    return;
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    async fn ended(&mut self, attempt: &weir::cluster::protocol::AttemptId, failure: Option<&str>) {
+        let failure = failure.map(|message| weir::cluster::protocol::RemoteFailure {
+            node: "out".into(),
+            subtask: 1,
+            message: message.into(),
+            secondary: false,
+        });
+        self.session.send(&ToController::Ended { attempt: attempt.clone(), failure }).await.unwrap();
+    }
+}
+
+/// An attempt can end on the controller (another part failed) while a part on a worker
+/// still runs and its host state folders are still on that worker's disk. The quota that
+/// part reserved stays held until the worker says its part ended (its folders are gone by
+/// then) or the worker is lost — not given back at once for the next attempt to take again
+/// beside them (issue 40). Two sessions speak the worker's protocol by hand, so the order
+/// of events is the test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_state_room_is_held_until_the_workers_part_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = controller(dir.path(), &[("WEIR_CLUSTER__HEARTBEAT_TIMEOUT_MS", "600000")]);
+    let addr = server.cluster.clone().unwrap();
+    let mut a = FakeWorker::register(&addr, "a").await;
+    let mut b = FakeWorker::register(&addr, "b").await;
+    let (_, api) =
+        server.tenant_with("acme", Some(serde_json::json!({ "max_storage_bytes": 256u64 << 20 }))).await;
+    let usage = |api: crate::server::Api| async move {
+        let (_, tenant) = api.get("/api/v1/tenant").await;
+        tenant["usage"]["storage_bytes"].as_u64().unwrap()
+    };
+    let before = usage(api.clone()).await;
+    let spec = |name: &str| {
+        serde_json::json!({
+            "name": name,
+            "nodes": [
+                { "id": "ids", "kind": "source", "connector": "generator", "parallelism": 2,
+                  "config": { "mode": "sequence", "count": 10 } },
+                { "id": "out", "kind": "sink", "connector": "blackhole", "parallelism": 2 }
+            ],
+            "edges": [ { "from": "ids", "to": "out" } ],
+            "settings": { "checkpoint": { "interval_ms": null }, "restart": { "attempts": 0 } }
+        })
+    };
+    let held = 100u64 << 20;
+    for (round, end_by) in ["says it ended", "is lost"].into_iter().enumerate() {
+        let job = api.create_job(&spec(&format!("held-{round}"))).await;
+        let (attempt, attempt_b) = (a.deploy().await, b.deploy().await);
+        assert_eq!(attempt, attempt_b);
+        a.start().await;
+        b.start().await;
+        a.reserve(&attempt, held).await;
+        assert!(usage(api.clone()).await >= before + held);
+        // B's part fails: the attempt (and the job) fails on the controller, A is cancelled.
+        b.ended(&attempt, Some("injected")).await;
+        api.wait_status(&job, "failed", WAIT).await;
+        while !matches!(a.next().await, ToWorker::Cancel { .. }) {}
+        // The job failed and A was told to cancel; A's part has not ended: its room is held.
+        let now = usage(api.clone()).await;
+        assert!(
+            now >= before + held,
+            "round {round}: A's room went back before its part ended ({now} bytes)"
+        );
+        if round == 0 {
+            a.ended(&attempt, None).await;
+        } else {
+            drop(a);
+            a = FakeWorker::register(&addr, "a2").await;
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let now = usage(api.clone()).await;
+            if now < before + held {
+                break;
+            }
+            assert!(Instant::now() < deadline, "A's part {end_by}, and the tenant still uses {now} bytes");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        b.ended(&attempt, None).await;
+    }
+}
