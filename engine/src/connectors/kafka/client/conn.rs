@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -18,7 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
 use super::scram::Scram;
-use super::tls::Stream;
+use super::tls::{Stream, TimedTcp};
 use super::{ClientConfig, KafkaError, Peer, SaslMechanism};
 
 /// Largest response accepted (a fetch is bounded by its `max_bytes`; this guards the allocation).
@@ -63,6 +64,8 @@ pub(crate) struct Connection {
     /// A call failed mid-way (timeout, I/O, a frame out of step): the stream may hold a late
     /// answer, so the connection is never used again.
     broken: bool,
+    /// How long one call may take, all its reads and writes together (K6).
+    request_timeout: Duration,
 }
 
 impl std::fmt::Debug for Connection {
@@ -122,7 +125,7 @@ impl Connection {
                     }
                 })?
             }
-            None => Stream::Plain(stream),
+            None => Stream::Plain(TimedTcp::new(stream)),
         };
         let mut conn = Connection {
             addr: addr.to_string(),
@@ -132,6 +135,7 @@ impl Connection {
             client_id: StrBytes::from_string(config.client_id.clone()),
             versions: BTreeMap::new(),
             broken: false,
+            request_timeout: config.request_timeout,
         };
         conn.negotiate()?;
         if let Some(sasl) = &config.sasl {
@@ -201,6 +205,8 @@ impl Connection {
     }
 
     fn exchange<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response, KafkaError> {
+        // K6: the whole exchange, not each read, ends within the request timeout.
+        self.stream.set_deadline(Instant::now() + self.request_timeout);
         self.correlation = self.correlation.wrapping_add(1);
         let correlation = self.correlation;
         let header = RequestHeader::default()

@@ -48,8 +48,16 @@ struct Scripted {
     frames: Arc<Mutex<Vec<Frame>>>,
 }
 
+/// How long a trickling broker waits between the bytes of an answer.
+type Trickle = Option<Duration>;
+
 impl Scripted {
     fn start() -> Scripted {
+        Self::start_with(None)
+    }
+
+    /// A broker that sends each answer a byte at a time, `trickle` apart (when given).
+    fn start_with(trickle: Trickle) -> Scripted {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let frames = Arc::new(Mutex::new(Vec::new()));
@@ -59,7 +67,7 @@ impl Scripted {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 let frames = shared.clone();
-                std::thread::spawn(move || serve(stream, port, frames));
+                std::thread::spawn(move || serve(stream, port, frames, trickle));
             }
         });
         Scripted { addr: format!("127.0.0.1:{port}"), frames }
@@ -71,7 +79,7 @@ impl Scripted {
     }
 }
 
-fn serve(mut stream: TcpStream, port: u16, frames: Arc<Mutex<Vec<Frame>>>) {
+fn serve(mut stream: TcpStream, port: u16, frames: Arc<Mutex<Vec<Frame>>>, trickle: Trickle) {
     use std::io::{Read, Write};
     loop {
         let mut len = [0u8; 4];
@@ -94,7 +102,18 @@ fn serve(mut stream: TcpStream, port: u16, frames: Arc<Mutex<Vec<Frame>>>) {
         respond(key, version, body, port, &mut out);
         let n = (out.len() - 4) as i32;
         out[..4].copy_from_slice(&n.to_be_bytes());
-        stream.write_all(&out).unwrap();
+        match trickle {
+            None => stream.write_all(&out).unwrap(),
+            Some(pause) => {
+                for byte in out.iter() {
+                    if stream.write_all(&[*byte]).is_err() {
+                        return;
+                    }
+                    // The broker's behaviour under test, not a synchronisation.
+                    std::thread::sleep(pause);
+                }
+            }
+        }
     }
 }
 
@@ -449,4 +468,20 @@ fn errors_say_whether_a_retry_can_help() {
     for e in &last {
         assert_eq!(e.retry_hint(), RetryHint::Final, "{e}");
     }
+}
+
+#[test]
+fn a_broker_that_trickles_its_answer_cannot_stretch_a_call_past_the_request_timeout() {
+    // Each byte comes well within the request timeout, so a socket timeout per read never
+    // fires: the answer to ApiVersions (over 60 bytes) once took 60 × 150 ms. The call's
+    // deadline covers all its reads.
+    let broker = Scripted::start_with(Some(Duration::from_millis(150)));
+    let timeout = Duration::from_millis(1000);
+    let started = Instant::now();
+    let config = ClientConfig { request_timeout: timeout, ..ClientConfig::new(vec![broker.addr.clone()]) };
+    let err = Client::connect(config).and_then(|mut c| c.bootstrap().map(drop)).unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, KafkaError::Timeout { .. }), "{err}");
+    // The client tries again within the timeout (its own retries are bounded by it too).
+    assert!(took < 3 * timeout, "the call took {took:?}");
 }

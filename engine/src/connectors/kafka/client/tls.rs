@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -76,10 +77,54 @@ impl Tls {
     }
 }
 
+/// A socket to a broker whose every read and write waits at most until the deadline of the
+/// call under way. The socket's own timeout restarts at every read, so a broker that
+/// trickles its answer (a byte every few seconds) once stretched one call without end.
+pub(crate) struct TimedTcp {
+    tcp: TcpStream,
+    deadline: Option<Instant>,
+}
+
+impl TimedTcp {
+    pub fn new(tcp: TcpStream) -> Self {
+        TimedTcp { tcp, deadline: None }
+    }
+
+    /// Sets the socket's timeout (with `set`) to what is left until the deadline.
+    fn wait(&self, set: fn(&TcpStream, Option<Duration>) -> std::io::Result<()>) -> std::io::Result<()> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the request timeout passed"));
+            }
+            set(&self.tcp, Some(left))?;
+        }
+        Ok(())
+    }
+}
+
+impl Read for TimedTcp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.wait(TcpStream::set_read_timeout)?;
+        self.tcp.read(buf)
+    }
+}
+
+impl Write for TimedTcp {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.wait(TcpStream::set_write_timeout)?;
+        self.tcp.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
 /// A plain or TLS stream to a broker.
 pub(crate) enum Stream {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Plain(TimedTcp),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TimedTcp>>),
 }
 
 impl Stream {
@@ -89,7 +134,16 @@ impl Stream {
             .map_err(|e| bad(format!("`{host}` is not a TLS server name: {e}")))?;
         let conn =
             rustls::ClientConnection::new(config, name).map_err(|e| bad(format!("TLS setup failed: {e}")))?;
-        Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))))
+        Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(conn, TimedTcp::new(tcp)))))
+    }
+
+    /// Every read and write from now on ends by `deadline` (a call's, the TLS handshake
+    /// included).
+    pub fn set_deadline(&mut self, deadline: Instant) {
+        match self {
+            Stream::Plain(s) => s.deadline = Some(deadline),
+            Stream::Tls(s) => s.sock.deadline = Some(deadline),
+        }
     }
 }
 
