@@ -6,7 +6,8 @@
 #
 #   --tools-only          install the missing tools and exit
 #   --with-test-fixtures  also build the components Weir must refuse, into
-#                         $WEIR_BUILD_DIR/wrong-worlds/{v0.1.0,incomplete,foreign-import}.wasm
+#                         $WEIR_BUILD_DIR/wrong-worlds/{v0.1.0,incomplete,foreign-import}.wasm,
+#                         and the hostile suite's operators, $WEIR_BUILD_DIR/hostile/pickle-bomb.wasm
 #   COMPONENT...          build only these components (e.g. window-count join-pairs);
 #                         default: every one
 #
@@ -43,6 +44,7 @@ OPERATORS=(wordcount:wordcount nexmark_q1:nexmark-q1 nexmark_q17:nexmark-q17
 WORLD=encoded-operator-world
 # wrong-world fixtures: tests/wrong-worlds/<world>/<module>.py against $WORLDS/<world>
 FIXTURES=(v0.1.0:wordcount_v0_1_0 incomplete:passthrough foreign-import:passthrough)
+HOSTILE=(pickle_bomb)
 
 TOOLS_ONLY=0
 WITH_FIXTURES=0
@@ -144,6 +146,15 @@ for pair in "${OPERATORS[@]}"; do
 done
 
 if [ "$WITH_FIXTURES" = 1 ]; then
+    # Hostile operators of the contract's own world (the hostile-tenant suite's).
+    mkdir -p "$OUT/hostile"
+    for module in "${HOSTILE[@]}"; do
+        src="$STAGE/hostile-$module"
+        mkdir "$src"
+        cp -r "$STAGE/src/weirpy" "$src/weirpy"
+        cp "$HERE/tests/hostile/$module.py" "$src/" || die "missing fixture source tests/hostile/$module.py"
+        componentize "$WIT" "$WORLD" "$module" "$src" "$OUT/hostile/${module//_/-}.wasm"
+    done
     mkdir -p "$OUT/wrong-worlds"
     for pair in "${FIXTURES[@]}"; do
         world="${pair%%:*}"

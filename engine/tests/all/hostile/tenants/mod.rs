@@ -3,8 +3,9 @@
 //!
 //! For every attack: B gets a clear 4xx or a failed job whose error names the limit
 //! (`attacks`), or, against the wings bounded since (issue 40: fat batches, a timer storm,
-//! amplifying stream requests, unread pages; `wings`), a job or request that completes
-//! within the bounds; A's `GET /jobs/{id}` and `POST /jobs` p99 stay under 1 s; A's throughput
+//! amplifying stream requests, unread pages, a pickle bomb from a Python operator, a
+//! decompression bomb on B's granted Kafka topic, token-less sockets on the cluster port;
+//! `wings`), a job or request that completes within the bounds or fails naming the bound; A's `GET /jobs/{id}` and `POST /jobs` p99 stay under 1 s; A's throughput
 //! stays within 10 % of its throughput alone; the server's resident memory, open file
 //! descriptors and data directory stay under the bounds below; nothing of A's is lost;
 //! and the server survives a restart afterwards (A's job resumes, exactly once).
@@ -16,6 +17,7 @@
 //! each attack are measured side by side in the same run.
 
 mod attacks;
+mod bomb_broker;
 mod watch;
 mod wings;
 
@@ -32,21 +34,28 @@ use watch::{Measured, Watch};
 const MAX_RSS_BYTES: u64 = 512 << 20;
 const MAX_FDS: u64 = 1200;
 const MAX_DATA_DIR_BYTES: u64 = 128 << 20;
-/// B's storage quota.
-const B_STORAGE: u64 = 24 << 20;
+/// B's storage quota (room for its Python operator, ~20 MB, beside the rest).
+const B_STORAGE: u64 = 48 << 20;
 /// The server's header read timeout in this suite.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a response may stall on a client that does not read, in this suite.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the controller waits for a cluster socket's hello, in this suite.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 /// The shortest phase.
 const MIN_PHASE: Duration = Duration::from_secs(4);
 const LONG: Duration = Duration::from_secs(180);
 
 /// The suite's server configuration (`WEIR_*` variables).
-fn config() -> Vec<(&'static str, String)> {
+fn config(kafka: &str) -> Vec<(&'static str, String)> {
     vec![
         ("WEIR_REQUEST_HEADER_TIMEOUT_MS", HEADER_TIMEOUT.as_millis().to_string()),
         ("WEIR_RESPONSE_WRITE_TIMEOUT_MS", WRITE_TIMEOUT.as_millis().to_string()),
+        // A cluster listener (no worker registers: every job runs in the server's process).
+        ("WEIR_CLUSTER__LISTEN", "127.0.0.1:0".to_string()),
+        ("WEIR_CLUSTER__TOKEN", "hostile-suite-cluster-token-0123".to_string()),
+        ("WEIR_CLUSTER__HELLO_TIMEOUT_MS", HELLO_TIMEOUT.as_millis().to_string()),
+        ("WEIR_KAFKA_CONNECTIONS__MAIN__BOOTSTRAP_SERVERS", format!(r#"["{kafka}"]"#)),
     ]
 }
 
@@ -54,11 +63,19 @@ fn config() -> Vec<(&'static str, String)> {
 async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     let temp = tempfile::tempdir().unwrap();
     let data = temp.path().join("data");
-    let config = config();
+    // A broker for B's granted topic, whose log is a decompression bomb, and B's Python
+    // operator.
+    let broker = bomb_broker::BombBroker::start("b-bomb", wings::gzip_bomb(), 1);
+    let python = tokio::task::spawn_blocking(|| crate::common::languages::build("python")).await.unwrap();
+    let config = config(&broker.bootstrap());
     let env: Vec<(&str, &str)> = config.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut server = TestServer::spawn_process_with(&data, &env);
     let (_, a) = server.tenant_with("a", Some(json!({ "max_jobs": 64 }))).await;
-    let (_, b) = server.tenant_with("b", Some(json!({ "max_storage_bytes": B_STORAGE }))).await;
+    let (b_tenant, b) = server.tenant_with("b", Some(json!({ "max_storage_bytes": B_STORAGE }))).await;
+    let grants =
+        json!({ "grants": [ { "connection": "main", "topic_prefixes": ["b-"], "group_prefixes": ["b-"] } ] });
+    let (status, v) = server.client(ADMIN).put(&format!("/api/v1/tenants/{b_tenant}/kafka"), &grants).await;
+    assert_eq!(status, 200, "{v}");
 
     // A: the word count of `server::wordcount`.
     a.upload_guest("tokenizer").await;
@@ -73,6 +90,14 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     for m in ["tokenizer", "wordcount", "faulty", "slow-describe", "slow-migrate"] {
         b.upload_guest(m).await;
     }
+    // B's Python operator, uploaded before the phases: compiling a 20 MB component is the
+    // upload's cost (bounded by the compile permits; the upload storm measures it), not the
+    // bomb's.
+    let bytes =
+        std::fs::read(python.join("hostile/pickle-bomb.wasm")).expect("the Python fixtures are built");
+    let (status, v) = b.upload("pickle-bomb", bytes).await;
+    assert_eq!(status, 201, "{v}");
+    let pickle_bomb = v["id"].as_str().unwrap().to_string();
     let (status, v) = b.post("/api/v1/streams", &json!({ "name": "b-lines", "partitions": 1 })).await;
     assert_eq!(status, 201, "{v}");
     let (status, v) = b
@@ -96,6 +121,7 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let savepoint_file = response.bytes().await.unwrap().to_vec();
+    let cluster = server.cluster.clone().expect("the suite's server has a cluster listener");
     let b = B { api: b, url: server.url.clone(), savepoint, savepoint_file, max_storage_bytes: B_STORAGE };
 
     let watch = Watch::start(&a, &wc, server.pid(), data.clone(), 500);
@@ -115,6 +141,15 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         watch.phase("timer storm", MIN_PHASE, wings::timer_storm(&b)).await,
         watch.phase("amplifying stream requests", MIN_PHASE, wings::amplifying_streams(&b)).await,
         watch.phase("16 unread pages", MIN_PHASE, wings::slow_readers(&b, WRITE_TIMEOUT)).await,
+        watch.phase("pickle bomb (Python)", MIN_PHASE, wings::pickle_bomb(&b, &pickle_bomb)).await,
+        watch.phase("decompression bomb", MIN_PHASE, wings::decompression_bomb(&b)).await,
+        watch
+            .phase(
+                "300 token-less sockets",
+                MIN_PHASE,
+                wings::tokenless_cluster_sockets(&cluster, HELLO_TIMEOUT),
+            )
+            .await,
         watch.phase("stream until quota", MIN_PHASE, attacks::stream_until_quota(&b)).await,
         watch.phase("16 oversized imports", MIN_PHASE, attacks::oversized_imports(&b)).await,
     ];

@@ -142,3 +142,110 @@ pub async fn slow_readers(b: &B, write_timeout: std::time::Duration) {
     eprintln!("    unread pages: {cut} cut off, {whole} buffered whole, {refused} refused");
     assert_eq!(cut + whole + refused, 16);
 }
+
+/// Waits until B's job `id` has failed; returns its error.
+async fn fails(b: &B, id: &str) -> String {
+    let job = b.api.wait_job(id, LONG, |j| j["status"] == "finished" || j["status"] == "failed").await;
+    assert_eq!(job["status"], "failed", "{job}");
+    job["error"].as_str().unwrap_or_default().to_string()
+}
+
+/// A Python operator (componentize-py, `examples/python/tests/hostile/pickle_bomb.py`) that
+/// answers every batch with a pickle of 100,000 records sharing one 1 MiB string through
+/// the memo: ~300 KB that reads as ~100 GB. The host's reader stops at the output limit and
+/// the job fails saying so (once a document's parse took ~44 bytes of host memory per byte
+/// with no tie to that limit).
+pub async fn pickle_bomb(b: &B, module: &str) {
+    let spec = json!({
+        "name": "pickle-bomb",
+        "nodes": [
+            { "id": "src", "kind": "source", "connector": "generator",
+              "config": { "mode": "sequence", "count": 100, "batch_size": 10 } },
+            { "id": "bomb", "kind": "operator", "module": module },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "src", "to": "bomb" }, { "from": "bomb", "to": "out" } ],
+        "settings": { "checkpoint": { "interval_ms": null }, "restart": { "attempts": 0 } }
+    });
+    let id = b.api.create_job(&spec).await;
+    let error = fails(b, &id).await;
+    eprintln!("    {error}");
+    assert!(
+        error.contains("bytes of output from one process call")
+            && error.contains("max_output_bytes_per_call"),
+        "{error}"
+    );
+}
+
+/// One gzip record batch of ~64 KiB holding one record of 64 MiB of zeros.
+pub fn gzip_bomb() -> bytes::Bytes {
+    use weir::connectors::kafka::client::{ProduceRecord, encode_batch};
+    let record = ProduceRecord { key: None, value: Some(vec![0u8; 64 << 20]), timestamp: 0, headers: vec![] };
+    let batch = encode_batch(&[record], None, false, kafka_protocol::records::Compression::Gzip).unwrap();
+    assert!(batch.len() < 1 << 20, "the bomb is {} bytes", batch.len());
+    batch
+}
+
+/// B's granted topic `b-bomb` holds one gzip batch of ~64 KiB that inflates to 64 MiB
+/// ([`gzip_bomb`], served as a broker serves a producer's batch), and B's job reads it: the
+/// batch is refused before it is inflated past the 32 MiB a batch may take, and the job
+/// fails naming that bound and the topic, never the broker's address.
+pub async fn decompression_bomb(b: &B) {
+    let spec = json!({
+        "name": "decompression-bomb",
+        "nodes": [
+            { "id": "in", "kind": "source", "connector": "kafka",
+              "config": { "connection": "main", "topics": ["b-bomb"], "key_format": "raw",
+                          "value_format": "raw" } },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "in", "to": "out" } ],
+        "settings": { "checkpoint": { "interval_ms": null }, "restart": { "attempts": 0 } }
+    });
+    let id = b.api.create_job(&spec).await;
+    let error = fails(b, &id).await;
+    eprintln!("    {error}");
+    assert!(error.contains("does not decompress within 33554432 bytes (gzip)"), "{error}");
+    assert!(
+        !error.contains(&b.url) && !error.contains("127.0.0.1"),
+        "an address reaches the tenant: {error}"
+    );
+}
+
+/// 300 sockets to the cluster port that never say hello, from two loopback addresses:
+/// past each address's budget of connections that have not proved the token they are
+/// closed at once, the others at the hello timeout; none holds a session permit (A is
+/// measured throughout).
+pub async fn tokenless_cluster_sockets(cluster: &str, hello_timeout: std::time::Duration) {
+    let target: std::net::SocketAddr = cluster.parse().unwrap();
+    let mut silent = Vec::new();
+    for from in ["127.0.0.1", "127.0.0.3"] {
+        for _ in 0..150 {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+            match socket.connect(target).await {
+                Ok(stream) => silent.push(stream),
+                Err(e) => eprintln!("    a silent socket was refused: {e}"),
+            }
+        }
+    }
+    let opened = silent.len();
+    let deadline = std::time::Instant::now() + hello_timeout + std::time::Duration::from_secs(30);
+    let mut closed = 0;
+    for mut stream in silent {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut buf = [0u8; 64];
+        loop {
+            match tokio::time::timeout(left, stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    closed += 1;
+                    break;
+                }
+                Ok(Ok(_)) => continue,
+                Err(_) => break,
+            }
+        }
+    }
+    eprintln!("    {opened} silent cluster sockets, {closed} closed");
+    assert_eq!(closed, opened, "the controller kept token-less sockets open past its hello timeout");
+}
