@@ -86,10 +86,12 @@ impl FromRequestParts<Arc<Server>> for Admin {
 #[derive(Debug, Clone)]
 struct Authenticated(Tenant);
 
-/// Requests in progress per tenant: a semaphore of `max_requests_per_tenant` permits each.
+/// Requests in progress per tenant: a semaphore of `max_requests_per_tenant` permits each,
+/// and one of the KiB of request bodies in progress (`max_request_body_bytes_per_tenant`).
 #[derive(Debug, Default)]
 pub struct TenantRequests {
     slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+    body_kib: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl TenantRequests {
@@ -97,6 +99,23 @@ impl TenantRequests {
         let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         slots.entry(tenant.to_string()).or_insert_with(|| Arc::new(Semaphore::new(max as usize))).clone()
     }
+
+    fn body_semaphore(&self, tenant: &str, kib: u32) -> Arc<Semaphore> {
+        let mut slots = self.body_kib.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.entry(tenant.to_string()).or_insert_with(|| Arc::new(Semaphore::new(kib as usize))).clone()
+    }
+}
+
+/// The KiB of body a request claims: its `Content-Length` (at most `max_request_bytes`, which
+/// the body limit enforces), or `max_request_bytes` for a body of unknown length.
+fn claimed_body_kib(parts: &axum::http::request::Parts, max_request_bytes: usize) -> u32 {
+    let length = match parts.headers.get(header::CONTENT_LENGTH) {
+        Some(v) => v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(u64::MAX),
+        None if parts.headers.contains_key(header::TRANSFER_ENCODING) => u64::MAX,
+        None => 0,
+    };
+    let bytes = length.min(max_request_bytes as u64);
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 /// Middleware: a request made with a tenant's token holds one of the tenant's
@@ -117,6 +136,7 @@ pub async fn limit_requests(
     if let Some(tenant) = &tenant {
         parts.extensions.insert(Authenticated(tenant.clone()));
     }
+    let claimed = claimed_body_kib(&parts, server.config.max_request_bytes);
     let request = Request::from_parts(parts, body);
     let Some(tenant) = tenant else { return next.run(request).await };
     let max = server.config.max_requests_per_tenant.max(1);
@@ -131,7 +151,31 @@ pub async fn limit_requests(
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     };
+    // Bodies in progress, in KiB: a single largest body always fits.
+    let budget = server.config.max_request_body_bytes_per_tenant.max(server.config.max_request_bytes);
+    let budget_kib = u32::try_from(budget.div_ceil(1024)).unwrap_or(u32::MAX);
+    let body_permit = if claimed == 0 {
+        None
+    } else {
+        match requests.body_semaphore(&tenant.id, budget_kib).try_acquire_many_owned(claimed.min(budget_kib))
+        {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                let mut response = ServerError::Quota {
+                    limit: "max_request_body_bytes_per_tenant",
+                    message: format!(
+                        "the tenant's request bodies in progress would pass {budget} bytes, the server's \
+                         limit; retry when one has finished"
+                    ),
+                }
+                .into_response();
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return response;
+            }
+        }
+    };
     let response = next.run(request).await;
+    drop(body_permit);
     if http_body::Body::size_hint(response.body()).exact().is_some() {
         return response;
     }

@@ -71,7 +71,8 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         title = "Weir API",
         description = "Tenants, operator modules, jobs, checkpoints and streams of a Weir server. \
                        Every route but /healthz, /metrics and this document needs `Authorization: Bearer <token>`. \
-                       A tenant's requests beyond the server's max_requests_per_tenant in progress answer 429 with `Retry-After`.",
+                       A tenant's requests beyond the server's max_requests_per_tenant in progress, or whose bodies \
+                       would pass its max_request_body_bytes_per_tenant in progress, answer 429 with `Retry-After`.",
         version = "0.1.0"
     ),
     modifiers(&BearerAuth),

@@ -16,7 +16,7 @@ use crate::guest::{HostOptions, PoolingOptions};
 use crate::plan::PlanLimits;
 
 /// The top-level keys, also the `WEIR_*` variables read from the environment.
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 25] = [
     "listen",
     "data_dir",
     "admin_token",
@@ -33,6 +33,7 @@ const KEYS: [&str; 24] = [
     "max_connections_per_address",
     "response_write_timeout_ms",
     "max_requests_per_tenant",
+    "max_request_body_bytes_per_tenant",
     "max_compiles_per_tenant",
     "max_compiles",
     "max_page_bytes",
@@ -113,6 +114,10 @@ pub struct ServerConfig {
     /// Most requests of one tenant in progress at once; one more answers 429 at once, with
     /// `Retry-After`.
     pub max_requests_per_tenant: u32,
+    /// Most bytes of request bodies one tenant may have in progress at once (each request
+    /// counts its `Content-Length`, or `max_request_bytes` when it has none); one more answers
+    /// 429 at once, with `Retry-After`. Never below `max_request_bytes`.
+    pub max_request_body_bytes_per_tenant: usize,
     /// Most module compilations of one tenant at once; one more answers 429 at once.
     pub max_compiles_per_tenant: u32,
     /// Most module compilations at once on this server (default: the number of cores).
@@ -186,6 +191,7 @@ impl Default for ServerConfig {
             max_connections_per_address: 256,
             response_write_timeout_ms: 30_000,
             max_requests_per_tenant: 64,
+            max_request_body_bytes_per_tenant: 256 << 20,
             max_compiles_per_tenant: 2,
             max_compiles: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
             max_page_bytes: 4 << 20,

@@ -278,6 +278,73 @@ async fn a_tenant_over_its_concurrent_requests_gets_429_while_another_is_served(
     .await;
 }
 
+/// Request bodies in progress count in bytes too (issue 40): each request claims its
+/// `Content-Length` from the tenant's `max_request_body_bytes_per_tenant` until its response
+/// is produced, so a tenant cannot keep many largest bodies in flight at once (each append
+/// costs ~5× its body while it is encoded). Two stalled 4 MiB bodies take B's 8 MiB; B's next
+/// append answers 429 naming the limit while B's GETs and A's appends are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_request_bodies_in_progress_are_held_to_its_byte_budget() {
+    let server = TestServer::start(|c| {
+        c.max_request_bytes = 4 << 20;
+        c.max_request_body_bytes_per_tenant = 8 << 20;
+    })
+    .await;
+    let (_, a) = server.tenant("a").await;
+    let (_, b) = server.tenant("b").await;
+    for api in [&a, &b] {
+        let (status, v) = api.post("/api/v1/streams", &json!({ "name": "s", "partitions": 1 })).await;
+        assert_eq!(status, 201, "{v}");
+    }
+    let append = json!({ "records": [ { "value": "x" } ] });
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut stream = connect(&server.url).await;
+        let head = format!(
+            "POST /api/v1/streams/s/records HTTP/1.1\r\nHost: weir\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{{",
+            b.token().unwrap(),
+            4 << 20
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        slow.push(stream);
+    }
+    let refused = Arc::new(std::sync::Mutex::new(None::<Value>));
+    wait_for("B's append is refused", Duration::from_secs(20), || {
+        let (b, refused, append) = (b.fresh(), refused.clone(), append.clone());
+        async move {
+            let (status, v) = b.post("/api/v1/streams/s/records", &append).await;
+            if status != 429 {
+                assert_eq!(status, 201, "{v}");
+                return false;
+            }
+            *refused.lock().unwrap() = Some(v);
+            true
+        }
+    })
+    .await;
+    let body = refused.lock().unwrap().take().unwrap();
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("max_request_body_bytes_per_tenant") && error.contains("8388608 bytes"),
+        "{error}"
+    );
+    // B's requests without a body and A's appends are served meanwhile.
+    let (status, v) = b.get("/api/v1/streams/s").await;
+    assert_eq!(status, 200, "{v}");
+    for _ in 0..3 {
+        let (status, v) = a.post("/api/v1/streams/s/records", &append).await;
+        assert_eq!(status, 201, "{v}");
+    }
+    // Once B's stalled bodies go away, B appends again.
+    drop(slow);
+    wait_for("B appends again", Duration::from_secs(20), || {
+        let (b, append) = (b.fresh(), append.clone());
+        async move { b.post("/api/v1/streams/s/records", &append).await.0 == 201 }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_module_of_another_world_is_refused_before_compiling_and_then_from_memory() {
     let served = serve(|_| {}).await;
