@@ -33,6 +33,10 @@ use watch::{Measured, Watch};
 /// Bounds on the server process and its data directory during the whole suite.
 const MAX_RSS_BYTES: u64 = 512 << 20;
 const MAX_FDS: u64 = 1200;
+/// The server's threads: tokio's workers and its blocking pool, wasmtime's, the stores'
+/// (~15 quiet, ~30 under the heaviest phases). No attack may hold a thread per connection
+/// or per request: 1,000 slow connections or 16 unread pages would pass this at once.
+const MAX_THREADS: u64 = 128;
 const MAX_DATA_DIR_BYTES: u64 = 128 << 20;
 /// B's storage quota (room for its Python operator, ~20 MB, beside the rest).
 const B_STORAGE: u64 = 48 << 20;
@@ -168,6 +172,7 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         let p = m.peaks;
         assert!(p.rss_bytes <= MAX_RSS_BYTES, "{}: the server's RSS reached {} bytes", m.name, p.rss_bytes);
         assert!(p.fds <= MAX_FDS, "{}: the server held {} fds", m.name, p.fds);
+        assert!(p.threads <= MAX_THREADS, "{}: the server ran {} threads", m.name, p.threads);
         assert!(
             p.data_dir_bytes <= MAX_DATA_DIR_BYTES,
             "{}: the data dir reached {} bytes",
@@ -221,12 +226,22 @@ async fn take_savepoint(api: &crate::server::Api, job: &str) -> String {
 /// Prints what A saw, phase by phase.
 fn report(alone: &Measured, phases: &[Measured]) {
     eprintln!(
-        "{:<24} {:>9} {:>6} {:>9} {:>9} {:>6} {:>8} {:>5} {:>9} {:>7}",
-        "phase", "lines/s", "ratio", "p99 get", "p99 post", "reqs", "RSS MiB", "fds", "dir MiB", "took"
+        "{:<24} {:>9} {:>6} {:>9} {:>9} {:>6} {:>8} {:>5} {:>7} {:>9} {:>7}",
+        "phase",
+        "lines/s",
+        "ratio",
+        "p99 get",
+        "p99 post",
+        "reqs",
+        "RSS MiB",
+        "fds",
+        "threads",
+        "dir MiB",
+        "took"
     );
     for m in std::iter::once(alone).chain(phases) {
         eprintln!(
-            "{:<24} {:>9.0} {:>5.0}% {:>9.1?} {:>9.1?} {:>6} {:>8} {:>5} {:>9} {:>7.1?}",
+            "{:<24} {:>9.0} {:>5.0}% {:>9.1?} {:>9.1?} {:>6} {:>8} {:>5} {:>7} {:>9} {:>7.1?}",
             m.name,
             m.throughput,
             m.throughput / alone.throughput * 100.0,
@@ -235,6 +250,7 @@ fn report(alone: &Measured, phases: &[Measured]) {
             m.requests,
             m.peaks.rss_bytes >> 20,
             m.peaks.fds,
+            m.peaks.threads,
             m.peaks.data_dir_bytes >> 20,
             m.took
         );

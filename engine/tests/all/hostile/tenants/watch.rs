@@ -30,6 +30,7 @@ struct Sample {
 pub struct Peaks {
     pub rss_bytes: u64,
     pub fds: u64,
+    pub threads: u64,
     pub data_dir_bytes: u64,
 }
 
@@ -141,6 +142,7 @@ impl Watch {
                 let now = tokio::task::spawn_blocking(move || Peaks {
                     rss_bytes: rss_bytes(pid),
                     fds: std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count() as u64).unwrap_or(0),
+                    threads: status_field(pid, "Threads:"),
                     data_dir_bytes: dir_bytes(&dir),
                 })
                 .await
@@ -151,6 +153,7 @@ impl Watch {
                     let p = &mut peaks[phase];
                     p.rss_bytes = p.rss_bytes.max(now.rss_bytes);
                     p.fds = p.fds.max(now.fds);
+                    p.threads = p.threads.max(now.threads);
                     p.data_dir_bytes = p.data_dir_bytes.max(now.data_dir_bytes);
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -249,12 +252,17 @@ fn small_job(round: u64) -> Value {
 
 /// Resident memory of process `pid`, from /proc.
 pub fn rss_bytes(pid: u32) -> u64 {
+    status_field(pid, "VmRSS:") * 1024
+}
+
+/// A number of /proc/`pid`/status (`VmRSS:` in kB, `Threads:`); 0 when it cannot be read.
+fn status_field(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+        .unwrap_or(0)
 }
 
 /// Bytes of every file under `dir`.
