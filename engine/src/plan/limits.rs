@@ -226,15 +226,25 @@ impl PlanLimits {
             || "settings.max_output_bytes_per_call".into(),
             "max_output_bytes_per_call",
         )?;
-        s.restart.attempts = u32::try_from(cap(
-            u64::from(s.restart.attempts),
-            u64::from(d.restart.attempts),
-            self.max_restart_attempts,
-            || "settings.restart.attempts".into(),
-            "max_restart_attempts",
-        )?)
-        .unwrap_or(u32::MAX);
-        s.restart.delay_ms = s.restart.delay_ms.max(self.min_restart_delay_ms);
+        // The strategy must hold together; its counts are held to `max_restart_attempts`
+        // and its delays raised to `min_restart_delay_ms`.
+        s.restart.resolve().map_err(PlanError::Settings)?;
+        let r = &mut s.restart;
+        for (count, name) in [(&mut r.attempts, "attempts"), (&mut r.max_failures, "max_failures")] {
+            if let Some(n) = count {
+                *n = u32::try_from(cap(
+                    u64::from(*n),
+                    u64::MAX,
+                    self.max_restart_attempts,
+                    || format!("settings.restart.{name}"),
+                    "max_restart_attempts",
+                )?)
+                .unwrap_or(u32::MAX);
+            }
+        }
+        for ms in [&mut r.delay_ms, &mut r.initial_delay_ms, &mut r.max_delay_ms].into_iter().flatten() {
+            *ms = (*ms).max(self.min_restart_delay_ms);
+        }
         let c = &mut s.checkpoint;
         if let Some(ms) = &mut c.interval_ms {
             *ms = (*ms).max(self.min_checkpoint_interval_ms);
@@ -383,7 +393,7 @@ mod tests {
             serde_json::json!({}),
         );
         PlanLimits::default().apply(&mut s).unwrap();
-        assert_eq!(s.settings.restart.delay_ms, 100);
+        assert_eq!(s.settings.restart.delay_ms, Some(100));
         assert_eq!(s.settings.checkpoint.interval_ms, Some(100));
     }
 }

@@ -1,6 +1,8 @@
 //! The job specification: the JSON document a user submits.
 
 use serde::{Deserialize, Serialize};
+
+pub use super::restart::RestartSettings;
 use utoipa::ToSchema;
 
 /// A job: a graph of sources, operators and sinks, and its settings.
@@ -229,22 +231,6 @@ impl Default for CheckpointSettings {
             mode: CheckpointMode::Aligned,
             aligned_timeout_ms: None,
         }
-    }
-}
-
-/// The restart strategy: a fixed number of attempts with a fixed delay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct RestartSettings {
-    /// Restarts after a failure before the job fails for good (0: never restart).
-    pub attempts: u32,
-    /// Pause before each restart.
-    pub delay_ms: u64,
-}
-
-impl Default for RestartSettings {
-    fn default() -> Self {
-        RestartSettings { attempts: 3, delay_ms: 100 }
     }
 }
 

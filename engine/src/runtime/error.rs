@@ -194,6 +194,90 @@ impl Retry for JobError {
     }
 }
 
+/// Who a failure is down to, for the restart strategy and the exception history: the
+/// platform's own failures (a lost worker, the store, a Weir bug) restart the job without
+/// using up the tenant's attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// The job's operator code: a guest's error or trap, its state or deltas.
+    UserCode,
+    /// Input the job cannot read: a record that does not decode or convert.
+    BadData,
+    /// The job's external systems: a broker, a bucket, a connector's config.
+    External,
+    /// The platform: a lost worker, the checkpoint store, a server going down, a Weir bug.
+    Platform,
+}
+
+impl FailureClass {
+    /// Whether a failure of this class uses up the restart strategy's attempts.
+    pub fn counts(self) -> bool {
+        self != FailureClass::Platform
+    }
+}
+
+impl TaskError {
+    /// The class of this task's failure.
+    pub fn class(&self) -> FailureClass {
+        match self {
+            TaskError::Guest(_) | TaskError::Delta(_) | TaskError::Restore(_) => FailureClass::UserCode,
+            TaskError::Connector(ConnectorError::Parse { .. }) => FailureClass::BadData,
+            TaskError::Connector(ConnectorError::Store(e)) => store_class(e),
+            TaskError::Store(e) => store_class(e),
+            TaskError::Connector(_) => FailureClass::External,
+            // A fault a test injects stands for the tenant's: it counts.
+            TaskError::Injected(_) => FailureClass::UserCode,
+            // Host state: the LSM store failing is the platform's; a quota, a limit or a
+            // key the operator got wrong is the tenant's.
+            TaskError::LocalState(crate::local_state::LocalStateError::Store(_)) => FailureClass::Platform,
+            TaskError::LocalState(_) => FailureClass::UserCode,
+            TaskError::Remote { secondary: false, .. } => FailureClass::UserCode,
+            TaskError::Remote { secondary: true, .. }
+            | TaskError::Downstream(_)
+            | TaskError::Upstream(_)
+            | TaskError::Protocol(_)
+            | TaskError::WriterGone
+            | TaskError::Blocking(_)
+            | TaskError::Uncommitted(_) => FailureClass::Platform,
+        }
+    }
+}
+
+/// A store failure: the tenant's when it is its quota or an injected fault, else the
+/// platform's.
+fn store_class(e: &weir_store::StoreError) -> FailureClass {
+    match e {
+        weir_store::StoreError::QuotaExceeded { .. } | weir_store::StoreError::Injected(_) => {
+            FailureClass::UserCode
+        }
+        _ => FailureClass::Platform,
+    }
+}
+
+impl JobError {
+    /// The class of the failure.
+    pub fn class(&self) -> FailureClass {
+        match self {
+            JobError::Task { error, .. } => error.class(),
+            JobError::Store(e) => store_class(e),
+            JobError::Plan(_) => FailureClass::UserCode,
+            JobError::RestartsExhausted { last, .. } => last.class(),
+            JobError::Cluster(ClusterError::DeployRefused { .. } | ClusterError::Spec(_)) => {
+                FailureClass::UserCode
+            }
+            // Injected by tests as the tenant's checkpoints failing; a store or timeout
+            // failure otherwise. Counted, as `tolerable_failures` is the tenant's setting.
+            JobError::CheckpointsFailed { .. } => FailureClass::UserCode,
+            JobError::Cluster(_)
+            | JobError::TasksGone
+            | JobError::NoFinalCheckpoint
+            | JobError::Background(_)
+            | JobError::Panic { .. } => FailureClass::Platform,
+        }
+    }
+}
+
 /// Why a job's attempt could not run on a cluster's workers.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

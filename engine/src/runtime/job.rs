@@ -1,7 +1,7 @@
 //! Running a job: one attempt without checkpoints, or attempts from the latest completed
 //! checkpoint with restarts; committing what a checkpoint owns.
 
-use std::time::Duration;
+use std::time::Instant;
 
 use weir_store::{CheckpointMeta, Manifest};
 
@@ -14,7 +14,7 @@ use super::store_call::store_call;
 use super::subtask_blob::{TaskRestoreError, restored_state};
 use super::task::open_recovered_sink;
 use crate::connectors::ConnectorEnv;
-use crate::plan::{NodeBody, Plan};
+use crate::plan::{Decision, NodeBody, Plan, PlanError, RestartTracker};
 use crate::retry::Retry;
 
 /// Runs `plan` to completion without checkpoints. The first failing subtask stops the job;
@@ -28,7 +28,15 @@ pub async fn run_job(plan: &Plan) -> Result<JobReport, JobError> {
 /// job if there is one, restarts after failures as `settings.restart` allows, and ends with
 /// a final checkpoint whose completion commits the sinks' last output.
 pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport, JobError> {
-    let restart = &plan.spec.settings.restart;
+    let strategy =
+        plan.spec.settings.restart.resolve().map_err(|e| JobError::Plan(PlanError::Settings(e)))?;
+    // The jitter is drawn per job: the same job's delays are the same on every run.
+    let seed = env
+        .job_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let mut tracker = RestartTracker::new(strategy, seed);
+    let clock = Instant::now();
     let mut restarts = 0u32;
     // Local stores of host keyed state left by a process that died: working copies only.
     let local = crate::local_state::LocalStateConfig::beside(&env.store, &env.job_id);
@@ -59,6 +67,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
             tracing::debug!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
         }
+        let started = clock.elapsed().as_millis() as u64;
         let attempt = match &env.cluster {
             Some(cluster) if cluster.active() => cluster.run_attempt(plan, env, latest).await,
             _ => run_attempt(plan, Some((env, latest))).await,
@@ -70,14 +79,29 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                 return Ok(report);
             }
             Err(e @ JobError::Plan(_)) => return Err(e),
-            Err(e) if restarts < restart.attempts => {
-                restarts += 1;
-                tracing::warn!(job = %env.job_id, attempt = restarts, retry = ?e.retry_hint(), "job failed, restarting: {e}");
-                let _ = env.events.send(JobEvent::Restarting { attempt: restarts, error: e.to_string() });
-                tokio::time::sleep(Duration::from_millis(restart.delay_ms)).await;
+            Err(e) => {
+                let class = e.class();
+                match tracker.failed(clock.elapsed().as_millis() as u64, started, class.counts()) {
+                    Decision::Restart(delay) => {
+                        restarts += 1;
+                        tracing::warn!(
+                            job = %env.job_id,
+                            attempt = restarts,
+                            class = ?class,
+                            retry = ?e.retry_hint(),
+                            delay_ms = delay.as_millis() as u64,
+                            "job failed, restarting: {e}"
+                        );
+                        let _ =
+                            env.events.send(JobEvent::Restarting { attempt: restarts, error: e.to_string() });
+                        tokio::time::sleep(delay).await;
+                    }
+                    Decision::GiveUp if restarts == 0 => return Err(e),
+                    Decision::GiveUp => {
+                        return Err(JobError::RestartsExhausted { restarts, last: Box::new(e) });
+                    }
+                }
             }
-            Err(e) if restarts == 0 => return Err(e),
-            Err(e) => return Err(JobError::RestartsExhausted { restarts, last: Box::new(e) }),
         }
     }
 }

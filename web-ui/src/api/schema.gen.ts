@@ -1556,21 +1556,82 @@ export interface components {
              */
             next_offset: number;
         };
-        /** @description The restart strategy: a fixed number of attempts with a fixed delay. */
+        /**
+         * @description `settings.restart`: the strategy and its parameters (those of another strategy are
+         *     refused).
+         */
         RestartSettings: {
             /**
              * Format: int32
-             * @description Restarts after a failure before the job fails for good (0: never restart).
-             * @default 3
+             * @description `fixed`: restarts before the job fails (default 3; 0: never restart). `exponential`:
+             *     restarts between two resets before the job fails (default: no bound).
+             * @default null
              */
-            attempts?: number;
+            attempts?: number | null;
             /**
              * Format: int64
-             * @description Pause before each restart.
-             * @default 100
+             * @description `fixed`, `failure_rate`: the pause before each restart (default 1,000 ms; 100 ms for a
+             *     spec without `strategy`, as before).
+             * @default null
              */
-            delay_ms?: number;
+            delay_ms?: number | null;
+            /**
+             * Format: int64
+             * @description `exponential`: the first delay (default 1,000 ms).
+             * @default null
+             */
+            initial_delay_ms?: number | null;
+            /**
+             * Format: int64
+             * @description `failure_rate`: the interval (default 60,000 ms).
+             * @default null
+             */
+            interval_ms?: number | null;
+            /**
+             * Format: double
+             * @description `exponential`: each delay is spread uniformly by ± this share of it (default 0.1; 0 to 1).
+             * @default null
+             */
+            jitter?: number | null;
+            /**
+             * Format: int64
+             * @description `exponential`: the longest delay (default 60,000 ms).
+             * @default null
+             */
+            max_delay_ms?: number | null;
+            /**
+             * Format: int32
+             * @description `failure_rate`: the most failures within `interval_ms` (default 1).
+             * @default null
+             */
+            max_failures?: number | null;
+            /**
+             * Format: double
+             * @description `exponential`: the factor from one delay to the next (default 1.5; at least 1).
+             * @default null
+             */
+            multiplier?: number | null;
+            /**
+             * Format: int64
+             * @description `exponential`: an attempt that runs this long without failing resets the delay and
+             *     the count (default 3,600,000 ms).
+             * @default null
+             */
+            reset_after_ms?: number | null;
+            /** @default null */
+            strategy?: null | components["schemas"]["RestartStrategy"];
+            /**
+             * Format: int64
+             * @description `fixed`: count only the failures within this window (default: the job's whole life).
+             * @default null
+             */
+            window_ms?: number | null;
         };
+        /**
+         * @description How a job restarts after a failure.
+         * @enum {string}
+         */
+        RestartStrategy: "exponential" | "failure_rate" | "fixed";
         /** @description What starting a job from a savepoint did, per node. */
         RestoreReport: {
             /**
@@ -1704,12 +1765,7 @@ export interface components {
              * @default 512
              */
             memory_limit_mb?: number;
-            /**
-             * @default {
-             *       "attempts": 3,
-             *       "delay_ms": 100
-             *     }
-             */
+            /** @default {} */
             restart?: components["schemas"]["RestartSettings"];
             /**
              * Format: int64

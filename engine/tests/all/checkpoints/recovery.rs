@@ -152,6 +152,76 @@ fn exhausted_restarts_end_the_job_with_the_last_failure() {
     assert!(common::read_committed(&out).is_empty(), "nothing was committed");
 }
 
+/// Each restart strategy ends a job whose every attempt fails (a guest panic: the tenant's
+/// code) when it says: `failure_rate` past its rate, `fixed` past its attempts within its
+/// window, `exponential` past its attempts between resets, after its growing delays.
+#[test]
+fn each_restart_strategy_gives_up_when_it_says() {
+    for (name, restart, restarts, least_ms) in [
+        (
+            "rate",
+            serde_json::json!({ "strategy": "failure_rate", "max_failures": 2, "interval_ms": 600000, "delay_ms": 1 }),
+            2,
+            0,
+        ),
+        (
+            "window",
+            serde_json::json!({ "strategy": "fixed", "attempts": 1, "window_ms": 600000, "delay_ms": 1 }),
+            1,
+            0,
+        ),
+        (
+            "exponential",
+            serde_json::json!({ "initial_delay_ms": 100, "max_delay_ms": 400, "multiplier": 2, "jitter": 0, "attempts": 3 }),
+            3,
+            // 100 + 200 + 400 ms of delays at least (a lower bound: each is a sleep).
+            700,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut spec = counter_job(
+            generator(1000, 5),
+            serde_json::json!({ "panic_after_snapshots": 0 }),
+            file_sink(&out),
+        );
+        spec["settings"]["restart"] = restart;
+        let started = std::time::Instant::now();
+        let (result, _store) = common::run_checkpointed(spec, &dir.path().join("data"), name, |env| env);
+        let took = started.elapsed();
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, weir::runtime::JobError::RestartsExhausted { restarts: r, .. } if r == restarts),
+            "{name}: {err}"
+        );
+        assert!(took >= std::time::Duration::from_millis(least_ms), "{name}: gave up after {took:?}");
+    }
+}
+
+/// A panic in Weir's own task code is the platform's failure: the job restarts from its
+/// checkpoint but uses up none of the tenant's attempts — with `attempts: 0`, three of them
+/// are recovered and the output is exactly once.
+#[test]
+fn the_platforms_failures_use_up_no_attempt() {
+    common::quiet_injected_panics();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let faults = Arc::new(FaultInjector::new(
+        [30, 60, 90]
+            .into_iter()
+            .map(|after| PlannedFault { point: FaultPoint::Process, after, kind: FaultKind::Panic })
+            .collect(),
+    ));
+    let mut spec = counter_job(generator(6000, 5), serde_json::json!({}), file_sink(&out));
+    spec["settings"]["restart"] = serde_json::json!({ "strategy": "fixed", "attempts": 0, "delay_ms": 1 });
+    let (result, _store) = common::run_checkpointed(spec, &dir.path().join("data"), "platform", |env| {
+        env.with_faults(faults.clone())
+    });
+    let report = result.unwrap();
+    assert_eq!((faults.fired(), report.restarts), (3, 3));
+    check_counts(&file_records(&out), 6000, 5);
+}
+
 #[test]
 fn storage_faults_fail_checkpoints_cleanly_and_the_job_goes_on() {
     let dir = tempfile::tempdir().unwrap();
