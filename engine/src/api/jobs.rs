@@ -212,3 +212,23 @@ pub async fn restart_job(
 ) -> Result<Json<JobRecord>, ServerError> {
     Ok(Json(server.jobs.restart(&tenant, &job_id).await?.into()))
 }
+
+/// The job's exception history: its last 100 failures, newest first, each with its time, the
+/// restart it led to, whose failure it was (`user_code`, `bad_data`, `external`,
+/// `platform`: the platform's use up no restart attempt), where it happened, the error and
+/// what Weir did. Kept across server restarts.
+#[utoipa::path(get, path = "/api/v1/jobs/{job_id}/exceptions", tag = "jobs",
+    params(("job_id" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "The failures, newest first", body = Data<jobs::JobException>),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody)))]
+pub async fn list_job_exceptions(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+    Path(job_id): Path<String>,
+) -> Result<Json<Data<jobs::JobException>>, ServerError> {
+    let (manager, tenant) = (server.jobs.clone(), tenant.id.clone());
+    let data = tokio::task::spawn_blocking(move || manager.exceptions(&tenant, &job_id)).await??;
+    Ok(Json(Data { data }))
+}

@@ -122,6 +122,7 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(modules::get_module, modules::delete_module))
         .routes(routes!(jobs::create_job, jobs::list_jobs))
         .routes(routes!(jobs::get_job))
+        .routes(routes!(jobs::list_job_exceptions))
         .routes(routes!(jobs::stop_job))
         .routes(routes!(jobs::cancel_job))
         .routes(routes!(jobs::restart_job))

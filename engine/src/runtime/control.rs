@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use weir_store::{SubtaskState, SubtaskStats};
 
+use super::error::FailureInfo;
+
 /// What the coordinator tells a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Control {
@@ -100,6 +102,10 @@ pub enum JobEvent {
         attempt: u32,
         /// The failure.
         error: String,
+        /// Where and whose it was.
+        failure: FailureInfo,
+        /// The pause before the restart.
+        delay_ms: u64,
     },
     /// The job was restored from a checkpoint.
     Restored {

@@ -210,6 +210,19 @@ pub enum FailureClass {
     Platform,
 }
 
+/// Where a failure happened and whose it was (the exception history's columns).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FailureInfo {
+    /// Its class (`None`: not known).
+    pub class: Option<FailureClass>,
+    /// The node whose subtask failed.
+    pub node: Option<String>,
+    /// That subtask.
+    pub subtask: Option<u32>,
+    /// The worker it ran on.
+    pub worker: Option<u64>,
+}
+
 impl FailureClass {
     /// Whether a failure of this class uses up the restart strategy's attempts.
     pub fn counts(self) -> bool {
@@ -256,6 +269,32 @@ fn store_class(e: &weir_store::StoreError) -> FailureClass {
 }
 
 impl JobError {
+    /// Where the failure happened and whose it was.
+    pub fn info(&self) -> FailureInfo {
+        let mut info = FailureInfo { class: Some(self.class()), ..Default::default() };
+        match self {
+            JobError::Task { node, subtask, error } => {
+                info.node = Some(node.clone());
+                info.subtask = Some(*subtask);
+                if let TaskError::Remote { worker, .. } = error {
+                    info.worker = Some(*worker);
+                }
+            }
+            JobError::Panic { node, subtask, .. } => {
+                info.node = Some(node.clone());
+                info.subtask = Some(*subtask);
+            }
+            JobError::Cluster(
+                ClusterError::WorkerLost { worker, .. }
+                | ClusterError::WorkerGone { worker, .. }
+                | ClusterError::DeployRefused { worker, .. },
+            ) => info.worker = Some(*worker),
+            JobError::RestartsExhausted { last, .. } => return last.info(),
+            _ => {}
+        }
+        info
+    }
+
     /// The class of the failure.
     pub fn class(&self) -> FailureClass {
         match self {

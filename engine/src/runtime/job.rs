@@ -92,8 +92,12 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                             delay_ms = delay.as_millis() as u64,
                             "job failed, restarting: {e}"
                         );
-                        let _ =
-                            env.events.send(JobEvent::Restarting { attempt: restarts, error: e.to_string() });
+                        let _ = env.events.send(JobEvent::Restarting {
+                            attempt: restarts,
+                            error: e.to_string(),
+                            failure: e.info(),
+                            delay_ms: delay.as_millis() as u64,
+                        });
                         tokio::time::sleep(delay).await;
                     }
                     Decision::GiveUp if restarts == 0 => return Err(e),

@@ -49,7 +49,9 @@ pub use channel::{
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};
 pub use env::{AttemptRunner, CheckpointTrigger, RunEnv};
-pub use error::{AttemptStep, ClusterError, DataError, JobError, PlacementError, TaskError};
+pub use error::{
+    AttemptStep, ClusterError, DataError, FailureClass, FailureInfo, JobError, PlacementError, TaskError,
+};
 pub use input_gate::{InputGate, UpstreamGone};
 pub use job::{commit_latest, run_job, run_job_checkpointed};
 pub use message::{Barrier, Message};

@@ -12,12 +12,15 @@ use tracing::Instrument as _;
 use weir_store::{CheckpointStorage as _, SavepointInfo, Store};
 
 mod admission;
+mod exceptions;
 mod hold;
 mod kafka_access;
 mod live;
 mod record;
 mod resume;
 
+pub(crate) use exceptions::rows_per_tenant as exception_rows;
+pub use exceptions::{ExceptionAction, JobException};
 pub use live::SubtaskLive;
 pub(crate) use record::JOBS;
 pub use record::{JobRecord, JobStatus};
@@ -426,8 +429,15 @@ impl JobManager {
                     }
                 }
                 event = events.recv() => match event {
-                    Ok(JobEvent::Restarting { error, .. }) => {
-                        self.inner.telemetry.restarted(&tenant, &id);
+                    Ok(JobEvent::Restarting { attempt, error, failure, delay_ms }) => {
+                        let class = failure.class.map_or("unknown".to_string(), |c| {
+                            serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+                        });
+                        self.inner.telemetry.restarted(&tenant, &id, &class, delay_ms);
+                        let mut exception =
+                            JobException::new(unix_ms(), attempt, &failure, &error, ExceptionAction::Restarted);
+                        exception.delay_ms = Some(delay_ms);
+                        self.record_exception(&tenant, &id, exception).await;
                         let _ = self.update(&tenant, &id, |j| {
                             j.restarts += 1;
                             j.error = Some(error);
@@ -467,6 +477,22 @@ impl JobManager {
         }
     }
 
+    /// Appends `exception` to job `id`'s history (a failure to is logged: the job goes on).
+    async fn record_exception(&self, tenant: &str, id: &str, exception: JobException) {
+        let (store, tenant, id) = (self.inner.store.clone(), tenant.to_string(), id.to_string());
+        let recorded =
+            tokio::task::spawn_blocking(move || exceptions::record(&store, &tenant, &id, exception)).await;
+        if let Ok(Err(e)) | Err(e) = recorded.map_err(ServerError::internal) {
+            tracing::warn!("cannot record a job's failure in its exception history: {e}");
+        }
+    }
+
+    /// Job `id`'s exception history, newest first.
+    pub fn exceptions(&self, tenant: &str, id: &str) -> ServerResult<Vec<JobException>> {
+        self.get(tenant, id)?;
+        exceptions::list(&self.inner.store, tenant, id)
+    }
+
     /// Records how a run ended.
     async fn finished(&self, tenant: &str, id: &str, generation: u64, result: Result<JobReport, RunFailure>) {
         {
@@ -498,7 +524,19 @@ impl JobManager {
                 final_checkpoint = report.final_checkpoint.unwrap_or_default(),
                 "job ended"
             ),
-            (Err(e), Ok(_)) => tracing::warn!("job failed: {e}"),
+            (Err(e), Ok(j)) => {
+                tracing::warn!("job failed: {e}");
+                let info = match e {
+                    RunFailure::Job(e) => e.info(),
+                    RunFailure::Panicked(_) => crate::runtime::FailureInfo {
+                        class: Some(crate::runtime::FailureClass::Platform),
+                        ..Default::default()
+                    },
+                };
+                let exception =
+                    JobException::new(unix_ms(), j.restarts, &info, &e.to_string(), ExceptionAction::Failed);
+                self.record_exception(tenant, id, exception).await;
+            }
         }
     }
 

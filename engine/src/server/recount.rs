@@ -60,6 +60,9 @@ pub fn server_rows(store: &Store) -> ServerResult<BTreeMap<String, u64>> {
         let (tenant, id) = k.value();
         *out.entry(tenant.to_string()).or_default() += entry_bytes(tenant.len() + id.len(), v.value().len());
     }
+    for (tenant, bytes) in super::jobs::exception_rows(&txn)? {
+        *out.entry(tenant).or_default() += bytes;
+    }
     Ok(out.into_iter().map(|(tenant, bytes)| (tenant, bytes.max(0) as u64)).collect())
 }
 

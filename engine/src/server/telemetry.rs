@@ -111,8 +111,18 @@ impl Telemetry {
     }
 
     /// A job restarted after a failure.
-    pub fn restarted(&self, tenant: &str, job: &str) {
-        self.counter("weir_job_restarts_total", Self::job_labels(tenant, job)).increment(1);
+    /// Counted per failure class (`user_code`, `bad_data`, `external`, `platform`,
+    /// `unknown`); the delay it waits is the job's `weir_job_restart_delay_seconds`.
+    pub fn restarted(&self, tenant: &str, job: &str, class: &str, delay_ms: u64) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("class", class.to_string()));
+        self.counter("weir_job_restarts_total", labels).increment(1);
+        self.recorder
+            .register_gauge(
+                &Key::from_parts("weir_job_restart_delay_seconds", Self::job_labels(tenant, job)),
+                &META,
+            )
+            .set(delay_ms as f64 / 1e3);
     }
 
     /// The Prometheus text exposition of the recorded metrics.

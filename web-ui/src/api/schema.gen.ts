@@ -114,6 +114,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/exceptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The job's exception history: its last 100 failures, newest first, each with its time, the
+         *     restart it led to, whose failure it was (`user_code`, `bad_data`, `external`,
+         *     `platform`: the platform's use up no restart attempt), where it happened, the error and
+         *     what Weir did. Kept across server restarts.
+         */
+        get: operations["list_job_exceptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/restart": {
         parameters: {
             query?: never;
@@ -856,6 +878,49 @@ export interface components {
             }[];
         };
         /** @description A collection. */
+        Data_JobException: {
+            /** @description The items. */
+            data: {
+                /** @description What Weir did. */
+                action: components["schemas"]["ExceptionAction"];
+                /**
+                 * Format: int32
+                 * @description The restart it led to (1 for the first), or the restarts made before the job failed.
+                 */
+                attempt: number;
+                class?: null | components["schemas"]["FailureClass"];
+                /**
+                 * Format: int64
+                 * @description The pause before the restart (`restarted` only).
+                 */
+                delay_ms?: number | null;
+                /** @description The error and its causes (at most 4 KiB). */
+                error: string;
+                /** @description The node whose subtask failed, when one did. */
+                node?: string | null;
+                /**
+                 * Format: int64
+                 * @description Its number in the job's history (1 for the first failure ever).
+                 */
+                seq: number;
+                /**
+                 * Format: int32
+                 * @description That subtask.
+                 */
+                subtask?: number | null;
+                /**
+                 * Format: int64
+                 * @description When it happened, unix ms.
+                 */
+                time_ms: number;
+                /**
+                 * Format: int64
+                 * @description The worker it ran on, when it ran on one.
+                 */
+                worker?: number | null;
+            }[];
+        };
+        /** @description A collection. */
         Data_JobSummary: {
             /** @description The items. */
             data: (components["schemas"]["JobRecord"] & {
@@ -1130,6 +1195,18 @@ export interface components {
             /** @description What went wrong, and what to do. */
             error: string;
         };
+        /**
+         * @description What Weir did about a failure.
+         * @enum {string}
+         */
+        ExceptionAction: "restarted" | "failed";
+        /**
+         * @description Who a failure is down to, for the restart strategy and the exception history: the
+         *     platform's own failures (a lost worker, the store, a Weir bug) restart the job without
+         *     using up the tenant's attempts.
+         * @enum {string}
+         */
+        FailureClass: "user_code" | "bad_data" | "external" | "platform";
         /** @description The answer of `/healthz`. */
         Health: {
             /**
@@ -1177,6 +1254,46 @@ export interface components {
             latest_checkpoint?: null | components["schemas"]["CheckpointView"];
             /** @description Its nodes. */
             vertices: components["schemas"]["Vertex"][];
+        };
+        /** @description One failure of a job. */
+        JobException: {
+            /** @description What Weir did. */
+            action: components["schemas"]["ExceptionAction"];
+            /**
+             * Format: int32
+             * @description The restart it led to (1 for the first), or the restarts made before the job failed.
+             */
+            attempt: number;
+            class?: null | components["schemas"]["FailureClass"];
+            /**
+             * Format: int64
+             * @description The pause before the restart (`restarted` only).
+             */
+            delay_ms?: number | null;
+            /** @description The error and its causes (at most 4 KiB). */
+            error: string;
+            /** @description The node whose subtask failed, when one did. */
+            node?: string | null;
+            /**
+             * Format: int64
+             * @description Its number in the job's history (1 for the first failure ever).
+             */
+            seq: number;
+            /**
+             * Format: int32
+             * @description That subtask.
+             */
+            subtask?: number | null;
+            /**
+             * Format: int64
+             * @description When it happened, unix ms.
+             */
+            time_ms: number;
+            /**
+             * Format: int64
+             * @description The worker it ran on, when it ran on one.
+             */
+            worker?: number | null;
         };
         /** @description A job as stored. */
         JobRecord: {
@@ -2619,6 +2736,47 @@ export interface operations {
             };
             /** @description The checkpoint is not completed or no longer retained */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_job_exceptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The failures, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_JobException"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -273,6 +273,13 @@ impl Client {
         self.get(&format!("/api/v1/jobs/{id}")).await
     }
 
+    /// `GET /jobs/{id}/exceptions`: the job's failures, newest first.
+    pub async fn job_exceptions(&self, id: &str) -> anyhow::Result<Vec<weir::server::jobs::JobException>> {
+        let page: Data<weir::server::jobs::JobException> =
+            self.get(&format!("/api/v1/jobs/{id}/exceptions")).await?;
+        Ok(page.data)
+    }
+
     /// `POST /jobs/{id}/{action}`: `stop`, `cancel` or `restart`.
     pub async fn job_action(&self, id: &str, action: &str) -> anyhow::Result<JobRecord> {
         self.post(&format!("/api/v1/jobs/{id}/{action}"), None::<&()>).await

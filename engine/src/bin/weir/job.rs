@@ -1,4 +1,5 @@
-//! `weir job`: submit, list, show, stop, cancel and restart jobs on a server.
+//! `weir job`: submit, list, show, stop, cancel and restart jobs on a server, and read their
+//! exception history.
 
 use std::path::PathBuf;
 
@@ -40,6 +41,11 @@ pub enum JobCommand {
     },
     /// Restarts a job from its latest checkpoint.
     Restart {
+        /// Job id.
+        id: String,
+    },
+    /// Shows a job's exception history: its last 100 failures, newest first.
+    Exceptions {
         /// Job id.
         id: String,
     },
@@ -136,6 +142,35 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
         }
         JobCommand::Restart { id } => {
             println!("job {id} {}", label(&c.job_action(&id, "restart").await?.status))
+        }
+        JobCommand::Exceptions { id } => {
+            let rows = c
+                .job_exceptions(&id)
+                .await?
+                .into_iter()
+                .map(|e| {
+                    let at = match (&e.node, e.subtask, e.worker) {
+                        (Some(n), Some(s), Some(w)) => format!("{n} #{s} on worker {w}"),
+                        (Some(n), Some(s), None) => format!("{n} #{s}"),
+                        (None, _, Some(w)) => format!("worker {w}"),
+                        _ => String::new(),
+                    };
+                    let action = match e.delay_ms {
+                        Some(ms) => format!("{} after {ms} ms", label(&e.action)),
+                        None => label(&e.action),
+                    };
+                    vec![
+                        e.seq.to_string(),
+                        time(Some(e.time_ms)),
+                        e.attempt.to_string(),
+                        e.class.as_ref().map(label).unwrap_or_default(),
+                        at,
+                        action,
+                        e.error,
+                    ]
+                })
+                .collect();
+            print_table(&["#", "time (UTC)", "restart", "class", "where", "action", "error"], rows);
         }
     }
     Ok(())

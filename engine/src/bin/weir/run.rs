@@ -91,7 +91,9 @@ async fn run_checkpointed(data_dir: &Path, plan: &weir::plan::Plan, job_id: Stri
                     if is_final { " (final)" } else { "" }
                 ),
                 JobEvent::CheckpointFailed { id, reason } => format!("checkpoint {id} failed: {reason}"),
-                JobEvent::Restarting { attempt, error } => format!("restart {attempt}: {error}"),
+                JobEvent::Restarting { attempt, error, delay_ms, .. } => {
+                    format!("restart {attempt} in {delay_ms} ms: {error}")
+                }
                 JobEvent::Restored { checkpoint } => format!("restored from checkpoint {checkpoint}"),
             };
             let mut out = std::io::stdout().lock();

@@ -1,9 +1,11 @@
 //! The HTTP API and its clients: a job's life over the API (upload, create, checkpoints,
 //! stop, a server killed and resumed), the OpenAPI document and the routes it lists, tenant
 //! isolation and authentication over every operation, tokens, disabled tenants and
-//! `/metrics`, the web UI the binary serves, and the CLI client driving a real server.
+//! `/metrics`, the web UI the binary serves, the CLI client driving a real server, and a
+//! job's exception history.
 
 mod cli;
+mod exceptions;
 mod lifecycle;
 mod openapi;
 mod tenants;

@@ -1,0 +1,117 @@
+//! A job's exception history (issue 41): its failures, newest first, with their class,
+//! where they happened and what Weir did; kept across a server's kill, read over the API and
+//! the CLI, and nobody else's.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::server::TestServer;
+
+const LONG: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_failures_are_kept_in_its_exception_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::spawn_process(dir.path());
+    let (_, api) = server.tenant("acme").await;
+    let (_, other) = server.tenant("other").await;
+    let faulty = api.upload_guest("faulty").await;
+    // A poison record at every attempt: two restarts, then the job fails (the server raises
+    // the 1 ms delay to its `min_restart_delay_ms`, 100 ms).
+    let spec = json!({
+        "name": "doomed",
+        "nodes": [
+            { "id": "in", "kind": "source", "connector": "generator", "config": { "mode": "sequence", "count": 100 } },
+            { "id": "poison", "kind": "operator", "module": faulty, "config": { "panic_at": 3 } },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "in", "to": "poison" }, { "from": "poison", "to": "out" } ],
+        "settings": { "checkpoint": { "interval_ms": null },
+                      "restart": { "strategy": "fixed", "attempts": 2, "delay_ms": 1 } }
+    });
+    let id = api.create_job(&spec).await;
+    api.wait_status(&id, "failed", LONG).await;
+    let path = format!("/api/v1/jobs/{id}/exceptions");
+    let check = |page: &serde_json::Value| {
+        let data = page["data"].as_array().unwrap_or_else(|| panic!("{page}"));
+        assert_eq!(data.len(), 3, "{page}");
+        // Newest first: the failure that ended the job, then the two that restarted it.
+        let seen: Vec<_> =
+            data.iter().map(|e| (e["seq"].as_u64(), e["attempt"].as_u64(), e["action"].as_str())).collect();
+        assert_eq!(
+            seen,
+            [
+                (Some(3), Some(2), Some("failed")),
+                (Some(2), Some(2), Some("restarted")),
+                (Some(1), Some(1), Some("restarted"))
+            ]
+        );
+        for e in data {
+            assert_eq!(
+                (e["class"].as_str(), e["node"].as_str(), e["subtask"].as_u64()),
+                (Some("user_code"), Some("poison"), Some(0)),
+                "{e}"
+            );
+            assert!(e["error"].as_str().unwrap().contains("poison record 3"), "{e}");
+            assert!(e["time_ms"].as_u64().unwrap() > 1_700_000_000_000, "{e}");
+        }
+        assert_eq!((data[1]["delay_ms"].as_u64(), data[0]["delay_ms"].as_u64()), (Some(100), None));
+    };
+    let (status, page) = api.get(&path).await;
+    assert_eq!(status, 200, "{page}");
+    check(&page);
+    // Nobody else's.
+    let (status, body) = other.get(&path).await;
+    assert_eq!(status, 404, "{body}");
+
+    // Counted per class on /metrics, with the delay the job last waited.
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", server.url))
+        .bearer_auth(crate::server::ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let restarts = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("weir_job_restarts_total") && l.contains(&id) && l.contains(r#"class="user_code""#)
+        })
+        .unwrap_or_else(|| panic!("no restarts series for the job:\n{metrics}"));
+    assert!(restarts.ends_with(" 2"), "{restarts}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("weir_job_restart_delay_seconds")
+            && l.contains(&id)
+            && l.ends_with(" 0.1")),
+        "{metrics}"
+    );
+
+    // Kept across a kill of the server.
+    server.kill9();
+    let server = TestServer::spawn_process(dir.path());
+    let api = api.at(&server.url);
+    let (status, page) = api.get(&path).await;
+    assert_eq!(status, 200, "{page}");
+    check(&page);
+
+    // The CLI reads it.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["job", "exceptions", &id])
+        .env("WEIR_URL", &server.url)
+        .env("WEIR_TOKEN", api.token().unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("poison #0")).collect();
+    assert_eq!(rows.len(), 3, "three failures:\n{stdout}");
+    assert!(
+        rows[0].contains("user_code") && rows[0].contains("failed") && !rows[0].contains("restarted"),
+        "{stdout}"
+    );
+    assert!(rows[1].contains("restarted after 100 ms") && rows[1].contains("poison record 3"), "{stdout}");
+}
