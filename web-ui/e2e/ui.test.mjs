@@ -1,8 +1,8 @@
 // End to end: Debian's Chromium (playwright-core) against a real `weir serve` running a real
 // job. Sign in (and a wrong token), the jobs list, a job's graph, checkpoints appearing live
 // in the table and the chart, a checkpoint's detail and timeline, a savepoint triggered and
-// listed, state browsed, a module uploaded, a failed job's error, an empty history, and a
-// narrow window. Screenshots go to <target>/ui-e2e.
+// listed, state browsed, a module uploaded, a failed job's error and exception history, an
+// empty history, and a narrow window. Screenshots go to <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -173,6 +173,15 @@ test("a failed job shows why it failed", async () => {
   await page.goto(`${server.url}/#/jobs/${failing}`);
   await waitFor('status failed', async () => /failed/.test(await byTestId('job-status').innerText()));
   assert.match(await byTestId('job-error').innerText(), /poison record 3/);
+  // Its exception history: the one failure (no restarts allowed), whose it was and where.
+  const row = byTestId('exception-row');
+  await row.first().waitFor();
+  assert.equal(await row.count(), 1);
+  const text = await row.first().innerText();
+  assert.match(text, /operator code/);
+  assert.match(text, /poison #0/);
+  assert.match(text, /failed/);
+  assert.match(text, /poison record 3/);
   await screenshot(page, '08-failed-job');
 });
 

@@ -115,6 +115,11 @@ export const api = {
   stopJob: (id: string) => call<Answer<'stop_job'>>('POST', `/jobs/${enc(id)}/stop`),
   cancelJob: (id: string) => call<Answer<'cancel_job'>>('POST', `/jobs/${enc(id)}/cancel`),
   restartJob: (id: string) => call<Answer<'restart_job'>>('POST', `/jobs/${enc(id)}/restart`),
+  /** The job's last 100 failures, newest first. */
+  jobExceptions: (id: string, signal?: AbortSignal) =>
+    call<Answer<'list_job_exceptions'>>('GET', `/jobs/${enc(id)}/exceptions`, signal ? { signal } : {}).then(
+      (c) => c.data,
+    ),
   createJob: (spec: JobSpec, fromSavepoint?: string, allowNonRestoredState = false) => {
     const q = new URLSearchParams();
     if (fromSavepoint) q.set('from_savepoint', fromSavepoint);

@@ -28,6 +28,7 @@ export type JobSpec = Schemas['JobSpec'];
 export type NodeRestore = Schemas['NodeRestore'];
 export type RestoreReport = Schemas['RestoreReport'];
 export type JobRecord = Schemas['JobRecord'];
+export type JobException = Schemas['JobException'];
 export type JobSummary = Schemas['JobSummary'];
 export type SubtaskLive = Schemas['SubtaskLive'];
 export type Vertex = Schemas['Vertex'];

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
-import type { JobDetail, RestoreReport } from '../api/types';
+import type { JobDetail, JobException, RestoreReport } from '../api/types';
 import { CheckpointHistory } from '../components/CheckpointHistory';
 import { JobGraph } from '../components/JobGraph';
 import { OperatorsTable } from '../components/OperatorsTable';
@@ -70,6 +70,8 @@ export function JobPage({ id }: { id: string }) {
       </section>
 
       <CheckpointHistory job={j} />
+
+      <Exceptions jobId={j.id} />
 
       <section class="card" id="savepoints">
         <div class="card-head">
@@ -244,6 +246,69 @@ function Restored({ report }: { report: RestoreReport }) {
               <li key={d}>{d}</li>
             ))}
           </ul>
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** Who a failure was down to, in words. */
+const CLASS_NAMES: Record<string, string> = {
+  user_code: 'operator code',
+  bad_data: 'bad input',
+  external: 'external system',
+  platform: 'platform (uses up no attempt)',
+};
+
+/** Where a failure happened: node and subtask, and the worker. */
+function where(e: JobException): string {
+  const at = e.node != null ? `${e.node} #${e.subtask ?? '?'}` : '';
+  const on = e.worker != null ? `worker ${e.worker}` : '';
+  return [at, on].filter(Boolean).join(' on ') || '—';
+}
+
+/** The job's exception history: its last 100 failures, newest first. */
+function Exceptions({ jobId }: { jobId: string }) {
+  const exceptions = usePoll(`job-exceptions:${jobId}`, (signal) => api.jobExceptions(jobId, signal), 3000, [jobId]);
+  const list = exceptions.data;
+  return (
+    <section class="card" id="exceptions" data-testid="exceptions">
+      <div class="card-head">
+        <h2>Exceptions</h2>
+        <span class="muted">the last 100 failures, newest first</span>
+      </div>
+      {!list ? (
+        <Loading what="the exception history" />
+      ) : list.length === 0 ? (
+        <Empty>No failures.</Empty>
+      ) : (
+        <div class="table-wrap">
+          <table class="table compact">
+            <thead>
+              <tr>
+                <th class="num">#</th>
+                <th>Time</th>
+                <th class="num">Restart</th>
+                <th>Class</th>
+                <th>Where</th>
+                <th>Action</th>
+                <th>Error</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((e) => (
+                <tr key={e.seq} data-testid="exception-row">
+                  <td class="num">{e.seq}</td>
+                  <td>{formatTime(e.time_ms)}</td>
+                  <td class="num">{e.attempt}</td>
+                  <td>{e.class ? CLASS_NAMES[e.class] ?? e.class : '—'}</td>
+                  <td>{where(e)}</td>
+                  <td>{e.action === 'restarted' ? `restarted after ${e.delay_ms ?? 0} ms` : 'failed'}</td>
+                  <td class="error-message">{e.error}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </div>
       )}
     </section>
