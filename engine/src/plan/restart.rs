@@ -242,6 +242,12 @@ impl RestartSettings {
     }
 }
 
+/// The longest back-off of repeated platform failures under `failure_rate` and `fixed`.
+pub const PLATFORM_MAX_DELAY: Duration = Duration::from_secs(60);
+
+/// An attempt that runs this long resets that back-off.
+pub const PLATFORM_RESET_AFTER: Duration = Duration::from_secs(600);
+
 /// What to do after a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -259,7 +265,8 @@ pub struct RestartTracker {
     strategy: Strategy,
     /// Restarts that counted (since the last reset, for `exponential`).
     counted: u32,
-    /// `exponential`: the next delay before jitter.
+    /// `exponential`: the next delay before jitter. `failure_rate`, `fixed`: the next delay
+    /// after a platform failure, which doubles from `delay` up to [`PLATFORM_MAX_DELAY`].
     next_delay: Duration,
     /// `failure_rate`, `fixed` with a window: the times of the failures that counted.
     failures: VecDeque<u64>,
@@ -311,7 +318,7 @@ impl RestartTracker {
             }
             Strategy::FailureRate { max_failures, interval, delay } => {
                 if !counts {
-                    return Decision::Restart(delay);
+                    return Decision::Restart(self.platform_delay(now_ms, started_ms, delay));
                 }
                 forget_before(&mut self.failures, now_ms, interval);
                 self.failures.push_back(now_ms);
@@ -323,7 +330,7 @@ impl RestartTracker {
             }
             Strategy::Fixed { attempts, delay, window } => {
                 if !counts {
-                    return Decision::Restart(delay);
+                    return Decision::Restart(self.platform_delay(now_ms, started_ms, delay));
                 }
                 if let Some(window) = window {
                     forget_before(&mut self.failures, now_ms, window);
@@ -338,6 +345,20 @@ impl RestartTracker {
                 Decision::Restart(delay)
             }
         }
+    }
+
+    /// The delay before restarting after a platform failure under `failure_rate` or `fixed`:
+    /// it uses up nothing, so it backs off instead (`delay` doubling up to
+    /// [`PLATFORM_MAX_DELAY`], from `delay` again after an attempt that ran
+    /// [`PLATFORM_RESET_AFTER`]). A failure a tenant can repeat at will (a Weir bug its job
+    /// hits every time) then costs one restart a minute, not one per `delay_ms`.
+    fn platform_delay(&mut self, now_ms: u64, started_ms: u64, delay: Duration) -> Duration {
+        if now_ms.saturating_sub(started_ms) >= PLATFORM_RESET_AFTER.as_millis() as u64 {
+            self.next_delay = delay;
+        }
+        let current = self.next_delay;
+        self.next_delay = current.saturating_mul(2).min(PLATFORM_MAX_DELAY.max(delay));
+        current
     }
 
     /// `base` spread uniformly by ± `jitter` of it.
@@ -498,6 +519,27 @@ mod tests {
             ),
             [Some(10), Some(10), Some(10), Some(10)]
         );
+    }
+
+    #[test]
+    fn platform_failures_back_off_under_fixed_and_failure_rate_without_counting() {
+        for settings in [
+            RestartSettings::fixed(0, 100),
+            parse(r#"{ "strategy": "failure_rate", "max_failures": 0, "delay_ms": 100 }"#),
+        ] {
+            let mut t = RestartTracker::new(settings.resolve().unwrap(), 0);
+            let quick: Vec<_> = (0..12).map(|i| (i * 10 + 5, i * 10, false)).collect();
+            let got = delays(&mut t, &quick);
+            assert_eq!(got[..5], [100, 200, 400, 800, 1600].map(Some), "{settings:?}");
+            assert_eq!(got[11], Some(60_000), "capped: {got:?}");
+            assert_eq!(t.counted(), 0);
+            // An attempt that ran ten minutes starts the back-off afresh; a counted failure
+            // still gives up at once (no attempts allowed).
+            assert_eq!(
+                delays(&mut t, &[(700_000, 100_000, false), (700_010, 700_005, true)]),
+                [Some(100), None]
+            );
+        }
     }
 
     #[test]

@@ -19,9 +19,7 @@ use crate::checkpoint::SubtaskWrite;
 use crate::checkpoint::chunks::{ChunkTables, ChunkWriter};
 use crate::checkpoint::history::bump_last_id;
 use crate::checkpoint::live::{LiveState, apply_chain};
-use crate::checkpoint::write::{
-    base_chains, check_channel_state, check_writable, compacts, encode_entries, encode_live,
-};
+use crate::checkpoint::write::{base_chains, check_channel_state, check_writable, compacts, encode_live};
 use crate::codec::ChunkEncoder;
 use crate::error::StoreError;
 use crate::manifest::{StateEntry, SubtaskState};
@@ -108,7 +106,18 @@ impl EncodedSubtask {
             .map(|(scope, chunks)| (scope, chunks.into_iter().map(&mut put).collect()))
             .collect();
         let channel = self.channel.into_iter().map(&mut put).collect();
-        let record = PutSubtaskWrite {
+        (PutSubtaskWrite::of(write, scopes, channel), puts)
+    }
+}
+
+impl PutSubtaskWrite {
+    /// The record of `write` whose chunks were put as `scopes` and `channel`.
+    pub(super) fn of(
+        write: SubtaskWrite,
+        scopes: BTreeMap<u32, Vec<PutChunk>>,
+        channel: Vec<PutChunk>,
+    ) -> Self {
+        PutSubtaskWrite {
             job: write.job,
             checkpoint: write.checkpoint,
             operator: write.operator,
@@ -119,9 +128,51 @@ impl EncodedSubtask {
             blob: write.blob,
             channel,
             max_chain_length: write.max_chain_length as u64,
-        };
-        (record, puts)
+        }
     }
+}
+
+/// Where a chunk of a subtask's write belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Part {
+    /// A scope's delta (or its base, for a full write).
+    Scope(u32),
+    /// The channel state.
+    Channel,
+}
+
+/// Encodes `write` into chunks of at most `max_chunk_bytes` as `write_subtask` would,
+/// handing each to `emit` as it fills: every scope's in scope order (one entry list per
+/// scope, in the order given; a delta keeps its tombstones, a full write only live
+/// entries), then the channel state's live entries.
+pub(super) fn encode_chunks(
+    write: &SubtaskWrite,
+    max_chunk_bytes: usize,
+    mut emit: impl FnMut(Part, Vec<u8>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let max_chunk_bytes = max_chunk_bytes.max(1);
+    let mut scopes: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
+    for delta in write.scopes.iter() {
+        scopes.entry(delta.scope).or_default().extend(delta.entries.iter());
+    }
+    let live = |e: &&StateEntry| e.value.is_some();
+    let parts = scopes
+        .into_iter()
+        .map(|(scope, entries)| (Part::Scope(scope), entries, write.full))
+        .chain(std::iter::once((Part::Channel, write.channel_state.iter().collect(), true)));
+    for (part, entries, live_only) in parts {
+        let mut encoder = ChunkEncoder::new(max_chunk_bytes);
+        for entry in entries.iter().filter(|e| !live_only || live(e)) {
+            encoder.push(&entry.state, &entry.key, entry.value.as_deref());
+            for chunk in encoder.take_done() {
+                emit(part, chunk)?;
+            }
+        }
+        for chunk in encoder.finish() {
+            emit(part, chunk)?;
+        }
+    }
+    Ok(())
 }
 
 /// Encodes `write` into chunks of at most `max_chunk_bytes` (a store's
@@ -132,25 +183,14 @@ impl EncodedSubtask {
 /// [`CheckpointStorage::write_subtask`]: crate::CheckpointStorage::write_subtask
 pub fn encode_subtask(write: &SubtaskWrite, max_chunk_bytes: usize) -> Result<EncodedSubtask, StoreError> {
     check_channel_state(write)?;
-    let max_chunk_bytes = max_chunk_bytes.max(1);
-    let mut scopes: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
-    for delta in write.scopes.iter() {
-        scopes.entry(delta.scope).or_default().extend(delta.entries.iter());
-    }
     let mut encoded = EncodedSubtask::default();
-    for (scope, entries) in scopes {
-        let chunks = encode_entries(entries, max_chunk_bytes, write.full);
-        if !chunks.is_empty() {
-            encoded.scopes.insert(scope, chunks);
+    encode_chunks(write, max_chunk_bytes, |part, chunk| {
+        match part {
+            Part::Scope(scope) => encoded.scopes.entry(scope).or_default().push(chunk),
+            Part::Channel => encoded.channel.push(chunk),
         }
-    }
-    let mut encoder = ChunkEncoder::new(max_chunk_bytes);
-    for entry in &write.channel_state {
-        if let Some(value) = &entry.value {
-            encoder.push(&entry.state, &entry.key, Some(value));
-        }
-    }
-    encoded.channel = encoder.finish();
+        Ok(())
+    })?;
     Ok(encoded)
 }
 

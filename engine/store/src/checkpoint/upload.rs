@@ -17,12 +17,12 @@ use redb::TableError;
 
 use crate::checkpoint::SubtaskWrite;
 use crate::checkpoint::live::{LiveState, append_chunk};
-use crate::checkpoint::put::{PutChunk, PutSubtaskWrite};
+use crate::checkpoint::put::{Part, PutChunk, PutSubtaskWrite, encode_chunks};
 use crate::checkpoint::write::{check_channel_state, compacts, encode_live};
-use crate::codec::{ChunkEncoder, decode_chunk};
+use crate::codec::decode_chunk;
 use crate::error::StoreError;
 use crate::external::ExternalChunks;
-use crate::manifest::{StateEntry, SubtaskState};
+use crate::manifest::SubtaskState;
 use crate::store::Store;
 use crate::tables::{CHUNK_INDEX, CHUNKS};
 
@@ -128,49 +128,17 @@ impl Store {
         uploader: &mut Uploader<'_>,
         write: SubtaskWrite,
     ) -> Result<SubtaskState, StoreError> {
-        // As `write_subtask` and `encode_subtask`: one entry list per scope, in the order
-        // given; one chunk encoded (and put) at a time.
-        let mut grouped: BTreeMap<u32, Vec<&StateEntry>> = BTreeMap::new();
-        for delta in write.scopes.iter() {
-            grouped.entry(delta.scope).or_default().extend(delta.entries.iter());
-        }
-        let max_bytes = self.max_chunk_bytes.max(1);
-        let mut scopes = BTreeMap::new();
-        for (scope, entries) in grouped {
-            let mut encoder = ChunkEncoder::new(max_bytes);
-            let mut chunks = Vec::new();
-            for entry in entries {
-                if write.full && entry.value.is_none() {
-                    continue;
-                }
-                encoder.push(&entry.state, &entry.key, entry.value.as_deref());
-                chunks.extend(uploader.put_all(encoder.take_done())?);
+        // As `encode_subtask`, one chunk encoded (and put) at a time.
+        let (mut scopes, mut channel) = (BTreeMap::<u32, Vec<PutChunk>>::new(), Vec::new());
+        encode_chunks(&write, self.max_chunk_bytes, |part, bytes| {
+            let chunk = uploader.put(bytes)?;
+            match part {
+                Part::Scope(scope) => scopes.entry(scope).or_default().push(chunk),
+                Part::Channel => channel.push(chunk),
             }
-            chunks.extend(uploader.put_all(encoder.finish())?);
-            if !chunks.is_empty() {
-                scopes.insert(scope, chunks);
-            }
-        }
-        let mut encoder = ChunkEncoder::new(max_bytes);
-        let mut channel = Vec::new();
-        for entry in &write.channel_state {
-            let Some(value) = &entry.value else { continue };
-            encoder.push(&entry.state, &entry.key, Some(value));
-            channel.extend(uploader.put_all(encoder.take_done())?);
-        }
-        channel.extend(uploader.put_all(encoder.finish())?);
-        let record = PutSubtaskWrite {
-            job: write.job,
-            checkpoint: write.checkpoint,
-            operator: write.operator,
-            subtask: write.subtask,
-            full: write.full,
-            scopes,
-            previous: write.previous,
-            blob: write.blob,
-            channel,
-            max_chain_length: write.max_chain_length as u64,
-        };
+            Ok(())
+        })?;
+        let record = PutSubtaskWrite::of(write, scopes, channel);
         let bases = self.prepare_compactions(uploader, &record)?;
         self.record_put_subtask(record, bases)
     }
