@@ -137,6 +137,65 @@ pub mod side_output {
     }
 }
 
+/// Dead letters: a record the operator will not process, sent with a reason to the job's
+/// dead-letter destination (the spec's `dead_letter`), which keeps it with the job, node and
+/// subtask, the time and the reason. Without a destination the record is dropped and
+/// counted. The host counts them against `max_dead_letters_per_minute`.
+pub mod dead_letter {
+    /// The side output the host reads dead letters from.
+    pub const OUTPUT: &str = "dead-letter";
+
+    /// Sends `record` (as it came: its key, value and event time) to the dead letters with
+    /// `reason`.
+    pub fn send(record: &crate::Record<'_>, reason: &str) {
+        send_raw(record.key_bytes(), record.value_bytes(), record.timestamp(), reason);
+    }
+
+    /// Sends a record of already encoded key and value bytes to the dead letters with `reason`.
+    pub fn send_raw(key: &[u8], value: &[u8], timestamp: i64, reason: &str) {
+        // `[reason, key, value]`, as the host reads it.
+        let mut out = Vec::with_capacity(16 + reason.len() + key.len() + value.len());
+        out.push(0x93);
+        push_str(&mut out, reason.as_bytes());
+        push_bin(&mut out, key);
+        push_bin(&mut out, value);
+        super::side_output::emit_raw(OUTPUT, &[], &out, timestamp);
+    }
+
+    fn push_str(out: &mut Vec<u8>, s: &[u8]) {
+        let n = s.len();
+        match n {
+            0..=31 => out.push(0xa0 | n as u8),
+            32..=0xff => out.extend_from_slice(&[0xd9, n as u8]),
+            0x100..=0xffff => {
+                out.push(0xda);
+                out.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            _ => {
+                out.push(0xdb);
+                out.extend_from_slice(&(n as u32).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(s);
+    }
+
+    fn push_bin(out: &mut Vec<u8>, b: &[u8]) {
+        let n = b.len();
+        match n {
+            0..=0xff => out.extend_from_slice(&[0xc4, n as u8]),
+            0x100..=0xffff => {
+                out.push(0xc5);
+                out.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            _ => {
+                out.push(0xc6);
+                out.extend_from_slice(&(n as u32).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(b);
+    }
+}
+
 /// Log lines, attributed by the host to the job, operator and subtask. The macros
 /// [`trace!`](crate::trace), [`debug!`](crate::debug), [`info!`](crate::info),
 /// [`warn!`](crate::warn) and [`error!`](crate::error) format and log in one step.

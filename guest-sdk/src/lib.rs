@@ -92,7 +92,7 @@ pub use crate::batch::{Output, Record};
 pub use crate::codec::{from_msgpack, to_msgpack, write_msgpack};
 pub use crate::context::{Context, parse_config};
 pub use crate::error::{Error, Result};
-pub use crate::host::{event_time, logging, metrics, side_output, timers};
+pub use crate::host::{dead_letter, event_time, logging, metrics, side_output, timers};
 pub use crate::operator::Operator;
 pub use crate::operator_state::{
     DeltaWriter, HostKeyedState, HostMapState, KeyedState, PART_BYTES, RawKey, StateRegistry, StateStore,

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{BatchLimit, ConfigError, ConnectorError, RescaleError, Source, bad_position};
+use super::{BatchLimit, ConfigError, ConnectorError, Origin, Rejected, RescaleError, Source, bad_position};
 use crate::record::Batch;
 use crate::record::json::{FieldPicks, Transcoder, msgpack_i64};
 
@@ -147,6 +147,9 @@ pub struct FileSource {
     cursor: Option<Cursor>,
     /// Read buffer, reused across splits.
     buf: Vec<u8>,
+    /// `on_error` is not `fail`: lines that cannot be read are left out and kept here.
+    reject: bool,
+    rejected: Vec<Rejected>,
     /// Scratch of the per-line conversion, borrowed only inside `record`.
     lines: std::cell::RefCell<LineScratch>,
 }
@@ -348,6 +351,8 @@ impl FileSource {
             current: 0,
             cursor: None,
             buf: Vec::new(),
+            reject: false,
+            rejected: Vec::new(),
             lines,
         })
     }
@@ -452,27 +457,50 @@ impl Source for FileSource {
             p.offset += n as u64;
             p.line += 1;
             let p = &self.partitions[idx];
-            let text = match std::str::from_utf8(&self.buf[s..e]) {
-                Ok(text) => text.trim(),
-                Err(err) => {
-                    return Err(ConnectorError::Parse {
-                        path: p.path.display().to_string(),
-                        line: self.line_of(p, line_start)?,
-                        message: format!("not valid UTF-8: {err}"),
-                    });
-                }
+            let failed = match std::str::from_utf8(&self.buf[s..e]) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => match self.record(p, text.trim(), &mut batch) {
+                    Ok(()) => continue,
+                    Err(ConnectorError::Parse { path, line: _, message }) if p.start > 0 => {
+                        ConnectorError::Parse { path, line: self.line_of(p, line_start)?, message }
+                    }
+                    Err(other) => other,
+                },
+                Err(err) => ConnectorError::Parse {
+                    path: p.path.display().to_string(),
+                    line: self.line_of(p, line_start)?,
+                    message: format!("not valid UTF-8: {err}"),
+                },
             };
-            if text.is_empty() {
-                continue;
+            let ConnectorError::Parse { path, line, message } = failed else { return Err(failed) };
+            if !self.reject {
+                return Err(ConnectorError::Parse { path, line, message });
             }
-            match self.record(p, text, &mut batch) {
-                Err(ConnectorError::Parse { path, line: _, message }) if p.start > 0 => {
-                    return Err(ConnectorError::Parse { path, line: self.line_of(p, line_start)?, message });
-                }
-                other => other?,
-            }
+            let reason = if message.starts_with("not valid UTF-8") {
+                "bad_utf8"
+            } else if message.starts_with("field") {
+                "bad_event_time"
+            } else {
+                "bad_json"
+            };
+            self.rejected.push(Rejected {
+                reason: reason.into(),
+                error: format!("{path}:{line}: {message}"),
+                origin: Origin::File { path, line },
+                key: Vec::new(),
+                value: self.buf[s..e].to_vec(),
+                timestamp: None,
+            });
         }
         if batch.is_empty() { Ok(None) } else { Ok(Some(batch)) }
+    }
+
+    fn reject_bad_records(&mut self) {
+        self.reject = true;
+    }
+
+    fn take_rejected(&mut self) -> Vec<Rejected> {
+        std::mem::take(&mut self.rejected)
     }
 
     fn position(&self) -> serde_json::Value {

@@ -9,6 +9,7 @@ mod file_source;
 pub mod generator;
 pub mod kafka;
 pub mod nexmark;
+mod rejected;
 mod stream;
 
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub use file_source::{DEFAULT_SPLIT_BYTES, FilePosition, FileSource, FileSourceC
 pub use generator::{GeneratorConfig, GeneratorSource};
 pub use kafka::{KafkaSinkConfig, KafkaSourceConfig};
 pub use nexmark::{NexmarkSource, NexmarkSourceConfig};
+pub use rejected::{Origin, Rejected};
 pub use stream::{StreamSink, StreamSinkConfig, StreamSource, StreamSourceConfig};
 
 /// Default number of records per source batch.
@@ -407,6 +409,15 @@ pub trait Source: Send {
     fn checkpoint_completed(&mut self, id: u64, position: &serde_json::Value) -> Result<(), ConnectorError> {
         let _ = (id, position);
         Ok(())
+    }
+    /// The node's `on_error` is not `fail`: from now on a record the source cannot decode is
+    /// left out and kept for [`Source::take_rejected`] instead of failing the task. Sources
+    /// that decode nothing (the stream log, generators) ignore it.
+    fn reject_bad_records(&mut self) {}
+    /// The records left out since the last call, taken with the batch just read (so a
+    /// checkpoint's position covers exactly the records emitted and rejected before it).
+    fn take_rejected(&mut self) -> Vec<Rejected> {
+        Vec::new()
     }
 }
 

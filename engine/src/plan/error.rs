@@ -118,4 +118,12 @@ pub enum PlanError {
         /// What went wrong.
         source: crate::connectors::ConfigError,
     },
+    /// A node's `on_error`, or the job's `dead_letter` destination, is wrong.
+    #[error("node `{node}`: {problem}")]
+    OnError {
+        /// The node.
+        node: String,
+        /// What is wrong.
+        problem: String,
+    },
 }

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{
-    CheckpointSettings, EdgeSpec, JobSpec, MIN_CHANNEL_CAPACITY_BYTES, NodeKind, NodeSpec, Partitioning,
-    PlanError, Settings,
+    CheckpointSettings, DEAD_LETTER_OUTPUT, EdgeSpec, JobSpec, MIN_CHANNEL_CAPACITY_BYTES, NodeKind,
+    NodeSpec, Partitioning, PlanError, Settings,
 };
 use crate::connectors::{SinkConfig, SourceConfig};
 use crate::guest::OperatorModule;
@@ -263,7 +263,8 @@ fn side_output_index(
 ) -> Result<u8, PlanError> {
     let node = &spec.nodes[from];
     let problem = |problem: String| PlanError::Outputs { node: node.id.clone(), problem };
-    if node.kind != NodeKind::Operator {
+    // A source's dead letters travel on a side output too.
+    if node.kind != NodeKind::Operator && !(node.kind == NodeKind::Source && name == DEAD_LETTER_OUTPUT) {
         return Err(problem("only operators have side outputs (an edge's `output`)".into()));
     }
     if !valid_id(name) {
@@ -291,6 +292,19 @@ pub fn plan(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanErro
     if spec.nodes.is_empty() {
         return Err(PlanError::Empty);
     }
+    super::dead_letter::check_on_error(spec)?;
+    // The dead-letter destination runs as one more sink, fed by the dead-letter side output
+    // of every node that may send there; the plan keeps the spec as written.
+    let mut plan = match super::dead_letter::with_dead_letters(spec) {
+        Some(expanded) => plan_nodes(&expanded, modules)?,
+        None => plan_nodes(spec, modules)?,
+    };
+    plan.spec = spec.clone();
+    Ok(plan)
+}
+
+/// Validates the nodes and edges of `spec` (its dead-letter destination already a node).
+fn plan_nodes(spec: &JobSpec, modules: &dyn ModuleLoader) -> Result<Plan, PlanError> {
     let index = index_nodes(spec)?;
     let Wiring { inputs, outputs, side_outputs } = wire_edges(spec, &index)?;
     let topo_order = topological_order(spec, &outputs, &inputs)?;
@@ -354,6 +368,9 @@ fn check_settings(s: &Settings) -> Result<(), PlanError> {
             "max_output_bytes_per_call must be at least 1024, got {}",
             s.max_output_bytes_per_call
         )));
+    }
+    if s.max_dead_letters_per_minute == 0 {
+        return Err(PlanError::Settings("max_dead_letters_per_minute must be at least 1".into()));
     }
     Ok(())
 }

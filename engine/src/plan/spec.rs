@@ -20,6 +20,65 @@ pub struct JobSpec {
     /// Job-wide settings.
     #[serde(default)]
     pub settings: Settings,
+    /// Where records go that a source cannot read or an operator cannot process (nodes with
+    /// `on_error: dead_letter`), and what operators send there themselves: a sink connector
+    /// (`stream`, or `kafka`) and its config. Each dead letter is a MessagePack map with the
+    /// record's raw bytes and where it came from (docs/when-things-go-wrong.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<DeadLetterSpec>,
+}
+
+/// The dead-letter destination of a job: a sink.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterSpec {
+    /// The sink connector: `stream` (a stream of the tenant) or `kafka` (a granted topic).
+    pub connector: String,
+    /// The connector's config, as a sink node's.
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub config: serde_json::Value,
+}
+
+/// The id of the sink node a job's dead-letter destination runs as (no node of the spec may
+/// have it).
+pub const DEAD_LETTER_NODE: &str = "dead-letters";
+
+/// The side output dead letters travel on, from a source or an operator to the dead-letter
+/// sink. An operator's guest emits on it (the SDKs' `dead_letter`) a MessagePack array
+/// `[reason, key, value]`.
+pub const DEAD_LETTER_OUTPUT: &str = "dead-letter";
+
+/// What a node does with a record it cannot read (a source) or process (an operator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// The task fails and the job restarts (or fails) by its restart strategy.
+    #[default]
+    Fail,
+    /// Sources: the record is left out and counted.
+    Drop,
+    /// Operators: the record is left out, its effects on state undone, and counted.
+    Skip,
+    /// The record goes to the job's dead-letter destination with its provenance and error.
+    DeadLetter,
+}
+
+impl OnError {
+    /// The policy's name in a spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Fail => "fail",
+            OnError::Drop => "drop",
+            OnError::Skip => "skip",
+            OnError::DeadLetter => "dead_letter",
+        }
+    }
+
+    /// The record is taken out of the stream (dropped, skipped or dead-lettered).
+    pub fn takes_out(self) -> bool {
+        self != OnError::Fail
+    }
 }
 
 /// What a node does.
@@ -61,6 +120,11 @@ pub struct NodeSpec {
     /// edge; when absent, the inputs are the incoming edges in spec order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Vec<String>>,
+    /// Sources: `fail` (default), `drop` or `dead_letter` a record that cannot be decoded.
+    /// Operators: `fail` (default), `skip` or `dead_letter` a record the guest returns an
+    /// error for or traps on; the operator's state is as if the record never arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
 }
 
 /// How records move along an edge from the upstream subtasks to the downstream ones.
@@ -129,6 +193,9 @@ pub struct Settings {
     pub checkpoint: CheckpointSettings,
     /// What to do when the job fails.
     pub restart: RestartSettings,
+    /// Records one node may drop, skip or dead-letter in any minute; one more fails the job
+    /// (a bug that turns every record into a dead letter ends it, with an error that says so).
+    pub max_dead_letters_per_minute: u64,
 }
 
 /// `settings.channel_capacity_bytes` unless a spec says otherwise: 8 MiB, a default
@@ -157,6 +224,7 @@ impl Default for Settings {
             max_output_bytes_per_call: 64 << 20,
             checkpoint: CheckpointSettings::default(),
             restart: RestartSettings::default(),
+            max_dead_letters_per_minute: 1000,
         }
     }
 }

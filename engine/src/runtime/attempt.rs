@@ -30,6 +30,7 @@ use super::snapshot_writer::{WriterConfig, snapshot_writer};
 use super::source_task::run_source;
 use super::stop::StopMode;
 use super::subtask_blob::{TaskState, restored_state, subtask_state};
+use super::subtask_env::{connector_env, dead_letters, local_place, operator_context};
 use super::task::{
     Checkpointing, open_recovered_sink, restore_channel_state, restore_instance, run_operator, run_sink,
 };
@@ -37,8 +38,7 @@ pub(crate) use super::tasks::Tasks;
 use crate::connectors::{ConnectorEnv, SinkConfig, SourceConfig};
 use crate::guest::bindings::Context;
 use crate::guest::{InstanceLimits, OperatorInstance, OperatorModule};
-use crate::key_groups::key_group_range;
-use crate::local_state::{LocalPlace, LocalStateConfig};
+use crate::local_state::LocalPlace;
 use crate::plan::{NodeBody, NodeKind, Partitioning, Plan, PlanNode};
 
 /// The limits every operator instance of a job with `settings` runs under.
@@ -569,7 +569,10 @@ impl Subtask<'_> {
         to_coordinator: &mpsc::UnboundedSender<ToCoordinator>,
     ) -> Result<(), JobError> {
         let restoring = self.start_checkpointing(tasks, control, to_coordinator)?;
-        let Subtask { plan, node, s, env, restore, output, gate, metrics, job_metrics, .. } = self;
+        let Subtask { plan, node, s, env, restore, mut output, gate, metrics, job_metrics, .. } = self;
+        if node.kind != NodeKind::Sink {
+            output = output.with_dead_letters(dead_letters(plan, node, s, env));
+        }
         let spawning = Spawning {
             name: node.id.clone(),
             s,
@@ -652,6 +655,8 @@ impl Subtask<'_> {
             control_closed: false,
             stop: env.stop.clone(),
             channel_capacity_bytes: settings.channel_capacity_bytes,
+            restored_id: restoring.id,
+            dead_letters: env.dead_letters.clone(),
         });
         Ok(restoring)
     }
@@ -665,9 +670,13 @@ fn spawn_source(tasks: &mut Tasks, spawning: Spawning, config: SourceConfig) {
         let checkpointing = spawning.restoring.checkpointing.as_ref();
         let position = checkpointing.and_then(|c| c.restored.position.clone());
         let (delay, rate) = (config.out_of_orderness_ms, config.records_per_second);
+        let reject = spawning.output.on_error().takes_out();
         let source = spawning
             .open_connector(move |cenv| {
                 let mut source = config.open(s, parallelism, cenv)?;
+                if reject {
+                    source.reject_bad_records();
+                }
                 if let Some(position) = position {
                     source.seek(&position)?;
                 }
@@ -737,51 +746,4 @@ fn spawn_operator(tasks: &mut Tasks, spawning: Spawning, operator: OperatorStart
         }
         run_operator(instance, state_version, context, gate, output, metrics, checkpointing).await
     });
-}
-
-/// The context subtask `s` of operator `node` of `plan` is given at `open` (with `restored`
-/// false: the caller sets it once the subtask restored state).
-pub fn operator_context(plan: &Plan, node: &PlanNode, s: u32, config: &str) -> Context {
-    let max_parallelism = plan.spec.settings.max_parallelism;
-    let range = key_group_range(s, node.parallelism, max_parallelism);
-    Context {
-        operator_id: node.id.clone(),
-        config: config.to_string(),
-        subtask_index: s,
-        parallelism: node.parallelism,
-        max_parallelism,
-        key_group_start: range.start,
-        key_group_end: range.end,
-        inputs: node.inputs.len() as u32,
-        restored: false,
-    }
-}
-
-/// Where an operator subtask keeps its state on disk: the key groups it owns.
-fn local_place(plan: &Plan, node: &PlanNode, s: u32, env: Option<&TaskEnv>) -> LocalPlace {
-    let max_parallelism = plan.spec.settings.max_parallelism;
-    LocalPlace {
-        config: match env {
-            Some(e) => e.local.clone(),
-            None => LocalStateConfig::temporary(""),
-        },
-        operator: node.id.clone(),
-        subtask: s,
-        max_parallelism,
-        owned: key_group_range(s, node.parallelism, max_parallelism),
-    }
-}
-
-/// What a connector of a job may use: the store, or on a worker the controller's outbox
-/// (checkpointed jobs; then sinks write through two-phase commit), or nothing.
-fn connector_env<'a>(
-    store: Option<&'a weir_store::Store>,
-    outbox: Option<&'a Arc<dyn weir_store::Outbox>>,
-    job: &'a str,
-    node: &'a str,
-) -> ConnectorEnv<'a> {
-    if store.is_none() && outbox.is_none() {
-        return ConnectorEnv::plain();
-    }
-    ConnectorEnv { store, job, node, transactional: true, outbox }
 }

@@ -107,6 +107,16 @@ pub enum JobEvent {
         /// The pause before the restart.
         delay_ms: u64,
     },
+    /// An operator's record that broke it was found and is taken out (skipped or sent to
+    /// the dead letters): the job restarts from its checkpoint at once, without it.
+    TookOut {
+        /// Where it broke the operator.
+        failure: FailureInfo,
+        /// The guest's error, with the record's identity.
+        error: String,
+        /// The operator's `on_error`.
+        action: crate::plan::OnError,
+    },
     /// The job was restored from a checkpoint.
     Restored {
         /// The checkpoint.

@@ -31,6 +31,8 @@ pub struct RunEnv {
     live: Arc<std::sync::Mutex<Option<Arc<JobMetrics>>>>,
     /// Runs the job's attempts elsewhere (a cluster's workers, while any is live).
     pub(crate) cluster: Option<Arc<dyn AttemptRunner>>,
+    /// The records the job took out, and the operators' poison records (across attempts).
+    pub dead_letters: Arc<super::dead_letter::DeadLetterBook>,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -55,6 +57,7 @@ impl RunEnv {
             stop: Arc::new(StopSignal::default()),
             live: Arc::new(std::sync::Mutex::new(None)),
             cluster: None,
+            dead_letters: Arc::default(),
         }
     }
 
@@ -151,6 +154,8 @@ pub(crate) struct TaskEnv {
     pub outbox: Option<Arc<dyn weir_store::Outbox>>,
     /// Where host keyed state keeps its working copies.
     pub local: LocalStateConfig,
+    /// The job's book of records taken out.
+    pub dead_letters: Arc<super::dead_letter::DeadLetterBook>,
 }
 
 impl RunEnv {
@@ -164,6 +169,7 @@ impl RunEnv {
             store: Some(self.store.clone()),
             outbox: None,
             local: LocalStateConfig::beside(&self.store, &self.job_id),
+            dead_letters: self.dead_letters.clone(),
         }
     }
 }

@@ -61,6 +61,36 @@ pub enum TaskError {
     /// A sink's input ended with pre-committed output that no checkpoint committed.
     #[error("the input ended with {0} transaction(s) not committed by a checkpoint")]
     Uncommitted(usize),
+    /// An operator that takes bad records out (`on_error: skip | dead_letter`) failed on a
+    /// batch: the job restarts from its checkpoint and replays that operator's input record
+    /// by record to find the record (docs/design.md §6, "Records that break an operator").
+    #[error("{0}; replaying from the checkpoint record by record to find the record")]
+    PoisonSuspected(Box<GuestError>),
+    /// Replayed record by record, an operator failed on this record: the job restarts from
+    /// its checkpoint and takes it out. `hash` is its content's (key, value, time).
+    #[error("record {} of its content on input {} since checkpoint {} broke the operator: {}", poison_occurrence(record), poison_input(record), poison_checkpoint(record), record.error)]
+    Poison {
+        /// The record's content hash.
+        hash: u64,
+        /// The record, its origin and the guest's error.
+        record: Box<crate::connectors::Rejected>,
+    },
+    /// The node took out more records in a minute than `max_dead_letters_per_minute`.
+    #[error(
+        "{count} records were taken out (dropped, skipped or dead-lettered) within a minute, more than \
+         settings.max_dead_letters_per_minute ({limit}): the job stops, as a bug or bad input turns every \
+         record into a dead letter; the last: {last}"
+    )]
+    DeadLetterLimit {
+        /// Records taken out in the last minute.
+        count: u64,
+        /// The limit.
+        limit: u64,
+        /// The last one's error.
+        last: String,
+        /// The records could not be read (a source), rather than processed (an operator).
+        unreadable: bool,
+    },
     /// The subtask ran on a worker and failed there.
     #[error("on worker {worker}: {message}")]
     Remote {
@@ -86,6 +116,38 @@ impl TaskError {
 /// Connector, store and cluster errors keep their own class. A guest's trap, a broken
 /// protocol or bad saved state fails again on the same input; a task that only went down with
 /// another one, a lost worker or a cancelled call may pass.
+fn poison_origin(record: &crate::connectors::Rejected) -> (u32, u64, u32) {
+    match record.origin {
+        crate::connectors::Origin::Operator { input, checkpoint, occurrence } => {
+            (input, checkpoint, occurrence)
+        }
+        _ => (0, 0, 0),
+    }
+}
+
+fn poison_input(record: &crate::connectors::Rejected) -> u32 {
+    poison_origin(record).0
+}
+
+fn poison_checkpoint(record: &crate::connectors::Rejected) -> u64 {
+    poison_origin(record).1
+}
+
+fn poison_occurrence(record: &crate::connectors::Rejected) -> u32 {
+    poison_origin(record).2
+}
+
+impl From<super::dead_letter::TakeOutError> for TaskError {
+    fn from(e: super::dead_letter::TakeOutError) -> Self {
+        match e {
+            super::dead_letter::TakeOutError::Limit { count, limit, last, unreadable } => {
+                TaskError::DeadLetterLimit { count, limit, last, unreadable }
+            }
+            super::dead_letter::TakeOutError::Closed(c) => TaskError::Downstream(c),
+        }
+    }
+}
+
 impl Retry for TaskError {
     fn retry_hint(&self) -> RetryHint {
         match self {
@@ -97,12 +159,15 @@ impl Retry for TaskError {
             | TaskError::Injected(_)
             | TaskError::WriterGone
             | TaskError::Blocking(_)
+            | TaskError::PoisonSuspected(_)
+            | TaskError::Poison { .. }
             | TaskError::Remote { .. } => RetryHint::Transient,
             TaskError::Guest(_)
             | TaskError::Protocol(_)
             | TaskError::Delta(_)
             | TaskError::LocalState(_)
             | TaskError::Restore(_)
+            | TaskError::DeadLetterLimit { .. }
             | TaskError::Uncommitted(_) => RetryHint::Final,
         }
     }
@@ -235,7 +300,12 @@ impl TaskError {
     pub fn class(&self) -> FailureClass {
         match self {
             TaskError::Guest(_) | TaskError::Delta(_) | TaskError::Restore(_) => FailureClass::UserCode,
-            TaskError::Connector(ConnectorError::Parse { .. }) => FailureClass::BadData,
+            TaskError::Connector(ConnectorError::Parse { .. } | ConnectorError::RecordUnreadable { .. }) => {
+                FailureClass::BadData
+            }
+            TaskError::PoisonSuspected(_) | TaskError::Poison { .. } => FailureClass::UserCode,
+            TaskError::DeadLetterLimit { unreadable: true, .. } => FailureClass::BadData,
+            TaskError::DeadLetterLimit { unreadable: false, .. } => FailureClass::UserCode,
             TaskError::Connector(ConnectorError::Store(e)) => store_class(e),
             TaskError::Store(e) => store_class(e),
             TaskError::Connector(_) => FailureClass::External,

@@ -8,7 +8,7 @@ use weir_store::{CheckpointMeta, Manifest};
 use super::attempt::run_attempt;
 use super::control::JobEvent;
 use super::env::RunEnv;
-use super::error::{JobError, TaskError};
+use super::error::{FailureClass, FailureInfo, JobError, TaskError};
 use super::report::JobReport;
 use super::store_call::store_call;
 use super::subtask_blob::{TaskRestoreError, restored_state};
@@ -52,6 +52,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             storage.latest_completed(&job)
         })
         .await?;
+        env.dead_letters.restoring(latest.as_ref().map_or(0, |(m, _)| m.id));
         if let Some((meta, manifest)) = &latest {
             if meta.is_final && !meta.stopped {
                 recommit_final(plan, env, meta, manifest).await?;
@@ -79,6 +80,45 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
                 return Ok(report);
             }
             Err(e @ JobError::Plan(_)) => return Err(e),
+            // A record broke an operator that takes such records out: replay to find it, or
+            // take it out; neither is a failure of the job, and neither waits.
+            Err(JobError::Task { node, subtask, error: TaskError::PoisonSuspected(guest) }) => {
+                let limit = plan.spec.settings.max_dead_letters_per_minute;
+                if let Err(count) = env.dead_letters.suspect(&node, subtask, limit) {
+                    let error = TaskError::DeadLetterLimit {
+                        count,
+                        limit,
+                        last: guest.to_string(),
+                        unreadable: false,
+                    };
+                    return Err(JobError::Task { node, subtask, error });
+                }
+                tracing::info!(job = %env.job_id, %node, subtask, "a batch broke the operator, replaying it record by record: {guest}");
+            }
+            Err(JobError::Task { node, subtask, error: TaskError::Poison { hash, record } }) => {
+                let limit = plan.spec.settings.max_dead_letters_per_minute;
+                let error = record.error.clone();
+                let info = FailureInfo {
+                    class: Some(FailureClass::UserCode),
+                    node: Some(node.clone()),
+                    subtask: Some(subtask),
+                    worker: None,
+                };
+                let action = plan
+                    .spec
+                    .nodes
+                    .iter()
+                    .find(|n| n.id == node)
+                    .and_then(|n| n.on_error)
+                    .unwrap_or_default();
+                if let Err(count) = env.dead_letters.found(&node, subtask, hash, *record, limit) {
+                    let error = TaskError::DeadLetterLimit { count, limit, last: error, unreadable: false };
+                    return Err(JobError::Task { node, subtask, error });
+                }
+                tracing::info!(job = %env.job_id, %node, subtask, "found the record that broke the operator, taking it out: {error}");
+                let _ = env.events.send(JobEvent::TookOut { failure: info, error, action });
+            }
+            Err(e @ JobError::Task { error: TaskError::DeadLetterLimit { .. }, .. }) => return Err(e),
             Err(e) => {
                 let class = e.class();
                 match tracker.failed(clock.elapsed().as_millis() as u64, started, class.counts()) {

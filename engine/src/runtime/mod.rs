@@ -20,6 +20,7 @@ pub mod barrier;
 mod channel;
 mod control;
 mod coordinator;
+pub mod dead_letter;
 pub(crate) mod env;
 mod error;
 pub mod faults;
@@ -37,11 +38,12 @@ mod source_task;
 mod stop;
 pub(crate) mod store_call;
 mod subtask_blob;
+mod subtask_env;
 mod task;
 mod tasks;
 mod watermark;
 
-pub use attempt::{instance_limits, operator_context};
+pub use attempt::instance_limits;
 pub use channel::{
     ChannelStats, Closed, CreditSink, Credits, Outbound, Received, Receiver, Sender, Wanted, bounded_channel,
     channel, credited_channel, remote_sender,
@@ -63,4 +65,5 @@ pub use scopes::{DeltaError, RESTORE_CHUNK_BYTES, RestoreChunker, restore_chunks
 pub use snapshot_writer::{SnapshotWriter, WriteRequest, WriterConfig, snapshot_writer};
 pub use stop::{StopMode, StopSignal};
 pub use subtask_blob::{TaskRestoreError, TaskState};
+pub use subtask_env::operator_context;
 pub use watermark::WatermarkTracker;

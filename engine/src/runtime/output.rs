@@ -6,9 +6,12 @@
 //! ([`Output::ready`]) before it takes its next input, taking barriers meanwhile.
 
 use super::channel::{Closed, Sender};
+use super::dead_letter::{DeadLetters, TakeOutError};
 use super::message::{Barrier, Message};
+use crate::connectors::Rejected;
 use crate::key_groups::{key_group, subtask_for_key_group};
 use crate::plan::Partitioning;
+use crate::plan::{DEAD_LETTER_OUTPUT, OnError};
 use crate::record::Batch;
 
 /// The senders of one outgoing edge, by downstream subtask index (one sender for forward).
@@ -97,12 +100,34 @@ pub struct Output {
     edges: Vec<EdgeOutput>,
     /// Names of the side outputs the edges carry, by index.
     side_outputs: Vec<String>,
+    /// What the task does with the records it takes out (`on_error`); `None`: it fails.
+    dead_letters: Option<DeadLetters>,
 }
 
 impl Output {
     /// An output over the given edges.
     pub fn new(edges: Vec<EdgeOutput>) -> Self {
-        Output { edges, side_outputs: Vec::new() }
+        Output { edges, side_outputs: Vec::new(), dead_letters: None }
+    }
+
+    /// The task takes records out by `dead_letters`' policy.
+    pub(crate) fn with_dead_letters(mut self, dead_letters: DeadLetters) -> Self {
+        self.dead_letters = Some(dead_letters);
+        self
+    }
+
+    /// The node's `on_error`.
+    pub(crate) fn on_error(&self) -> OnError {
+        self.dead_letters.as_ref().map_or(OnError::Fail, DeadLetters::policy)
+    }
+
+    /// Takes `rejected` out of the stream: counted, held to the job's per-minute limit, and
+    /// routed to the dead letters by the node's policy (or always, when the guest sent them).
+    pub(crate) fn take_out(&mut self, rejected: Vec<Rejected>) -> Result<(), TakeOutError> {
+        let Some(d) = &mut self.dead_letters else { return Ok(()) };
+        let batch = d.take_out(rejected)?;
+        self.emit_side(DEAD_LETTER_OUTPUT, batch)?;
+        Ok(())
     }
 
     /// Names the side outputs its edges carry (by the index [`EdgeOutput::carrying`] gives).

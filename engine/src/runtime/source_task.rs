@@ -182,7 +182,10 @@ impl SourceTask {
     /// Reads and emits the next batch, with the watermark it moves; true when the source
     /// had nothing new (it follows its input and is idle).
     fn next_batch(&mut self) -> Result<bool, TaskError> {
-        let Some(batch) = self.source.next_batch()? else {
+        let next = self.source.next_batch()?;
+        // The records it left out go with the batch: a checkpoint's position covers both.
+        self.output.take_out(self.source.take_rejected()).map_err(TaskError::from)?;
+        let Some(batch) = next else {
             self.exhausted = true;
             (self.max_ts, self.watermark) = end_of_input(&self.output)?;
             return Ok(false);

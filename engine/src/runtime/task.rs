@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 use weir_store::{CheckpointStorage, SubtaskStats};
 
 use super::barrier::{BarrierHandler, Finished, Snapshot, Steps};
-use super::channel::Closed;
 use super::control::{Control, ToCoordinator};
+use super::dead_letter::{DeadLetterBook, DeadLetters, OperatorGuard, record_can_cause};
 use super::error::TaskError;
 use super::faults::{FaultInjector, FaultPoint};
 use super::in_flight::ChannelMessages;
@@ -42,6 +42,7 @@ use super::watermark::WatermarkTracker;
 use crate::connectors::{ConnectorEnv, Sink, SinkConfig};
 use crate::guest::OperatorInstance;
 use crate::guest::bindings::Context;
+use crate::plan::DEAD_LETTER_OUTPUT;
 use crate::record::Batch;
 
 /// A task's link to the checkpoint coordinator.
@@ -71,6 +72,10 @@ pub struct Checkpointing {
     pub stop: Arc<StopSignal>,
     /// The job's `channel_capacity_bytes`: bounds the channel state a capture may log.
     pub channel_capacity_bytes: u64,
+    /// The checkpoint the task restored (0: none).
+    pub restored_id: u64,
+    /// The job's book of records taken out (operators find their poison records in it).
+    pub dead_letters: Arc<DeadLetterBook>,
 }
 
 impl Checkpointing {
@@ -208,7 +213,15 @@ pub async fn run_operator(
     instance.set_watermarks(watermarks.current(), &inputs);
     instance.set_side_outputs(output.side_outputs().to_vec());
     instance.open(&context).await?;
+    // An operator that takes out the records that break it.
+    let guard = match &checkpointing {
+        Some(c) if output.on_error().takes_out() => {
+            Some(OperatorGuard::new(Some(&c.dead_letters), &c.node, c.subtask, c.restored_id))
+        }
+        _ => None,
+    };
     let mut task = OperatorTask {
+        guard,
         instance,
         state_version,
         handler: barrier_handler(&gate, checkpointing.as_ref()),
@@ -259,6 +272,8 @@ struct Progress {
 
 /// A running operator subtask: its instance, inputs, output, event time and checkpointing.
 struct OperatorTask {
+    /// With `on_error: skip | dead_letter`: takes out the records that break the guest.
+    guard: Option<OperatorGuard>,
     instance: OperatorInstance,
     /// The module's state schema version, recorded with every snapshot.
     state_version: u32,
@@ -292,8 +307,18 @@ impl OperatorTask {
                 }
                 self.metrics.add_in(batch.len());
                 let advanced = self.watermarks.activate(channel);
-                let out = self.instance.process(self.gate.port(channel), &batch).await?;
-                emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
+                let port = self.gate.port(channel);
+                match self.guard.take() {
+                    None => {
+                        let out = self.instance.process(port, &batch).await?;
+                        emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
+                    }
+                    Some(mut guard) => {
+                        let guarded = self.process_guarded(&mut guard, port, batch).await;
+                        self.guard = Some(guard);
+                        guarded?;
+                    }
+                }
                 Progress { advanced, time_moved: false }
             }
             Message::Watermark(w) => {
@@ -302,6 +327,45 @@ impl OperatorTask {
             Message::Idle => Progress { advanced: self.watermarks.set_idle(channel), time_moved: true },
             Message::Barrier(_) | Message::EndOfStream => unreachable!("handled by the caller"),
         })
+    }
+
+    /// Processes a batch of input `port` through `guard`: the poison records a replay found
+    /// are taken out; replaying record by record, a record the guest fails on is found;
+    /// else a batch the guest fails on is suspected (the job replays it record by record).
+    async fn process_guarded(
+        &mut self,
+        guard: &mut OperatorGuard,
+        port: u32,
+        batch: Batch,
+    ) -> Result<(), TaskError> {
+        let batch = if guard.idle() {
+            batch
+        } else {
+            let (kept, taken) = guard.filter(port, batch);
+            self.output.take_out(taken).map_err(TaskError::from)?;
+            kept
+        };
+        if !guard.careful() {
+            return match self.instance.process(port, &batch).await {
+                Ok(out) => emit(&mut self.instance, &mut self.output, &self.metrics, out),
+                Err(e) if record_can_cause(&e) => Err(TaskError::PoisonSuspected(Box::new(e))),
+                Err(e) => Err(e.into()),
+            };
+        }
+        for r in batch.iter() {
+            guard.count(port, r.key, r.value, r.timestamp);
+            let mut one = Batch::with_capacity(1, r.key.len() + r.value.len());
+            one.push(r.key, r.value, r.timestamp);
+            match self.instance.process(port, &one).await {
+                Ok(out) => emit(&mut self.instance, &mut self.output, &self.metrics, out)?,
+                Err(e) if record_can_cause(&e) => {
+                    let (hash, record) = guard.found(port, r.key, r.value, r.timestamp, &e);
+                    return Err(TaskError::Poison { hash, record: Box::new(record) });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 
     /// Waits for room on the outputs before the next guest call of a series (the timers
@@ -415,14 +479,19 @@ fn emit(
     output: &mut Output,
     metrics: &SubtaskMetrics,
     out: Batch,
-) -> Result<(), Closed> {
+) -> Result<(), TaskError> {
     metrics.add_out(out.len());
     output.emit(out)?;
     let mut routed = Ok(());
     instance.drain_side_outputs(|name, batch| {
         if routed.is_ok() {
             metrics.add_out(batch.len());
-            routed = output.emit_side(name, batch);
+            routed = if name == DEAD_LETTER_OUTPUT {
+                // The guest sent these to the dead letters itself.
+                output.take_out(DeadLetters::from_guest(&batch)).map_err(TaskError::from)
+            } else {
+                output.emit_side(name, batch).map_err(TaskError::from)
+            };
         }
     });
     routed

@@ -446,6 +446,15 @@ impl JobManager {
                             }
                         });
                     }
+                    Ok(JobEvent::TookOut { failure, error, action }) => {
+                        let action = match action {
+                            crate::plan::OnError::DeadLetter => ExceptionAction::DeadLettered,
+                            _ => ExceptionAction::Skipped,
+                        };
+                        let attempt = self.get(&tenant, &id).map_or(0, |j| j.restarts);
+                        let exception = JobException::new(unix_ms(), attempt, &failure, &error, action);
+                        self.record_exception(&tenant, &id, exception).await;
+                    }
                     Ok(JobEvent::CheckpointCompleted { id: checkpoint, .. }) => {
                         unconfirmed = None;
                         let _ = self.update(&tenant, &id, |j| {
@@ -471,7 +480,11 @@ impl JobManager {
                         });
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        // The run ended: what it counted since the last tick is exported too.
+                        self.sample(&tenant, &id, &env, &plan, &sample);
+                        return;
+                    }
                 },
             }
         }

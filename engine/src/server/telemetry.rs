@@ -125,6 +125,20 @@ impl Telemetry {
             .set(delay_ms as f64 / 1e3);
     }
 
+    /// Records a node took out of the stream: `action` `dead_letter`, `drop` or `skip`;
+    /// `reason` as the dead letters give it (`bad_json`, `guest_trap`, ...).
+    pub fn taken_out(&self, tenant: &str, job: &str, node: &str, reason: &str, action: &str, n: u64) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("node", node.to_string()));
+        labels.push(Label::new("reason", reason.to_string()));
+        let name =
+            if action == "dead_letter" { "weir_dead_letters_total" } else { "weir_dropped_records_total" };
+        if action != "dead_letter" {
+            labels.push(Label::new("action", action.to_string()));
+        }
+        self.counter(name, labels).increment(n);
+    }
+
     /// The Prometheus text exposition of the recorded metrics.
     pub fn render(&self) -> String {
         self.handle.run_upkeep();

@@ -1140,6 +1140,13 @@ export interface components {
                 version: string;
             }[];
         };
+        /** @description The dead-letter destination of a job: a sink. */
+        DeadLetterSpec: {
+            /** @description The connector's config, as a sink node's. */
+            config?: Record<string, unknown>;
+            /** @description The sink connector: `stream` (a stream of the tenant) or `kafka` (a granted topic). */
+            connector: string;
+        };
         /**
          * @description What a savepoint says about the job it was taken from (stored with it and carried in its
          *     export file).
@@ -1199,7 +1206,7 @@ export interface components {
          * @description What Weir did about a failure.
          * @enum {string}
          */
-        ExceptionAction: "restarted" | "failed";
+        ExceptionAction: "restarted" | "failed" | "dead_lettered" | "skipped";
         /**
          * @description Who a failure is down to, for the restart strategy and the exception history: the
          *     platform's own failures (a lost worker, the store, a Weir bug) restart the job without
@@ -1336,6 +1343,7 @@ export interface components {
         };
         /** @description A job: a graph of sources, operators and sinks, and its settings. */
         JobSpec: {
+            dead_letter?: null | components["schemas"]["DeadLetterSpec"];
             /** @description The edges of the graph. */
             edges?: components["schemas"]["EdgeSpec"][];
             /** @description A human-readable name. */
@@ -1551,12 +1559,18 @@ export interface components {
             kind: components["schemas"]["NodeKind"];
             /** @description For operators: the module that implements it (a path, or `builtin:<name>`). */
             module?: string | null;
+            on_error?: null | components["schemas"]["OnError"];
             /**
              * Format: int32
              * @description Number of parallel subtasks.
              */
             parallelism?: number;
         };
+        /**
+         * @description What a node does with a record it cannot read (a source) or process (an operator).
+         * @enum {string}
+         */
+        OnError: "fail" | "drop" | "skip" | "dead_letter";
         /** @description One operator's part of a checkpoint. */
         OperatorView: {
             /**
@@ -1863,6 +1877,13 @@ export interface components {
              * @default 10000
              */
             cpu_limit_ms?: number;
+            /**
+             * Format: int64
+             * @description Records one node may drop, skip or dead-letter in any minute; one more fails the job
+             *     (a bug that turns every record into a dead letter ends it, with an error that says so).
+             * @default 1000
+             */
+            max_dead_letters_per_minute?: number;
             /**
              * Format: int64
              * @description Output one guest call may return, in bytes: its records' key and value bytes plus 16

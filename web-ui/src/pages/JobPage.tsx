@@ -303,7 +303,7 @@ function Exceptions({ jobId }: { jobId: string }) {
                   <td class="num">{e.attempt}</td>
                   <td>{e.class ? CLASS_NAMES[e.class] ?? e.class : '—'}</td>
                   <td>{where(e)}</td>
-                  <td>{e.action === 'restarted' ? `restarted after ${e.delay_ms ?? 0} ms` : 'failed'}</td>
+                  <td>{exceptionAction(e.action, e.delay_ms)}</td>
                   <td class="error-message">{e.error}</td>
                 </tr>
               ))}
@@ -313,4 +313,18 @@ function Exceptions({ jobId }: { jobId: string }) {
       )}
     </section>
   );
+}
+
+/** What Weir did about a failure, as the Exceptions card says it. */
+function exceptionAction(action: string, delayMs?: number | null): string {
+  switch (action) {
+    case 'restarted':
+      return `restarted after ${delayMs ?? 0} ms`;
+    case 'dead_lettered':
+      return 'record sent to the dead letters';
+    case 'skipped':
+      return 'record skipped';
+    default:
+      return 'failed';
+  }
 }

@@ -95,6 +95,9 @@ async fn run_checkpointed(data_dir: &Path, plan: &weir::plan::Plan, job_id: Stri
                     format!("restart {attempt} in {delay_ms} ms: {error}")
                 }
                 JobEvent::Restored { checkpoint } => format!("restored from checkpoint {checkpoint}"),
+                JobEvent::TookOut { error, action, .. } => {
+                    format!("took a record out ({}): {error}", action.name())
+                }
             };
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}");

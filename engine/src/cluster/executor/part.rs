@@ -146,6 +146,10 @@ fn task_env(
             job: attempt.job.clone(),
             quota: Some(LocalQuota::new(Arc::new(RemoteQuota { storage, floor: config.disk_floor.clone() }))),
         },
+        // On a worker, records are taken out at sources and by the guests themselves; the
+        // replay that finds a record breaking an operator runs on the controller's own
+        // attempts only (docs/design.md §13).
+        dead_letters: Arc::default(),
     }
 }
 

@@ -85,6 +85,21 @@ pub enum FormatError {
     NoField(String),
 }
 
+impl FormatError {
+    /// A short tag for what is wrong (a dead letter's `reason`, a metric's label).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FormatError::NotJson(_) => "bad_json",
+            FormatError::TrailingBytes(_) | FormatError::NotMsgpack(_) => "bad_msgpack",
+            FormatError::NotJsonWritable | FormatError::JsonEncoding(_) => "unwritable",
+            FormatError::NotAMap(_)
+            | FormatError::FieldRange(_)
+            | FormatError::FieldNotInteger { .. }
+            | FormatError::NoField(_) => "bad_event_time",
+        }
+    }
+}
+
 /// Kafka bytes (`None`: null) → Weir bytes. A null becomes empty bytes in `raw` (no key, or
 /// an empty value) and MessagePack nil otherwise.
 /// Borrows the bytes where no conversion is needed (`raw`, `msgpack`): no copy per record.

@@ -137,6 +137,14 @@ impl Source for source::KafkaSource {
         self.completed(position);
         Ok(())
     }
+
+    fn reject_bad_records(&mut self) {
+        source::KafkaSource::reject_bad_records(self);
+    }
+
+    fn take_rejected(&mut self) -> Vec<crate::connectors::Rejected> {
+        source::KafkaSource::take_rejected(self)
+    }
 }
 
 /// Opens subtask `index` of a Kafka sink.

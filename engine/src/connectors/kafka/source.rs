@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::client::{Client, ClientConfig, KafkaError, OffsetSpec};
 use super::format::{self, Format, FormatError, RecordPart};
-use crate::connectors::{BatchLimit, ConnectorError, RescaleError, bad_position};
+use crate::connectors::{BatchLimit, ConnectorError, Origin, Rejected, RescaleError, bad_position};
 use crate::record::Batch;
 
 /// Which topics a source reads.
@@ -111,8 +111,17 @@ pub fn owner(topic: &str, partition: i32, parallelism: u32) -> u32 {
 enum Event {
     /// A partition discovered while running, to read from `offset`.
     Assigned { tp: TopicPartition, offset: i64 },
-    /// Records of one partition (possibly none: the offset moved past control records).
-    Chunk { generation: u64, tp: TopicPartition, batch: Batch, next_offset: i64, max_time: i64 },
+    /// Records of one partition (possibly none: the offset moved past control records), and
+    /// those among them that could not be read, with the first one's error.
+    Chunk {
+        generation: u64,
+        tp: TopicPartition,
+        batch: Batch,
+        next_offset: i64,
+        max_time: i64,
+        rejected: Vec<Rejected>,
+        error: Option<Box<ConnectorError>>,
+    },
     /// The fetcher failed for good.
     Failed(ConnectorError),
 }
@@ -120,6 +129,15 @@ enum Event {
 enum Command {
     Seek { generation: u64, offsets: BTreeMap<TopicPartition, i64> },
     Commit(BTreeMap<TopicPartition, i64>),
+}
+
+/// Records of one partition converted into a batch, up to offset `last`, with those among
+/// them that could not be read.
+struct Chunk {
+    batch: Batch,
+    last: i64,
+    rejected: Vec<Rejected>,
+    error: Option<Box<ConnectorError>>,
 }
 
 /// One partition as the task sees it.
@@ -143,6 +161,9 @@ pub struct KafkaSource {
     commands: std::sync::mpsc::Sender<Command>,
     /// The highest watermark handed out (never goes back).
     watermark: std::cell::Cell<i64>,
+    /// `on_error` is not `fail`: unreadable records are left out and kept here.
+    reject: bool,
+    rejected: Vec<Rejected>,
 }
 
 /// The partitions `settings` reads that subtask `index` of `parallelism` owns.
@@ -247,6 +268,8 @@ impl KafkaSource {
             events,
             commands,
             watermark: std::cell::Cell::new(i64::MIN),
+            reject: false,
+            rejected: Vec::new(),
         })
     }
 
@@ -261,13 +284,20 @@ impl KafkaSource {
                         active_at: Instant::now(),
                     });
                 }
-                Ok(Event::Chunk { generation, tp, batch, next_offset, max_time }) => {
+                Ok(Event::Chunk { generation, tp, batch, next_offset, max_time, rejected, error }) => {
                     if generation != self.generation {
                         continue;
                     }
                     let Some(state) = self.partitions.get_mut(&tp) else { continue };
-                    // K2: the position moves only as the task takes the chunk.
+                    if let Some(error) = error
+                        && !self.reject
+                    {
+                        return Err(*error);
+                    }
+                    // K2: the position moves only as the task takes the chunk (with the
+                    // records of it that could not be read).
                     state.next = next_offset;
+                    self.rejected.extend(rejected);
                     if !batch.is_empty() {
                         state.max_time = state.max_time.max(max_time);
                         state.active_at = Instant::now();
@@ -287,6 +317,17 @@ impl KafkaSource {
             return Ok(None);
         }
         Ok(Some(Batch::empty()))
+    }
+
+    /// From now on, records that cannot be read are left out and kept for
+    /// [`KafkaSource::take_rejected`] instead of failing the task.
+    pub fn reject_bad_records(&mut self) {
+        self.reject = true;
+    }
+
+    /// The records left out since the last call.
+    pub fn take_rejected(&mut self) -> Vec<Rejected> {
+        std::mem::take(&mut self.rejected)
     }
 
     /// `{"offsets": {topic: {partition: next offset}}}`.
@@ -535,7 +576,7 @@ impl Fetcher {
         records: &[super::client::FetchedRecord],
         fetched_next: i64,
     ) -> Result<(), ConnectorError> {
-        let (batches, max_time) = self.convert(&tp, records)?;
+        let (batches, max_time) = self.convert(&tp, records);
         let mut next_offset = fetched_next;
         if let Some(end) = self.stop.get(&tp).copied() {
             next_offset = next_offset.min(end.max(self.offsets[&tp]));
@@ -549,16 +590,20 @@ impl Fetcher {
                 batch: Batch::empty(),
                 next_offset,
                 max_time,
+                rejected: Vec::new(),
+                error: None,
             });
         }
-        for (i, (batch, last)) in batches.into_iter().enumerate() {
-            let next = if i + 1 == count { next_offset } else { last + 1 };
+        for (i, chunk) in batches.into_iter().enumerate() {
+            let next = if i + 1 == count { next_offset } else { chunk.last + 1 };
             self.send(Event::Chunk {
                 generation: self.generation,
                 tp: tp.clone(),
-                batch,
+                batch: chunk.batch,
                 next_offset: next,
                 max_time,
+                rejected: chunk.rejected,
+                error: chunk.error,
             })?;
         }
         Ok(())
@@ -569,48 +614,78 @@ impl Fetcher {
         self.events.send(event).map_err(|_| ConnectorError::Stopped)
     }
 
-    /// Converts records into batches cut at `batch` (each with its last offset), and
-    /// the highest event time among them.
-    fn convert(
-        &self,
-        tp: &TopicPartition,
-        records: &[super::client::FetchedRecord],
-    ) -> Result<(Vec<(Batch, i64)>, i64), ConnectorError> {
+    /// Converts records into chunks: batches cut at `batch`, each with its last offset and
+    /// the records among them that cannot be read (left out, with the first one's error:
+    /// the task fails on it unless the node rejects bad records). Returns the chunks and the
+    /// highest event time among them.
+    fn convert(&self, tp: &TopicPartition, records: &[super::client::FetchedRecord]) -> (Vec<Chunk>, i64) {
         let end = self.stop.get(tp).copied().unwrap_or(i64::MAX);
         let mut out = Vec::new();
         let limit = self.settings.batch;
-        let mut batch = Batch::with_capacity(records.len().min(limit.records), 0);
-        let mut last = -1;
+        let new_chunk = || Chunk {
+            batch: Batch::with_capacity(records.len().min(limit.records), 0),
+            last: -1,
+            rejected: Vec::new(),
+            error: None,
+        };
+        let mut chunk = new_chunk();
         let mut max_time = i64::MIN;
         for r in records.iter().filter(|r| r.offset < end) {
-            let bad = |part: RecordPart, source: FormatError| ConnectorError::RecordUnreadable {
-                topic: tp.0.clone(),
-                partition: tp.1,
-                offset: r.offset,
-                part,
-                source: Box::new(source),
-            };
-            let key = format::decode(self.settings.key_format, r.key.as_deref())
-                .map_err(|m| bad(RecordPart::Key, m))?;
-            let value = format::decode(self.settings.value_format, r.value.as_deref())
-                .map_err(|m| bad(RecordPart::Value, m))?;
-            let time = match &self.settings.event_time {
-                EventTime::Kafka => r.timestamp,
-                EventTime::Field(f) => {
-                    format::field_time(&value, f).map_err(|m| bad(RecordPart::Value, m))?
+            chunk.last = r.offset;
+            match self.read(r) {
+                Ok((key, value, time)) => {
+                    max_time = max_time.max(time);
+                    chunk.batch.push(&key, &value, time);
+                    if limit.is_full(&chunk.batch) {
+                        out.push(std::mem::replace(&mut chunk, new_chunk()));
+                    }
                 }
-            };
-            max_time = max_time.max(time);
-            batch.push(&key, &value, time);
-            last = r.offset;
-            if limit.is_full(&batch) {
-                out.push((std::mem::replace(&mut batch, Batch::with_capacity(limit.records, 0)), last));
+                Err((part, error)) => {
+                    let reason = match part {
+                        RecordPart::Key => "bad_key",
+                        RecordPart::Value => error.reason(),
+                    };
+                    let e = ConnectorError::RecordUnreadable {
+                        topic: tp.0.clone(),
+                        partition: tp.1,
+                        offset: r.offset,
+                        part,
+                        source: Box::new(error),
+                    };
+                    chunk.rejected.push(Rejected {
+                        reason: reason.into(),
+                        error: e.to_string(),
+                        origin: Origin::Kafka { topic: tp.0.clone(), partition: tp.1, offset: r.offset },
+                        key: r.key.clone().map(|k| k.to_vec()).unwrap_or_default(),
+                        value: r.value.clone().map(|v| v.to_vec()).unwrap_or_default(),
+                        timestamp: Some(r.timestamp),
+                    });
+                    chunk.error.get_or_insert_with(|| Box::new(e));
+                }
             }
         }
-        if !batch.is_empty() {
-            out.push((batch, last));
+        if !chunk.batch.is_empty() || !chunk.rejected.is_empty() {
+            out.push(chunk);
         }
-        Ok((out, max_time))
+        (out, max_time)
+    }
+
+    /// One record's key, value (in Weir's bytes) and event time, or which part cannot be read.
+    #[allow(clippy::type_complexity)]
+    fn read<'r>(
+        &self,
+        r: &'r super::client::FetchedRecord,
+    ) -> Result<(std::borrow::Cow<'r, [u8]>, std::borrow::Cow<'r, [u8]>, i64), (RecordPart, FormatError)>
+    {
+        let key =
+            format::decode(self.settings.key_format, r.key.as_deref()).map_err(|m| (RecordPart::Key, m))?;
+        let value = format::decode(self.settings.value_format, r.value.as_deref())
+            .map_err(|m| (RecordPart::Value, m))?;
+        let time = match &self.settings.event_time {
+            EventTime::Kafka => r.timestamp,
+            EventTime::Field(f) => format::field_time(&value, f).map_err(|m| (RecordPart::Value, m))?,
+        };
+        Ok((key, value, time))
     }
 
     fn discover_new(&mut self) -> Result<(), ConnectorError> {

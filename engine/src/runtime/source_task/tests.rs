@@ -147,6 +147,8 @@ fn start_checkpointed(
         control_closed: false,
         stop: Arc::new(StopSignal::default()),
         channel_capacity_bytes: 8 << 20,
+        restored_id: 0,
+        dead_letters: Arc::default(),
     };
     // Watermarks off: the output is batches and barriers.
     let handle = tokio::spawn(run_source(

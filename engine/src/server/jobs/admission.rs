@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use weir_store::Store;
 
 use crate::guest::OperatorModule;
-use crate::plan::{JobSpec, LoadError, ModuleLoader, NodeKind, Settings};
+use crate::plan::{JobSpec, LoadError, ModuleLoader, NodeKind, NodeSpec, Settings};
 use crate::server::error::{ServerError, ServerResult};
 use crate::server::registry::ModuleRegistry;
 use crate::server::streams::internal_stream_name;
@@ -36,55 +36,64 @@ impl ModuleLoader for TenantModules<'_> {
 /// on the server's disk) are refused.
 pub(super) fn scope_spec(tenant: &str, spec: &mut JobSpec, store: &Store) -> ServerResult<()> {
     for node in &mut spec.nodes {
-        let Some(connector) = node.connector.as_deref() else { continue };
-        match connector {
-            "file" => {
-                return Err(ServerError::BadRequest(format!(
-                    "node `{}`: the file connector reads and writes the server's disk and is not available to \
-                     jobs submitted over the API; use a stream",
-                    node.id
-                )));
-            }
-            "stream" => {
-                let name = node.config.get("stream").and_then(|s| s.as_str()).ok_or_else(|| {
-                    ServerError::BadRequest(format!(
-                        "node `{}`: the stream connector needs `stream` (a name)",
-                        node.id
-                    ))
-                })?;
-                let internal = internal_stream_name(tenant, name)?;
-                let partitions = node.config.get("partitions").and_then(|p| p.as_u64());
-                match (store.stream_partitions(&internal), partitions) {
-                    (Ok(_), _) => {}
-                    // A sink that creates its stream: create it now, so that it can be read
-                    // as soon as the job exists.
-                    (Err(_), Some(p)) if node.kind == NodeKind::Sink => {
-                        let p = u32::try_from(p).map_err(|_| {
-                            ServerError::BadRequest(format!(
-                                "node `{}`: partitions {p} is out of range",
-                                node.id
-                            ))
-                        })?;
-                        store.create_stream(&internal, p).map_err(|e| {
-                            ServerError::BadRequest(format!(
-                                "node `{}`: {}",
-                                node.id,
-                                e.to_string().replace(&internal, name)
-                            ))
-                        })?;
-                    }
-                    (Err(_), _) => {
-                        return Err(ServerError::BadRequest(format!(
-                            "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams){}",
-                            node.id,
-                            if node.kind == NodeKind::Sink { " or give the sink `partitions`" } else { "" }
-                        )));
-                    }
-                }
-                node.config["stream"] = serde_json::Value::String(internal);
-            }
-            _ => {}
+        scope_node(tenant, node, store)?;
+    }
+    // The dead-letter destination is a sink like the others.
+    if let Some(d) = &mut spec.dead_letter {
+        let mut node = crate::plan::dead_letter_node(d);
+        scope_node(tenant, &mut node, store)?;
+        d.config = node.config;
+    }
+    Ok(())
+}
+
+/// Confines one node to its tenant (see [`scope_spec`]).
+fn scope_node(tenant: &str, node: &mut NodeSpec, store: &Store) -> ServerResult<()> {
+    let Some(connector) = node.connector.as_deref() else { return Ok(()) };
+    match connector {
+        "file" => {
+            return Err(ServerError::BadRequest(format!(
+                "node `{}`: the file connector reads and writes the server's disk and is not available to \
+                 jobs submitted over the API; use a stream",
+                node.id
+            )));
         }
+        "stream" => {
+            let name = node.config.get("stream").and_then(|s| s.as_str()).ok_or_else(|| {
+                ServerError::BadRequest(format!(
+                    "node `{}`: the stream connector needs `stream` (a name)",
+                    node.id
+                ))
+            })?;
+            let internal = internal_stream_name(tenant, name)?;
+            let partitions = node.config.get("partitions").and_then(|p| p.as_u64());
+            match (store.stream_partitions(&internal), partitions) {
+                (Ok(_), _) => {}
+                // A sink that creates its stream: create it now, so that it can be read
+                // as soon as the job exists.
+                (Err(_), Some(p)) if node.kind == NodeKind::Sink => {
+                    let p = u32::try_from(p).map_err(|_| {
+                        ServerError::BadRequest(format!("node `{}`: partitions {p} is out of range", node.id))
+                    })?;
+                    store.create_stream(&internal, p).map_err(|e| {
+                        ServerError::BadRequest(format!(
+                            "node `{}`: {}",
+                            node.id,
+                            e.to_string().replace(&internal, name)
+                        ))
+                    })?;
+                }
+                (Err(_), _) => {
+                    return Err(ServerError::BadRequest(format!(
+                        "node `{}`: stream `{name}` does not exist; create it first (POST /api/v1/streams){}",
+                        node.id,
+                        if node.kind == NodeKind::Sink { " or give the sink `partitions`" } else { "" }
+                    )));
+                }
+            }
+            node.config["stream"] = serde_json::Value::String(internal);
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -31,6 +31,12 @@ pub enum ExceptionAction {
     /// The restart strategy allowed no more restarts (or the failure cannot pass): the job
     /// failed.
     Failed,
+    /// The record that broke an operator was found and sent to the dead letters; the job
+    /// went on from its checkpoint without it.
+    DeadLettered,
+    /// The record that broke an operator was found and skipped; the job went on from its
+    /// checkpoint without it.
+    Skipped,
 }
 
 /// One failure of a job.

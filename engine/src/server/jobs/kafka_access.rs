@@ -48,7 +48,9 @@ pub(super) fn resolve_kafka(
     connections: &BTreeMap<String, ConnectionConfig>,
 ) -> ServerResult<KafkaResolved> {
     let mut resolved = KafkaResolved::default();
-    for node in &spec.nodes {
+    // The dead-letter destination is a sink like the others.
+    let dead_letters = spec.dead_letter.as_ref().map(crate::plan::dead_letter_node);
+    for node in spec.nodes.iter().chain(&dead_letters) {
         if node.connector.as_deref() != Some("kafka") {
             continue;
         }

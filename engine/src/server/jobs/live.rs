@@ -41,13 +41,21 @@ pub(super) struct Sample {
     /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
     counters: HashMap<(usize, u32), (u64, u64, u64)>,
     live: Vec<Vec<SubtaskLive>>,
+    /// (node, reason, action) → records taken out, as last exported.
+    taken_out: BTreeMap<(String, String, &'static str), u64>,
 }
 
 impl JobManager {
     /// Samples the live counters of a running job: rates, backpressure and telemetry.
     pub(super) fn sample(&self, tenant: &str, id: &str, env: &RunEnv, plan: &Plan, sample: &Mutex<Sample>) {
-        let Some(metrics) = env.live_metrics() else { return };
         let Ok(mut s) = sample.lock() else { return };
+        // Records taken out (dropped, skipped, dead-lettered): counted over the job's run.
+        for (key, count) in env.dead_letters.counts() {
+            let previous = s.taken_out.insert(key.clone(), count).unwrap_or(0);
+            let (node, reason, action) = &key;
+            self.inner.telemetry.taken_out(tenant, id, node, reason, action, count.saturating_sub(previous));
+        }
+        let Some(metrics) = env.live_metrics() else { return };
         let now = Instant::now();
         if !s.metrics.as_ref().is_some_and(|m| Arc::ptr_eq(m, &metrics)) {
             // A new attempt: its counters start from zero.

@@ -20,6 +20,11 @@
 //!   "counts"), `"host"` on the host's local disk (`HostKeyedState`, host state
 //!   "host_counts"): the same operator with its state on either backend. (With `"host"`, the
 //!   SDK also calls `states` around every batch, so `panic_after_snapshots` counts those.)
+//! - `poison_every: n`: the record of id `n·k − 1` breaks the operator after it was counted,
+//!   as `poison` says: `"panic"` (default), `"error"` (returns an error) or `"alloc"`
+//!   (allocates without bound, past the memory limit);
+//! - `dead_letter_every: n`: the record of id `n·k − 1` is counted and then sent to the dead
+//!   letters by the operator itself (the SDK's `dead_letter::send`), not emitted;
 //! - `panic_after_snapshots`: panic at the first record after this many snapshots, unless
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
 //!   It counts `states` calls, one per part of a snapshot in parts (one part holds ~4 MiB).
@@ -39,6 +44,20 @@ struct Config {
     panic_after_snapshots: Option<u64>,
     backend: Backend,
     fill: u64,
+    poison_every: Option<u64>,
+    poison: Poison,
+    dead_letter_every: Option<u64>,
+}
+
+/// How a poison record breaks the operator (after it counted the record: its state must
+/// be rolled back).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Poison {
+    #[default]
+    Panic,
+    Error,
+    Alloc,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -131,6 +150,27 @@ impl Operator for Counter {
                 count
             }
         };
+        if let Some(every) = self.config.poison_every
+            && id % every == every - 1
+        {
+            match self.config.poison {
+                Poison::Panic => panic!("counter: poison record {id}"),
+                Poison::Error => return Err(Error::other(format!("counter: refused record {id}"))),
+                Poison::Alloc => {
+                    let mut hoard: Vec<Vec<u8>> = Vec::new();
+                    loop {
+                        hoard.push(vec![1u8; 1 << 20]);
+                        std::hint::black_box(&hoard);
+                    }
+                }
+            }
+        }
+        if let Some(every) = self.config.dead_letter_every
+            && id % every == every - 1
+        {
+            weir_guest::dead_letter::send(&record, &format!("counter: record {id} sent away"));
+            return Ok(());
+        }
         match self.config.out_keys {
             Some(k) => out.emit(&(id % k), &[id, count], record.timestamp()),
             None => out.emit_with_key_bytes(record.key_bytes(), &[id, count], record.timestamp()),

@@ -6,6 +6,7 @@
 mod coordinator;
 mod exactly_once;
 mod history;
+mod poison;
 mod recovery;
 mod savepoint_restore;
 mod savepoints;

@@ -5,6 +5,7 @@
 
 mod access;
 mod connectors;
+mod dead_letters;
 pub(crate) mod exactly_once;
 mod slow_broker;
 mod tansu;
