@@ -529,6 +529,7 @@ fn topological_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::DEAD_LETTER_NODE;
 
     /// Loads nothing: the specs below have no operators.
     struct NoModules;
@@ -554,6 +555,56 @@ mod tests {
         // Parallelism is bounded at plan time; the count must not wrap even past that.
         plan.nodes[0].parallelism = u32::MAX;
         assert_eq!(plan.subtask_count(), u32::MAX);
+    }
+
+    #[test]
+    fn on_error_is_checked_per_kind_and_the_destination_becomes_a_sink_node() {
+        let spec = |source: &str, sink: &str, dead: &str| {
+            JobSpec::from_json(&format!(
+                r#"{{ "nodes": [
+                    {{ "id": "in", "kind": "source", "connector": "generator", "parallelism": 2,
+                      "config": {{ "mode": "sequence", "count": 1 }} {source} }},
+                    {{ "id": "out", "kind": "sink", "connector": "blackhole" {sink} }} ],
+                  "edges": [ {{ "from": "in", "to": "out" }} ] {dead} }}"#
+            ))
+            .unwrap()
+        };
+        let dead = r#", "dead_letter": { "connector": "blackhole" }"#;
+        let err = |s: JobSpec| plan(&s, &NoModules).unwrap_err().to_string();
+        assert!(
+            err(spec(r#", "on_error": "skip""#, "", dead))
+                .contains("`on_error: skip` is not for a source node; it takes fail, drop, dead_letter")
+        );
+        assert!(err(spec("", r#", "on_error": "drop""#, dead)).contains("not for a sink node"));
+        assert!(
+            err(spec(r#", "on_error": "dead_letter""#, "", ""))
+                .contains("needs the job's `dead_letter` destination")
+        );
+        let bad_connector = r#", "dead_letter": { "connector": "generator" }"#;
+        assert!(err(spec("", "", bad_connector)).contains("connector is `stream` or `kafka`"));
+        let taken = spec("", "", dead);
+        let mut taken_id = taken.clone();
+        taken_id.nodes[1].id = DEAD_LETTER_NODE.into();
+        taken_id.edges[0].to = DEAD_LETTER_NODE.into();
+        assert!(err(taken_id).contains("is the id of the job's dead-letter destination"));
+
+        // A source that dead-letters feeds the destination from its side output; the plan
+        // keeps the spec as written.
+        let s = spec(r#", "on_error": "dead_letter""#, "", dead);
+        let p = plan(&s, &NoModules).unwrap();
+        assert_eq!(p.spec, s);
+        let names: Vec<&str> = p.nodes.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(names, ["in", "out", DEAD_LETTER_NODE]);
+        assert_eq!(p.nodes[0].side_outputs, [DEAD_LETTER_OUTPUT]);
+        let edge = p.nodes[2].inputs[0];
+        assert_eq!((edge.from, edge.output, edge.partitioning), (0, Some(0), Partitioning::Rebalance));
+        // `drop` needs no destination and adds no node.
+        let p = plan(&spec(r#", "on_error": "drop""#, "", ""), &NoModules).unwrap();
+        assert_eq!(p.nodes.len(), 2);
+        // A source's side outputs are its dead letters only.
+        let mut other = spec("", "", "");
+        other.edges[0].output = Some("late".into());
+        assert!(err(other).contains("only operators have side outputs"));
     }
 
     /// The ports of `j`'s incoming edges as (upstream node index, port), in port order, for

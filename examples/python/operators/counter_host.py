@@ -8,18 +8,29 @@ element is the id. Keyed state "counts", per record key, holds `{"count": n}` (w
 emitted with value `[id, count]` (the count after this record, before any reset) and key
 `id % out_keys` (u64) when `out_keys` is set, else the input key.
 
-Config (JSON, every field optional): `out_keys`, `reset_at`, `pad` (as the Rust counter's).
+Config (JSON, every field optional): `out_keys`, `reset_at`, `pad`, and, as the Rust counter's:
+- `poison_every: n`: the record of id `n·k − 1` breaks the operator after it was counted
+  (its count put in the state), as `poison` says: `"panic"` (default; an unexpected
+  exception, `RuntimeError("counter: poison record {id}")`, which weirpy returns as an
+  `other` error rather than trapping), `"error"` (`InvalidInput("counter: refused record
+  {id}")`) or `"alloc"` (allocates 1 MiB blocks without bound, past the memory limit: the
+  instance traps);
+- `dead_letter_every: n`: the record of id `n·k − 1` is counted and then sent to the dead
+  letters by the operator itself (`weirpy.host.dead_letter`, reason `counter: record {id}
+  sent away`), not emitted.
 
 The state is a `HostKeyedState`: the host checkpoints it, so the guest's snapshots are empty.
 Replace it with `KeyedState("counts")` and the operator keeps the same state in guest memory
 instead; nothing else changes.
 """
 
-from weirpy import msgpack
+from weirpy import host, msgpack
 from weirpy.operator import InvalidConfig, InvalidInput, OperatorBase
 from weirpy.state import HostKeyedState, States
 
 U64_MAX = (1 << 64) - 1
+CONFIG_FIELDS = {"out_keys", "reset_at", "pad", "poison_every", "poison", "dead_letter_every"}
+POISONS = ("panic", "error", "alloc")
 
 
 def _is_u64(v):
@@ -49,7 +60,7 @@ class Operator(OperatorBase):
     def on_open(self, context, config):
         if not isinstance(config, dict):
             raise InvalidConfig("the config is a JSON object")
-        unknown = set(config) - {"out_keys", "reset_at", "pad"}
+        unknown = set(config) - CONFIG_FIELDS
         if unknown:
             raise InvalidConfig("unknown config fields: %s" % ", ".join(sorted(unknown)))
         out_keys, reset_at, pad = config.get("out_keys"), config.get("reset_at"), config.get("pad", 0)
@@ -61,11 +72,20 @@ class Operator(OperatorBase):
         if not _is_u64(pad):
             raise InvalidConfig("pad is an unsigned integer")
         self.out_keys, self.reset_at, self.pad = out_keys, reset_at, "x" * pad
+        poison_every, dead_letter_every = config.get("poison_every"), config.get("dead_letter_every")
+        for name, v in (("poison_every", poison_every), ("dead_letter_every", dead_letter_every)):
+            if v is not None and not (_is_u64(v) and v >= 1):
+                raise InvalidConfig("%s is an integer of at least 1" % name)
+        poison = config.get("poison", "panic")
+        if poison not in POISONS:
+            raise InvalidConfig("poison is one of %s, not %r" % (", ".join(POISONS), poison))
+        self.poison_every, self.poison, self.dead_letter_every = poison_every, poison, dead_letter_every
 
     def process_batch(self, records, out):
         counts = self.counts
         get, put, remove, append = counts.get, counts.put, counts.remove, out.append
         out_keys, reset_at, pad = self.out_keys, self.reset_at, self.pad
+        poison_every, dead_letter_every = self.poison_every, self.dead_letter_every
         for key, value, timestamp in records:
             id = read_id(value)
             entry = get(key)
@@ -74,4 +94,21 @@ class Operator(OperatorBase):
                 remove(key)
             else:
                 put(key, {"count": count, "pad": pad} if pad else {"count": count})
+            if poison_every is not None and id % poison_every == poison_every - 1:
+                self.break_on(id)
+            if dead_letter_every is not None and id % dead_letter_every == dead_letter_every - 1:
+                # The value arrived decoded: re-encoded, it is the bytes that came (weirpy
+                # writes the compact forms, as the Rust SDK does).
+                host.dead_letter(key, msgpack.packb(value), timestamp, "counter: record %d sent away" % id)
+                continue
             append((key if out_keys is None else msgpack.packb(id % out_keys), [id, count], timestamp))
+
+    def break_on(self, id):
+        """Record `id` is a poison record: fail as `poison` says (after it was counted)."""
+        if self.poison == "error":
+            raise InvalidInput("counter: refused record %d" % id)
+        if self.poison == "alloc":
+            hoard = []
+            while True:
+                hoard.append(bytearray(1 << 20))
+        raise RuntimeError("counter: poison record %d" % id)

@@ -411,11 +411,69 @@ class CounterHostTest(unittest.TestCase):
             with self.assertRaises(Err) as e:
                 h.process([record(1, bad, 0)])
             self.assertIsInstance(e.exception.value, types.Error_InvalidInput, bad)
-        for config in ({"out_keys": 0}, {"pad": -1}, {"nope": 1}, {"reset_at": "x"}):
+        for config in ({"out_keys": 0}, {"pad": -1}, {"nope": 1}, {"reset_at": "x"}, {"poison_every": 0},
+                       {"poison": "boom"}, {"dead_letter_every": "2"}, {"dead_letter_every": 0}):
             h = Harness(counter_host.Operator)
             with self.assertRaises(Err) as e:
                 h.open(config)
             self.assertIsInstance(e.exception.value, types.Error_InvalidConfig, config)
+
+    def test_poison_records_fail_after_being_counted_and_the_state_rolls_back(self):
+        for poison, error, message in (("panic", types.Error_Other, "RuntimeError: counter: poison record 5"),
+                                       ("error", types.Error_InvalidInput, "counter: refused record 5")):
+            for fast in (True, False):
+                h = Harness(counter_host.Operator)
+                h.open({"poison_every": 3, "poison": poison})
+                counted = []
+                # `put` runs before the failure: a spy on the state sees the poison record counted.
+                put = h.operator.counts.put
+                h.operator.counts.put = lambda key, value: (counted.append(value["count"]), put(key, value))
+                self.assertEqual(decoded(h.process([record(1, i, i) for i in (0, 1)])), [(1, [0, 1], 0), (1, [1, 2], 1)])
+                with self.assertRaises(Err) as e:
+                    if fast:
+                        h.operator.process_encoded(0, pickle.dumps([(k(1), i, i) for i in (3, 5, 6)], 5))
+                    else:
+                        h.process([record(1, i, i) for i in (3, 5, 6)])
+                self.assertIsInstance(e.exception.value, error, (poison, fast))
+                self.assertEqual(e.exception.value.value, message)
+                self.assertEqual(counted, [1, 2, 3, 4], "record 5 was counted before it failed")
+                # The failed call handed nothing over: the host still holds the count before it.
+                self.assertEqual(h.host.keyed_state.values("counts"), {k(1): msgpack.packb({"count": 2})})
+
+    def test_alloc_poison_allocates_without_bound(self):
+        h = Harness(counter_host.Operator)
+        h.open({"poison_every": 1, "poison": "alloc"})
+        blocks = []
+
+        class Full(Exception):
+            pass
+
+        def bytearray_(n):   # stands in for the memory limit: the 64th MiB is refused
+            if len(blocks) == 64:
+                raise Full()
+            blocks.append(n)
+            return b""
+
+        counter_host.bytearray = bytearray_
+        try:
+            with self.assertRaises(Err) as e:
+                h.process([record(1, 0, 0)])
+        finally:
+            del counter_host.bytearray
+        self.assertEqual(blocks, [1 << 20] * 64)
+        self.assertIn("Full", e.exception.value.value)
+
+    def test_dead_letter_every_sends_the_record_away_after_counting_it(self):
+        for fast in (True, False):
+            batch = [record(i % 2, i if i % 3 else [i, 7], 100 + i) for i in range(8)]
+            h, out = self.run_counter({"dead_letter_every": 4}, [batch], fast)
+            self.assertEqual([v[0] for _, v, _ in out], [0, 1, 2, 4, 5, 6])
+            self.assertEqual(h.take_dead_letters(), [
+                ("counter: record 3 sent away", k(1), msgpack.packb([3, 7]), 103),
+                ("counter: record 7 sent away", k(1), msgpack.packb(7), 107),
+            ])
+            # Counted all the same: key 1 saw 1, 3, 5 and 7.
+            self.assertEqual(h.host.keyed_state.values("counts"), {k(0): msgpack.packb({"count": 4}), k(1): msgpack.packb({"count": 4})})
 
     def test_restart_keeps_counting(self):
         h = Harness(counter_host.Operator)

@@ -195,5 +195,47 @@ class BatchApiTest(unittest.TestCase):
         self.assertEqual(msgpack.packb(msgpack.unpackb(data)), data)
 
 
+class DeadLetterTest(unittest.TestCase):
+    """`weirpy.host.dead_letter`: side output `dead-letter`, empty key, `[reason, key bin,
+    value bin]`, byte for byte as the Rust SDK's `dead_letter::send_raw` writes it."""
+
+    def test_the_record_goes_out_as_the_host_reads_it(self):
+        from weirpy import host
+        from weirpy.operator import OperatorBase
+        from weirpy.testing import Harness, record
+
+        class Refuser(OperatorBase):
+            def process_record(self, key, value, timestamp, out):
+                if msgpack.unpackb(value) % 2:
+                    host.dead_letter(key, value, timestamp, "odd value")
+                else:
+                    out.emit_raw(key, value, timestamp)
+
+        h = Harness(Refuser)
+        h.open()
+        out = h.process([record("a", 1, 10), record("b", 2, 11), record(None, 3, 12)])
+        self.assertEqual(out, [record("b", 2, 11)])
+        # The raw side output, byte for byte: fixarray 3, fixstr reason, bin8 key, bin8 value.
+        raw = [so for so in h.host.side_outputs if so[0] == host.DEAD_LETTER_OUTPUT]
+        self.assertEqual(raw[0], ("dead-letter", (b"", b"\x93\xa9odd value\xc4\x02\xa1a\xc4\x01\x01", 10)))
+        self.assertEqual(h.take_dead_letters(), [("odd value", b"\xa1a", b"\x01", 10), ("odd value", b"", b"\x03", 12)])
+        self.assertEqual(h.take_side_outputs(), [])
+
+    def test_lengths_and_bytes_like(self):
+        from weirpy import host
+        from weirpy.testing import SimulatedHost
+
+        sim = SimulatedHost().install()
+        big, reason = bytes(range(256)) * 200, "r" * 40   # bin16 value (51 200 bytes), str8 reason
+        host.dead_letter(bytearray(b"k"), memoryview(big), -5, reason)
+        name, (key, value, ts) = sim.side_outputs[-1]
+        self.assertEqual((name, key, ts), ("dead-letter", b"", -5))
+        self.assertEqual(value, b"\x93\xd9\x28" + reason.encode() + b"\xc4\x01k\xc5\xc8\x00" + big)
+        self.assertEqual(msgpack.unpackb(value), [reason, b"k", big])
+        for bad in ((1, b""), (b"", "text")):
+            with self.assertRaises(TypeError):
+                host.dead_letter(bad[0], bad[1], 0, "r")
+
+
 if __name__ == "__main__":
     unittest.main()

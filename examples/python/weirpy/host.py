@@ -1,4 +1,5 @@
-"""The host's services, wrapped: event-time timers, watermarks, side outputs, metrics, logs.
+"""The host's services, wrapped: event-time timers, watermarks, side outputs, dead letters,
+metrics, logs.
 
 Every function reaches the import through its module at call time (`_timers.register`, ...),
 so `weirpy.testing` can put a simulated host in place of the imports on a machine without
@@ -15,6 +16,13 @@ from wit_world.imports import logging as _logging
 from wit_world.imports import metrics as _metrics
 from wit_world.imports import side_output as _side_output
 from wit_world.imports import timers as _timers
+
+from . import msgpack as _msgpack
+
+#: The side output the host reads dead letters from (`dead_letter`).
+DEAD_LETTER_OUTPUT = "dead-letter"
+
+_BYTES = (bytes, bytearray, memoryview)
 
 I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
@@ -71,6 +79,27 @@ def emit_side_output(name, key, value, timestamp):
     routes it with an edge whose `output` is `name`; the host drops and counts records on a
     name no edge carries). Names are 1 to 64 bytes, at most 16 per instance."""
     _side_output.emit(name, key, value, timestamp)
+
+
+def dead_letter(key, value, timestamp, reason):
+    """Sends a record the operator will not process to the job's dead-letter destination
+    (the spec's `dead_letter`), with `reason` (a str; the host keeps its first 256
+    characters). `key` and `value` are the record's encoded bytes as it came (`b""` for no
+    key; on the batch API, where values arrive decoded, `msgpack.packb(value)`), `timestamp`
+    its event time. The host keeps it with the job, node and subtask and the time, and counts
+    it against `max_dead_letters_per_minute`; without a destination it is dropped and counted.
+
+    On the wire: side output `dead-letter`, empty key, value the MessagePack array
+    `[reason, key, value]` with key and value as bin, as the Rust SDK's
+    `weir_guest::dead_letter::send_raw` writes it."""
+    if not isinstance(key, _BYTES) or not isinstance(value, _BYTES):
+        raise TypeError("dead_letter takes the key and value bytes, got %s and %s"
+                        % (type(key).__name__, type(value).__name__))
+    out = bytearray(b"\x93")
+    _msgpack.pack_into(str(reason), out)
+    _msgpack.pack_into(key, out)     # bytes-like: written as bin
+    _msgpack.pack_into(value, out)
+    _side_output.emit(DEAD_LETTER_OUTPUT, b"", bytes(out), timestamp)
 
 
 def counter_add(name, delta=1):

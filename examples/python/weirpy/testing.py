@@ -28,7 +28,7 @@ except ImportError:
     keyed_state = None
 
 from . import msgpack
-from .host import I64_MIN
+from .host import DEAD_LETTER_OUTPUT, I64_MIN
 from .operator import OperatorBase
 from .records import BatchWriter, iter_records
 
@@ -307,6 +307,25 @@ class Harness:
         """Takes the records emitted on side outputs so far: `(name, (key, value, ts))`."""
         out, self.host.side_outputs = self.host.side_outputs, []
         return out
+
+    def take_dead_letters(self):
+        """Takes the records the operator sent to the dead letters so far (`weirpy.host.
+        dead_letter`: side output `dead-letter`), decoded as the host reads them: `(reason,
+        key bytes, value bytes, ts)`. The other side outputs stay for `take_side_outputs`."""
+        letters, rest = [], []
+        for name, (key, value, ts) in self.host.side_outputs:
+            if name != DEAD_LETTER_OUTPUT:
+                rest.append((name, (key, value, ts)))
+                continue
+            if key != b"":
+                raise AssertionError("a dead letter has the key %r (the host wants none)" % key)
+            fields = msgpack.unpackb(value)
+            if not (isinstance(fields, list) and len(fields) == 3 and isinstance(fields[0], str)
+                    and isinstance(fields[1], bytes) and isinstance(fields[2], bytes)):
+                raise AssertionError("a dead letter is not [reason, key bin, value bin]: %r" % (fields,))
+            letters.append((fields[0], fields[1], fields[2], ts))
+        self.host.side_outputs = rest
+        return letters
 
     def counter(self, name):
         """The value of metrics counter `name` (0 if never added to)."""

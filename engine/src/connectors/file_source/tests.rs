@@ -286,3 +286,33 @@ fn keys_times_and_values_are_those_of_the_json_value() {
     let e = s.next_batch().unwrap_err().to_string();
     assert!(e.contains("in.jsonl:4: field `ts` is not an integer: 1.5"), "{e}");
 }
+
+#[test]
+fn lines_that_cannot_be_read_are_left_out_with_where_they_came_from_when_rejecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.jsonl");
+    std::fs::write(&path, b"{\"i\": 1}\n{oops\n{\"i\": 2, \"t\": \"noon\"}\n\xff\n{\"i\": 3}\n").unwrap();
+    let config = FileSourceConfig { timestamp_field: Some("t".into()), ..FileSourceConfig::new(&path) };
+    let mut s = FileSource::open(&config, 10, 0, 1).unwrap();
+    s.reject_bad_records();
+    let good = values(&mut s);
+    assert_eq!(good, vec![serde_json::json!({ "i": 1 }), serde_json::json!({ "i": 3 })]);
+    let rejected = s.take_rejected();
+    let got: Vec<(&str, u64, &[u8])> = rejected
+        .iter()
+        .map(|r| match &r.origin {
+            Origin::File { line, .. } => (r.reason.as_str(), *line, r.value.as_slice()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("bad_json", 2, &b"{oops"[..]),
+            ("bad_event_time", 3, &b"{\"i\": 2, \"t\": \"noon\"}"[..]),
+            ("bad_utf8", 4, &b"\xff"[..]),
+        ]
+    );
+    assert!(rejected[0].error.contains("mixed.jsonl:2: not valid JSON"), "{}", rejected[0].error);
+    assert!(s.take_rejected().is_empty(), "taken once");
+}

@@ -24,18 +24,18 @@ use rand::{Rng, SeedableRng};
 use weir::runtime::faults::{FaultInjector, FaultKind, FaultPoint, PlannedFault};
 use weir_store::Store;
 
-const N: u64 = 40_000;
-const KEYS: u64 = 7;
-const EVERY: u64 = 10_000;
-const JOB: &str = "poison";
+pub(super) const N: u64 = 40_000;
+pub(super) const KEYS: u64 = 7;
+pub(super) const EVERY: u64 = 10_000;
+pub(super) const JOB: &str = "poison";
 
-fn is_poison(id: u64) -> bool {
+pub(super) fn is_poison(id: u64) -> bool {
     id % EVERY == EVERY - 1
 }
 
 /// Ids `0..N` through a keyed counter (2 subtasks) whose record `poison_every·k − 1` breaks
 /// it as `poison` says, into a file sink; dead letters into `dead`.
-fn spec(out: &Path, dead: &Path, module: &str, poison: &str, on_error: &str) -> serde_json::Value {
+pub(super) fn spec(out: &Path, dead: &Path, module: &str, poison: &str, on_error: &str) -> serde_json::Value {
     serde_json::json!({
         "name": "poison",
         "nodes": [
@@ -67,7 +67,7 @@ fn field<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 
 /// Checks the committed output, the dead letters and the final state against the
 /// reference without the poison records; `message` is what the guest's error says.
-fn check(out: &Path, dead: &Path, store: &Store, message: &str) -> Result<(), String> {
+pub(super) fn check(out: &Path, dead: &Path, store: &Store, message: &str) -> Result<(), String> {
     let mut ids = Vec::new();
     let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for l in common::read_committed(out) {
