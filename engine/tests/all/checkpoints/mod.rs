@@ -7,6 +7,7 @@ mod coordinator;
 mod exactly_once;
 mod history;
 mod poison;
+mod poison_python;
 mod recovery;
 mod savepoint_restore;
 mod savepoints;

@@ -8,4 +8,5 @@ mod jobs;
 mod kafka;
 mod objects;
 mod tls;
+mod worker_kills;
 mod workers;
