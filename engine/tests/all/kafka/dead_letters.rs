@@ -209,3 +209,64 @@ async fn broken_kafka_records_go_to_the_dead_letters_exactly_once_through_server
         metrics.lines().filter(|l| l.contains("dead_letter")).collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The dead-letter destination as a Kafka topic: only a topic the tenant is granted, written
+/// exactly once as JSON; another node's data path is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_go_to_a_granted_kafka_topic_and_nowhere_else() {
+    const FEW: u64 = 3_000;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TansuBroker::start(&dir.path().join("broker"));
+    let bootstrap = broker.bootstrap();
+    let mut c = client(&bootstrap);
+    c.create_topic("acme.few", 1).unwrap();
+    c.create_topic("acme.dead", 1).unwrap();
+    let records: Vec<ProduceRecord> = (0..FEW)
+        .map(|i| {
+            let (key, value) = bid(i);
+            ProduceRecord {
+                key: Some(key),
+                value: Some(value),
+                timestamp: 1_000_000 + i as i64,
+                headers: vec![],
+            }
+        })
+        .collect();
+    produce(&mut c, "acme.few", 0, &records);
+    let main = weir::connectors::kafka::ConnectionConfig::plaintext([bootstrap.clone()]);
+    let server = TestServer::start(|config| {
+        config.kafka_connections.insert("main".into(), main);
+    })
+    .await;
+    let (tenant, api) = server.tenant("acme").await;
+    let grants = json!({ "grants": [ { "connection": "main", "topic_prefixes": ["acme."] } ] });
+    let (status, v) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
+    assert_eq!(status, 200, "{v}");
+    let mut spec = spec();
+    spec["nodes"][0]["config"]["topics"] = json!(["acme.few"]);
+    spec["nodes"][0]["config"]["records_per_second"] = json!(null);
+    spec["dead_letter"] = json!({ "connector": "kafka", "config": { "connection": "main", "topic": "other.dead", "value_format": "json" } });
+    let (status, v) = api.post("/api/v1/jobs", &spec).await;
+    assert_eq!(status, 403, "a topic outside the grant is refused: {v}");
+    spec["dead_letter"]["config"]["topic"] = json!("acme.dead");
+    let job = api.create_job(&spec).await;
+    api.wait_status(&job, "finished", LONG).await;
+
+    let letters = tokio::task::spawn_blocking(move || {
+        let mut c = client(&bootstrap);
+        crate::common::kafka::read_all(&mut c, "acme.dead")
+    })
+    .await
+    .unwrap();
+    let mut found = BTreeSet::new();
+    for r in &letters {
+        let letter: Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        let offset = letter["origin"]["offset"].as_u64().unwrap();
+        assert_eq!(letter["reason"], broken(offset).unwrap(), "{letter}");
+        // Binary is `{"hex": …}` in JSON.
+        assert_eq!(letter["value"]["hex"], hex::encode(bid(offset).1), "{letter}");
+        assert!(found.insert(offset), "offset {offset} twice");
+    }
+    assert_eq!(found, (0..FEW).filter(|i| broken(*i).is_some()).collect::<BTreeSet<_>>());
+    assert_eq!(api.read_all("good-bids").await.len() as u64, FEW - found.len() as u64);
+}
