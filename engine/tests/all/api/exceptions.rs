@@ -115,3 +115,48 @@ async fn a_jobs_failures_are_kept_in_its_exception_history() {
     );
     assert!(rows[1].contains("restarted after 100 ms") && rows[1].contains("poison record 3"), "{stdout}");
 }
+
+/// A record that breaks an operator with `on_error: dead_letter` is in the history as
+/// `dead_lettered`, not as a restart, and in the tenant's dead-letter stream with the
+/// guest's message; the job finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_record_taken_out_is_in_the_history_and_the_dead_letter_stream() {
+    let server = TestServer::start(|_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let faulty = api.upload_guest("faulty").await;
+    let spec = json!({
+        "name": "healed",
+        "nodes": [
+            { "id": "in", "kind": "source", "connector": "generator", "config": { "mode": "sequence", "count": 100 } },
+            { "id": "poison", "kind": "operator", "module": faulty, "on_error": "dead_letter",
+              "config": { "panic_at": 3 } },
+            { "id": "out", "kind": "sink", "connector": "stream", "config": { "stream": "out", "partitions": 1 } }
+        ],
+        "edges": [ { "from": "in", "to": "poison" }, { "from": "poison", "to": "out" } ],
+        "dead_letter": { "connector": "stream", "config": { "stream": "dead", "partitions": 1 } },
+        "settings": { "checkpoint": { "interval_ms": 100 } }
+    });
+    let id = api.create_job(&spec).await;
+    let job = api.wait_status(&id, "finished", LONG).await;
+    assert_eq!(job["restarts"], 0, "{job}");
+    let (status, page) = api.get(&format!("/api/v1/jobs/{id}/exceptions")).await;
+    assert_eq!(status, 200, "{page}");
+    let data = page["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{page}");
+    assert_eq!(
+        (data[0]["action"].as_str(), data[0]["node"].as_str()),
+        (Some("dead_lettered"), Some("poison"))
+    );
+    assert!(data[0]["error"].as_str().unwrap().contains("poison record 3"), "{page}");
+    let out = api.read_all("out").await;
+    assert_eq!(out.len(), 99, "every record but the poison one");
+    let dead = api.read_all("dead").await;
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let letter = &dead[0].3;
+    assert_eq!(
+        (letter["node"].as_str(), letter["reason"].as_str()),
+        (Some("poison"), Some("guest_trap")),
+        "{letter}"
+    );
+    assert!(letter["error"].as_str().unwrap().contains("poison record 3"), "{letter}");
+}

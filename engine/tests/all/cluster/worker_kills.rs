@@ -57,7 +57,8 @@ async fn a_job_on_workers_survives_ten_worker_kills_with_default_settings_as_pla
         // The worker comes back under its name (a new process registers anew).
         workers[i] = Worker::spawn_with(&addr, &format!("w{i}"), TOKEN, &store);
         let id = registered_id(&workers[i].wait_line("registered as worker"));
-        wait_workers(&server, "the worker is back", |l| find(l, id).is_some_and(|w| w["status"] == "live")).await;
+        wait_workers(&server, "the worker is back", |l| find(l, id).is_some_and(|w| w["status"] == "live"))
+            .await;
         eprintln!("kill {kill} of w{i}: restart {}", j["restarts"]);
     }
     push(&api, lines(pushed, pushed + 100)).await;
