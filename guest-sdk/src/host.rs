@@ -139,8 +139,9 @@ pub mod side_output {
 
 /// Dead letters: a record the operator will not process, sent with a reason to the job's
 /// dead-letter destination (the spec's `dead_letter`), which keeps it with the job, node and
-/// subtask, the time and the reason. Without a destination the record is dropped and
-/// counted. The host counts them against `max_dead_letters_per_minute`.
+/// subtask, the time and the reason. Without a destination the record is dropped. Either
+/// way the host counts them (`weir_dead_letters_total`, or `weir_dropped_records_total`
+/// without a destination) and holds them to the job's `max_dead_letters_per_minute`.
 pub mod dead_letter {
     /// The side output the host reads dead letters from.
     pub const OUTPUT: &str = "dead-letter";

@@ -161,6 +161,8 @@ pub(crate) struct DeadLetters {
     subtask: u32,
     policy: OnError,
     limit: u64,
+    /// The job has a dead-letter destination (without one, dead letters are dropped).
+    destination: bool,
     recent: VecDeque<(Instant, u64)>,
     in_minute: u64,
     book: Option<Arc<DeadLetterBook>>,
@@ -183,10 +185,18 @@ impl DeadLetters {
             subtask,
             policy,
             limit,
+            destination: true,
             recent: VecDeque::new(),
             in_minute: 0,
             book,
         }
+    }
+
+    /// The job has no dead-letter destination: what would go there is dropped (and
+    /// counted as dropped).
+    pub(crate) fn without_destination(mut self) -> Self {
+        self.destination = false;
+        self
     }
 
     /// The node's policy.
@@ -205,7 +215,8 @@ impl DeadLetters {
         let now = crate::clock::unix_ms();
         let mut batch = Batch::empty();
         for r in &rejected {
-            let to_dead_letters = self.policy == OnError::DeadLetter || r.origin == Origin::Guest;
+            let to_dead_letters =
+                self.destination && (self.policy == OnError::DeadLetter || r.origin == Origin::Guest);
             let action = match (to_dead_letters, self.policy) {
                 (true, _) => "dead_letter",
                 (false, OnError::Skip) => "skip",

@@ -65,5 +65,6 @@ pub(super) fn dead_letters(plan: &Plan, node: &PlanNode, s: u32, env: Option<&Ta
         plan.spec.nodes.iter().find(|n| n.id == node.id).and_then(|n| n.on_error).unwrap_or_default();
     let job = env.map_or("", |e| e.job_id.as_str());
     let limit = plan.spec.settings.max_dead_letters_per_minute;
-    DeadLetters::new(job, &node.id, s, policy, limit, env.map(|e| e.dead_letters.clone()))
+    let d = DeadLetters::new(job, &node.id, s, policy, limit, env.map(|e| e.dead_letters.clone()));
+    if plan.spec.dead_letter.is_some() { d } else { d.without_destination() }
 }

@@ -211,7 +211,13 @@ pub async fn run_operator(
     let mut inputs = vec![i64::MIN; context.inputs as usize];
     watermarks.raise_inputs(&ports, &mut inputs);
     instance.set_watermarks(watermarks.current(), &inputs);
-    instance.set_side_outputs(output.side_outputs().to_vec());
+    // The guest's own dead letters are taken (counted, held to the limit) whether or not the
+    // job has a destination for them.
+    let mut consumed = output.side_outputs().to_vec();
+    if !consumed.iter().any(|n| n == DEAD_LETTER_OUTPUT) {
+        consumed.push(DEAD_LETTER_OUTPUT.to_string());
+    }
+    instance.set_side_outputs(consumed);
     instance.open(&context).await?;
     // An operator that takes out the records that break it.
     let guard = match &checkpointing {

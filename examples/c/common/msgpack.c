@@ -59,6 +59,13 @@ void mp_put_str(mp_buf *b, const char *s, size_t len) {
     mp_put_bytes(b, s, len);
 }
 
+void mp_put_bin(mp_buf *b, const void *bytes, size_t len) {
+    if (len <= 0xff) put_be(b, 0xc4, len, 1);
+    else if (len <= 0xffff) put_be(b, 0xc5, len, 2);
+    else put_be(b, 0xc6, len, 4);
+    mp_put_bytes(b, bytes, len);
+}
+
 void mp_put_map_header(mp_buf *b, uint32_t n) {
     if (n < 16) {
         mp_reserve(b, 1);
@@ -158,6 +165,21 @@ bool mp_read_str(mp_reader *r, const char **s, uint32_t *len) {
     } else return fail(r, "expected a MessagePack string");
     if ((uint64_t)(r->end - r->p) < n) return fail(r, "unexpected end of MessagePack data");
     *s = (const char *)r->p;
+    *len = (uint32_t)n;
+    r->p += n;
+    return true;
+}
+
+bool mp_read_bin(mp_reader *r, const uint8_t **bytes, uint32_t *len) {
+    if (r->p >= r->end) return fail(r, "unexpected end of MessagePack data");
+    uint8_t t = *r->p;
+    uint64_t n;
+    if (t == 0xc4 || t == 0xc5 || t == 0xc6) {
+        r->p++;
+        if (!take_be(r, 1 << (t - 0xc4), &n)) return false;
+    } else return fail(r, "expected MessagePack binary");
+    if ((uint64_t)(r->end - r->p) < n) return fail(r, "unexpected end of MessagePack data");
+    *bytes = r->p;
     *len = (uint32_t)n;
     r->p += n;
     return true;

@@ -1,5 +1,6 @@
 /* A tiny MessagePack reader and writer: the subset Weir operators in C need
- * (unsigned and signed integers, strings, maps, arrays, nil, booleans; skipping any value).
+ * (unsigned and signed integers, strings, binary, maps, arrays, nil, booleans; skipping any
+ * value).
  * Plain C11, no allocation in the reader. */
 #ifndef WEIR_MSGPACK_H
 #define WEIR_MSGPACK_H
@@ -25,6 +26,8 @@ void mp_put_uint(mp_buf *b, uint64_t v);
 void mp_put_int(mp_buf *b, int64_t v);
 /* A string header (fixstr, str 8/16/32) followed by the bytes. */
 void mp_put_str(mp_buf *b, const char *s, size_t len);
+/* A binary header (bin 8/16/32, the smallest that fits) followed by the bytes. */
+void mp_put_bin(mp_buf *b, const void *bytes, size_t len);
 void mp_put_map_header(mp_buf *b, uint32_t n);
 void mp_put_array_header(mp_buf *b, uint32_t n);
 void mp_put_nil(mp_buf *b);
@@ -45,6 +48,7 @@ void mp_reader_init(mp_reader *r, const uint8_t *data, size_t len);
 bool mp_read_uint(mp_reader *r, uint64_t *out);   /* any integer >= 0 */
 bool mp_read_int(mp_reader *r, int64_t *out);     /* any integer that fits in int64 */
 bool mp_read_str(mp_reader *r, const char **s, uint32_t *len);
+bool mp_read_bin(mp_reader *r, const uint8_t **bytes, uint32_t *len);  /* bin 8/16/32 */
 bool mp_read_map_header(mp_reader *r, uint32_t *n);
 bool mp_read_array_header(mp_reader *r, uint32_t *n);
 /* Skips one value of any type (nested maps and arrays included). */

@@ -82,6 +82,32 @@ void weir_log(weir_operator_logging_level_t level, const char *fmt, ...) {
     weir_operator_logging_log(level, &s);
 }
 
+void weir_dead_letter_value(mp_buf *out, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len,
+                            const char *reason) {
+    mp_put_array_header(out, 3);
+    mp_put_str(out, reason, strlen(reason));
+    mp_put_bin(out, key, key_len);
+    mp_put_bin(out, value, value_len);
+}
+
+#ifndef WEIR_NO_SIDE_OUTPUT
+void weir_dead_letter(const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len, int64_t timestamp,
+                      const char *reason) {
+    mp_buf letter = {0};
+    weir_dead_letter_value(&letter, key, key_len, value, value_len, reason);
+    /* The import borrows its arguments: nothing of ours is handed over. */
+    operator_world_string_t name = { (uint8_t *)WEIR_DEAD_LETTER_OUTPUT, sizeof WEIR_DEAD_LETTER_OUTPUT - 1 };
+    operator_world_list_u8_t no_key = { NULL, 0 };
+    operator_world_list_u8_t bytes = { letter.data, letter.len };
+    weir_operator_side_output_emit(&name, &no_key, &bytes, timestamp);
+    free(letter.data);
+}
+
+void weir_dead_letter_record(const weir_record *r, const char *reason) {
+    weir_dead_letter(r->key, r->key_len, r->value, r->value_len, r->timestamp, reason);
+}
+#endif
+
 void weir_delta_emit(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len) {
     weir_delta_out *o = ctx;
     mp_put_bytes(&o->data, key, key_len);

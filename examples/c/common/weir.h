@@ -55,6 +55,37 @@ bool weir_fail(weir_error *err, uint8_t tag, const char *fmt, ...);
 /* Logs one line through the host. */
 void weir_log(weir_operator_logging_level_t level, const char *fmt, ...);
 
+/* ---- Dead letters ----
+ *
+ * A record the operator will not process, sent with a reason to the job's dead-letter
+ * destination (the job spec's `dead_letter`), which keeps it with the job, node and subtask,
+ * the time and the reason, and counts it against the job's `max_dead_letters_per_minute`. A
+ * job without a destination drops it as a side-output record no edge carries (metric
+ * `side_output_dropped`), outside that limit.
+ *
+ * On the wire (what the host unwraps; the Rust SDK's `weir_guest::dead_letter::send_raw`
+ * writes the same bytes): side output WEIR_DEAD_LETTER_OUTPUT, empty key, value the
+ * MessagePack array [reason, key, value], the reason a str (the host keeps its first 256
+ * characters) and the record's key and value bytes as bin. */
+
+/* The side output the host reads dead letters from. */
+#define WEIR_DEAD_LETTER_OUTPUT "dead-letter"
+
+/* Appends to `out` the value of a dead letter: [reason, key, value]. */
+void weir_dead_letter_value(mp_buf *out, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len,
+                            const char *reason);
+#ifndef WEIR_NO_SIDE_OUTPUT
+/* Sends a record of encoded key (key_len 0: none) and value bytes, with its event time, to
+ * the dead letters with `reason` (a NUL-terminated UTF-8 string). Copies what it needs. */
+void weir_dead_letter(const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len, int64_t timestamp,
+                      const char *reason);
+/* Sends record `r` (as it came) to the dead letters with `reason`. */
+void weir_dead_letter_record(const weir_record *r, const char *reason);
+#endif
+/* (The world's `side-output` import is needed for weir_dead_letter; compile weir.c with
+ * -DWEIR_NO_SIDE_OUTPUT against a world without it: build.sh does for the wrong-world
+ * fixtures, whose older worlds lack it.) */
+
 /* A state delta being built for snapshot, from any number of named states. */
 typedef struct {
     mp_buf data;

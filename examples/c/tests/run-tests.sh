@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the native unit tests of examples/c: the helpers of common/ (test_state.c)
-# and the q17 operator through its exports (test_q17.c, with common/defaults.c).
+# Builds and runs the native unit tests of examples/c: the helpers of common/ (test_state.c),
+# the q17 operator through its exports (test_q17.c, with common/defaults.c) and the dead
+# letters of common/weir.c (test_dead_letter.c).
 # Compiler: $CC if set, else the system cc with AddressSanitizer + UBSan when it has them,
 # else zig cc (from $WEIR_TOOLS, default <repo>/target/tools) with UBSan only (Zig ships no
 # ASan runtime). The q17 test needs the generated header: `weir-cbuild bindings`, with
@@ -45,13 +46,19 @@ sed -n '/^\/\/ Helper Functions$/,/^\/\/ Component Adapters$/p' "$out/gen/operat
 "${cc[@]}" "${flags[@]}" -I "$c/common" -I "$out/gen" \
     "$here/test_q17.c" "$here/native_host.c" "$c/common/defaults.c" "$c/common/weir.c" \
     "$c/common/keyed_state.c" "$c/common/msgpack.c" -o "$out/test_q17"
+"${cc[@]}" "${flags[@]}" -I "$c/common" -I "$out/gen" \
+    "$here/test_dead_letter.c" "$here/native_host.c" "$c/common/weir.c" \
+    "$c/common/keyed_state.c" "$c/common/msgpack.c" -o "$out/test_dead_letter"
 
 status=0
 state="$("$out/test_state")" || status=1
 q17="$("$out/test_q17")" || status=1
+dead="$("$out/test_dead_letter")" || status=1
 echo "state: $state"
 echo "$q17"
+echo "$dead"
 read -r p1 _ f1 _ <<<"$state"
 read -r _ p2 _ f2 _ <<<"$q17"
-echo "$((p1 + p2)) passed, $((f1 + f2)) failed"
+read -r _ _ p3 _ f3 _ <<<"$dead"
+echo "$((p1 + p2 + p3)) passed, $((f1 + f2 + f3)) failed"
 exit $status

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { register } from 'node:module';
+import vm from 'node:vm';
 
 import { encode, decode } from '../lib/msgpack.js';
 import { keyString } from '../lib/keyed-state.js';
@@ -36,6 +37,10 @@ test('deadLetterValue: lengths past bin8 and str fixstr, and refusals', () => {
   assert.equal(r, reason);
   assert.deepEqual([...k], [0x6b]);
   assert.deepEqual(value, big);
+  // Byte arrays of another realm, as a componentize-js component gets the host's lists.
+  const foreign = vm.runInNewContext('new Uint8Array([7, 0xa1, 0x61, 1]).subarray(1)');
+  assert.equal(foreign instanceof Uint8Array, false);
+  assert.equal(hex(deadLetterValue(foreign.subarray(0, 2), foreign.subarray(2), 'x')), '93a178c402a161c40101');
   assert.throws(() => deadLetterValue(new Uint8Array(0), 7, 'r'), TypeError);
   assert.throws(() => deadLetterValue([1], new Uint8Array(0), 'r'), TypeError);
   assert.throws(() => deadLetterValue('\u0100', new Uint8Array(0), 'r'), RangeError);

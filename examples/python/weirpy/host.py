@@ -87,7 +87,9 @@ def dead_letter(key, value, timestamp, reason):
     characters). `key` and `value` are the record's encoded bytes as it came (`b""` for no
     key; on the batch API, where values arrive decoded, `msgpack.packb(value)`), `timestamp`
     its event time. The host keeps it with the job, node and subtask and the time, and counts
-    it against `max_dead_letters_per_minute`; without a destination it is dropped and counted.
+    it against the job's `max_dead_letters_per_minute`. A job without a destination drops it
+    as a side-output record no edge carries (metric `side_output_dropped`), outside that
+    limit.
 
     On the wire: side output `dead-letter`, empty key, value the MessagePack array
     `[reason, key, value]` with key and value as bin, as the Rust SDK's

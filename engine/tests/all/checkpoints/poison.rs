@@ -270,3 +270,16 @@ fn an_operator_sends_records_to_the_dead_letters_itself() {
     assert_eq!(reasons, want, "{letters:?}");
     assert!(letters.iter().all(|l| l["value"]["origin"]["kind"] == "guest"), "{letters:?}");
 }
+
+#[test]
+fn an_operators_own_dead_letters_are_held_to_the_limit_without_a_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, dead) = (dir.path().join("out"), dir.path().join("dead"));
+    let mut spec = spec(&out, &dead, "test:counter", "panic", "fail");
+    spec.as_object_mut().unwrap().remove("dead_letter");
+    spec["nodes"][1]["config"] = serde_json::json!({ "dead_letter_every": 100 });
+    spec["settings"]["max_dead_letters_per_minute"] = 5.into();
+    let (result, _store) = common::run_checkpointed(spec, &dir.path().join("data"), JOB, |env| env);
+    let e = result.expect_err("the limit ends the job").to_string();
+    assert!(e.contains("max_dead_letters_per_minute (5)") && e.contains("sent away"), "{e}");
+}
