@@ -485,7 +485,7 @@ mod tests {
         d.take_out(r(2)).unwrap();
         d.take_out(r(1)).unwrap();
         let e = d.take_out(r(1)).unwrap_err();
-        assert!(e.to_string().contains("max_dead_letters_per_minute (3)"), "{e}");
+        assert!(e.to_string().contains("4 records taken out within a minute, more than 3"), "{e}");
     }
 
     #[test]
