@@ -185,6 +185,35 @@ test("a failed job shows why it failed", async () => {
   await screenshot(page, '08-failed-job');
 });
 
+test("a job's operator logs are shown, filtered and searched", async () => {
+  await client.upload('/api/v1/modules?name=counter', readFileSync(guestPath('weir-test-counter')), 'application/wasm');
+  const talkative = (
+    await client.post('/api/v1/jobs', {
+      name: 'talkative',
+      nodes: [
+        { id: 'in', kind: 'source', connector: 'generator', config: { mode: 'sequence', count: 10, batch_size: 1 } },
+        { id: 'count', kind: 'operator', module: 'counter', config: { log_levels: true } },
+        { id: 'out', kind: 'sink', connector: 'blackhole' },
+      ],
+      edges: [{ from: 'in', to: 'count', partitioning: 'hash' }, { from: 'count', to: 'out' }],
+    })
+  ).id;
+  await waitFor('the job finishes', async () => (await client.get(`/api/v1/jobs/${talkative}`)).status === 'finished');
+  await page.goto(`${server.url}/#/jobs/${talkative}`);
+  const lines = byTestId('log-line');
+  await waitFor('every line is shown', async () => (await lines.count()) === 60);
+  assert.match(await lines.first().innerText(), /record 0 at trace/);
+  // At least `error`: one line per record.
+  await byTestId('log-level').selectOption('error');
+  await waitFor('only errors', async () => (await lines.count()) === 10);
+  assert.match(await lines.nth(3).innerText(), /record 3 at error/);
+  // Searched here.
+  await byTestId('log-search').fill('record 7 ');
+  await waitFor('one match', async () => (await lines.count()) === 1);
+  assert.match(await lines.first().innerText(), /count #0/);
+  await screenshot(page, '08b-logs');
+});
+
 test('an empty checkpoint history says so', async () => {
   await page.goto(`${server.url}/#/jobs/${quiet}`);
   const empty = byTestId('checkpoints-empty');

@@ -13,6 +13,7 @@ mod checkpoints;
 pub mod error;
 mod jobs;
 mod kafka;
+mod logs;
 pub mod model;
 mod modules;
 mod savepoints;
@@ -123,6 +124,8 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(jobs::create_job, jobs::list_jobs))
         .routes(routes!(jobs::get_job))
         .routes(routes!(jobs::list_job_exceptions))
+        .routes(routes!(logs::get_job_logs))
+        .routes(routes!(tenant_metrics))
         .routes(routes!(jobs::stop_job))
         .routes(routes!(jobs::cancel_job))
         .routes(routes!(jobs::restart_job))
@@ -213,6 +216,25 @@ async fn metrics(_: Admin, State(server): State<Arc<Server>>) -> Result<impl Int
     })
     .await??;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+}
+
+/// The caller's own metrics, in Prometheus' text format: every series with its tenant's
+/// `tenant` label (its jobs' records, checkpoints, restarts, dead letters, its usage against
+/// its quotas) and nothing of any other tenant, the process or the workers.
+#[utoipa::path(get, path = "/api/v1/metrics", tag = "tenants",
+    responses(
+        (status = 200, description = "Prometheus text exposition (`text/plain; version=0.0.4`)", body = String),
+        (status = 401, description = "No or bad token", body = ErrorBody)))]
+async fn tenant_metrics(
+    Caller(tenant): Caller,
+    State(server): State<Arc<Server>>,
+) -> Result<Response, ServerError> {
+    let text = tokio::task::spawn_blocking(move || {
+        let usage = server.usage(&tenant.id)?;
+        Ok::<_, ServerError>(server.telemetry.scrape_tenant(&tenant, &usage))
+    })
+    .await??;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
 /// The UI's files (`/`, `/assets/...`); anything else no route serves is a JSON 404.

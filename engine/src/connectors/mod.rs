@@ -410,6 +410,11 @@ pub trait Source: Send {
         let _ = (id, position);
         Ok(())
     }
+    /// How far behind its input the subtask is, per partition: (topic, partition, records
+    /// between the position and the partition's end as last seen). Kafka only; default none.
+    fn lag(&self) -> Vec<(String, i32, i64)> {
+        Vec::new()
+    }
     /// The node's `on_error` is not `fail`: from now on a record the source cannot decode is
     /// left out and kept for [`Source::take_rejected`] instead of failing the task. Sources
     /// that decode nothing (the stream log, generators) ignore it.

@@ -6,6 +6,7 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use super::bindings::weir::operator::keyed_state::{self, Change, FieldValue, Lookup};
 use super::bindings::weir::operator::{event_time, logging, metrics, side_output, timers, types};
 use super::instance_data::HostState;
+use super::logs::{LogLevel, MAX_LOG_LINE};
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -89,29 +90,25 @@ impl keyed_state::Host for HostState {
 /// The counter of side-output records that no edge carried.
 pub const SIDE_OUTPUT_DROPPED: &str = "side_output_dropped";
 
-/// Longest log line kept from a guest; longer lines are cut.
-const MAX_LOG_LINE: usize = 4096;
-
 impl logging::Host for HostState {
-    fn log(&mut self, level: logging::Level, mut message: String) {
-        if message.len() > MAX_LOG_LINE {
-            let mut cut = MAX_LOG_LINE;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
+    fn log(&mut self, level: logging::Level, message: String) {
+        let level = match level {
+            logging::Level::Trace => LogLevel::Trace,
+            logging::Level::Debug => LogLevel::Debug,
+            logging::Level::Info => LogLevel::Info,
+            logging::Level::Warn => LogLevel::Warn,
+            logging::Level::Error => LogLevel::Error,
+        };
+        if level == LogLevel::Error {
+            // The panic message a trap is reported with (cut like any line).
+            let mut last: String = message.chars().take(MAX_LOG_LINE).collect();
+            if last.len() < message.len() {
+                last.push('…');
             }
-            message.truncate(cut);
-            message.push('…');
+            self.last_error = Some(last);
         }
-        let label = &self.label;
-        match level {
-            logging::Level::Trace => tracing::trace!(target: "weir::guest", operator = %label, "{message}"),
-            logging::Level::Debug => tracing::debug!(target: "weir::guest", operator = %label, "{message}"),
-            logging::Level::Info => tracing::info!(target: "weir::guest", operator = %label, "{message}"),
-            logging::Level::Warn => tracing::warn!(target: "weir::guest", operator = %label, "{message}"),
-            logging::Level::Error => {
-                tracing::error!(target: "weir::guest", operator = %label, "{message}");
-                self.last_error = Some(message);
-            }
+        if let Ok(mut logs) = self.logs.lock() {
+            logs.line(level, message);
         }
     }
 }

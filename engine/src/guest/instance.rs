@@ -1,6 +1,8 @@
 //! One running operator instance: a wasmtime store and the guest's exports, with every call
 //! bounded by the CPU, memory and output limits and every failure mapped to a [`GuestError`].
 
+use std::sync::Arc;
+
 use wasmtime::{PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 
 use super::bindings::chunked::ChunkedSnapshot;
@@ -10,6 +12,7 @@ use super::encoded::{self as codec, DecodeError};
 use super::error::{Call, GuestError};
 use super::host::EPOCH_TICK;
 use super::instance_data::{HostState, Limiter};
+use super::logs::{InstanceLogs, LogRate, TracingSink};
 use super::module::OperatorModule;
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
@@ -156,6 +159,19 @@ impl OperatorInstance {
         subtask: u32,
         limits: InstanceLimits,
     ) -> Result<Self, GuestError> {
+        let logs = InstanceLogs::new(Arc::new(TracingSink), operator, subtask, 0, LogRate::default());
+        Self::with_logs(module, operator, subtask, limits, logs).await
+    }
+
+    /// [`OperatorInstance::new`] whose log lines (the logging import, stdout and stderr) go
+    /// to `logs`.
+    pub async fn with_logs(
+        module: &OperatorModule,
+        operator: &str,
+        subtask: u32,
+        limits: InstanceLimits,
+        logs: InstanceLogs,
+    ) -> Result<Self, GuestError> {
         let pool = module.pool();
         let who = Who {
             operator: operator.to_string(),
@@ -166,8 +182,7 @@ impl OperatorInstance {
         };
         let tick_ms = EPOCH_TICK.as_millis().max(1) as u64;
         let max_ticks = limits.cpu_limit_ms.div_ceil(tick_ms).max(1);
-        let mut state =
-            HostState::new(format!("{operator}/{subtask}"), Limiter::new(who.memory_bytes), max_ticks);
+        let mut state = HostState::new(logs, Limiter::new(who.memory_bytes), max_ticks);
         state.side_outputs = SideOutputs::new(Vec::new(), limits.max_output_bytes);
         let mut store = Store::new(module.component().engine(), state);
         store.limiter(|s| &mut s.limits);

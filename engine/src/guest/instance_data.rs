@@ -3,12 +3,14 @@
 //! themselves are in `imports.rs`.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
 use super::keyed_store::KeyedStates;
+use super::logs::{GuestOutput, InstanceLogs};
 use super::side_output::SideOutputs;
 use super::timers::TimerService;
 
@@ -31,8 +33,8 @@ pub struct HostState {
     pub keyed: KeyedStates,
     /// The last error-level log line (a panic message, with the guest SDK).
     pub last_error: Option<String>,
-    /// `job/operator/subtask`, for log lines.
-    pub(crate) label: String,
+    /// Where its log lines go (the logging import, stdout and stderr), at its rate.
+    pub(crate) logs: Arc<Mutex<InstanceLogs>>,
     /// Epoch ticks the current call has run for.
     pub(crate) ticks_in_call: u64,
     /// Ticks after which the current call is stopped.
@@ -40,14 +42,15 @@ pub struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(label: String, limits: Limiter, max_ticks: u64) -> Self {
+    pub(crate) fn new(logs: InstanceLogs, limits: Limiter, max_ticks: u64) -> Self {
         let timer_bytes = limits.memory_limit / 4;
         let memory_limit = limits.memory_limit;
-        // Sandbox: no files, no environment, no network; output is discarded (operators
-        // report through the logging import).
+        // Sandbox: no files, no environment, no network; stdout and stderr are lines of the
+        // instance's log, like the logging import's.
+        let logs = Arc::new(Mutex::new(logs));
         let wasi = wasmtime_wasi::WasiCtxBuilder::new()
-            .stdout(tokio::io::empty())
-            .stderr(tokio::io::empty())
+            .stdout(GuestOutput { logs: logs.clone(), stream: 0 })
+            .stderr(GuestOutput { logs: logs.clone(), stream: 1 })
             .build();
         HostState {
             wasi,
@@ -60,7 +63,7 @@ impl HostState {
             side_outputs: SideOutputs::default(),
             keyed: KeyedStates::new(memory_limit),
             last_error: None,
-            label,
+            logs,
             ticks_in_call: 0,
             max_ticks,
         }

@@ -9,6 +9,7 @@ mod imports;
 mod instance;
 mod instance_data;
 mod keyed_store;
+pub mod logs;
 mod module;
 mod options;
 mod side_output;

@@ -30,13 +30,14 @@ use super::snapshot_writer::{WriterConfig, snapshot_writer};
 use super::source_task::run_source;
 use super::stop::StopMode;
 use super::subtask_blob::{TaskState, restored_state, subtask_state};
-use super::subtask_env::{connector_env, dead_letters, local_place, operator_context};
+use super::subtask_env::{connector_env, dead_letters, instance_logs, local_place, operator_context};
 use super::task::{
     Checkpointing, open_recovered_sink, restore_channel_state, restore_instance, run_operator, run_sink,
 };
 pub(crate) use super::tasks::Tasks;
 use crate::connectors::{ConnectorEnv, SinkConfig, SourceConfig};
 use crate::guest::bindings::Context;
+use crate::guest::logs::InstanceLogs;
 use crate::guest::{InstanceLimits, OperatorInstance, OperatorModule};
 use crate::local_state::LocalPlace;
 use crate::plan::{NodeBody, NodeKind, Partitioning, Plan, PlanNode};
@@ -596,6 +597,7 @@ impl Subtask<'_> {
                     local: local_place(plan, node, s, env),
                     limits: instance_limits(&plan.spec.settings),
                     storage: env.map(|e| e.storage.clone()).filter(|_| restore.is_some()),
+                    logs: instance_logs(node, s, env),
                     faults: env.and_then(|e| e.faults.clone()),
                 };
                 spawn_operator(tasks, spawning, operator);
@@ -718,6 +720,8 @@ struct OperatorStart {
     limits: InstanceLimits,
     /// Where the checkpoint it restores is stored (none: it starts empty).
     storage: Option<Arc<dyn CheckpointStorage>>,
+    /// Where its log lines go.
+    logs: InstanceLogs,
     faults: Option<Arc<FaultInjector>>,
 }
 
@@ -727,8 +731,8 @@ fn spawn_operator(tasks: &mut Tasks, spawning: Spawning, operator: OperatorStart
     let (name, s) = (spawning.name.clone(), spawning.s);
     tasks.spawn(name, s, async move {
         let Spawning { name: id, mut gate, output, metrics, restoring, job_id, .. } = spawning;
-        let OperatorStart { module, mut context, local, limits, storage, faults } = operator;
-        let mut instance = OperatorInstance::new(&module, &id, s, limits).await?;
+        let OperatorStart { module, mut context, local, limits, storage, faults, logs } = operator;
+        let mut instance = OperatorInstance::with_logs(&module, &id, s, limits, logs).await?;
         instance.keyed_states().set_place(local);
         let state_version = instance.describe().await?.state_version;
         let checkpointing = restoring.checkpointing;

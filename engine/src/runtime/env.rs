@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, broadcast, mpsc};
 use weir_store::{CheckpointStorage, Store};
 
+use crate::guest::logs::{LogRate, LogSink};
 use crate::local_state::LocalStateConfig;
 
 use super::control::{JobEvent, TriggerError, TriggerRequest};
@@ -33,6 +34,12 @@ pub struct RunEnv {
     pub(crate) cluster: Option<Arc<dyn AttemptRunner>>,
     /// The records the job took out, and the operators' poison records (across attempts).
     pub dead_letters: Arc<super::dead_letter::DeadLetterBook>,
+    /// Where the operators' log lines go (`None`: the process's own log), and at what rate
+    /// per instance.
+    pub(crate) logs: Option<Arc<dyn LogSink>>,
+    pub(crate) log_rate: LogRate,
+    /// The attempt running (0: the first; the job loop counts them).
+    pub(crate) attempt: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -58,7 +65,17 @@ impl RunEnv {
             live: Arc::new(std::sync::Mutex::new(None)),
             cluster: None,
             dead_letters: Arc::default(),
+            logs: None,
+            log_rate: LogRate::default(),
+            attempt: std::sync::atomic::AtomicU32::new(0),
         }
+    }
+
+    /// The operators' log lines go to `sink`, at most `rate` per instance.
+    pub fn with_logs(mut self, sink: Arc<dyn LogSink>, rate: LogRate) -> Self {
+        self.logs = Some(sink);
+        self.log_rate = rate;
+        self
     }
 
     /// Runs the job's attempts with `cluster` whenever it is active (a cluster's workers).
@@ -156,6 +173,10 @@ pub(crate) struct TaskEnv {
     pub local: LocalStateConfig,
     /// The job's book of records taken out.
     pub dead_letters: Arc<super::dead_letter::DeadLetterBook>,
+    /// Where the operators' log lines go, at what rate, and the attempt they are of.
+    pub logs: Option<Arc<dyn LogSink>>,
+    pub log_rate: LogRate,
+    pub attempt: u32,
 }
 
 impl RunEnv {
@@ -170,6 +191,9 @@ impl RunEnv {
             outbox: None,
             local: LocalStateConfig::beside(&self.store, &self.job_id),
             dead_letters: self.dead_letters.clone(),
+            logs: self.logs.clone(),
+            log_rate: self.log_rate,
+            attempt: self.attempt.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

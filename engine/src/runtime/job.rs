@@ -38,6 +38,7 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
     let mut tracker = RestartTracker::new(strategy, seed);
     let clock = Instant::now();
     let mut restarts = 0u32;
+    let mut attempts = 0u32;
     // Local stores of host keyed state left by a process that died: working copies only.
     let local = crate::local_state::LocalStateConfig::beside(&env.store, &env.job_id);
     crate::local_state::remove_job_dirs(&local.base, &env.job_id);
@@ -68,6 +69,8 @@ pub async fn run_job_checkpointed(plan: &Plan, env: &RunEnv) -> Result<JobReport
             let _ = env.events.send(JobEvent::Restored { checkpoint: meta.id });
             tracing::debug!(job = %env.job_id, checkpoint = meta.id, "restoring from checkpoint");
         }
+        env.attempt.store(attempts, std::sync::atomic::Ordering::Relaxed);
+        attempts += 1;
         let started = clock.elapsed().as_millis() as u64;
         let attempt = match &env.cluster {
             Some(cluster) if cluster.active() => cluster.run_attempt(plan, env, latest).await,

@@ -1,7 +1,7 @@
 //! Live counters of a running job, shared between its tasks and whoever reports on it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use super::channel::ChannelStats;
 
@@ -21,12 +21,42 @@ pub struct SubtaskMetrics {
     /// Time the subtask waited for room downstream, as its worker reports it (a subtask
     /// here counts it on its channels instead).
     pub reported_blocked_ns: AtomicU64,
+    /// The watermark the subtask last sent downstream (valid once `has_watermark`).
+    pub watermark: AtomicI64,
+    /// The subtask sent a watermark.
+    pub has_watermark: AtomicBool,
+    /// The subtask's output is marked idle (every input idle, or a source without data).
+    pub idle: AtomicBool,
+    /// A Kafka source's lag per partition: (topic, partition, records behind its end).
+    pub lag: std::sync::Mutex<Vec<(String, i32, i64)>>,
+    /// An operator's own counters (the guest's `metrics.counter-add`), the first
+    /// [`GUEST_COUNTERS`] names, as of the last copy.
+    pub guest_counters: std::sync::Mutex<Vec<(String, u64)>>,
 }
+
+/// Most of an operator instance's counters that are exported (by name order).
+pub const GUEST_COUNTERS: usize = 32;
 
 impl SubtaskMetrics {
     pub(crate) fn add_in(&self, records: usize) {
         self.records_in.fetch_add(records as u64, Ordering::Relaxed);
         self.batches_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The subtask sent watermark `w` downstream.
+    pub(crate) fn set_watermark(&self, w: i64) {
+        self.watermark.store(w, Ordering::Relaxed);
+        self.has_watermark.store(true, Ordering::Relaxed);
+    }
+
+    /// The subtask's output went idle, or active again.
+    pub(crate) fn set_idle(&self, idle: bool) {
+        self.idle.store(idle, Ordering::Relaxed);
+    }
+
+    /// The watermark it last sent, if any.
+    pub fn watermark(&self) -> Option<i64> {
+        self.has_watermark.load(Ordering::Relaxed).then(|| self.watermark.load(Ordering::Relaxed))
     }
 
     pub(crate) fn add_out(&self, records: usize) {

@@ -23,6 +23,9 @@ use super::subtask_blob::TaskState;
 use super::task::Checkpointing;
 use crate::connectors::Source;
 
+/// How often a source's lag is copied to its metrics.
+const LAG_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// How long a source that has nothing new (an empty batch) waits before it asks again.
 const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -54,6 +57,7 @@ pub async fn run_source(
         emitted: 0,
         idle_out: false,
         positions: BTreeMap::new(),
+        lag_at: Instant::now(),
     };
     loop {
         match &mut checkpointing {
@@ -109,6 +113,8 @@ struct SourceTask {
     /// Checkpoint id → the position recorded at its trigger, for `checkpoint_completed`.
     /// Entries at or below a completed id are dropped, so aborted ones do not accumulate.
     positions: BTreeMap<u64, serde_json::Value>,
+    /// When the source's lag was last copied to the metrics.
+    lag_at: Instant,
 }
 
 impl SourceTask {
@@ -183,11 +189,22 @@ impl SourceTask {
     /// had nothing new (it follows its input and is idle).
     fn next_batch(&mut self) -> Result<bool, TaskError> {
         let next = self.source.next_batch()?;
+        // Its lag, at most every 200 ms (a copy of a few entries).
+        if self.lag_at.elapsed() >= LAG_EVERY {
+            self.lag_at = Instant::now();
+            let lag = self.source.lag();
+            if !lag.is_empty()
+                && let Ok(mut l) = self.metrics.lag.lock()
+            {
+                *l = lag;
+            }
+        }
         // The records it left out go with the batch: a checkpoint's position covers both.
         self.output.take_out(self.source.take_rejected()).map_err(TaskError::from)?;
         let Some(batch) = next else {
             self.exhausted = true;
             (self.max_ts, self.watermark) = end_of_input(&self.output)?;
+            self.metrics.set_watermark(self.watermark);
             return Ok(false);
         };
         if batch.is_empty() {
@@ -213,7 +230,9 @@ impl SourceTask {
         self.idle_out = false;
         if out_of_orderness_ms.is_some() && self.watermark > i64::MIN {
             self.output.broadcast(Message::Watermark(self.watermark))?;
+            self.metrics.set_watermark(self.watermark);
         }
+        self.metrics.set_idle(false);
         Ok(false)
     }
 
@@ -225,10 +244,12 @@ impl SourceTask {
             self.watermark = w;
             self.idle_out = false;
             self.output.broadcast(Message::Watermark(w))?;
+            self.metrics.set_watermark(w);
         }
         let now_idle = self.source.idle();
         if now_idle != self.idle_out {
             self.idle_out = now_idle;
+            self.metrics.set_idle(now_idle);
             // Active again without a batch or a new watermark (say, a partition was
             // assigned): the current watermark tells the receivers so.
             let message = if now_idle { Message::Idle } else { Message::Watermark(self.watermark) };

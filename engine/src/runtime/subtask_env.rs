@@ -7,6 +7,7 @@ use super::dead_letter::DeadLetters;
 use super::env::TaskEnv;
 use crate::connectors::ConnectorEnv;
 use crate::guest::bindings::Context;
+use crate::guest::logs::{InstanceLogs, LogRate, LogSink, TracingSink};
 use crate::key_groups::key_group_range;
 use crate::local_state::{LocalPlace, LocalStateConfig};
 use crate::plan::{Plan, PlanNode};
@@ -67,4 +68,12 @@ pub(super) fn dead_letters(plan: &Plan, node: &PlanNode, s: u32, env: Option<&Ta
     let limit = plan.spec.settings.max_dead_letters_per_minute;
     let d = DeadLetters::new(job, &node.id, s, policy, limit, env.map(|e| e.dead_letters.clone()));
     if plan.spec.dead_letter.is_some() { d } else { d.without_destination() }
+}
+
+/// Where subtask `s` of operator `node` logs: the job's log (the process's own without one),
+/// at the job's rate, tagged with the attempt.
+pub(super) fn instance_logs(node: &PlanNode, s: u32, env: Option<&TaskEnv>) -> InstanceLogs {
+    let sink: Arc<dyn LogSink> = env.and_then(|e| e.logs.clone()).unwrap_or_else(|| Arc::new(TracingSink));
+    let (rate, attempt) = env.map_or((LogRate::default(), 0), |e| (e.log_rate, e.attempt));
+    InstanceLogs::new(sink, &node.id, s, attempt, rate)
 }

@@ -31,7 +31,7 @@ use super::faults::{FaultInjector, FaultPoint};
 use super::in_flight::ChannelMessages;
 use super::input_gate::InputGate;
 use super::message::Message;
-use super::metrics::{JobMetrics, SubtaskMetrics};
+use super::metrics::{GUEST_COUNTERS, JobMetrics, SubtaskMetrics};
 use super::output::Output;
 use super::restore::restore_chains;
 use super::scopes::RESTORE_CHUNK_BYTES;
@@ -240,6 +240,7 @@ pub async fn run_operator(
         inputs,
         idle_out: false,
         taken: None,
+        counters_at: Instant::now(),
     };
     while let Some(event) =
         next_event(&mut task.checkpointing, &task.handler, &mut task.gate, Some(&task.output)).await
@@ -260,9 +261,12 @@ pub async fn run_operator(
                 (steps, task.on_input(channel, message).await?)
             }
         };
+        task.copy_counters();
         task.event_time(progress).await?;
         task.checkpoint(steps).await?;
     }
+    task.counters_at = Instant::now() - COUNTERS_EVERY;
+    task.copy_counters();
     task.output.broadcast(Message::EndOfStream)?;
     Ok(())
 }
@@ -296,12 +300,33 @@ struct OperatorTask {
     idle_out: bool,
     /// A snapshot taken unaligned, waiting for the rest of its channel state.
     taken: Option<WriteRequest>,
+    /// When the guest's counters were last copied to the metrics.
+    counters_at: Instant,
 }
+
+/// How often an operator's own counters are copied to its metrics.
+const COUNTERS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl OperatorTask {
     /// Handles a control message (see [`operator_control`]).
     fn control(&mut self, control: Control) -> Steps {
         operator_control(&mut self.checkpointing, control, &mut self.handler, &mut self.gate)
+    }
+
+    /// Copies the guest's own counters to the metrics, at most every 200 ms.
+    fn copy_counters(&mut self) {
+        if self.counters_at.elapsed() < COUNTERS_EVERY {
+            return;
+        }
+        self.counters_at = Instant::now();
+        let counters = self.instance.counters();
+        if counters.is_empty() {
+            return;
+        }
+        let copy = counters.iter().take(GUEST_COUNTERS).map(|(n, v)| (n.clone(), *v)).collect();
+        if let Ok(mut c) = self.metrics.guest_counters.lock() {
+            *c = copy;
+        }
     }
 
     /// Handles a batch, a watermark or an idle notice from input `channel`.
@@ -409,12 +434,14 @@ impl OperatorTask {
             let out = self.instance.on_watermark(w).await?;
             emit(&mut self.instance, &mut self.output, &self.metrics, out)?;
             self.output.broadcast(Message::Watermark(w))?;
+            self.metrics.set_watermark(w);
         }
         // Idle when every input is; active again (with the current watermark, unless one
         // just went out) when one of them is.
         let all_idle = self.watermarks.all_idle();
         if all_idle != self.idle_out {
             self.idle_out = all_idle;
+            self.metrics.set_idle(all_idle);
             if all_idle {
                 self.output.broadcast(Message::Idle)?;
             } else if advanced.is_none() {

@@ -16,12 +16,15 @@ mod exceptions;
 mod hold;
 mod kafka_access;
 mod live;
+mod logs;
 mod record;
 mod resume;
 
 pub(crate) use exceptions::rows_per_tenant as exception_rows;
 pub use exceptions::{ExceptionAction, JobException};
-pub use live::SubtaskLive;
+pub use live::{PartitionLag, SubtaskLive};
+pub(crate) use logs::rows_per_tenant as log_rows;
+pub use logs::{DEFAULT_LOG_BYTES, JobLogs, LogFilter, StoredLine};
 pub(crate) use record::JOBS;
 pub use record::{JobRecord, JobStatus};
 
@@ -85,6 +88,9 @@ struct Inner {
     admission: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The cluster, once its listeners run: attempts run on its workers while any is live.
     cluster: Mutex<Option<Arc<dyn crate::runtime::AttemptRunner>>>,
+    /// The operator logs of the jobs that ran since the server started (lines not yet
+    /// written, followers), by job id.
+    logs: Mutex<HashMap<String, Arc<JobLogs>>>,
 }
 
 /// The job manager. Cheap to clone.
@@ -125,6 +131,7 @@ impl JobManager {
                 running: Mutex::new(HashMap::new()),
                 generations: std::sync::atomic::AtomicU64::new(0),
                 admission: Mutex::new(HashMap::new()),
+                logs: Mutex::new(HashMap::new()),
                 cluster: Mutex::new(None),
             }),
         })
@@ -368,8 +375,12 @@ impl JobManager {
     /// Starts running `job` (its status is already stored as running).
     fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
         let cluster = self.inner.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let env =
-            Arc::new(RunEnv::new(job.id.clone(), self.inner.store.for_this_open()).with_cluster(cluster));
+        let mut env = RunEnv::new(job.id.clone(), self.inner.store.for_this_open()).with_cluster(cluster);
+        let logs = self.job_logs(&job.tenant, &job.id);
+        if let Some(logs) = &logs {
+            env = env.with_logs(logs.clone(), crate::guest::logs::LogRate::default());
+        }
+        let env = Arc::new(env);
         let sample = Arc::new(Mutex::new(Sample::default()));
         let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
         let events = self.clone().watch_events(
@@ -386,6 +397,7 @@ impl JobManager {
         let (tenant, id) = (job.tenant.clone(), job.id.clone());
         let run_env = env.clone();
         let run_plan = plan.clone();
+        let end_sample = sample.clone();
         let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
         // The entry is in the map before the run can end and look for it.
         let mut running = self.inner.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -399,6 +411,9 @@ impl JobManager {
                     Err(panic) => Err(RunFailure::Panicked(resume::panic_text(&*panic))),
                 };
                 events.abort();
+                // What the run logged and counted since the last tick.
+                manager.sample(&tenant, &id, &run_env, &plan, &end_sample);
+                manager.flush_logs(logs).await;
                 manager.finished(&tenant, &id, generation, result).await;
             }
             .instrument(span),
@@ -423,6 +438,7 @@ impl JobManager {
             tokio::select! {
                 _ = tick.tick() => {
                     self.sample(&tenant, &id, &env, &plan, &sample);
+                    self.flush_logs(self.running_logs(&id)).await;
                     if unconfirmed.is_some_and(|t| t.elapsed() >= resume::CONFIRMED_AFTER) {
                         unconfirmed = None;
                         let _ = self.update(&tenant, &id, |j| j.unconfirmed_resumes = 0);

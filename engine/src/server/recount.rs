@@ -63,6 +63,9 @@ pub fn server_rows(store: &Store) -> ServerResult<BTreeMap<String, u64>> {
     for (tenant, bytes) in super::jobs::exception_rows(&txn)? {
         *out.entry(tenant).or_default() += bytes;
     }
+    for (tenant, bytes) in super::jobs::log_rows(&txn)? {
+        *out.entry(tenant).or_default() += bytes;
+    }
     Ok(out.into_iter().map(|(tenant, bytes)| (tenant, bytes.max(0) as u64)).collect())
 }
 

@@ -139,6 +139,55 @@ impl Telemetry {
         self.counter(name, labels).increment(n);
     }
 
+    /// A subtask's event time: the watermark it last sent (ms) and how far it is behind
+    /// the clock (s), while it has one.
+    pub fn event_time(
+        &self,
+        tenant: &str,
+        job: &str,
+        node: &str,
+        subtask: u32,
+        watermark_ms: Option<i64>,
+        lag_ms: Option<i64>,
+    ) {
+        let labels = || {
+            let mut l = Self::job_labels(tenant, job);
+            l.push(Label::new("node", node.to_string()));
+            l.push(Label::new("subtask", subtask.to_string()));
+            l
+        };
+        if let Some(w) = watermark_ms.filter(|w| *w < i64::MAX) {
+            self.recorder
+                .register_gauge(&Key::from_parts("weir_watermark_milliseconds", labels()), &META)
+                .set(w as f64);
+        }
+        if let Some(lag) = lag_ms {
+            self.recorder
+                .register_gauge(&Key::from_parts("weir_event_time_lag_seconds", labels()), &META)
+                .set(lag as f64 / 1e3);
+        }
+    }
+
+    /// An operator's own counter (the guest's `metrics.counter-add`), summed over its
+    /// subtasks: `name` is the guest's (at most 128 bytes, 32 names per instance).
+    pub fn guest_counter(&self, tenant: &str, job: &str, node: &str, name: &str, delta: u64) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("node", node.to_string()));
+        labels.push(Label::new("name", name.to_string()));
+        self.counter("weir_operator_counter_total", labels).increment(delta);
+    }
+
+    /// A Kafka source's lag on one partition: records between its position and the end.
+    pub fn kafka_lag(&self, tenant: &str, job: &str, node: &str, topic: &str, partition: i32, lag: i64) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("node", node.to_string()));
+        labels.push(Label::new("topic", topic.to_string()));
+        labels.push(Label::new("partition", partition.to_string()));
+        self.recorder
+            .register_gauge(&Key::from_parts("weir_kafka_consumer_lag_records", labels), &META)
+            .set(lag as f64);
+    }
+
     /// The Prometheus text exposition of the recorded metrics.
     pub fn render(&self) -> String {
         self.handle.run_upkeep();

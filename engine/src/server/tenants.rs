@@ -41,10 +41,21 @@ pub struct Quotas {
     /// `channel_capacity_bytes`): the host memory its data in flight may take.
     #[serde(default = "default_max_buffered_bytes")]
     pub max_buffered_bytes: u64,
+    /// Bytes of operator log lines kept per job (the oldest go first); counted in the
+    /// tenant's storage.
+    #[serde(default = "default_max_log_bytes_per_job")]
+    pub max_log_bytes_per_job: u64,
 }
 
 fn default_max_buffered_bytes() -> u64 {
     2 << 30
+}
+
+/// Bytes of operator log a job keeps unless its tenant's quota says otherwise: 1 MiB.
+pub const DEFAULT_LOG_BYTES: u64 = 1 << 20;
+
+fn default_max_log_bytes_per_job() -> u64 {
+    DEFAULT_LOG_BYTES
 }
 
 impl Default for Quotas {
@@ -57,6 +68,7 @@ impl Default for Quotas {
             max_module_bytes: 32 << 20,
             max_storage_bytes: 4 << 30,
             max_buffered_bytes: default_max_buffered_bytes(),
+            max_log_bytes_per_job: default_max_log_bytes_per_job(),
         }
     }
 }

@@ -17,7 +17,12 @@ Config (JSON, every field optional): `out_keys`, `reset_at`, `pad`, and, as the 
   instance traps);
 - `dead_letter_every: n`: the record of id `n·k − 1` is counted and then sent to the dead
   letters by the operator itself (`weirpy.host.dead_letter`, reason `counter: record {id}
-  sent away`), not emitted.
+  sent away`), not emitted;
+- `log_levels: true` (a bool, default false): each record, once counted, logs `record {id} at
+  {level}` at every level, trace, debug, info, warn, error (`weirpy.host.log`), prints
+  `record {id} on stdout` (`print`, flushed at once, so that the line reaches the host in
+  order with the log lines) and adds 1 to its metrics counter `records_logged`
+  (`weirpy.host.counter_add`).
 
 The state is a `HostKeyedState`: the host checkpoints it, so the guest's snapshots are empty.
 Replace it with `KeyedState("counts")` and the operator keeps the same state in guest memory
@@ -29,8 +34,11 @@ from weirpy.operator import InvalidConfig, InvalidInput, OperatorBase
 from weirpy.state import HostKeyedState, States
 
 U64_MAX = (1 << 64) - 1
-CONFIG_FIELDS = {"out_keys", "reset_at", "pad", "poison_every", "poison", "dead_letter_every"}
+CONFIG_FIELDS = {"out_keys", "reset_at", "pad", "poison_every", "poison", "dead_letter_every", "log_levels"}
 POISONS = ("panic", "error", "alloc")
+#: `log_levels`: the levels a record is logged at, in order, with their names.
+LOG_LEVELS = ((host.Level.TRACE, "trace"), (host.Level.DEBUG, "debug"), (host.Level.INFO, "info"),
+              (host.Level.WARN, "warn"), (host.Level.ERROR, "error"))
 
 
 def _is_u64(v):
@@ -80,12 +88,16 @@ class Operator(OperatorBase):
         if poison not in POISONS:
             raise InvalidConfig("poison is one of %s, not %r" % (", ".join(POISONS), poison))
         self.poison_every, self.poison, self.dead_letter_every = poison_every, poison, dead_letter_every
+        log_levels = config.get("log_levels", False)
+        if log_levels.__class__ is not bool:
+            raise InvalidConfig("log_levels is a boolean, not %r" % (log_levels,))
+        self.log_levels = log_levels
 
     def process_batch(self, records, out):
         counts = self.counts
         get, put, remove, append = counts.get, counts.put, counts.remove, out.append
         out_keys, reset_at, pad = self.out_keys, self.reset_at, self.pad
-        poison_every, dead_letter_every = self.poison_every, self.dead_letter_every
+        poison_every, dead_letter_every, log_levels = self.poison_every, self.dead_letter_every, self.log_levels
         for key, value, timestamp in records:
             id = read_id(value)
             entry = get(key)
@@ -94,6 +106,8 @@ class Operator(OperatorBase):
                 remove(key)
             else:
                 put(key, {"count": count, "pad": pad} if pad else {"count": count})
+            if log_levels:
+                self.log_record(id)
             if poison_every is not None and id % poison_every == poison_every - 1:
                 self.break_on(id)
             if dead_letter_every is not None and id % dead_letter_every == dead_letter_every - 1:
@@ -102,6 +116,13 @@ class Operator(OperatorBase):
                 host.dead_letter(key, msgpack.packb(value), timestamp, "counter: record %d sent away" % id)
                 continue
             append((key if out_keys is None else msgpack.packb(id % out_keys), [id, count], timestamp))
+
+    def log_record(self, id):
+        """`log_levels`: record `id` at every level, on stdout and in `records_logged`."""
+        for level, name in LOG_LEVELS:
+            host.log(level, "record %d at %s" % (id, name))
+        print("record %d on stdout" % id, flush=True)
+        host.counter_add("records_logged", 1)
 
     def break_on(self, id):
         """Record `id` is a poison record: fail as `poison` says (after it was counted)."""

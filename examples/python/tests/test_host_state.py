@@ -4,6 +4,8 @@ one apply per batch on every path, nothing in the guest's snapshots, the same by
 failed calls handing nothing over, fields scanned page by page; and the example operator
 `counter_host` (the Rust test guest `counter`'s contract)."""
 
+import contextlib
+import io
 import pickle
 import random
 import unittest
@@ -412,7 +414,8 @@ class CounterHostTest(unittest.TestCase):
                 h.process([record(1, bad, 0)])
             self.assertIsInstance(e.exception.value, types.Error_InvalidInput, bad)
         for config in ({"out_keys": 0}, {"pad": -1}, {"nope": 1}, {"reset_at": "x"}, {"poison_every": 0},
-                       {"poison": "boom"}, {"dead_letter_every": "2"}, {"dead_letter_every": 0}):
+                       {"poison": "boom"}, {"dead_letter_every": "2"}, {"dead_letter_every": 0},
+                       {"log_levels": 1}, {"log_levels": "true"}, {"log_levels": None}, {"log_level": True}):
             h = Harness(counter_host.Operator)
             with self.assertRaises(Err) as e:
                 h.open(config)
@@ -474,6 +477,50 @@ class CounterHostTest(unittest.TestCase):
             ])
             # Counted all the same: key 1 saw 1, 3, 5 and 7.
             self.assertEqual(h.host.keyed_state.values("counts"), {k(0): msgpack.packb({"count": 4}), k(1): msgpack.packb({"count": 4})})
+
+    @staticmethod
+    def logged(ids):
+        """What `log_levels` writes for records `ids`: the log lines, as `(level, message)` in
+        order, and the stdout text."""
+        lines = [(level, "record %d at %s" % (i, name)) for i in ids for level, name in (
+            (host.Level.TRACE, "trace"), (host.Level.DEBUG, "debug"), (host.Level.INFO, "info"),
+            (host.Level.WARN, "warn"), (host.Level.ERROR, "error"))]
+        return lines, "".join("record %d on stdout\n" % i for i in ids)
+
+    def test_log_levels_logs_every_level_prints_and_counts(self):
+        batches = [[record(i % 3, i if i % 2 else [i, 4], 10 + i) for i in range(n, n + 4)] for n in (0, 4)]
+        for fast in (True, False):
+            _, plain = self.run_counter({}, batches, fast)
+            for config in ({}, {"log_levels": False}, {"log_levels": True}):
+                stdout = io.StringIO()
+                with contextlib.redirect_stdout(stdout):
+                    h, out = self.run_counter(config, batches, fast)
+                self.assertEqual(out, plain, (config, fast))       # the output does not change
+                ids = list(range(8)) if config.get("log_levels") else []
+                lines, text = self.logged(ids)
+                self.assertEqual(h.host.logs, lines, (config, fast))
+                self.assertEqual(stdout.getvalue(), text, (config, fast))
+                self.assertEqual(h.counter("records_logged"), len(ids), (config, fast))
+                self.assertEqual(h.host.counters, {"records_logged": 8} if ids else {})
+
+    def test_log_levels_with_dead_letters_and_poison(self):
+        # As in Rust: a record is logged once counted, before it is sent away or breaks.
+        for fast in (True, False):
+            stdout = io.StringIO()
+            with contextlib.redirect_stdout(stdout):
+                h, out = self.run_counter({"log_levels": True, "dead_letter_every": 2}, [[record(1, i, i) for i in range(4)]], fast)
+            self.assertEqual([v[0] for _, v, _ in out], [0, 2])
+            self.assertEqual(len(h.take_dead_letters()), 2)
+            self.assertEqual((h.host.logs, stdout.getvalue()), self.logged(range(4)))
+            self.assertEqual(h.counter("records_logged"), 4)
+        h = Harness(counter_host.Operator)
+        h.open({"log_levels": True, "poison_every": 3, "poison": "error"})
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout), self.assertRaises(Err) as e:
+            h.process([record(1, i, i) for i in range(5)])
+        self.assertEqual(e.exception.value.value, "counter: refused record 2")
+        self.assertEqual((h.host.logs, stdout.getvalue()), self.logged(range(3)))
+        self.assertEqual(h.counter("records_logged"), 3)
 
     def test_restart_keeps_counting(self):
         h = Harness(counter_host.Operator)

@@ -120,6 +120,16 @@ export const api = {
     call<Answer<'list_job_exceptions'>>('GET', `/jobs/${enc(id)}/exceptions`, signal ? { signal } : {}).then(
       (c) => c.data,
     ),
+  /** The job's operator log lines after `after` (oldest first), at least `level`. */
+  jobLogs: (id: string, q: { after?: number; level?: string; node?: string }, signal?: AbortSignal) => {
+    const p = new URLSearchParams({ limit: '1000' });
+    if (q.after) p.set('after', String(q.after));
+    if (q.level) p.set('level', q.level);
+    if (q.node) p.set('node', q.node);
+    return call<Answer<'get_job_logs'>>('GET', `/jobs/${enc(id)}/logs?${p.toString()}`, signal ? { signal } : {}).then(
+      (c) => c.data,
+    );
+  },
   createJob: (spec: JobSpec, fromSavepoint?: string, allowNonRestoredState = false) => {
     const q = new URLSearchParams();
     if (fromSavepoint) q.set('from_savepoint', fromSavepoint);

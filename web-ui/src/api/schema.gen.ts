@@ -136,6 +136,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The job's operator log: every line its operators logged (the SDKs' logging, and what they
+         *     wrote to stdout and stderr), with its node, subtask, attempt, level and time, oldest
+         *     first. Kept in a ring of the tenant's `max_log_bytes_per_job` bytes, across server
+         *     restarts; each instance is held to a rate of lines and bytes per second, and what passes
+         *     it is dropped and counted.
+         */
+        get: operations["get_job_logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/restart": {
         parameters: {
             query?: never;
@@ -207,6 +230,27 @@ export interface paths {
          *     credentials. A job's Kafka node names one in `connection`.
          */
         get: operations["list_kafka_connections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own metrics, in Prometheus' text format: every series with its tenant's
+         *     `tenant` label (its jobs' records, checkpoints, restarts, dead letters, its usage against
+         *     its quotas) and nothing of any other tenant, the process or the workers.
+         */
+        get: operations["tenant_metrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1030,6 +1074,17 @@ export interface components {
             }[];
         };
         /** @description A collection. */
+        Data_StoredLine: {
+            /** @description The items. */
+            data: (components["schemas"]["LogLine"] & {
+                /**
+                 * Format: int64
+                 * @description Its number in the job's log (1 for the first line ever; never reused).
+                 */
+                seq: number;
+            })[];
+        };
+        /** @description A collection. */
         Data_StreamInfo: {
             /** @description The items. */
             data: {
@@ -1404,6 +1459,35 @@ export interface components {
             completed?: null | components["schemas"]["CheckpointView"];
             failed?: null | components["schemas"]["CheckpointView"];
         };
+        /**
+         * @description How important a line is; `stdout` and `stderr` are what the guest wrote there.
+         * @enum {string}
+         */
+        LogLevel: "trace" | "debug" | "info" | "warn" | "error" | "stdout" | "stderr";
+        /** @description One line of an operator's log. */
+        LogLine: {
+            /**
+             * Format: int32
+             * @description The job's attempt it ran in (0: the first; one more per restart).
+             */
+            attempt: number;
+            /** @description The level. */
+            level: components["schemas"]["LogLevel"];
+            /** @description The text (at most [`MAX_LOG_LINE`] bytes; longer ones are cut and end in `…`). */
+            message: string;
+            /** @description The operator's node. */
+            node: string;
+            /**
+             * Format: int32
+             * @description Its subtask.
+             */
+            subtask: number;
+            /**
+             * Format: int64
+             * @description When, unix ms.
+             */
+            time_ms: number;
+        };
         /** @description Minimum, average and maximum. */
         MinAvgMax: {
             /**
@@ -1626,6 +1710,21 @@ export interface components {
              */
             unaligned_subtasks: number;
         };
+        /** @description How far a Kafka source subtask is behind one partition's end. */
+        PartitionLag: {
+            /**
+             * Format: int64
+             * @description Records between the subtask's position and the partition's end.
+             */
+            lag: number;
+            /**
+             * Format: int32
+             * @description The partition.
+             */
+            partition: number;
+            /** @description The topic. */
+            topic: string;
+        };
         /**
          * @description How records move along an edge from the upstream subtasks to the downstream ones.
          * @enum {string}
@@ -1652,6 +1751,13 @@ export interface components {
              * @default 16
              */
             max_jobs?: number;
+            /**
+             * Format: int64
+             * @description Bytes of operator log lines kept per job (the oldest go first); counted in its
+             *     storage.
+             * @default 1048576
+             */
+            max_log_bytes_per_job?: number;
             /**
              * Format: int64
              * @description Linear memory of one operator instance, in MiB (a job's `memory_limit_mb`).
@@ -1949,6 +2055,14 @@ export interface components {
             /** @description The operator. */
             operator: string;
         };
+        /** @description One kept line: its number in the job's log and the line. */
+        StoredLine: components["schemas"]["LogLine"] & {
+            /**
+             * Format: int64
+             * @description Its number in the job's log (1 for the first line ever; never reused).
+             */
+            seq: number;
+        };
         /** @description A stored record. */
         StoredRecord: {
             /** @description The key as JSON (null for none). */
@@ -1992,6 +2106,16 @@ export interface components {
             backpressure: number;
             /**
              * Format: int64
+             * @description How far its event time is behind the clock (now − watermark), ms; absent without a
+             *     watermark or once its input ended.
+             */
+            event_time_lag_ms?: number | null;
+            /** @description Its output is idle (every input idle; a source: no data for its idle timeout). */
+            idle?: boolean;
+            /** @description A Kafka source's lag per partition it reads (records behind the partition's end). */
+            kafka_lag?: components["schemas"]["PartitionLag"][];
+            /**
+             * Format: int64
              * @description Records received in this run.
              */
             records_in: number;
@@ -2015,6 +2139,12 @@ export interface components {
              * @description Subtask index.
              */
             subtask: number;
+            /**
+             * Format: int64
+             * @description The event-time watermark it last sent downstream, unix ms; absent before the first
+             *     (a source without event time sends none until its input ends).
+             */
+            watermark_ms?: number | null;
             /**
              * Format: int64
              * @description The worker that runs it (its id in `/api/v1/workers`); absent when it runs in the
@@ -2807,6 +2937,77 @@ export interface operations {
             };
         };
     };
+    get_job_logs: {
+        parameters: {
+            query?: {
+                /** @description Only this node's lines. */
+                node?: string;
+                /** @description Only this subtask's. */
+                subtask?: number;
+                /**
+                 * @description Only lines at least this important (`trace` … `error`; `stdout` ranks as `info`,
+                 *     `stderr` as `warn`).
+                 */
+                level?: components["schemas"]["LogLevel"];
+                /** @description Only lines after this number (`seq`): where the last answer ended. */
+                after?: number;
+                /** @description Only lines at or after this time (unix ms). */
+                since_ms?: number;
+                /** @description Most lines (default 1,000, at most 10,000); oldest first. */
+                limit?: number;
+                /**
+                 * @description Stream the lines so far and then new ones as server-sent events (`text/event-stream`,
+                 *     one `line` event per line, its data the line as JSON) until the client leaves.
+                 */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lines, oldest first (with `follow`: `text/event-stream`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_StoredLine"];
+                };
+            };
+            /** @description Bad query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     restart_job: {
         parameters: {
             query?: never;
@@ -3055,6 +3256,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Data_KafkaGrant"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    tenant_metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text exposition (`text/plain; version=0.0.4`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             /** @description No or bad token */

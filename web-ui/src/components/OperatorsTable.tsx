@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { Module, Vertex } from '../api/types';
 import { formatCount, formatRate } from '../lib/format';
-import { vertexWhat } from '../lib/jobs';
+import { eventTime, eventTimeText, vertexWhat } from '../lib/jobs';
 import { Pressure } from './Status';
 
 /** Live records in/out, rates and backpressure per operator; subtasks on demand. */
@@ -27,6 +27,7 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
             <th class="num">Records out</th>
             <th class="num">Out/s</th>
             <th>Backpressure</th>
+            <th>Event time</th>
           </tr>
         </thead>
         <tbody>
@@ -57,6 +58,7 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
                 <td>
                   <Pressure share={v.backpressure} />
                 </td>
+                <td data-testid="operator-event-time">{eventTimeText(eventTime(v.subtasks))}</td>
               </tr>,
               ...(isOpen
                 ? v.subtasks.map((s) => (
@@ -75,6 +77,7 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
                       <td>
                         <Pressure share={s.backpressure} />
                       </td>
+                      <td data-testid="subtask-event-time">{eventTimeText(eventTime([s]))}</td>
                     </tr>
                   ))
                 : []),

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { JobSummary, Module } from '../api/types';
-import { jobActions, moduleLabel, pressureLevel, sortJobs, statusTone, vertexKindLine, vertexWhat } from './jobs';
+import {
+  eventTime,
+  eventTimeText,
+  jobActions,
+  moduleLabel,
+  pressureLevel,
+  sortJobs,
+  statusTone,
+  vertexKindLine,
+  vertexWhat,
+} from './jobs';
 
 const mod = (id: string, name: string): Module => ({ id, name, size: 1, created_ms: 1, exports: [] });
 const HASH = 'ce8a4f8b4f78b2f665b0c1e8a44433ab9acdd77d4567155381939f8b091e9083';
@@ -46,5 +56,23 @@ describe('jobs', () => {
       'b',
       'a',
     ]);
+  });
+});
+
+describe('event time', () => {
+  it('takes the lowest watermark, the largest lag and sums the Kafka lag', () => {
+    const e = eventTime([
+      { watermark_ms: 1000, event_time_lag_ms: 5000, kafka_lag: [{ lag: 3 }, { lag: 4 }] },
+      { watermark_ms: 900, event_time_lag_ms: 7000, idle: true, kafka_lag: [{ lag: 10 }] },
+    ]);
+    expect(e).toEqual({ watermarkMs: 900, lagMs: 7000, idle: false, kafkaLag: 17 });
+    expect(eventTimeText(e)).toMatch(/behind · Kafka lag 17$/);
+  });
+  it('has no watermark until every subtask has one, and says when all are idle', () => {
+    const e = eventTime([{ watermark_ms: 1000, idle: true }, { idle: true }]);
+    expect(e.watermarkMs).toBeNull();
+    expect(e.idle).toBe(true);
+    expect(eventTimeText(e)).toBe('idle');
+    expect(eventTimeText(eventTime([]))).toBe('—');
   });
 });

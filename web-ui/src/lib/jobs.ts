@@ -1,6 +1,7 @@
 // Jobs: status tones, which actions apply, module names, backpressure levels. Pure.
 
 import type { JobStatus, JobSummary, Module, Vertex } from '../api/types';
+import { formatCount, formatDuration } from './format';
 
 export type Tone = 'ok' | 'busy' | 'warn' | 'error' | 'idle';
 
@@ -76,4 +77,37 @@ export function vertexWhat(v: Pick<Vertex, 'module' | 'connector'>, modules: Mod
 export function sortJobs(jobs: JobSummary[]): JobSummary[] {
   const rank = (s: JobStatus) => (ENDED.includes(s) ? 1 : 0);
   return [...jobs].sort((a, b) => rank(a.status) - rank(b.status) || b.created_ms - a.created_ms);
+}
+
+/** What the event-time column says of some subtasks: the lowest watermark, the largest lag, all idle, the Kafka lag summed. */
+export interface EventTime {
+  watermarkMs: number | null;
+  lagMs: number | null;
+  idle: boolean;
+  kafkaLag: number | null;
+}
+
+/** The event time of a node from its subtasks' live figures. */
+export function eventTime(
+  subtasks: { watermark_ms?: number | null; event_time_lag_ms?: number | null; idle?: boolean; kafka_lag?: { lag: number }[] }[],
+): EventTime {
+  const marks = subtasks.map((s) => s.watermark_ms).filter((w): w is number => w != null);
+  const lags = subtasks.map((s) => s.event_time_lag_ms).filter((l): l is number => l != null);
+  const kafka = subtasks.flatMap((s) => s.kafka_lag ?? []);
+  return {
+    watermarkMs: marks.length === subtasks.length && marks.length > 0 ? Math.min(...marks) : null,
+    lagMs: lags.length > 0 ? Math.max(...lags) : null,
+    idle: subtasks.length > 0 && subtasks.every((s) => s.idle === true),
+    kafkaLag: kafka.length > 0 ? kafka.reduce((sum, p) => sum + p.lag, 0) : null,
+  };
+}
+
+/** The event-time column's text: the lag behind the clock (or the watermark), idleness and the Kafka lag. */
+export function eventTimeText(e: EventTime): string {
+  const parts: string[] = [];
+  if (e.lagMs != null) parts.push(`${formatDuration(e.lagMs)} behind`);
+  else if (e.watermarkMs != null) parts.push('input ended');
+  if (e.idle) parts.push('idle');
+  if (e.kafkaLag != null) parts.push(`Kafka lag ${formatCount(e.kafkaLag)}`);
+  return parts.join(' · ') || '—';
 }

@@ -3,6 +3,7 @@ import { api } from '../api/client';
 import type { JobDetail, JobException, RestoreReport } from '../api/types';
 import { CheckpointHistory } from '../components/CheckpointHistory';
 import { JobGraph } from '../components/JobGraph';
+import { JobLogs } from '../components/JobLogs';
 import { OperatorsTable } from '../components/OperatorsTable';
 import { SavepointTrigger, SavepointsTable } from '../components/Savepoints';
 import { Empty, Loading, Status } from '../components/Status';
@@ -72,6 +73,8 @@ export function JobPage({ id }: { id: string }) {
       <CheckpointHistory job={j} />
 
       <Exceptions jobId={j.id} />
+
+      <JobLogs jobId={j.id} />
 
       <section class="card" id="savepoints">
         <div class="card-head">

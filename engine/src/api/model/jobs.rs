@@ -108,6 +108,20 @@ pub struct SubtaskLive {
     /// server's own process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<u64>,
+    /// The event-time watermark it last sent downstream, unix ms; absent before the first
+    /// (a source without event time sends none until its input ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_ms: Option<i64>,
+    /// How far its event time is behind the clock (now − watermark), ms; absent without a
+    /// watermark or once its input ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_time_lag_ms: Option<i64>,
+    /// Its output is idle (every input idle; a source: no data for its idle timeout).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
+    /// A Kafka source's lag per partition it reads (records behind the partition's end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kafka_lag: Vec<server::jobs::PartitionLag>,
 }
 
 impl From<server::jobs::SubtaskLive> for SubtaskLive {
@@ -120,6 +134,10 @@ impl From<server::jobs::SubtaskLive> for SubtaskLive {
             records_out_per_second: s.records_out_per_second,
             backpressure: s.backpressure,
             worker: s.worker,
+            watermark_ms: s.watermark_ms,
+            event_time_lag_ms: s.event_time_lag_ms,
+            idle: s.idle,
+            kafka_lag: s.kafka_lag,
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct Quotas {
     /// Bytes the channels of its jobs may hold together (each job's channels ×
     /// `channel_capacity_bytes`): the host memory its data in flight may take.
     pub max_buffered_bytes: u64,
+    /// Bytes of operator log lines kept per job (the oldest go first); counted in its
+    /// storage.
+    pub max_log_bytes_per_job: u64,
 }
 
 impl Default for Quotas {
@@ -42,6 +45,7 @@ impl From<server::tenants::Quotas> for Quotas {
             max_module_bytes,
             max_storage_bytes,
             max_buffered_bytes,
+            max_log_bytes_per_job,
         } = q;
         Quotas {
             max_jobs,
@@ -51,6 +55,7 @@ impl From<server::tenants::Quotas> for Quotas {
             max_module_bytes,
             max_storage_bytes,
             max_buffered_bytes,
+            max_log_bytes_per_job,
         }
     }
 }
@@ -65,6 +70,7 @@ impl From<Quotas> for server::tenants::Quotas {
             max_module_bytes,
             max_storage_bytes,
             max_buffered_bytes,
+            max_log_bytes_per_job,
         } = q;
         server::tenants::Quotas {
             max_jobs,
@@ -74,6 +80,7 @@ impl From<Quotas> for server::tenants::Quotas {
             max_module_bytes,
             max_storage_bytes,
             max_buffered_bytes,
+            max_log_bytes_per_job,
         }
     }
 }

@@ -280,6 +280,19 @@ impl Client {
         Ok(page.data)
     }
 
+    /// `GET /jobs/{id}/logs?after=…`: the job's log lines after `after`, oldest first
+    /// (`query`: more `&k=v` filters).
+    pub async fn job_logs(
+        &self,
+        id: &str,
+        after: u64,
+        query: &str,
+    ) -> anyhow::Result<Vec<weir::server::jobs::StoredLine>> {
+        let page: Data<weir::server::jobs::StoredLine> =
+            self.get(&format!("/api/v1/jobs/{id}/logs?after={after}&limit=10000{query}")).await?;
+        Ok(page.data)
+    }
+
     /// `POST /jobs/{id}/{action}`: `stop`, `cancel` or `restart`.
     pub async fn job_action(&self, id: &str, action: &str) -> anyhow::Result<JobRecord> {
         self.post(&format!("/api/v1/jobs/{id}/{action}"), None::<&()>).await

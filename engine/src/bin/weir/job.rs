@@ -49,6 +49,23 @@ pub enum JobCommand {
         /// Job id.
         id: String,
     },
+    /// Prints the job's operator log, oldest first.
+    Logs {
+        /// Job id.
+        id: String,
+        /// Keep printing new lines as they come (until interrupted).
+        #[arg(short, long)]
+        follow: bool,
+        /// Only this node's lines.
+        #[arg(long)]
+        node: Option<String>,
+        /// Only this subtask's.
+        #[arg(long)]
+        subtask: Option<u32>,
+        /// Only lines at least this important: trace, debug, info, warn, error.
+        #[arg(long)]
+        level: Option<String>,
+    },
 }
 
 /// Runs a `weir job` command.
@@ -143,6 +160,36 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
         JobCommand::Restart { id } => {
             println!("job {id} {}", label(&c.job_action(&id, "restart").await?.status))
         }
+        JobCommand::Logs { id, follow, node, subtask, level } => {
+            let mut query = String::new();
+            for (k, v) in [("node", node), ("subtask", subtask.map(|s| s.to_string())), ("level", level)] {
+                if let Some(v) = v {
+                    query.push_str(&format!("&{k}={}", urlencoding(&v)));
+                }
+            }
+            let mut after = 0u64;
+            loop {
+                let lines = c.job_logs(&id, after, &query).await?;
+                for l in &lines {
+                    println!(
+                        "{} {:<6} {}#{} [{}] {}",
+                        time(Some(l.line.time_ms)),
+                        l.line.level.name(),
+                        l.line.node,
+                        l.line.subtask,
+                        l.line.attempt,
+                        l.line.message
+                    );
+                    after = l.seq;
+                }
+                if !follow {
+                    break;
+                }
+                if lines.is_empty() {
+                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                }
+            }
+        }
         JobCommand::Exceptions { id } => {
             let rows = c
                 .job_exceptions(&id)
@@ -174,4 +221,14 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `s` for a URL's query (letters, digits and `-_.~` as they are, the rest %-encoded).
+fn urlencoding(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

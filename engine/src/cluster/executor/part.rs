@@ -150,6 +150,10 @@ fn task_env(
         // replay that finds a record breaking an operator runs on the controller's own
         // attempts only (docs/design.md §13).
         dead_letters: Arc::default(),
+        // On a worker, the lines go to the worker's own log.
+        logs: None,
+        log_rate: crate::guest::logs::LogRate::default(),
+        attempt: u32::try_from(attempt.attempt).unwrap_or(u32::MAX),
     }
 }
 

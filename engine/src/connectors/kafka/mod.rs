@@ -142,6 +142,10 @@ impl Source for source::KafkaSource {
         source::KafkaSource::reject_bad_records(self);
     }
 
+    fn lag(&self) -> Vec<(String, i32, i64)> {
+        source::KafkaSource::lag(self)
+    }
+
     fn take_rejected(&mut self) -> Vec<crate::connectors::Rejected> {
         source::KafkaSource::take_rejected(self)
     }

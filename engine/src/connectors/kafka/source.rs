@@ -121,6 +121,8 @@ enum Event {
         max_time: i64,
         rejected: Vec<Rejected>,
         error: Option<Box<ConnectorError>>,
+        /// The partition's end (high watermark) when fetched (-1: unknown).
+        end_offset: i64,
     },
     /// The fetcher failed for good.
     Failed(ConnectorError),
@@ -144,6 +146,8 @@ struct Chunk {
 #[derive(Debug, Clone)]
 struct PartitionState {
     next: i64,
+    /// The partition's end as last fetched (-1: not yet known).
+    end: i64,
     /// Highest event time emitted.
     max_time: i64,
     /// When it last delivered a record (or was assigned).
@@ -239,7 +243,9 @@ impl KafkaSource {
         let now = Instant::now();
         let partitions = offsets
             .iter()
-            .map(|(tp, o)| (tp.clone(), PartitionState { next: *o, max_time: i64::MIN, active_at: now }))
+            .map(|(tp, o)| {
+                (tp.clone(), PartitionState { next: *o, end: -1, max_time: i64::MIN, active_at: now })
+            })
             .collect();
         let (event_tx, events) = sync_channel(8);
         let (commands, command_rx) = std::sync::mpsc::channel();
@@ -280,11 +286,21 @@ impl KafkaSource {
                 Ok(Event::Assigned { tp, offset }) => {
                     self.partitions.entry(tp).or_insert(PartitionState {
                         next: offset,
+                        end: -1,
                         max_time: i64::MIN,
                         active_at: Instant::now(),
                     });
                 }
-                Ok(Event::Chunk { generation, tp, batch, next_offset, max_time, rejected, error }) => {
+                Ok(Event::Chunk {
+                    generation,
+                    tp,
+                    batch,
+                    next_offset,
+                    max_time,
+                    rejected,
+                    error,
+                    end_offset,
+                }) => {
                     if generation != self.generation {
                         continue;
                     }
@@ -297,6 +313,7 @@ impl KafkaSource {
                     // K2: the position moves only as the task takes the chunk (with the
                     // records of it that could not be read).
                     state.next = next_offset;
+                    state.end = state.end.max(end_offset);
                     self.rejected.extend(rejected);
                     if !batch.is_empty() {
                         state.max_time = state.max_time.max(max_time);
@@ -317,6 +334,16 @@ impl KafkaSource {
             return Ok(None);
         }
         Ok(Some(Batch::empty()))
+    }
+
+    /// Each partition's lag: its end as last fetched minus the next offset to read (never
+    /// below 0), once its end is known.
+    pub fn lag(&self) -> Vec<(String, i32, i64)> {
+        self.partitions
+            .iter()
+            .filter(|(_, s)| s.end >= 0)
+            .map(|((t, p), s)| (t.clone(), *p, (s.end - s.next).max(0)))
+            .collect()
     }
 
     /// From now on, records that cannot be read are left out and kept for
@@ -513,7 +540,7 @@ impl Fetcher {
                     Some(e) => self.partition_failed(tp, e, &mut last_error)?,
                     None => {
                         last_error = None;
-                        self.emit(tp, &part.records, part.next_offset)?;
+                        self.emit(tp, &part.records, part.next_offset, part.high_watermark)?;
                     }
                 }
             }
@@ -575,6 +602,7 @@ impl Fetcher {
         tp: TopicPartition,
         records: &[super::client::FetchedRecord],
         fetched_next: i64,
+        end_offset: i64,
     ) -> Result<(), ConnectorError> {
         let (batches, max_time) = self.convert(&tp, records);
         let mut next_offset = fetched_next;
@@ -592,6 +620,7 @@ impl Fetcher {
                 max_time,
                 rejected: Vec::new(),
                 error: None,
+                end_offset,
             });
         }
         for (i, chunk) in batches.into_iter().enumerate() {
@@ -604,6 +633,7 @@ impl Fetcher {
                 max_time,
                 rejected: chunk.rejected,
                 error: chunk.error,
+                end_offset,
             })?;
         }
         Ok(())

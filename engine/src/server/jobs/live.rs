@@ -31,6 +31,32 @@ pub struct SubtaskLive {
     /// The worker that runs it (`None`: the server's own process).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<u64>,
+    /// The event-time watermark it last sent downstream, ms (`None`: none yet; a source
+    /// without event time sends none until its input ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watermark_ms: Option<i64>,
+    /// How far event time is behind the clock: now − watermark, ms (`None` without a
+    /// watermark, or once the input ended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_time_lag_ms: Option<i64>,
+    /// Its output is idle: every input idle (a source: no data for its idle timeout).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
+    /// A Kafka source's lag per partition it reads: records between its position and the
+    /// partition's end as last fetched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kafka_lag: Vec<PartitionLag>,
+}
+
+/// How far a Kafka source subtask is behind one partition's end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct PartitionLag {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// Records between the subtask's position and the partition's end.
+    pub lag: i64,
 }
 
 /// The latest sample of a running job's counters.
@@ -43,6 +69,8 @@ pub(super) struct Sample {
     live: Vec<Vec<SubtaskLive>>,
     /// (node, reason, action) → records taken out, as last exported.
     taken_out: BTreeMap<(String, String, &'static str), u64>,
+    /// (node index, subtask, name) → the guest's counter as last exported.
+    guest_counters: HashMap<(usize, u32, String), u64>,
 }
 
 impl JobManager {
@@ -60,6 +88,7 @@ impl JobManager {
         if !s.metrics.as_ref().is_some_and(|m| Arc::ptr_eq(m, &metrics)) {
             // A new attempt: its counters start from zero.
             s.counters.clear();
+            s.guest_counters.clear();
             s.at = None;
         }
         let elapsed = s.at.map(|t| now.duration_since(t).as_secs_f64().max(1e-3));
@@ -97,9 +126,54 @@ impl JobManager {
                         .map(|e| (d_blocked as f64 / 1e9 / e).clamp(0.0, 1.0))
                         .unwrap_or(0.0),
                     worker: Some(m.worker.load(Ordering::Relaxed)).filter(|w| *w != 0),
+                    watermark_ms: m.watermark().filter(|w| *w > i64::MIN),
+                    event_time_lag_ms: m
+                        .watermark()
+                        .filter(|w| *w > i64::MIN && *w < i64::MAX)
+                        .map(|w| (crate::clock::unix_ms() as i64).saturating_sub(w)),
+                    idle: m.idle.load(Ordering::Relaxed),
+                    kafka_lag: m
+                        .lag
+                        .lock()
+                        .map(|l| {
+                            l.iter()
+                                .map(|(topic, partition, lag)| PartitionLag {
+                                    topic: topic.clone(),
+                                    partition: *partition,
+                                    lag: *lag,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 });
             }
             self.inner.telemetry.records(tenant, id, &node.id, node_in, node_out);
+            // The guests' own counters, summed per node; a restarted instance counts from 0.
+            let mut added: BTreeMap<String, u64> = BTreeMap::new();
+            for (k, m) in metrics.subtasks.get(i).into_iter().flatten().enumerate() {
+                let Ok(counters) = m.guest_counters.lock() else { continue };
+                for (name, value) in counters.iter() {
+                    let previous = s.guest_counters.insert((i, k as u32, name.clone()), *value).unwrap_or(0);
+                    let delta = if *value >= previous { value - previous } else { *value };
+                    *added.entry(name.clone()).or_default() += delta;
+                }
+            }
+            for (name, delta) in added {
+                self.inner.telemetry.guest_counter(tenant, id, &node.id, &name, delta);
+            }
+            for sub in &subtasks {
+                self.inner.telemetry.event_time(
+                    tenant,
+                    id,
+                    &node.id,
+                    sub.subtask,
+                    sub.watermark_ms,
+                    sub.event_time_lag_ms,
+                );
+                for l in &sub.kafka_lag {
+                    self.inner.telemetry.kafka_lag(tenant, id, &node.id, &l.topic, l.partition, l.lag);
+                }
+            }
             live.push(subtasks);
         }
         s.live = live;

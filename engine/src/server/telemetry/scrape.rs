@@ -32,9 +32,63 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// What tenant `tenant` may see: the series of the recorded metrics and of its usage
+    /// that carry its `tenant` label, with their `HELP` and `TYPE` lines; nothing of the
+    /// process, the workers or any other tenant.
+    pub fn scrape_tenant(&self, tenant: &Tenant, usage: &Usage) -> String {
+        let mut all = self.render();
+        if !all.is_empty() && !all.ends_with('\n') {
+            all.push('\n');
+        }
+        write_tenants(&mut all, &[(tenant.clone(), *usage)]);
+        only_tenant(&all, &tenant.id)
+    }
+}
+
+/// The lines of exposition `text` whose samples carry the label `tenant="<id>"`, each
+/// metric's `HELP` and `TYPE` lines kept when one of its samples is.
+pub(crate) fn only_tenant(text: &str, id: &str) -> String {
+    let needle = format!("tenant=\"{}\"", label(id));
+    let mut out = String::new();
+    let mut header = String::new();
+    let mut in_samples = false;
+    for line in text.lines() {
+        if line.starts_with("# ") {
+            // A new metric's comments: held until one of its samples is kept.
+            if in_samples
+                || line.starts_with("# HELP ")
+                || (line.starts_with("# TYPE ") && header.contains("# TYPE "))
+            {
+                header.clear();
+                in_samples = false;
+            }
+            header.push_str(line);
+            header.push('\n');
+            continue;
+        }
+        in_samples = true;
+        let labels =
+            line.find('{').and_then(|start| line[start..].find('}').map(|end| &line[start..start + end + 1]));
+        let ours = labels.is_some_and(|l| {
+            l.match_indices(&needle).any(|(at, _)| {
+                let before = l.as_bytes()[at - 1];
+                before == b'{' || before == b','
+            })
+        });
+        if ours {
+            out.push_str(&header);
+            header.clear();
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The quotas as (name, limit, usage if the quota is a total the tenant uses up). Every
 /// field of [`Quotas`] is here (the destructuring fails to compile when one is added).
-fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 7] {
+fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64>); 8] {
     let Quotas {
         max_jobs,
         max_subtasks,
@@ -43,6 +97,7 @@ fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64
         max_module_bytes,
         max_storage_bytes,
         max_buffered_bytes,
+        max_log_bytes_per_job,
     } = quotas;
     [
         ("jobs", u64::from(*max_jobs), Some(u64::from(usage.jobs))),
@@ -53,6 +108,7 @@ fn quota_rows(quotas: &Quotas, usage: &Usage) -> [(&'static str, u64, Option<u64
         ("memory_mb", *max_memory_mb, None),
         ("cpu_ms", *max_cpu_ms, None),
         ("module_bytes", *max_module_bytes, None),
+        ("log_bytes_per_job", *max_log_bytes_per_job, None),
     ]
 }
 
@@ -142,5 +198,32 @@ mod tests {
     #[test]
     fn labels_are_escaped() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
+
+#[cfg(test)]
+mod tenant_tests {
+    use super::only_tenant;
+
+    #[test]
+    fn a_tenant_sees_its_own_series_only() {
+        let text = "# HELP weir_records_in_total Records.\n# TYPE weir_records_in_total counter\n\
+                    weir_records_in_total{tenant=\"a\",job=\"j\"} 3\n\
+                    weir_records_in_total{tenant=\"ab\",job=\"k\"} 4\n\
+                    weir_records_in_total{job=\"x\",tenant=\"b\"} 5\n\
+                    # HELP process_cpu_seconds_total CPU.\n# TYPE process_cpu_seconds_total counter\n\
+                    process_cpu_seconds_total 9\n\
+                    # HELP weir_other Other.\n# TYPE weir_other gauge\nweir_other{owner=\"tenant=\\\"a\\\"\"} 1\n";
+        let a = only_tenant(text, "a");
+        assert_eq!(
+            a,
+            "# HELP weir_records_in_total Records.\n# TYPE weir_records_in_total counter\n\
+             weir_records_in_total{tenant=\"a\",job=\"j\"} 3\n"
+        );
+        let b = only_tenant(text, "b");
+        assert!(
+            b.contains("weir_records_in_total{job=\"x\",tenant=\"b\"} 5") && !b.contains("process_"),
+            "{b}"
+        );
     }
 }

@@ -25,6 +25,8 @@
 //!   (allocates without bound, past the memory limit);
 //! - `dead_letter_every: n`: the record of id `n·k − 1` is counted and then sent to the dead
 //!   letters by the operator itself (the SDK's `dead_letter::send`), not emitted;
+//! - `log_levels: true`: each record logs `record {id} at {level}` at every level, trace to
+//!   error, prints `record {id} on stdout` and adds 1 to its counter `records_logged`;
 //! - `panic_after_snapshots`: panic at the first record after this many snapshots, unless
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
 //!   It counts `states` calls, one per part of a snapshot in parts (one part holds ~4 MiB).
@@ -47,6 +49,7 @@ struct Config {
     poison_every: Option<u64>,
     poison: Poison,
     dead_letter_every: Option<u64>,
+    log_levels: bool,
 }
 
 /// How a poison record breaks the operator (after it counted the record: its state must
@@ -150,6 +153,15 @@ impl Operator for Counter {
                 count
             }
         };
+        if self.config.log_levels {
+            weir_guest::trace!("record {id} at trace");
+            weir_guest::debug!("record {id} at debug");
+            weir_guest::info!("record {id} at info");
+            weir_guest::warn!("record {id} at warn");
+            weir_guest::error!("record {id} at error");
+            println!("record {id} on stdout");
+            weir_guest::metrics::counter_add("records_logged", 1);
+        }
         if let Some(every) = self.config.poison_every
             && id % every == every - 1
         {

@@ -7,6 +7,7 @@
 mod cli;
 mod exceptions;
 mod lifecycle;
+mod observing;
 mod openapi;
 mod tenants;
 pub(crate) mod tokens;

@@ -7,6 +7,7 @@ mod access;
 mod connectors;
 mod dead_letters;
 pub(crate) mod exactly_once;
+mod lag;
 mod slow_broker;
 mod tansu;
 mod transactional;

@@ -233,13 +233,19 @@ impl Api {
         }
     }
 
-    /// Sends and decodes: (status, JSON body or Null).
+    /// Sends and decodes: (status, JSON body, or a `text/plain` body as a string, or Null).
     pub async fn send(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
         let response = request.send().await.expect("request sent");
         let status = response.status().as_u16();
+        let text = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .is_some_and(|t| t.to_str().unwrap_or_default().starts_with("text/plain"));
         let bytes = response.bytes().await.expect("body");
         let body = if bytes.is_empty() {
             Value::Null
+        } else if text {
+            Value::String(String::from_utf8_lossy(&bytes).into_owned())
         } else {
             serde_json::from_slice(&bytes).unwrap_or_else(|_| {
                 panic!("status {status}: body is not JSON: {}", String::from_utf8_lossy(&bytes))
