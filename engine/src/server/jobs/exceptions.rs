@@ -153,8 +153,16 @@ pub(crate) fn list(store: &weir_store::Store, tenant: &str, job: &str) -> Server
 pub(crate) fn rows_per_tenant(
     txn: &redb::ReadTransaction,
 ) -> ServerResult<std::collections::BTreeMap<String, i64>> {
+    rows_per_tenant_of(txn, EXCEPTIONS)
+}
+
+/// Bytes of every tenant's rows of a (tenant, job, seq) table, as its rows are charged.
+pub(super) fn rows_per_tenant_of(
+    txn: &redb::ReadTransaction,
+    table: TableDefinition<'_, (&str, &str, u64), &[u8]>,
+) -> ServerResult<std::collections::BTreeMap<String, i64>> {
     let mut out = std::collections::BTreeMap::new();
-    let t = match txn.open_table(EXCEPTIONS) {
+    let t = match txn.open_table(table) {
         Ok(t) => t,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(out),
         Err(e) => return Err(db_err(e)),

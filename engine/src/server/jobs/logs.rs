@@ -289,19 +289,7 @@ pub(crate) fn list(
 pub(crate) fn rows_per_tenant(
     txn: &redb::ReadTransaction,
 ) -> ServerResult<std::collections::BTreeMap<String, i64>> {
-    let mut out = std::collections::BTreeMap::new();
-    let t = match txn.open_table(LOGS) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(out),
-        Err(e) => return Err(db_err(e)),
-    };
-    for row in t.iter().map_err(db_err)? {
-        let (k, v) = row.map_err(db_err)?;
-        let (tenant, job, _) = k.value();
-        *out.entry(tenant.to_string()).or_default() +=
-            weir_store::entry_bytes(tenant.len() + job.len() + 8, v.value().len());
-    }
-    Ok(out)
+    super::exceptions::rows_per_tenant_of(txn, LOGS)
 }
 
 pub use crate::server::tenants::DEFAULT_LOG_BYTES;

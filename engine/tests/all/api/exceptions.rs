@@ -67,15 +67,7 @@ async fn a_jobs_failures_are_kept_in_its_exception_history() {
     assert_eq!(status, 404, "{body}");
 
     // Counted per class on /metrics, with the delay the job last waited.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.url))
-        .bearer_auth(crate::server::ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.client(crate::server::ADMIN).text("/metrics").await;
     let restarts = metrics
         .lines()
         .find(|l| {

@@ -82,15 +82,7 @@ async fn upload_run_checkpoint_stop_and_history() {
 
     let (status, _) = api.get("/metrics").await;
     assert_eq!(status, 403, "metrics name every tenant's jobs: admin only");
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.url))
-        .bearer_auth(server::ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.client(server::ADMIN).text("/metrics").await;
     assert!(metrics.contains("weir_checkpoints_completed_total"), "{metrics}");
     assert!(metrics.contains("weir_records_in_total"), "{metrics}");
     assert!(metrics.contains("weir_checkpoint_duration_seconds_bucket"), "{metrics}");

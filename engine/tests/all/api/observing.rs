@@ -185,15 +185,7 @@ async fn a_tenants_metrics_are_its_own() {
     let (status, _) = server.anonymous().get("/api/v1/metrics").await;
     assert_eq!(status, 401);
     // The admin's has both.
-    let all = reqwest::Client::new()
-        .get(format!("{}/metrics", server.url))
-        .bearer_auth(crate::server::ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let all = server.client(crate::server::ADMIN).text("/metrics").await;
     assert!(all.contains(&jobs[0]) && all.contains(&jobs[1]), "{all}");
 }
 

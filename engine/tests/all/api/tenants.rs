@@ -467,6 +467,16 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                 }
                 assert_eq!(v["data"], json!([]), "{key} by tenant B, who has nothing yet: {v}");
             }
+            ("GET", "/api/v1/metrics") => {
+                // B's own series only: none of A's, whose job has run and counted.
+                let (status, v) = w.b.get(&path).await;
+                assert_eq!(status, 200, "{key} by tenant B: {v}");
+                let text = v.as_str().unwrap_or_else(|| panic!("{key} answers text: {v}"));
+                for id in [&w.module, &w.module_name, &w.job, &w.stream, &w.a_id, &w.savepoint] {
+                    assert!(!text.contains(id.as_str()), "{key} by tenant B shows A's `{id}`:\n{text}");
+                }
+                assert!(text.contains(&format!("tenant=\"{}\"", w.b_id)), "B's own usage:\n{text}");
+            }
             ("POST", "/api/v1/modules" | "/api/v1/jobs" | "/api/v1/streams" | "/api/v1/savepoints") => {
                 creations.push(op.clone())
             }

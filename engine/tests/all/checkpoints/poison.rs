@@ -143,12 +143,26 @@ fn random_faults(rng: &mut SmallRng) -> Vec<PlannedFault> {
 
 /// One in-process run with `poison` records and (seeded) faults.
 fn trial(seed: u64, poison: &str, message: &str) -> Result<String, String> {
+    trial_with(seed, "test:counter", None, poison, message)
+}
+
+/// [`trial`] with `module` (and `memory_limit_mb`).
+pub(super) fn trial_with(
+    seed: u64,
+    module: &str,
+    memory_mb: Option<u64>,
+    poison: &str,
+    message: &str,
+) -> Result<String, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let faults = if seed == 0 { Vec::new() } else { random_faults(&mut rng) };
     let injector = Arc::new(FaultInjector::new(faults.clone()));
     let dir = tempfile::tempdir().unwrap();
     let (out, dead) = (dir.path().join("out"), dir.path().join("dead"));
-    let spec = spec(&out, &dead, "test:counter", poison, "dead_letter");
+    let mut spec = spec(&out, &dead, module, poison, "dead_letter");
+    if let Some(mb) = memory_mb {
+        spec["settings"]["memory_limit_mb"] = mb.into();
+    }
     let (result, store) = common::run_checkpointed(spec, &dir.path().join("data"), JOB, |env| {
         env.with_faults(injector.clone())
     });
@@ -184,11 +198,20 @@ fn records_that_exhaust_the_guests_memory_go_to_the_dead_letters() {
 
 #[test]
 fn a_poison_record_survives_a_kill_of_the_process() {
+    let module = common::guest_path("counter");
+    kill_trial(module.to_str().unwrap(), "panic", None, "counter: poison record");
+}
+
+/// `weir run` of the job with `module` (and `memory_limit_mb`), killed with SIGKILL once a
+/// poison record was taken out and a checkpoint followed, then run to its end and checked.
+pub(super) fn kill_trial(module: &str, poison: &str, memory_mb: Option<u64>, message: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (out, dead, data) = (dir.path().join("out"), dir.path().join("dead"), dir.path().join("data"));
-    let module = common::guest_path("counter");
-    let mut spec = spec(&out, &dead, module.to_str().unwrap(), "panic", "dead_letter");
+    let mut spec = spec(&out, &dead, module, poison, "dead_letter");
     spec["nodes"][0]["config"]["records_per_second"] = 10_000.into();
+    if let Some(mb) = memory_mb {
+        spec["settings"]["memory_limit_mb"] = mb.into();
+    }
     let job_file = dir.path().join("poison.job.json");
     std::fs::write(&job_file, spec.to_string()).unwrap();
     let weir = env!("CARGO_BIN_EXE_weir");
@@ -220,7 +243,7 @@ fn a_poison_record_survives_a_kill_of_the_process() {
     assert!(second.status.success(), "the restarted job failed: {stdout}");
     assert!(stdout.contains("restored from checkpoint"), "{stdout}");
     let store = Store::open(&data.join("weir.redb")).unwrap();
-    check(&out, &dead, &store, "counter: poison record").unwrap();
+    check(&out, &dead, &store, message).unwrap();
 }
 
 #[test]

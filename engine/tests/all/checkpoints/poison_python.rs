@@ -7,7 +7,7 @@
 //! counts go on as if it never arrived; with `dead_letter_every` the operator sends records
 //! to the dead letters itself (`weirpy.host.dead_letter`), and the host unwraps them.
 
-use super::poison::{EVERY, JOB, KEYS, N, check, is_poison, spec};
+use super::poison::{EVERY, JOB, KEYS, N, check, is_poison, kill_trial, spec, trial_with};
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,4 +107,23 @@ fn the_python_operator_sends_records_to_the_dead_letters_itself() {
         *reference.entry(id % KEYS).or_default() += 1;
     }
     assert_eq!(common::final_counts(&store, JOB, "count").unwrap(), reference);
+}
+
+/// With faults injected at seeded points (the seed is printed on failure), and with the
+/// process killed and started again, the Python counter's poison records are taken out all
+/// the same.
+#[test]
+fn python_poison_records_survive_injected_faults_and_a_kill() {
+    common::quiet_injected_panics();
+    let module = counter_host();
+    let module = module.to_str().unwrap();
+    for (seed, poison, message) in
+        [(4201, "error", "counter: refused record"), (4202, "panic", "counter: poison record")]
+    {
+        match trial_with(seed, module, Some(MEMORY_MB), poison, message) {
+            Ok(summary) => eprintln!("python {poison} seed {seed}: {summary}"),
+            Err(e) => panic!("python {poison} trial with seed {seed} failed (replay with this seed): {e}"),
+        }
+    }
+    kill_trial(module, "error", Some(MEMORY_MB), "counter: refused record");
 }

@@ -191,15 +191,7 @@ async fn broken_kafka_records_go_to_the_dead_letters_exactly_once_through_server
     assert_eq!(found, want, "the dead letters are not exactly the broken bids");
 
     // Counted per node and reason.
-    let metrics = reqwest::Client::new()
-        .get(format!("{}/metrics", server.url))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.client(ADMIN).text("/metrics").await;
     assert!(
         metrics.lines().any(|l| l.starts_with("weir_dead_letters_total")
             && l.contains(&job)
@@ -233,15 +225,7 @@ async fn dead_letters_go_to_a_granted_kafka_topic_and_nowhere_else() {
         })
         .collect();
     produce(&mut c, "acme.few", 0, &records);
-    let main = weir::connectors::kafka::ConnectionConfig::plaintext([bootstrap.clone()]);
-    let server = TestServer::start(|config| {
-        config.kafka_connections.insert("main".into(), main);
-    })
-    .await;
-    let (tenant, api) = server.tenant("acme").await;
-    let grants = json!({ "grants": [ { "connection": "main", "topic_prefixes": ["acme."] } ] });
-    let (status, v) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
-    assert_eq!(status, 200, "{v}");
+    let (_server, api) = super::server_granting_acme(&bootstrap).await;
     let mut spec = spec();
     spec["nodes"][0]["config"]["topics"] = json!(["acme.few"]);
     spec["nodes"][0]["config"]["records_per_second"] = json!(null);

@@ -5,7 +5,7 @@
 
 use crate::common::kafka::{client, msgpack, produce};
 use crate::common::tansu::TansuBroker;
-use crate::server::{ADMIN, Api, TestServer};
+use crate::server::Api;
 
 use std::time::{Duration, Instant};
 
@@ -52,15 +52,7 @@ async fn a_kafka_sources_lag_and_watermark_are_in_the_job_view() {
     let mut c = client(&bootstrap);
     c.create_topic(TOPIC, 1).unwrap();
     produce(&mut c, TOPIC, 0, &records(0, 3000));
-    let main = weir::connectors::kafka::ConnectionConfig::plaintext([bootstrap.clone()]);
-    let server = TestServer::start(|config| {
-        config.kafka_connections.insert("main".into(), main);
-    })
-    .await;
-    let (tenant, api) = server.tenant("acme").await;
-    let grants = json!({ "grants": [ { "connection": "main", "topic_prefixes": ["acme."] } ] });
-    let (status, v) = server.client(ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
-    assert_eq!(status, 200, "{v}");
+    let (_server, api) = super::server_granting_acme(&bootstrap).await;
     let spec = json!({
         "name": "ticks",
         "nodes": [

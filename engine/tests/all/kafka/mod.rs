@@ -11,3 +11,19 @@ mod lag;
 mod slow_broker;
 mod tansu;
 mod transactional;
+
+/// An in-process server whose connection `main` leads to `bootstrap`, and tenant `acme`
+/// granted its topics `acme.*`: (server, tenant's client).
+pub(crate) async fn server_granting_acme(bootstrap: &str) -> (crate::server::TestServer, crate::server::Api) {
+    let main = weir::connectors::kafka::ConnectionConfig::plaintext([bootstrap.to_string()]);
+    let server = crate::server::TestServer::start(|config| {
+        config.kafka_connections.insert("main".into(), main);
+    })
+    .await;
+    let (tenant, api) = server.tenant("acme").await;
+    let grants = serde_json::json!({ "grants": [ { "connection": "main", "topic_prefixes": ["acme."] } ] });
+    let (status, v) =
+        server.client(crate::server::ADMIN).put(&format!("/api/v1/tenants/{tenant}/kafka"), &grants).await;
+    assert_eq!(status, 200, "{v}");
+    (server, api)
+}

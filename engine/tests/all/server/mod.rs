@@ -254,6 +254,13 @@ impl Api {
         (status, body)
     }
 
+    /// GET of a text answer (Prometheus' `/metrics`, `/api/v1/metrics`); panics unless 200.
+    pub async fn text(&self, path: &str) -> String {
+        let response = self.request(reqwest::Method::GET, path).send().await.expect("request sent");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.expect("body")
+    }
+
     /// GET.
     pub async fn get(&self, path: &str) -> (u16, Value) {
         self.send(self.request(reqwest::Method::GET, path)).await
