@@ -292,6 +292,9 @@ fn guest_dead_letter(bytes: &[u8]) -> Option<(String, Vec<u8>, Vec<u8>)> {
     }
 }
 
+/// Most distinct (input, content) pairs a guard counts since its checkpoint (about 40 MiB).
+const MAX_SEEN: usize = 1 << 20;
+
 /// An operator subtask's guard against records that break it (`on_error: skip |
 /// dead_letter`): it takes out the poison records a replay found, replays record by record
 /// when the job suspects one, and turns a guest failure into the error that makes the job
@@ -338,22 +341,42 @@ impl OperatorGuard {
                 kept.push(r.key, r.value, r.timestamp);
                 continue;
             }
-            let n = self.seen.entry((input, hash)).or_default();
-            *n += 1;
-            let occurrence = *n;
-            match self.known.iter().find(|p| p.hash == hash && origin_is(&p.record, input, occurrence)) {
-                Some(p) => out.push(p.record.clone()),
+            let occurrence = self.bump(input, hash);
+            // Each known record comes once: taken out, it is forgotten, and once none is left
+            // (and the subtask is not replaying one by one) batches go straight to the guest.
+            match self.known.iter().position(|p| p.hash == hash && origin_is(&p.record, input, occurrence)) {
+                Some(i) => out.push(self.known.swap_remove(i).record),
                 None => kept.push(r.key, r.value, r.timestamp),
             }
         }
         (kept, out)
     }
 
+    /// Counts a record of content `hash` on `input`; returns which of that content it is.
+    /// Past [`MAX_SEEN`] contents (a replay of a very long stretch since the checkpoint) the
+    /// subtask stops replaying one by one, so the host's memory stays bounded: the record
+    /// is then suspected again, and each suspicion counts against the job's limit.
+    fn bump(&mut self, input: u32, hash: u64) -> u32 {
+        if self.seen.len() >= MAX_SEEN && !self.seen.contains_key(&(input, hash)) {
+            if self.careful {
+                tracing::warn!(
+                    checkpoint = self.checkpoint,
+                    "a record-by-record replay passed {MAX_SEEN} records; giving it up"
+                );
+                self.careful = false;
+            }
+            return 0;
+        }
+        let n = self.seen.entry((input, hash)).or_default();
+        *n += 1;
+        *n
+    }
+
     /// Counts a record replayed one by one that is not taken out (careful only; `filter`
     /// counted it already when there are known records).
     pub(crate) fn count(&mut self, input: u32, key: &[u8], value: &[u8], timestamp: i64) {
         if self.careful && self.known.is_empty() {
-            *self.seen.entry((input, content_hash(key, value, timestamp))).or_default() += 1;
+            self.bump(input, content_hash(key, value, timestamp));
         }
     }
 
@@ -461,6 +484,8 @@ mod tests {
         assert!(!guard.careful());
         let (kept, out) = guard.filter(0, batch(&["x", "bad", "bad"]));
         assert_eq!((kept.len(), out.len()), (2, 1));
+        // Taken out once, it is forgotten: later batches are not looked at.
+        assert!(guard.idle());
         assert!(OperatorGuard::new(Some(&book), "op", 0, 3).idle());
         assert!(OperatorGuard::new(Some(&book), "op", 1, 4).idle());
         book.restoring(4);

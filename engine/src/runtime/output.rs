@@ -124,6 +124,10 @@ impl Output {
     /// Takes `rejected` out of the stream: counted, held to the job's per-minute limit, and
     /// routed to the dead letters by the node's policy (or always, when the guest sent them).
     pub(crate) fn take_out(&mut self, rejected: Vec<Rejected>) -> Result<(), TakeOutError> {
+        // Nearly every batch of a source takes nothing out: no work then.
+        if rejected.is_empty() {
+            return Ok(());
+        }
         let Some(d) = &mut self.dead_letters else { return Ok(()) };
         let batch = d.take_out(rejected)?;
         self.emit_side(DEAD_LETTER_OUTPUT, batch)?;
