@@ -669,10 +669,8 @@ async fn session(stream: super::tls::Stream, peer: SocketAddr, workers: &Workers
                     | ToController::Coordinator { ref attempt, .. }
                     | ToController::Ended { ref attempt, .. }
                     | ToController::Metrics { ref attempt, .. }
-                    | ToController::Storage { ref attempt, .. } => {
-                        let attempt = attempt.clone();
-                        workers.route(id, &attempt, message);
-                    }
+                    | ToController::Logs { ref attempt, .. }
+                    | ToController::Storage { ref attempt, .. } => workers.route(id, &attempt.clone(), message),
                 }
             }
             failed = &mut write_failed => {

@@ -29,6 +29,7 @@ use super::protocol::{AttemptId, Deploy, ModuleBytes, SharedChunkStore, ToContro
 use super::quota::Reservations;
 use super::storage_service::{Leases, StorageService};
 use crate::connectors::{SinkConfig, SourceKind};
+use crate::guest::logs::{LogLine, LogSink};
 use crate::plan::{NodeBody, Plan, PlanNode};
 use crate::runtime::attempt::{Layout, Part, control_channels, spawn_coordinator, task_infos};
 use crate::runtime::store_call::store_call;
@@ -185,12 +186,14 @@ pub(crate) async fn run_attempt_on_workers(
     let (finished, tasks) = part.spawn(Some(&task_env), restore.as_ref(), receivers, &to_coordinator)?;
     let metrics = finished.metrics();
     let counters = counters_by_task(plan, &metrics, &worker_of_task);
+    let logs =
+        task_env.logs.clone().map(|sink| RemoteLogs::new(sink, task_env.attempt, plan, &worker_of_task));
     env.set_live_metrics(metrics);
     let remote = Box::pin(follow_workers(
         (inbox, attempt.clone()),
         events,
         to_coordinator,
-        Followed { worker_of_task, counters, used: placed.used.clone() },
+        Followed { worker_of_task, counters, used: placed.used.clone(), logs },
         StorageService {
             workers: workers.clone(),
             storage: env.storage.clone(),
@@ -437,7 +440,7 @@ async fn follow_workers(
     serving: StorageService,
     sweep: bool,
 ) -> Result<(), JobError> {
-    let Followed { worker_of_task, counters, used } = followed;
+    let Followed { worker_of_task, counters, used, logs } = followed;
     let workers = serving.workers.clone();
     let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
     let reservations = serving.reservations.clone();
@@ -476,6 +479,12 @@ async fn follow_workers(
                             m.batches_in.store(c.batches_in, relaxed);
                             m.batches_out.store(c.batches_out, relaxed);
                             m.reported_blocked_ns.store(c.blocked_ns, relaxed);
+                            m.report_event_time(c.watermark, c.idle, c.kafka_lag, c.guest_counters);
+                        }
+                    }
+                    ToController::Logs { lines, dropped, .. } => {
+                        if let Some(logs) = &logs {
+                            logs.keep(worker, lines, dropped);
                         }
                     }
                     ToController::Ended { failure: None, .. } => {
@@ -553,6 +562,50 @@ struct Followed {
     counters: Vec<Arc<SubtaskMetrics>>,
     /// The workers of the attempt.
     used: BTreeSet<u64>,
+    /// Where the lines their operators log go (none: the controller's own log).
+    logs: Option<RemoteLogs>,
+}
+
+/// The job's log, as the workers' operators log into it.
+struct RemoteLogs {
+    sink: Arc<dyn LogSink>,
+    /// The job's attempt the lines were logged in.
+    attempt: u32,
+    /// (node, subtask) → the worker that runs it.
+    worker_of: BTreeMap<(String, u32), u64>,
+}
+
+impl RemoteLogs {
+    fn new(sink: Arc<dyn LogSink>, attempt: u32, plan: &Plan, worker_of_task: &BTreeMap<usize, u64>) -> Self {
+        let mut worker_of = BTreeMap::new();
+        let mut task = 0;
+        for node in &plan.nodes {
+            for s in 0..node.parallelism {
+                if let Some(&worker) = worker_of_task.get(&task) {
+                    worker_of.insert((node.id.clone(), s), worker);
+                }
+                task += 1;
+            }
+        }
+        RemoteLogs { sink, attempt, worker_of }
+    }
+
+    /// Keeps the lines `worker` shipped: only of the subtasks it runs, in this attempt.
+    fn keep(&self, worker: u64, lines: Vec<LogLine>, dropped: Vec<(String, u32, u64)>) {
+        let runs =
+            |node: &String, subtask: u32| self.worker_of.get(&(node.clone(), subtask)) == Some(&worker);
+        for (node, subtask, n) in dropped {
+            if runs(&node, subtask) {
+                self.sink.dropped(&node, subtask, n);
+            }
+        }
+        for mut line in lines {
+            if runs(&line.node, line.subtask) {
+                line.attempt = self.attempt;
+                self.sink.append(line);
+            }
+        }
+    }
 }
 
 /// Gives up an attempt's slot reservation when the attempt ends (the next attempt

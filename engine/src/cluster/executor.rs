@@ -7,12 +7,14 @@
 //! over the session ([`RemoteStorage`]: the controller's store stays the single commit
 //! point; with the controller's chunk store shared, the subtasks put their chunks and read
 //! the chains they restore there themselves); `Ended` reports how the part ended (`part`;
-//! its counters go to the controller every second, `counters`). Every job-scoped message
+//! its counters go to the controller every second, `counters`, its operators' log lines
+//! every quarter second, `logs`). Every job-scoped message
 //! names its attempt: a deploy older than one already seen for the job is refused and
 //! messages of an attempt that is not the job's current one are dropped. A session that
 //! ends takes every part with it (nothing they do could be reported any more).
 
 mod counters;
+mod logs;
 mod part;
 
 use std::collections::HashMap;

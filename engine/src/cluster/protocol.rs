@@ -24,11 +24,12 @@ use weir_store::{CheckpointMeta, Manifest, ScopeDelta, StateEntry, SubtaskState,
 
 use crate::connectors::kafka::KafkaAccess;
 use crate::connectors::{SinkConfig, SourceConfig, SourceKind};
+use crate::guest::logs::LogLine;
 use crate::plan::{NodeBody, Plan};
 use crate::runtime::{Control, ToCoordinator};
 
 /// The version of this protocol; a worker speaking another one is refused.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// What a worker tells the controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +67,17 @@ pub enum ToController {
         attempt: AttemptId,
         /// Per subtask here: its totals so far.
         counters: Vec<SubtaskCounters>,
+    },
+    /// Lines its operators logged (every [`LOGS_EVERY`], and before `Ended`), at most
+    /// [`MAX_SHIPPED_LOG_BYTES`] of text per message.
+    Logs {
+        /// The attempt.
+        attempt: AttemptId,
+        /// The lines, oldest first (their `attempt` is the controller's to set).
+        lines: Vec<LogLine>,
+        /// Lines dropped since the last message, per (node, subtask): over an instance's
+        /// rate, or over the worker's buffer.
+        dropped: Vec<(String, u32, u64)>,
     },
     /// The worker's part of `attempt` ended: every subtask of it ended well, or one failed.
     Ended {
@@ -265,8 +277,8 @@ pub struct ModuleBytes {
     pub bytes: Vec<u8>,
 }
 
-/// A subtask's counters (totals of the attempt).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A subtask's counters (totals of the attempt) and where its event time stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
 pub struct SubtaskCounters {
     /// The task (index in the job's task list).
@@ -277,7 +289,26 @@ pub struct SubtaskCounters {
     pub batches_out: u64,
     /// Time it waited for room downstream.
     pub blocked_ns: u64,
+    /// The watermark it last sent downstream.
+    #[serde(default)]
+    pub watermark: Option<i64>,
+    /// Its output is idle.
+    #[serde(default)]
+    pub idle: bool,
+    /// A Kafka source's lag: (topic, partition, records behind the partition's end).
+    #[serde(default)]
+    pub kafka_lag: Vec<(String, i32, i64)>,
+    /// The operator's own counters (at most [`crate::runtime::GUEST_COUNTERS`]).
+    #[serde(default)]
+    pub guest_counters: Vec<(String, u64)>,
 }
+
+/// How often a worker ships its operators' log lines.
+pub const LOGS_EVERY: Duration = Duration::from_millis(250);
+
+/// Most bytes of log text in one [`ToController::Logs`] (and held by a worker's part
+/// between two of them: what is over it is dropped and counted).
+pub const MAX_SHIPPED_LOG_BYTES: usize = 256 << 10;
 
 /// How a subtask on a worker failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -724,76 +755,4 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn messages_cross_a_session_and_oversized_frames_are_refused() {
-        let (a, b) = tokio::io::duplex(1 << 16);
-        let (mut worker, mut controller) = (Session::new(a, 1024), Session::new(b, 1024));
-        let hello = Hello {
-            protocol: PROTOCOL_VERSION,
-            token: "t".into(),
-            name: "w-1".into(),
-            data_addr: "127.0.0.1:1".into(),
-            slots: 2,
-            version: "0".into(),
-        };
-        worker.send(&ToController::Hello(hello.clone())).await.unwrap();
-        assert_eq!(controller.recv::<ToController>().await.unwrap(), Some(ToController::Hello(hello)));
-        // A long message crosses in parts once the receiver accepts long messages.
-        controller.set_max_message(1 << 20);
-        let long = ToController::Goodbye { reason: "x".repeat(5000) };
-        worker.send(&long).await.unwrap();
-        assert_eq!(controller.recv::<ToController>().await.unwrap(), Some(long));
-        // Parts past the message bound fail the receiving end.
-        controller.set_max_message(4096);
-        worker.send(&ToController::Goodbye { reason: "y".repeat(5000) }).await.unwrap();
-        let err = controller.recv::<ToController>().await.unwrap_err();
-        assert!(err.to_string().contains("longer than 4096"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn a_frame_past_the_bound_fails_the_receiving_end() {
-        let (a, b) = tokio::io::duplex(1 << 16);
-        let (mut worker, mut controller) = (Session::new(a, 1 << 20), Session::new(b, 1024));
-        worker.send(&ToController::Goodbye { reason: "x".repeat(2000) }).await.unwrap();
-        let err = controller.recv::<ToController>().await.unwrap_err();
-        assert!(err.to_string().contains("frame size too big"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn a_raised_frame_bound_takes_long_frames_and_keeps_what_was_buffered() {
-        let (a, b) = tokio::io::duplex(1 << 16);
-        let (mut worker, mut controller) = (Session::new(a, 1 << 20), Session::new(b, 1024));
-        // The long frame arrives with the short one: it is read under the raised bound.
-        worker.send(&ToController::Heartbeat { seq: 1 }).await.unwrap();
-        let long = ToController::Goodbye { reason: "x".repeat(2000) };
-        worker.send(&long).await.unwrap();
-        assert_eq!(
-            controller.recv::<ToController>().await.unwrap(),
-            Some(ToController::Heartbeat { seq: 1 })
-        );
-        let mut controller = controller.with_max_frame(1 << 20);
-        assert_eq!(controller.recv::<ToController>().await.unwrap(), Some(long));
-        let back = ToController::Goodbye { reason: "y".repeat(3000) };
-        controller.send(&back).await.unwrap();
-        assert_eq!(worker.recv::<ToController>().await.unwrap(), Some(back));
-    }
-
-    #[test]
-    fn a_refused_deploy_crosses_the_wire_as_its_text() {
-        // Older peers send and read `Result<(), String>`.
-        let typed: Result<(), DeployRefusal> = Err(DeployRefusal("a bad spec".into()));
-        let plain: Result<(), String> = Err("a bad spec".into());
-        assert_eq!(rmp_serde::to_vec_named(&typed).unwrap(), rmp_serde::to_vec_named(&plain).unwrap());
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert!(valid_name("weir-worker-0.pod_1"));
-        for bad in ["", "a b", "ü", &"x".repeat(65), "a/b"] {
-            assert!(!valid_name(bad), "{bad:?}");
-        }
-    }
-}
+mod tests;

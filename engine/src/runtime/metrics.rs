@@ -59,6 +59,30 @@ impl SubtaskMetrics {
         self.has_watermark.load(Ordering::Relaxed).then(|| self.watermark.load(Ordering::Relaxed))
     }
 
+    /// What its worker reports of it: its watermark, whether it is idle, a Kafka source's
+    /// lag and the operator's own counters (at most [`GUEST_COUNTERS`] of them).
+    pub(crate) fn report_event_time(
+        &self,
+        watermark: Option<i64>,
+        idle: bool,
+        mut lag: Vec<(String, i32, i64)>,
+        mut counters: Vec<(String, u64)>,
+    ) {
+        if let Some(w) = watermark {
+            self.set_watermark(w);
+        }
+        self.set_idle(idle);
+        // A worker holds the cluster token, but its lists stay bounded here all the same.
+        lag.truncate(4096);
+        counters.truncate(GUEST_COUNTERS);
+        if let Ok(mut l) = self.lag.lock() {
+            *l = lag;
+        }
+        if let Ok(mut c) = self.guest_counters.lock() {
+            *c = counters;
+        }
+    }
+
     pub(crate) fn add_out(&self, records: usize) {
         if records > 0 {
             self.records_out.fetch_add(records as u64, Ordering::Relaxed);

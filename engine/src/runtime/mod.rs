@@ -57,7 +57,7 @@ pub use error::{
 pub use input_gate::{InputGate, UpstreamGone};
 pub use job::{commit_latest, run_job, run_job_checkpointed};
 pub use message::{Barrier, Message};
-pub use metrics::{JobMetrics, SubtaskMetrics};
+pub use metrics::{GUEST_COUNTERS, JobMetrics, SubtaskMetrics};
 pub use output::{EdgeOutput, Output};
 pub use report::{ChannelReport, JobReport, NodeReport};
 pub use restore::restore_chains;

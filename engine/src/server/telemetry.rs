@@ -177,6 +177,21 @@ impl Telemetry {
         self.counter("weir_operator_counter_total", labels).increment(delta);
     }
 
+    /// `n` of an operator's log lines kept in the job's log at `level`, or (`None`) dropped:
+    /// over an instance's rate, or over the lines held before they were written or shipped.
+    pub fn log_lines(&self, tenant: &str, job: &str, node: &str, level: Option<&str>, n: u64) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("node", node.to_string()));
+        let name = match level {
+            Some(level) => {
+                labels.push(Label::new("level", level.to_string()));
+                "weir_operator_log_lines_total"
+            }
+            None => "weir_operator_log_lines_dropped_total",
+        };
+        self.counter(name, labels).increment(n);
+    }
+
     /// A Kafka source's lag on one partition: records between its position and the end.
     pub fn kafka_lag(&self, tenant: &str, job: &str, node: &str, topic: &str, partition: i32, lag: i64) {
         let mut labels = Self::job_labels(tenant, job);

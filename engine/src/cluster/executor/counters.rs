@@ -58,6 +58,10 @@ impl Counters {
                     .filter(|c| &c.from == sender)
                     .map(|c| c.blocked_ns.load(relaxed))
                     .sum(),
+                watermark: m.watermark(),
+                idle: m.idle.load(relaxed),
+                kafka_lag: m.lag.lock().map(|l| l.clone()).unwrap_or_default(),
+                guest_counters: m.guest_counters.lock().map(|c| c.clone()).unwrap_or_default(),
             })
             .collect()
     }

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use weir_store::CheckpointStorage;
 
 use super::counters::Counters;
+use super::logs::ShippedLogs;
 use super::{DeployError, ExecutorConfig, lock};
 use crate::cluster::protocol::{AttemptId, Deploy, DeployRefusal, ModuleBytes, RemoteFailure, ToController};
 use crate::cluster::quota::RemoteQuota;
@@ -75,8 +76,10 @@ pub(super) async fn run_part(
     if start.await.is_err() {
         return;
     }
-    let env = task_env(&config, &attempt, storage, stop);
-    let running = Running { plan: &plan, layout: &layout, env: &env, outbox: &outbox, attempt: &attempt };
+    let logs = Arc::new(ShippedLogs::default());
+    let env = task_env(&config, &attempt, storage, stop, logs.clone());
+    let running =
+        Running { plan: &plan, layout: &layout, env: &env, outbox: &outbox, attempt: &attempt, logs: &logs };
     let failure = running.run(part, deploy.restore.as_ref(), receivers).await.err();
     let _ = outbox.send(ToController::Ended { attempt, failure }).await;
 }
@@ -133,6 +136,7 @@ fn task_env(
     attempt: &AttemptId,
     storage: Arc<RemoteStorage>,
     stop: Arc<StopSignal>,
+    logs: Arc<ShippedLogs>,
 ) -> TaskEnv {
     TaskEnv {
         job_id: attempt.job.clone(),
@@ -150,8 +154,8 @@ fn task_env(
         // replay that finds a record breaking an operator runs on the controller's own
         // attempts only (docs/design.md §13).
         dead_letters: Arc::default(),
-        // On a worker, the lines go to the worker's own log.
-        logs: None,
+        // The lines go to the controller, into the job's log.
+        logs: Some(logs),
         log_rate: crate::guest::logs::LogRate::default(),
         attempt: u32::try_from(attempt.attempt).unwrap_or(u32::MAX),
     }
@@ -182,6 +186,7 @@ struct Running<'a> {
     env: &'a TaskEnv,
     outbox: &'a mpsc::Sender<ToController>,
     attempt: &'a AttemptId,
+    logs: &'a Arc<ShippedLogs>,
 }
 
 impl Running<'_> {
@@ -201,11 +206,16 @@ impl Running<'_> {
         let (finished, tasks) = spawned.map_err(|e| part_failure(&e))?;
         let counters = Counters::new(self.plan, self.layout, finished.metrics());
         let reporting = tokio::spawn(counters.clone().report(self.outbox.clone(), self.attempt.clone()));
+        let shipping = tokio::spawn(self.logs.clone().ship(self.outbox.clone(), self.attempt.clone()));
         let joined = tasks.join(None).await;
         reporting.abort();
+        shipping.abort();
         // Every message of the subtasks reaches the controller before `Ended`, and so do
-        // their final counters.
+        // their last log lines and final counters.
         let _ = forward.await;
+        if let Some(logs) = self.logs.take(self.attempt) {
+            let _ = self.outbox.send(logs).await;
+        }
         let metrics = ToController::Metrics { attempt: self.attempt.clone(), counters: counters.now() };
         let _ = self.outbox.send(metrics).await;
         joined.map(drop).map_err(remote_failure)

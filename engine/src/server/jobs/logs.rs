@@ -5,7 +5,7 @@
 //! `weir.job_logs` ((tenant, job, seq) → JSON) by the job's sampler about once a second and
 //! when a run ends; a reader sees both. Followers get new lines as they arrive.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -86,6 +86,8 @@ struct State {
     /// Dropped since the last summary in the server's log, and when that was.
     unreported: u64,
     reported_at: Option<Instant>,
+    /// (node, level; `None`: dropped) → lines since the metrics were last told.
+    uncounted: BTreeMap<(String, Option<LogLevel>), u64>,
 }
 
 fn db_err(e: impl std::fmt::Display) -> ServerError {
@@ -124,6 +126,7 @@ impl JobLogs {
                 stored_bytes: None,
                 unreported: 0,
                 reported_at: None,
+                uncounted: BTreeMap::new(),
             }),
             follow,
             dropped: AtomicU64::new(0),
@@ -209,7 +212,13 @@ impl JobLogs {
         Ok(())
     }
 
-    fn report_dropped(&self, state: &mut State, n: u64) {
+    /// Lines kept and dropped per (node, level; `None`: dropped) since the last call.
+    pub fn counts(&self) -> BTreeMap<(String, Option<LogLevel>), u64> {
+        self.state.lock().map(|mut s| std::mem::take(&mut s.uncounted)).unwrap_or_default()
+    }
+
+    fn report_dropped(&self, state: &mut State, node: &str, n: u64) {
+        *state.uncounted.entry((node.to_string(), None)).or_default() += n;
         self.dropped.fetch_add(n, Ordering::Relaxed);
         state.unreported += n;
         if state.reported_at.is_none_or(|t| t.elapsed() >= SUMMARY_EVERY) {
@@ -229,29 +238,26 @@ impl JobLogs {
 impl LogSink for JobLogs {
     fn append(&self, line: LogLine) {
         let Ok(mut state) = self.state.lock() else { return };
+        *state.uncounted.entry((line.node.clone(), Some(line.level))).or_default() += 1;
         let stored = StoredLine { seq: state.next_seq, line };
         state.next_seq += 1;
         state.unwritten_bytes += stored.line.message.len() as u64 + 64;
         state.unwritten.push_back(stored.clone());
         // Not yet written and already past the ring: the oldest go (a writer that cannot
         // keep up never holds more than the ring in memory).
-        let mut over = 0;
         while state.unwritten_bytes > self.max_bytes {
             let Some(l) = state.unwritten.pop_front() else { break };
             state.unwritten_bytes -= l.line.message.len() as u64 + 64;
-            over += 1;
-        }
-        if over > 0 {
-            self.report_dropped(&mut state, over);
+            self.report_dropped(&mut state, &l.line.node, 1);
         }
         drop(state);
         let _ = self.follow.send(stored);
     }
 
     fn dropped(&self, node: &str, subtask: u32, dropped: u64) {
-        let _ = (node, subtask);
+        let _ = subtask;
         if let Ok(mut state) = self.state.lock() {
-            self.report_dropped(&mut state, dropped);
+            self.report_dropped(&mut state, node, dropped);
         }
     }
 }
@@ -286,9 +292,7 @@ pub(crate) fn list(
 }
 
 /// Bytes of every tenant's log rows, as [`JobLogs::flush`] charges them (for the recount).
-pub(crate) fn rows_per_tenant(
-    txn: &redb::ReadTransaction,
-) -> ServerResult<std::collections::BTreeMap<String, i64>> {
+pub(crate) fn rows_per_tenant(txn: &redb::ReadTransaction) -> ServerResult<BTreeMap<String, i64>> {
     super::exceptions::rows_per_tenant_of(txn, LOGS)
 }
 
@@ -327,9 +331,13 @@ impl super::JobManager {
         self.inner.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned()
     }
 
-    /// Writes what `logs` holds (a failure is logged: the job goes on).
+    /// Counts what `logs` kept and dropped, and writes what it holds (a failure is logged:
+    /// the job goes on).
     pub(super) async fn flush_logs(&self, logs: Option<std::sync::Arc<JobLogs>>) {
         let Some(logs) = logs else { return };
+        for ((node, level), n) in logs.counts() {
+            self.inner.telemetry.log_lines(&logs.tenant, &logs.job, &node, level.map(LogLevel::name), n);
+        }
         let store = self.inner.store.clone();
         let flushed = tokio::task::spawn_blocking(move || logs.flush(&store)).await;
         if let Ok(Err(e)) | Err(e) = flushed.map_err(ServerError::internal) {

@@ -103,6 +103,11 @@ impl Worker {
         }
     }
 
+    /// The lines it printed that were not read yet.
+    pub(crate) fn lines_so_far(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
