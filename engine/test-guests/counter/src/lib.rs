@@ -27,6 +27,9 @@
 //!   letters by the operator itself (the SDK's `dead_letter::send`), not emitted;
 //! - `log_levels: true`: each record logs `record {id} at {level}` at every level, trace to
 //!   error, prints `record {id} on stdout` and adds 1 to its counter `records_logged`;
+//! - `log_flood: n`: each record also logs `n` lines of 1 KiB (odd ones at info, even ones
+//!   on stdout), and `counter_flood: n` adds 1 to `n` counters `flood_0`, … (a guest that
+//!   logs and names counters without bound);
 //! - `panic_after_snapshots`: panic at the first record after this many snapshots, unless
 //!   the instance was restored from a checkpoint (a guest trap that recovery must survive).
 //!   It counts `states` calls, one per part of a snapshot in parts (one part holds ~4 MiB).
@@ -50,6 +53,8 @@ struct Config {
     poison: Poison,
     dead_letter_every: Option<u64>,
     log_levels: bool,
+    log_flood: usize,
+    counter_flood: usize,
 }
 
 /// How a poison record breaks the operator (after it counted the record: its state must
@@ -161,6 +166,17 @@ impl Operator for Counter {
             weir_guest::error!("record {id} at error");
             println!("record {id} on stdout");
             weir_guest::metrics::counter_add("records_logged", 1);
+        }
+        for i in 0..self.config.log_flood {
+            let line = format!("flood {id}.{i} {}", "x".repeat(1000));
+            if i % 2 == 1 {
+                weir_guest::info!("{line}");
+            } else {
+                println!("{line}");
+            }
+        }
+        for i in 0..self.config.counter_flood {
+            weir_guest::metrics::counter_add(&format!("flood_{i}"), 1);
         }
         if let Some(every) = self.config.poison_every
             && id % every == every - 1

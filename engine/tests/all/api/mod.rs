@@ -9,6 +9,7 @@ mod exceptions;
 mod lifecycle;
 mod observing;
 mod openapi;
+mod prometheus;
 mod tenants;
 pub(crate) mod tokens;
 mod ui;

@@ -30,6 +30,52 @@ pub struct TestServer {
     child: Option<Child>,
     task: Option<tokio::task::JoinHandle<()>>,
     service: Option<std::sync::Arc<Server>>,
+    /// What a `weir serve` child wrote to its stderr (its log); passed on to the test's.
+    pub log: std::sync::Arc<ProcessLog>,
+}
+
+/// A child process's log as it arrives: bytes and lines so far, and the last lines.
+#[derive(Debug, Default)]
+pub struct ProcessLog {
+    state: std::sync::Mutex<(u64, u64, std::collections::VecDeque<String>)>,
+}
+
+impl ProcessLog {
+    /// Keeps the last this many lines.
+    const KEPT: usize = 20_000;
+
+    /// Reads `from` line by line on a thread of its own, passing each on to this process's
+    /// stderr.
+    pub fn follow(from: impl std::io::Read + Send + 'static) -> std::sync::Arc<ProcessLog> {
+        let log = std::sync::Arc::new(ProcessLog::default());
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(from).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                let mut s = kept.state.lock().unwrap();
+                s.0 += line.len() as u64 + 1;
+                s.1 += 1;
+                s.2.push_back(line);
+                if s.2.len() > Self::KEPT {
+                    s.2.pop_front();
+                }
+            }
+        });
+        log
+    }
+
+    /// (bytes, lines) so far.
+    pub fn written(&self) -> (u64, u64) {
+        let s = self.state.lock().unwrap();
+        (s.0, s.1)
+    }
+
+    /// The lines after the first `n` (those still kept).
+    pub fn lines_after(&self, n: u64) -> Vec<String> {
+        let s = self.state.lock().unwrap();
+        let first = s.1 - s.2.len() as u64;
+        s.2.iter().skip(n.saturating_sub(first) as usize).cloned().collect()
+    }
 }
 
 impl TestServer {
@@ -80,6 +126,7 @@ impl TestServer {
             child: None,
             task: Some(task),
             service: Some(service),
+            log: Default::default(),
         }
     }
 
@@ -99,9 +146,10 @@ impl TestServer {
             .env("RUST_LOG", "weir=info")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("weir serve starts");
+        let log = ProcessLog::follow(child.stderr.take().expect("stderr"));
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut cluster = None;
@@ -122,6 +170,7 @@ impl TestServer {
             child: Some(child),
             task: None,
             service: None,
+            log,
         }
     }
 

@@ -5,6 +5,7 @@
 //! (`attacks`), or, against the wings bounded since (issue 40: fat batches, a timer storm,
 //! amplifying stream requests, unread pages, a pickle bomb from a Python operator, a
 //! decompression bomb on B's granted Kafka topic, token-less sockets on the cluster port;
+//! an operator logging 1 MB/s and naming counters without bound (issue 42);
 //! `wings`), a job or request that completes within the bounds or fails naming the bound; A's `GET /jobs/{id}` and `POST /jobs` p99 stay under 1 s; A's throughput
 //! stays within 10 % of its throughput alone; the server's resident memory, open file
 //! descriptors and data directory stay under the bounds below; nothing of A's is lost;
@@ -75,7 +76,8 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     let env: Vec<(&str, &str)> = config.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut server = TestServer::spawn_process_with(&data, &env);
     let (_, a) = server.tenant_with("a", Some(json!({ "max_jobs": 64 }))).await;
-    let (b_tenant, b) = server.tenant_with("b", Some(json!({ "max_storage_bytes": B_STORAGE }))).await;
+    let b_quotas = json!({ "max_storage_bytes": B_STORAGE, "max_log_bytes_per_job": wings::B_LOG_BYTES });
+    let (b_tenant, b) = server.tenant_with("b", Some(b_quotas)).await;
     let grants =
         json!({ "grants": [ { "connection": "main", "topic_prefixes": ["b-"], "group_prefixes": ["b-"] } ] });
     let (status, v) = server.client(ADMIN).put(&format!("/api/v1/tenants/{b_tenant}/kafka"), &grants).await;
@@ -91,7 +93,7 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
     wait_output(&a, 500).await;
 
     // B: its modules, and a savepoint of its own word count (for the restore attacks).
-    for m in ["tokenizer", "wordcount", "faulty", "slow-describe", "slow-migrate"] {
+    for m in ["tokenizer", "wordcount", "faulty", "slow-describe", "slow-migrate", "counter"] {
         b.upload_guest(m).await;
     }
     // B's Python operator, uploaded before the phases: compiling a 20 MB component is the
@@ -147,6 +149,7 @@ async fn a_hostile_tenant_cannot_stall_starve_crash_or_fill_the_server() {
         watch.phase("16 unread pages", MIN_PHASE, wings::slow_readers(&b, WRITE_TIMEOUT)).await,
         watch.phase("pickle bomb (Python)", MIN_PHASE, wings::pickle_bomb(&b, &pickle_bomb)).await,
         watch.phase("decompression bomb", MIN_PHASE, wings::decompression_bomb(&b)).await,
+        watch.phase("1 MB/s of operator logs", MIN_PHASE, wings::log_flood(&b, &server.log)).await,
         watch
             .phase(
                 "300 token-less sockets",

@@ -249,3 +249,79 @@ pub async fn tokenless_cluster_sockets(cluster: &str, hello_timeout: std::time::
     eprintln!("    {opened} silent cluster sockets, {closed} closed");
     assert_eq!(closed, opened, "the controller kept token-less sockets open past its hello timeout");
 }
+
+/// B's ring of operator logs in this suite.
+pub const B_LOG_BYTES: u64 = 128 << 10;
+
+/// A guest that logs 1 MB/s (ten records a second, each logging 100 lines of 1 KiB) and
+/// names 100 counters (issue 42): its instance keeps what its rate allows and drops the
+/// rest, counted in B's metrics; the job's log stays within B's ring; the server's own log
+/// gets a summary, never a line of the guest; B's metrics hold at most 32 of its counters.
+pub async fn log_flood(b: &B, server_log: &crate::server::ProcessLog) {
+    const RECORDS: u64 = 40;
+    const LINES: u64 = 100;
+    let (log_bytes, log_lines) = server_log.written();
+    let started = std::time::Instant::now();
+    let spec = json!({
+        "name": "flood",
+        "nodes": [
+            { "id": "src", "kind": "source", "connector": "generator",
+              "config": { "mode": "sequence", "count": RECORDS, "batch_size": 1, "records_per_second": 10 } },
+            { "id": "flood", "kind": "operator", "module": "counter",
+              "config": { "log_flood": LINES, "counter_flood": 100 } },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "src", "to": "flood" }, { "from": "flood", "to": "out" } ],
+        "settings": { "checkpoint": { "interval_ms": null } }
+    });
+    let id = b.api.create_job(&spec).await;
+    finishes(b, &id).await;
+    let seconds = started.elapsed().as_secs_f64();
+
+    // The ring: every line B can read is within its bound.
+    let (status, page) = b.api.get(&format!("/api/v1/jobs/{id}/logs?limit=10000")).await;
+    assert_eq!(status, 200, "{page}");
+    let read = page["data"].as_array().unwrap();
+    let text: u64 = read.iter().map(|l| l["message"].as_str().unwrap().len() as u64).sum();
+    assert!(
+        !read.is_empty() && text <= B_LOG_BYTES,
+        "{} lines, {text} bytes in a ring of {B_LOG_BYTES}",
+        read.len()
+    );
+    // The rate: 64 KiB of text a second per instance (a second's burst); the rest dropped
+    // and counted.
+    let metrics = b.api.text("/api/v1/metrics").await;
+    let sum = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(&format!("job=\"{id}\"")))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    let (kept, dropped) =
+        (sum("weir_operator_log_lines_total"), sum("weir_operator_log_lines_dropped_total"));
+    let allowed = (64.0 * 1024.0 * (seconds + 1.0) / 1000.0).ceil();
+    assert!(kept > 0.0 && kept <= allowed, "kept {kept} lines in {seconds:.1} s (at most {allowed})");
+    assert!(
+        kept + dropped >= (RECORDS * LINES) as f64,
+        "kept {kept} + dropped {dropped} of {}",
+        RECORDS * LINES
+    );
+    let counters = metrics
+        .lines()
+        .filter(|l| l.starts_with("weir_operator_counter_total{") && l.contains(&format!("job=\"{id}\"")))
+        .count();
+    assert!(counters <= 32, "{counters} counter series of one instance");
+    // The server's own log: a summary of the drops, no line of the guest, a few KiB.
+    let (bytes, _) = server_log.written();
+    let said = server_log.lines_after(log_lines);
+    assert!(said.iter().any(|l| l.contains("operators logged past their rate")), "{said:#?}");
+    assert!(!said.iter().any(|l| l.contains("flood ")), "a guest's line in the server's log");
+    assert!(bytes - log_bytes <= 64 << 10, "the server logged {} bytes", bytes - log_bytes);
+    eprintln!(
+        "    logs: {kept} lines kept, {dropped} dropped in {seconds:.1} s; {} lines ({text} bytes) in the ring; \
+         the server logged {} bytes",
+        read.len(),
+        bytes - log_bytes
+    );
+}
