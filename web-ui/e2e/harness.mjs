@@ -4,7 +4,8 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
@@ -38,12 +39,13 @@ export const CLUSTER_TOKEN = 'e2e-cluster-token-0123456789';
 
 /**
  * Starts `weir serve` on a fresh data directory; resolves once it listens. With
- * `{ cluster: true }` it also listens for workers (`cluster` is then their address).
+ * `{ cluster: true }` it also listens for workers (`cluster` is then their address); `env`
+ * adds to its environment (its configuration, `WEIR_*`).
  */
-export async function startServer({ cluster = false } = {}) {
+export async function startServer({ cluster = false, env: extra = {} } = {}) {
   if (!existsSync(weirBin)) throw new Error(`no weir binary at ${weirBin}: build it first (cargo build -p weir) or set WEIR_BIN`);
   const dataDir = mkdtempSync(join(tmpdir(), 'weir-e2e-'));
-  const env = { ...process.env, WEIR_ADMIN_TOKEN: ADMIN, RUST_LOG: 'weir=warn' };
+  const env = { ...process.env, WEIR_ADMIN_TOKEN: ADMIN, RUST_LOG: 'weir=warn', ...extra };
   if (cluster) Object.assign(env, { WEIR_CLUSTER__LISTEN: '127.0.0.1:0', WEIR_CLUSTER__TOKEN: CLUSTER_TOKEN });
   const child = spawn(weirBin, ['--data-dir', dataDir, 'serve', '--listen', '127.0.0.1:0'], {
     env,
@@ -107,7 +109,66 @@ export function api(url, token) {
   return {
     get: (path) => call('GET', path),
     post: (path, body) => call('POST', path, body),
+    put: (path, body) => call('PUT', path, body),
     upload: (path, bytes, type) => call('POST', path, bytes, type),
+  };
+}
+
+/** The Tansu broker `.ci/run` installs (`WEIR_TANSU`, else its place in ~/.cache/weir). */
+const tansuBin = process.env.WEIR_TANSU ?? join(homedir(), '.cache', 'weir', 'tansu', '0.6.0-libsql', 'bin', 'tansu');
+
+/** A free port on loopback (taken again should another process get it first). */
+async function freePort() {
+  const server = createServer();
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/**
+ * Starts a Tansu Kafka broker on loopback, its log in a temporary directory; resolves once
+ * it is ready.
+ * `createTopic` uses Tansu's own CLI (its `cat produce` writes batches the SQLite engine
+ * miscounts: records are produced through Weir's Kafka sink instead).
+ */
+export async function startTansu() {
+  if (!existsSync(tansuBin)) throw new Error(`no Tansu at ${tansuBin}: run \`bash .ci/run tansu\` or set WEIR_TANSU`);
+  const port = await freePort();
+  const url = `tcp://127.0.0.1:${port}`;
+  // SQLite storage, as the engine's Kafka tests use (the memory engine reports no
+  // partition ends, so no lag).
+  const dir = mkdtempSync(join(tmpdir(), 'weir-e2e-tansu-'));
+  const child = spawn(tansuBin, ['broker', '--listener-url', url, '--advertised-listener-url', url, '--storage-engine', 'sqlite://tansu.db'], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  await new Promise((resolvePromise, reject) => {
+    child.once('exit', (code) => reject(new Error(`tansu exited with ${code}: ${log}`)));
+    for (const out of [child.stdout, child.stderr]) {
+      out.on('data', (chunk) => {
+        log += chunk;
+        if (log.includes('ready in')) resolvePromise();
+      });
+    }
+  });
+  const run = (args) =>
+    new Promise((resolvePromise, reject) => {
+      const c = spawn(tansuBin, [...args, '--broker', url], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      c.stderr.on('data', (d) => (err += d));
+      c.once('exit', (code) => (code === 0 ? resolvePromise() : reject(new Error(`tansu ${args.join(' ')}: ${code} ${err}`))));
+    });
+  return {
+    bootstrap: `127.0.0.1:${port}`,
+    createTopic: (name, partitions) => run(['topic', 'create', name, '--partitions', String(partitions)]),
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 

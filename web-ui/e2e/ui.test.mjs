@@ -1,8 +1,9 @@
 // End to end: Debian's Chromium (playwright-core) against a real `weir serve` running a real
 // job. Sign in (and a wrong token), the jobs list, a job's graph, checkpoints appearing live
 // in the table and the chart, a checkpoint's detail and timeline, a savepoint triggered and
-// listed, state browsed, a module uploaded, a failed job's error and exception history, an
-// empty history, and a narrow window. Screenshots go to <target>/ui-e2e.
+// listed, state browsed, a module uploaded, a failed job's error and exception history, its
+// operators' logs, its watermark and event-time lag live and plotted, an empty history, and a
+// narrow window. Screenshots go to <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -212,6 +213,50 @@ test("a job's operator logs are shown, filtered and searched", async () => {
   await waitFor('one match', async () => (await lines.count()) === 1);
   assert.match(await lines.first().innerText(), /count #0/);
   await screenshot(page, '08b-logs');
+});
+
+test("a job's watermark and event-time lag are shown live, plotted, and move when its input pauses and resumes", async () => {
+  await client.post('/api/v1/streams', { name: 'ticks', partitions: 1 });
+  const push = (ts) =>
+    client.post('/api/v1/streams/ticks/records', { records: Array.from({ length: 5 }, (_, i) => ({ value: `t${i}`, timestamp: ts + i })) });
+  const ticking = (
+    await client.post('/api/v1/jobs', {
+      name: 'ticking',
+      nodes: [
+        { id: 'ticks', kind: 'source', connector: 'stream', config: { stream: 'ticks', follow: true, out_of_orderness_ms: 0 } },
+        { id: 'out', kind: 'sink', connector: 'blackhole' },
+      ],
+      edges: [{ from: 'ticks', to: 'out' }],
+    })
+  ).id;
+  // The records are a minute old.
+  await push(Date.now() - 60_000);
+  await page.goto(`${server.url}/#/jobs/${ticking}`);
+  const chart = byTestId('chart-event-lag');
+  /** The source's latest event-time lag in the chart (ms). */
+  const lag = async () => {
+    if ((await chart.count()) === 0) return null;
+    const labels = (await chart.getAttribute('data-labels')).split(',');
+    const v = (await chart.getAttribute('data-latest')).split(',')[labels.indexOf('ticks')];
+    return v ? Number(v) : null;
+  };
+  const watermark = async () => (await client.get(`/api/v1/jobs/${ticking}`)).vertices[0].subtasks[0].watermark_ms;
+  await waitFor('a minute behind, plotted', async () => (await lag()) >= 55_000 && (await lag()) < 120_000);
+  const sourceRow = byTestId('operator-event-time').first();
+  assert.match(await sourceRow.innerText(), /behind/);
+  // Paused: no records, the watermark stays and the lag grows with the clock.
+  const paused = await lag();
+  const mark = await watermark();
+  await waitFor('the lag grows while paused', async () => (await lag()) >= paused + 2_000);
+  assert.equal(await watermark(), mark, 'the watermark stays while no records arrive');
+  // Resumed with fresh records: the watermark moves on and the lag falls.
+  await push(Date.now() - 1_000);
+  await waitFor('the lag falls once records arrive', async () => (await lag()) < 30_000);
+  assert.ok((await watermark()) > mark + 50_000, 'the watermark moved');
+  assert.ok(Number(await chart.getAttribute('data-points')) >= 3);
+  assert.ok(Number(await byTestId('chart-rates').getAttribute('data-points')) >= 3);
+  await screenshot(page, '08c-event-time');
+  await client.post(`/api/v1/jobs/${ticking}/cancel`);
 });
 
 test('an empty checkpoint history says so', async () => {

@@ -1,4 +1,4 @@
-// Series for the checkpoint charts (uPlot's aligned data: x values, then one array per
+// Series for the charts (uPlot's aligned data: x values, then one array per
 // series with `null` for a gap). Pure.
 
 import type { CheckpointView } from '../api/types';
@@ -6,12 +6,12 @@ import type { CheckpointView } from '../api/types';
 export interface ChartSeries {
   label: string;
   /** Unit of the values, for axes and legends. */
-  unit: 'ms' | 'bytes';
+  unit: 'ms' | 'bytes' | 'rate' | 'count';
   values: (number | null)[];
 }
 
 export interface ChartData {
-  /** Checkpoint ids, ascending (uPlot needs an ascending x). */
+  /** Checkpoint ids, or times in unix seconds; ascending (uPlot needs an ascending x). */
   x: number[];
   series: ChartSeries[];
 }

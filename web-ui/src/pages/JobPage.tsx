@@ -4,6 +4,7 @@ import type { JobDetail, JobException, RestoreReport } from '../api/types';
 import { CheckpointHistory } from '../components/CheckpointHistory';
 import { JobGraph } from '../components/JobGraph';
 import { JobLogs } from '../components/JobLogs';
+import { LiveCharts } from '../components/LiveCharts';
 import { OperatorsTable } from '../components/OperatorsTable';
 import { SavepointTrigger, SavepointsTable } from '../components/Savepoints';
 import { Empty, Loading, Status } from '../components/Status';
@@ -68,6 +69,7 @@ export function JobPage({ id }: { id: string }) {
         </div>
         <JobGraph vertices={j.vertices} edges={j.edges} modules={modules.data} />
         <OperatorsTable vertices={j.vertices} modules={modules.data} />
+        <LiveCharts job={j} />
       </section>
 
       <CheckpointHistory job={j} />

@@ -133,11 +133,13 @@ enum Command {
     Commit(BTreeMap<TopicPartition, i64>),
 }
 
-/// Records of one partition converted into a batch, up to offset `last`, with those among
-/// them that could not be read.
+/// Records of one partition converted into a batch, up to offset `last`, their latest event
+/// time (a watermark passes no record the task has not taken: not the rest of the fetch),
+/// with those among them that could not be read.
 struct Chunk {
     batch: Batch,
     last: i64,
+    max_time: i64,
     rejected: Vec<Rejected>,
     error: Option<Box<ConnectorError>>,
 }
@@ -604,11 +606,9 @@ impl Fetcher {
         fetched_next: i64,
         end_offset: i64,
     ) -> Result<(), ConnectorError> {
-        let (batches, max_time) = self.convert(&tp, records);
-        let mut next_offset = fetched_next;
-        if let Some(end) = self.stop.get(&tp).copied() {
-            next_offset = next_offset.min(end.max(self.offsets[&tp]));
-        }
+        let batches = self.convert(&tp, records);
+        let stop = self.stop.get(&tp).copied();
+        let next_offset = stop.map_or(fetched_next, |end| fetched_next.min(end.max(self.offsets[&tp])));
         self.offsets.insert(tp.clone(), next_offset);
         let count = batches.len();
         if count == 0 {
@@ -617,7 +617,7 @@ impl Fetcher {
                 tp,
                 batch: Batch::empty(),
                 next_offset,
-                max_time,
+                max_time: i64::MIN,
                 rejected: Vec::new(),
                 error: None,
                 end_offset,
@@ -630,7 +630,7 @@ impl Fetcher {
                 tp: tp.clone(),
                 batch: chunk.batch,
                 next_offset: next,
-                max_time,
+                max_time: chunk.max_time,
                 rejected: chunk.rejected,
                 error: chunk.error,
                 end_offset,
@@ -648,23 +648,23 @@ impl Fetcher {
     /// the records among them that cannot be read (left out, with the first one's error:
     /// the task fails on it unless the node rejects bad records). Returns the chunks and the
     /// highest event time among them.
-    fn convert(&self, tp: &TopicPartition, records: &[super::client::FetchedRecord]) -> (Vec<Chunk>, i64) {
+    fn convert(&self, tp: &TopicPartition, records: &[super::client::FetchedRecord]) -> Vec<Chunk> {
         let end = self.stop.get(tp).copied().unwrap_or(i64::MAX);
         let mut out = Vec::new();
         let limit = self.settings.batch;
         let new_chunk = || Chunk {
             batch: Batch::with_capacity(records.len().min(limit.records), 0),
             last: -1,
+            max_time: i64::MIN,
             rejected: Vec::new(),
             error: None,
         };
         let mut chunk = new_chunk();
-        let mut max_time = i64::MIN;
         for r in records.iter().filter(|r| r.offset < end) {
             chunk.last = r.offset;
             match self.read(r) {
                 Ok((key, value, time)) => {
-                    max_time = max_time.max(time);
+                    chunk.max_time = chunk.max_time.max(time);
                     chunk.batch.push(&key, &value, time);
                     if limit.is_full(&chunk.batch) {
                         out.push(std::mem::replace(&mut chunk, new_chunk()));
@@ -697,7 +697,7 @@ impl Fetcher {
         if !chunk.batch.is_empty() || !chunk.rejected.is_empty() {
             out.push(chunk);
         }
-        (out, max_time)
+        out
     }
 
     /// One record's key, value (in Weir's bytes) and event time, or which part cannot be read.

@@ -106,3 +106,58 @@ async fn a_kafka_sources_lag_and_watermark_are_in_the_job_view() {
     let (status, _) = api.post_empty(&format!("/api/v1/jobs/{job}/cancel")).await;
     assert_eq!(status, 200);
 }
+
+/// A source's watermark passes no record the task has not taken (issue 42, found watching
+/// the lag): one fetch of 2,000 in-order records, handed on in batches of 10, reaches an
+/// event-time window with no out-of-orderness allowed, and none of them is late. (The
+/// watermark once took the whole fetch's latest time with its first batch, and the window
+/// dropped nearly every record after it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kafka_sources_watermark_never_passes_records_it_has_not_handed_on() {
+    const TOPIC: &str = "acme.ordered";
+    const N: u64 = 2000;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TansuBroker::start(&dir.path().join("broker"));
+    let bootstrap = broker.bootstrap();
+    let mut c = client(&bootstrap);
+    c.create_topic(TOPIC, 1).unwrap();
+    let ordered: Vec<ProduceRecord> = (0..N)
+        .map(|i| ProduceRecord {
+            key: Some(msgpack(&(i % 5))),
+            value: Some(msgpack(&i)),
+            timestamp: 1_000_000 + i as i64,
+            headers: vec![],
+        })
+        .collect();
+    produce(&mut c, TOPIC, 0, &ordered);
+    let (_server, api) = super::server_granting_acme(&bootstrap).await;
+    let spec = json!({
+        "name": "ordered",
+        "nodes": [
+            { "id": "in", "kind": "source", "connector": "kafka",
+              "config": { "connection": "main", "topics": [TOPIC], "start": "earliest", "bounded": true,
+                          "key_format": "msgpack", "value_format": "msgpack",
+                          "batch_size": 10, "out_of_orderness_ms": 0 } },
+            { "id": "window", "kind": "operator", "module": "builtin:window",
+              "config": { "window": { "kind": "tumbling", "size_ms": 100 } } },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "in", "to": "window", "partitioning": "hash" }, { "from": "window", "to": "out" } ],
+        "settings": { "checkpoint": { "interval_ms": null } }
+    });
+    let job = api.create_job(&spec).await;
+    api.wait_status(&job, "finished", LONG).await;
+    let metrics = api.text("/api/v1/metrics").await;
+    let value = |name: &str| -> Option<u64> {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l.contains(&job) && l.contains("node=\"window\""));
+        line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok())
+    };
+    assert_eq!(value("weir_records_in_total{"), Some(N), "{metrics}");
+    // 20 windows of 100 ms for each of 5 keys, each counted whole.
+    assert_eq!(value("weir_records_out_total{"), Some(100), "{metrics}");
+    let late: Vec<&str> =
+        metrics.lines().filter(|l| l.contains("late_records_dropped") && l.contains(&job)).collect();
+    assert!(late.is_empty(), "late records: {late:?}");
+}
