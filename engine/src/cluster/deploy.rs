@@ -478,6 +478,9 @@ async fn follow_workers(
                             m.records_out.store(c.records_out, relaxed);
                             m.batches_in.store(c.batches_in, relaxed);
                             m.batches_out.store(c.batches_out, relaxed);
+                            m.bytes_in.store(c.bytes_in, relaxed);
+                            m.bytes_out.store(c.bytes_out, relaxed);
+                            m.busy_ns.store(c.busy_ns, relaxed);
                             m.reported_blocked_ns.store(c.blocked_ns, relaxed);
                             m.report_event_time(c.watermark, c.idle, c.kafka_lag, c.guest_counters);
                         }

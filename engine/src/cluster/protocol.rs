@@ -289,6 +289,13 @@ pub struct SubtaskCounters {
     pub batches_out: u64,
     /// Time it waited for room downstream.
     pub blocked_ns: u64,
+    #[serde(default)]
+    pub bytes_in: u64,
+    #[serde(default)]
+    pub bytes_out: u64,
+    /// Time it spent on records.
+    #[serde(default)]
+    pub busy_ns: u64,
     /// The watermark it last sent downstream.
     #[serde(default)]
     pub watermark: Option<i64>,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use super::channel::ChannelStats;
+use crate::record::Batch;
 
 /// Counters of one subtask.
 #[derive(Debug, Default)]
@@ -16,6 +17,13 @@ pub struct SubtaskMetrics {
     pub batches_in: AtomicU64,
     /// Batches emitted.
     pub batches_out: AtomicU64,
+    /// Bytes of keys and values received.
+    pub bytes_in: AtomicU64,
+    /// Bytes of keys and values emitted.
+    pub bytes_out: AtomicU64,
+    /// Time spent on records: a source reading them, an operator's guest calls on them, a
+    /// sink writing them.
+    pub busy_ns: AtomicU64,
     /// The worker that runs the subtask (0: this process).
     pub worker: AtomicU64,
     /// Time the subtask waited for room downstream, as its worker reports it (a subtask
@@ -38,9 +46,15 @@ pub struct SubtaskMetrics {
 pub const GUEST_COUNTERS: usize = 32;
 
 impl SubtaskMetrics {
-    pub(crate) fn add_in(&self, records: usize) {
-        self.records_in.fetch_add(records as u64, Ordering::Relaxed);
+    pub(crate) fn add_in(&self, batch: &Batch) {
+        self.records_in.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        self.bytes_in.fetch_add(batch.byte_len() as u64, Ordering::Relaxed);
         self.batches_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The subtask spent `since`'s time until now on records.
+    pub(crate) fn add_busy(&self, since: std::time::Instant) {
+        self.busy_ns.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// The subtask sent watermark `w` downstream.
@@ -83,9 +97,10 @@ impl SubtaskMetrics {
         }
     }
 
-    pub(crate) fn add_out(&self, records: usize) {
-        if records > 0 {
-            self.records_out.fetch_add(records as u64, Ordering::Relaxed);
+    pub(crate) fn add_out(&self, batch: &Batch) {
+        if !batch.is_empty() {
+            self.records_out.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            self.bytes_out.fetch_add(batch.byte_len() as u64, Ordering::Relaxed);
             self.batches_out.fetch_add(1, Ordering::Relaxed);
         }
     }

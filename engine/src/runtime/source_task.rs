@@ -188,7 +188,11 @@ impl SourceTask {
     /// Reads and emits the next batch, with the watermark it moves; true when the source
     /// had nothing new (it follows its input and is idle).
     fn next_batch(&mut self) -> Result<bool, TaskError> {
+        let busy = Instant::now();
         let next = self.source.next_batch()?;
+        if next.as_ref().is_some_and(|b| !b.is_empty()) {
+            self.metrics.add_busy(busy);
+        }
         // Its lag, at most every 200 ms (a copy of a few entries).
         if self.lag_at.elapsed() >= LAG_EVERY {
             self.lag_at = Instant::now();
@@ -222,7 +226,7 @@ impl SourceTask {
                 self.watermark = w;
             }
         }
-        self.metrics.add_out(batch.len());
+        self.metrics.add_out(&batch);
         self.job.source_batches.fetch_add(1, Ordering::Relaxed);
         self.emitted += batch.len() as u64;
         self.output.emit(batch)?;

@@ -336,9 +336,10 @@ impl OperatorTask {
                 if let Some(c) = &self.checkpointing {
                     c.hit(FaultPoint::Process)?;
                 }
-                self.metrics.add_in(batch.len());
+                self.metrics.add_in(&batch);
                 let advanced = self.watermarks.activate(channel);
                 let port = self.gate.port(channel);
+                let busy = Instant::now();
                 match self.guard.take() {
                     None => {
                         let out = self.instance.process(port, &batch).await?;
@@ -350,6 +351,7 @@ impl OperatorTask {
                         guarded?;
                     }
                 }
+                self.metrics.add_busy(busy);
                 Progress { advanced, time_moved: false }
             }
             Message::Watermark(w) => {
@@ -513,12 +515,12 @@ fn emit(
     metrics: &SubtaskMetrics,
     out: Batch,
 ) -> Result<(), TaskError> {
-    metrics.add_out(out.len());
+    metrics.add_out(&out);
     output.emit(out)?;
     let mut routed = Ok(());
     instance.drain_side_outputs(|name, batch| {
         if routed.is_ok() {
-            metrics.add_out(batch.len());
+            metrics.add_out(&batch);
             routed = if name == DEAD_LETTER_OUTPUT {
                 // The guest sent these to the dead letters itself.
                 output.take_out(DeadLetters::from_guest(&batch)).map_err(TaskError::from)
@@ -598,9 +600,11 @@ pub async fn run_sink(
                     if let Some(c) = &checkpointing {
                         c.hit(FaultPoint::Process)?;
                     }
-                    metrics.add_in(batch.len());
+                    metrics.add_in(&batch);
                     job.sink_received();
+                    let busy = Instant::now();
                     sink.write(&batch)?;
+                    metrics.add_busy(busy);
                     if let Some(pause) = sink.pause() {
                         tokio::time::sleep(pause).await;
                     }

@@ -66,8 +66,8 @@ impl Telemetry {
         self.recorder.register_histogram(&Key::from_parts(name, labels), &META)
     }
 
-    /// Records processed by a node since the last call.
-    pub fn records(&self, tenant: &str, job: &str, node: &str, records_in: u64, records_out: u64) {
+    /// Records and bytes a node received and emitted since the last call.
+    pub fn records(&self, tenant: &str, job: &str, node: &str, records: (u64, u64), bytes: (u64, u64)) {
         let labels = || {
             vec![
                 Label::new("tenant", tenant.to_string()),
@@ -75,8 +75,31 @@ impl Telemetry {
                 Label::new("node", node.to_string()),
             ]
         };
-        self.counter("weir_records_in_total", labels()).increment(records_in);
-        self.counter("weir_records_out_total", labels()).increment(records_out);
+        self.counter("weir_records_in_total", labels()).increment(records.0);
+        self.counter("weir_records_out_total", labels()).increment(records.1);
+        self.counter("weir_bytes_in_total", labels()).increment(bytes.0);
+        self.counter("weir_bytes_out_total", labels()).increment(bytes.1);
+    }
+
+    /// A subtask's share of the last sampling interval spent on records (`busy`) and
+    /// waiting for room downstream (`backpressured`), each 0 to 1.
+    pub fn subtask_time(
+        &self,
+        tenant: &str,
+        job: &str,
+        node: &str,
+        subtask: u32,
+        busy: f64,
+        backpressured: f64,
+    ) {
+        let mut labels = Self::job_labels(tenant, job);
+        labels.push(Label::new("node", node.to_string()));
+        labels.push(Label::new("subtask", subtask.to_string()));
+        for (name, share) in
+            [("weir_subtask_busy_ratio", busy), ("weir_subtask_backpressured_ratio", backpressured)]
+        {
+            self.recorder.register_gauge(&Key::from_parts(name, labels.clone()), &META).set(share);
+        }
     }
 
     fn job_labels(tenant: &str, job: &str) -> Vec<Label> {

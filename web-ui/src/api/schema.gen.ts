@@ -2105,6 +2105,12 @@ export interface components {
              */
             backpressure: number;
             /**
+             * Format: double
+             * @description Share of the last second spent on records (0 to 1): a source reading them, an
+             *     operator's guest calls on them, a sink writing them.
+             */
+            busy?: number;
+            /**
              * Format: int64
              * @description How far its event time is behind the clock (now − watermark), ms; absent without a
              *     watermark or once its input ended.

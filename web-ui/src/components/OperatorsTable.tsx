@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import type { Module, Vertex } from '../api/types';
-import { formatCount, formatRate } from '../lib/format';
+import { formatCount, formatPercent, formatRate } from '../lib/format';
 import { eventTime, eventTimeText, vertexWhat } from '../lib/jobs';
 import { Pressure } from './Status';
 
@@ -26,6 +26,9 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
             <th class="num">In/s</th>
             <th class="num">Records out</th>
             <th class="num">Out/s</th>
+            <th class="num" title="Share of the last second spent on records (the busiest subtask)">
+              Busy
+            </th>
             <th>Backpressure</th>
             <th>Event time</th>
           </tr>
@@ -55,6 +58,9 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
                 <td class="num">{formatRate(v.records_in_per_second)}</td>
                 <td class="num">{formatCount(v.records_out)}</td>
                 <td class="num">{formatRate(v.records_out_per_second)}</td>
+                <td class="num" data-testid="operator-busy">
+                  {formatPercent(Math.max(0, ...v.subtasks.map((s) => s.busy ?? 0)))}
+                </td>
                 <td>
                   <Pressure share={v.backpressure} />
                 </td>
@@ -74,6 +80,7 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
                       <td class="num">{formatRate(s.records_in_per_second)}</td>
                       <td class="num">{formatCount(s.records_out)}</td>
                       <td class="num">{formatRate(s.records_out_per_second)}</td>
+                      <td class="num">{formatPercent(s.busy ?? 0)}</td>
                       <td>
                         <Pressure share={s.backpressure} />
                       </td>

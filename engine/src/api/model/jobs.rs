@@ -104,6 +104,10 @@ pub struct SubtaskLive {
     pub records_out_per_second: f64,
     /// Share of the last second spent waiting for room downstream (0 to 1).
     pub backpressure: f64,
+    /// Share of the last second spent on records (0 to 1): a source reading them, an
+    /// operator's guest calls on them, a sink writing them.
+    #[serde(default)]
+    pub busy: f64,
     /// The worker that runs it (its id in `/api/v1/workers`); absent when it runs in the
     /// server's own process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +137,7 @@ impl From<server::jobs::SubtaskLive> for SubtaskLive {
             records_in_per_second: s.records_in_per_second,
             records_out_per_second: s.records_out_per_second,
             backpressure: s.backpressure,
+            busy: s.busy,
             worker: s.worker,
             watermark_ms: s.watermark_ms,
             event_time_lag_ms: s.event_time_lag_ms,

@@ -51,6 +51,9 @@ impl Counters {
                 records_out: m.records_out.load(relaxed),
                 batches_in: m.batches_in.load(relaxed),
                 batches_out: m.batches_out.load(relaxed),
+                bytes_in: m.bytes_in.load(relaxed),
+                bytes_out: m.bytes_out.load(relaxed),
+                busy_ns: m.busy_ns.load(relaxed),
                 blocked_ns: self
                     .metrics
                     .channels

@@ -28,6 +28,9 @@ pub struct SubtaskLive {
     pub records_out_per_second: f64,
     /// Share of the last second spent waiting for room downstream (0 to 1).
     pub backpressure: f64,
+    /// Share of the last second spent on records (0 to 1): a source reading them, an
+    /// operator's guest calls on them, a sink writing them.
+    pub busy: f64,
     /// The worker that runs it (`None`: the server's own process).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<u64>,
@@ -64,13 +67,38 @@ pub struct PartitionLag {
 pub(super) struct Sample {
     at: Option<Instant>,
     metrics: Option<Arc<JobMetrics>>,
-    /// (node index, subtask) → (records in, records out, blocked ns) at `at`.
-    counters: HashMap<(usize, u32), (u64, u64, u64)>,
+    /// (node index, subtask) → its totals at `at`.
+    counters: HashMap<(usize, u32), Totals>,
     live: Vec<Vec<SubtaskLive>>,
     /// (node, reason, action) → records taken out, as last exported.
     taken_out: BTreeMap<(String, String, &'static str), u64>,
     /// (node index, subtask, name) → the guest's counter as last exported.
     guest_counters: HashMap<(usize, u32, String), u64>,
+}
+
+/// A subtask's counters as sampled.
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    records_in: u64,
+    records_out: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    blocked_ns: u64,
+    busy_ns: u64,
+}
+
+impl Totals {
+    /// What grew since `earlier` (a counter that went back counts from 0).
+    fn since(self, earlier: Totals) -> Totals {
+        Totals {
+            records_in: self.records_in.saturating_sub(earlier.records_in),
+            records_out: self.records_out.saturating_sub(earlier.records_out),
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            bytes_out: self.bytes_out.saturating_sub(earlier.bytes_out),
+            blocked_ns: self.blocked_ns.saturating_sub(earlier.blocked_ns),
+            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
+        }
+    }
 }
 
 impl JobManager {
@@ -98,33 +126,35 @@ impl JobManager {
                 c.blocked_ns.load(Ordering::Relaxed);
         }
         let rate = |x: u64| elapsed.map(|e| x as f64 / e).unwrap_or(0.0);
+        let share = |ns: u64| elapsed.map(|e| (ns as f64 / 1e9 / e).clamp(0.0, 1.0)).unwrap_or(0.0);
         let mut live = Vec::with_capacity(plan.nodes.len());
         for (i, node) in plan.nodes.iter().enumerate() {
             let mut subtasks = Vec::new();
-            let (mut node_in, mut node_out) = (0, 0);
+            let mut node_delta = Totals::default();
             for (k, m) in metrics.subtasks.get(i).into_iter().flatten().enumerate() {
                 let k = k as u32;
-                let current = (
-                    m.records_in.load(Ordering::Relaxed),
-                    m.records_out.load(Ordering::Relaxed),
-                    blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0)
+                let current = Totals {
+                    records_in: m.records_in.load(Ordering::Relaxed),
+                    records_out: m.records_out.load(Ordering::Relaxed),
+                    bytes_in: m.bytes_in.load(Ordering::Relaxed),
+                    bytes_out: m.bytes_out.load(Ordering::Relaxed),
+                    blocked_ns: blocked.get(&(node.id.as_str(), k)).copied().unwrap_or(0)
                         + m.reported_blocked_ns.load(Ordering::Relaxed),
-                );
-                let previous = s.counters.insert((i, k), current).unwrap_or((0, 0, 0));
-                let d_in = current.0.saturating_sub(previous.0);
-                let d_out = current.1.saturating_sub(previous.1);
-                let d_blocked = current.2.saturating_sub(previous.2);
-                node_in += d_in;
-                node_out += d_out;
+                    busy_ns: m.busy_ns.load(Ordering::Relaxed),
+                };
+                let d = current.since(s.counters.insert((i, k), current).unwrap_or_default());
+                node_delta.records_in += d.records_in;
+                node_delta.records_out += d.records_out;
+                node_delta.bytes_in += d.bytes_in;
+                node_delta.bytes_out += d.bytes_out;
                 subtasks.push(SubtaskLive {
                     subtask: k,
-                    records_in: current.0,
-                    records_out: current.1,
-                    records_in_per_second: rate(d_in),
-                    records_out_per_second: rate(d_out),
-                    backpressure: elapsed
-                        .map(|e| (d_blocked as f64 / 1e9 / e).clamp(0.0, 1.0))
-                        .unwrap_or(0.0),
+                    records_in: current.records_in,
+                    records_out: current.records_out,
+                    records_in_per_second: rate(d.records_in),
+                    records_out_per_second: rate(d.records_out),
+                    backpressure: share(d.blocked_ns),
+                    busy: share(d.busy_ns),
                     worker: Some(m.worker.load(Ordering::Relaxed)).filter(|w| *w != 0),
                     watermark_ms: m.watermark().filter(|w| *w > i64::MIN),
                     event_time_lag_ms: m
@@ -147,7 +177,14 @@ impl JobManager {
                         .unwrap_or_default(),
                 });
             }
-            self.inner.telemetry.records(tenant, id, &node.id, node_in, node_out);
+            let records = (node_delta.records_in, node_delta.records_out);
+            self.inner.telemetry.records(
+                tenant,
+                id,
+                &node.id,
+                records,
+                (node_delta.bytes_in, node_delta.bytes_out),
+            );
             // The guests' own counters, summed per node; a restarted instance counts from 0.
             let mut added: BTreeMap<String, u64> = BTreeMap::new();
             for (k, m) in metrics.subtasks.get(i).into_iter().flatten().enumerate() {
@@ -162,6 +199,16 @@ impl JobManager {
                 self.inner.telemetry.guest_counter(tenant, id, &node.id, &name, delta);
             }
             for sub in &subtasks {
+                if elapsed.is_some() {
+                    self.inner.telemetry.subtask_time(
+                        tenant,
+                        id,
+                        &node.id,
+                        sub.subtask,
+                        sub.busy,
+                        sub.backpressure,
+                    );
+                }
                 self.inner.telemetry.event_time(
                     tenant,
                     id,

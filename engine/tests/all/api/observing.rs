@@ -224,6 +224,29 @@ fn the_dashboard_uses_the_servers_metric_names() {
     }
 }
 
+/// docs/observing-a-job.md names every metric the server exports.
+#[test]
+fn the_docs_name_every_metric_the_server_exports() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let docs = std::fs::read_to_string(root.join("docs/observing-a-job.md")).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    for file in ["telemetry.rs", "telemetry/scrape.rs", "telemetry/process.rs"] {
+        let text = std::fs::read_to_string(root.join("engine/src/server").join(file)).unwrap();
+        // The code, not its unit tests.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for prefix in ["\"weir_", "\"process_", " weir_"] {
+            for (at, _) in code.match_indices(prefix) {
+                let name: String =
+                    code[at + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                names.insert(name);
+            }
+        }
+    }
+    assert!(names.len() >= 40, "{names:?}");
+    let missing: Vec<&String> = names.iter().filter(|n| !docs.contains(&format!("`{n}`"))).collect();
+    assert!(missing.is_empty(), "docs/observing-a-job.md does not name {missing:?}");
+}
+
 /// A Python operator's log lines (weirpy's logging, and `print`) and its own counter reach the
 /// job's log and the tenant's metrics like a Rust operator's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,4 +288,51 @@ async fn a_python_operators_logs_and_counters_are_the_tenants() {
         "weir_operator_counter_total{{tenant=\"{tenant}\",job=\"{id}\",node=\"count\",name=\"records_logged\"}} 10"
     );
     assert!(text.lines().any(|l| l == counted), "no `{counted}` in\n{text}");
+}
+
+/// Busy time says where a job spends its time: an operator that burns CPU on every record is
+/// busy most of the time, the source ahead of it waits for room (backpressured), the sink
+/// after it is mostly idle; the same shares and the bytes are in the tenant's metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_and_backpressured_time_show_the_slow_operator() {
+    let server = TestServer::start(|_| {}).await;
+    let (tenant, api) = server.tenant("acme").await;
+    api.upload_guest("faulty").await;
+    let spec = json!({
+        "name": "slow",
+        "nodes": [
+            { "id": "in", "kind": "source", "connector": "generator",
+              "config": { "mode": "sequence", "count": 100_000_000u64, "batch_size": 16 } },
+            { "id": "slow", "kind": "operator", "module": "faulty", "config": { "work": 200_000 } },
+            { "id": "out", "kind": "sink", "connector": "blackhole" }
+        ],
+        "edges": [ { "from": "in", "to": "slow" }, { "from": "slow", "to": "out" } ],
+        "settings": { "channel_capacity": 2, "checkpoint": { "interval_ms": null } }
+    });
+    let id = api.create_job(&spec).await;
+    let sub = |j: &Value, node: usize, what: &str| j["vertices"][node]["subtasks"][0][what].as_f64().unwrap();
+    let j = api
+        .wait_job(&id, LONG, |j| {
+            j["status"] == "running" && sub(j, 1, "busy") > 0.5 && sub(j, 0, "backpressure") > 0.5
+        })
+        .await;
+    assert!(sub(&j, 2, "busy") < 0.5, "the sink is not the busy one: {j}");
+    let metrics = api.text("/api/v1/metrics").await;
+    let labels = format!("tenant=\"{tenant}\",job=\"{id}\"");
+    for series in [
+        format!("weir_subtask_busy_ratio{{{labels},node=\"slow\",subtask=\"0\"}}"),
+        format!("weir_subtask_backpressured_ratio{{{labels},node=\"in\",subtask=\"0\"}}"),
+        format!("weir_bytes_in_total{{{labels},node=\"slow\"}}"),
+        format!("weir_bytes_out_total{{{labels},node=\"in\"}}"),
+    ] {
+        let value: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{series} ")))
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+            .parse()
+            .unwrap();
+        assert!(value > 0.0, "{series} {value}");
+    }
+    let (status, _) = api.post_empty(&format!("/api/v1/jobs/{id}/cancel")).await;
+    assert_eq!(status, 200);
 }

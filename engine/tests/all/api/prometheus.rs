@@ -204,6 +204,7 @@ async fn a_real_prometheus_scrapes_the_server_and_answers_promql_for_a_job() {
         "Event-time lag (worst subtask), by node",
         "Operators' own counters per second",
         "Operator log lines per second, kept and dropped",
+        "Busy and backpressured (worst subtask), by node",
         "Quota use",
     ] {
         assert!(
