@@ -7,7 +7,7 @@
 mod cli;
 mod exceptions;
 mod lifecycle;
-mod observing;
+pub(crate) mod observing;
 mod openapi;
 mod prometheus;
 mod tenants;

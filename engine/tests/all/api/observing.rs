@@ -11,7 +11,9 @@ use crate::server::TestServer;
 
 const LONG: Duration = Duration::from_secs(120);
 
-fn spec(counter: &str, count: u64, rate: Option<u64>) -> Value {
+/// generator (`count` records, keyed, at `rate`/s) → the counter guest logging every level
+/// for every record (`records {i} at {level}`, and on stdout) → blackhole.
+pub(crate) fn spec(counter: &str, count: u64, rate: Option<u64>) -> Value {
     json!({
         "name": "talkative",
         "nodes": [

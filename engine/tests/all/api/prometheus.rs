@@ -100,19 +100,9 @@ impl Prometheus {
 /// An event-time job (its records an hour behind the clock) whose operator counts what it
 /// logs, at 20 records a second.
 fn spec(counter: &str) -> Value {
-    let start = weir::clock::unix_ms() as i64 - 3_600_000;
-    json!({
-        "name": "scraped",
-        "nodes": [
-            { "id": "in", "kind": "source", "connector": "generator",
-              "config": { "mode": "sequence", "count": 1_000_000, "keys": 3, "batch_size": 1,
-                          "records_per_second": 20, "start_timestamp": start } },
-            { "id": "count", "kind": "operator", "module": counter, "config": { "log_levels": true } },
-            { "id": "out", "kind": "sink", "connector": "blackhole" }
-        ],
-        "edges": [ { "from": "in", "to": "count", "partitioning": "hash" }, { "from": "count", "to": "out" } ],
-        "settings": { "checkpoint": { "interval_ms": 500 } }
-    })
+    let mut spec = super::observing::spec(counter, 1_000_000, Some(20));
+    spec["nodes"][0]["config"]["start_timestamp"] = json!(weir::clock::unix_ms() as i64 - 3_600_000);
+    spec
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

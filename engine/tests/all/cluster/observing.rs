@@ -23,18 +23,8 @@ async fn operators_on_a_worker_log_into_the_jobs_log_and_report_their_watermarks
     let (tenant, api) = server.tenant("acme").await;
     let counter = api.upload_guest("counter").await;
     let start = weir::clock::unix_ms() as i64 - 60_000;
-    let spec = json!({
-        "name": "talkative-on-workers",
-        "nodes": [
-            { "id": "in", "kind": "source", "connector": "generator",
-              "config": { "mode": "sequence", "count": 20, "keys": 3, "batch_size": 1,
-                          "records_per_second": 10, "start_timestamp": start } },
-            { "id": "count", "kind": "operator", "module": counter, "config": { "log_levels": true } },
-            { "id": "out", "kind": "sink", "connector": "blackhole" }
-        ],
-        "edges": [ { "from": "in", "to": "count", "partitioning": "hash" }, { "from": "count", "to": "out" } ],
-        "settings": { "checkpoint": { "interval_ms": 200 } }
-    });
+    let mut spec = crate::api::observing::spec(&counter, 20, Some(10));
+    spec["nodes"][0]["config"]["start_timestamp"] = json!(start);
     let job = api.create_job(&spec).await;
     // While it runs: the operator on the worker, its watermark and lag in the job view.
     let running = api
