@@ -2,8 +2,8 @@
 // job. Sign in (and a wrong token), the jobs list, a job's graph, checkpoints appearing live
 // in the table and the chart, a checkpoint's detail and timeline, a savepoint triggered and
 // listed, state browsed, a module uploaded, a failed job's error and exception history, its
-// operators' logs, its watermark and event-time lag live and plotted, an empty history, and a
-// narrow window. Screenshots go to <target>/ui-e2e.
+// operators' logs, its watermark and event-time lag live and plotted, streams tailed and
+// pushed to, an empty history, and a narrow window. Screenshots go to <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -257,6 +257,43 @@ test("a job's watermark and event-time lag are shown live, plotted, and move whe
   assert.ok(Number(await byTestId('chart-rates').getAttribute('data-points')) >= 3);
   await screenshot(page, '08c-event-time');
   await client.post(`/api/v1/jobs/${ticking}/cancel`);
+});
+
+test("streams are listed with their jobs, tailed live, and records pushed to one are counted by its job", async () => {
+  await byTestId('nav-streams').click();
+  const row = page.locator('[data-testid="stream-row"][data-stream="lines"]');
+  await row.waitFor();
+  assert.match(await row.getByTestId('stream-readers').innerText(), /wordcount/);
+  const counts = page.locator('[data-testid="stream-row"][data-stream="counts"]');
+  assert.match(await counts.getByTestId('stream-writers').innerText(), /wordcount/);
+  const before = Number((await row.getByTestId('stream-records').innerText()).replaceAll(',', ''));
+  await row.getByRole('link', { name: 'lines' }).click();
+  await byTestId('stream-detail').waitFor();
+  await waitFor('the tail shows partition 0', async () => (await byTestId('tail-record').count()) > 0);
+  // Pushed to partition 0: the tail follows it, the stream's count grows, the job counts the words.
+  await byTestId('push-records').fill('{"value": "zebra zebra", "partition": 0}\n"zebra okapi"');
+  await byTestId('push-submit').click();
+  await waitFor('pushed', async () => /Pushed 2 records/.test(await byTestId('push-status').innerText()));
+  await waitFor('the tail shows the new record', async () => /zebra zebra/.test(await byTestId('tail-table').innerText()));
+  await waitFor(
+    'the stream counts them',
+    async () => Number((await row.getByTestId('stream-records').innerText()).replaceAll(',', '')) === before + 2,
+  );
+  // The word count's output holds zebra's count of 3, in the partition of its key.
+  const zebra = await waitFor('the job counted them', async () => {
+    for (const p of [0, 1]) {
+      const got = await client.get(`/api/v1/streams/counts/records?partition=${p}&limit=10000`);
+      const last = got.data.filter((r) => r.key === 'zebra').at(-1);
+      if (last && JSON.stringify(last.value).includes('3')) return { partition: p, offset: last.offset };
+    }
+    return null;
+  });
+  await page.goto(`${server.url}/#/streams/counts`);
+  await byTestId('tail-partition').selectOption(String(zebra.partition));
+  await waitFor('the output tail shows it', async () =>
+    (await page.locator(`[data-testid="tail-record"][data-offset="${zebra.offset}"]`).count()) === 1,
+  );
+  await screenshot(page, '07b-streams');
 });
 
 test('an empty checkpoint history says so', async () => {

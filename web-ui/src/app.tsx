@@ -14,6 +14,7 @@ import { ModulesPage } from './pages/ModulesPage';
 import { SavepointsPage } from './pages/SavepointsPage';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/StatePage';
+import { StreamsPage } from './pages/StreamsPage';
 import { WorkersPage } from './pages/WorkersPage';
 
 export function App() {
@@ -71,7 +72,7 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
   // Action errors belong to the page they were made on.
   useEffect(() => clearAll(), [route.name, 'id' in route ? route.id : null]);
 
-  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'state' | 'workers', label: string, href: string) => (
+  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers', label: string, href: string) => (
     <a href={href} data-testid={`nav-${id}`} class={section === id ? 'active' : undefined} aria-current={section === id ? 'page' : undefined}>
       {label}
     </a>
@@ -94,6 +95,7 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
               {nav('jobs', 'Jobs', links.jobs())}
               {nav('savepoints', 'Savepoints', links.savepoints())}
               {nav('modules', 'Modules', links.modules())}
+              {nav('streams', 'Streams', links.streams())}
               {nav('state', 'State', links.state(null))}
             </>
           )}
@@ -138,6 +140,8 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
         return <SavepointsPage />;
       case 'modules':
         return <ModulesPage />;
+      case 'streams':
+        return <StreamsPage stream={route.stream} />;
       case 'state':
         return <StatePage source={route.source} operator={route.operator} stateName={route.stateName} />;
       case 'workers':

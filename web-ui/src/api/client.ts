@@ -166,6 +166,18 @@ export const api = {
   importSavepoint: (file: Blob, onProgress?: (loaded: number, total: number) => void) =>
     upload<Answer<'import_savepoint'>>('/savepoints', file, 'application/octet-stream', onProgress).then((r) => r.value),
 
+  streams: (signal?: AbortSignal) =>
+    call<Answer<'list_streams'>>('GET', '/streams', signal ? { signal } : {}).then((c) => c.data),
+  createStream: (name: string, partitions: number) =>
+    call<Answer<'create_stream'>>('POST', '/streams', { json: { name, partitions } }),
+  /** Records of one partition from `offset`, at most `limit` (and a page of bytes). */
+  streamRecords: (name: string, partition: number, offset: number, limit: number, signal?: AbortSignal) => {
+    const q = new URLSearchParams({ partition: String(partition), offset: String(offset), limit: String(limit) });
+    return call<Answer<'read_records'>>('GET', `/streams/${enc(name)}/records?${q}`, signal ? { signal } : {});
+  },
+  pushRecords: (name: string, records: unknown[]) =>
+    call<Answer<'append_records'>>('POST', `/streams/${enc(name)}/records`, { json: { records } }).then((c) => c.data),
+
   modules: (signal?: AbortSignal) =>
     call<Answer<'list_modules'>>('GET', '/modules', signal ? { signal } : {}).then((c) => c.data),
   /** `created` is false when the same bytes were uploaded before (the API answers 200). */

@@ -47,6 +47,8 @@ describe('href', () => {
     { name: 'checkpoint', job: 'abc', checkpoint: 7 },
     { name: 'savepoints' },
     { name: 'modules' },
+    { name: 'streams', stream: null },
+    { name: 'streams', stream: 'my lines' },
     { name: 'workers' },
     { name: 'state', source: null, operator: null, stateName: null },
     { name: 'state', source: { kind: 'checkpoint', job: 'j', checkpoint: 3 }, operator: 'my op', stateName: 'a b' },
@@ -59,10 +61,12 @@ describe('href', () => {
     expect(links.job('abc')).toBe('#/jobs/abc');
     expect(links.checkpoint('abc', 7)).toBe('#/jobs/abc/checkpoints/7');
     expect(links.state({ kind: 'checkpoint', job: 'j', checkpoint: 3 }, 'count')).toBe('#/state/checkpoint/j/3/count');
+    expect(links.streams('lines')).toBe('#/streams/lines');
   });
   it('maps routes to the navigation', () => {
     expect(navSection({ name: 'checkpoint', job: 'a', checkpoint: 1 })).toBe('jobs');
     expect(navSection({ name: 'notFound', hash: '#/x' })).toBeNull();
     expect(navSection(parseHash('#/workers'))).toBe('workers');
+    expect(navSection(parseHash('#/streams/lines'))).toBe('streams');
   });
 });

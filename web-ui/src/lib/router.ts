@@ -8,6 +8,7 @@ export type Route =
   | { name: 'checkpoint'; job: string; checkpoint: number }
   | { name: 'savepoints' }
   | { name: 'modules' }
+  | { name: 'streams'; stream: string | null }
   | { name: 'workers' }
   | { name: 'state'; source: StateSource | null; operator: string | null; stateName: string | null }
   | { name: 'notFound'; hash: string };
@@ -43,6 +44,9 @@ export function parseHash(hash: string): Route {
       break;
     case 'modules':
       if (parts.length === 1) return { name: 'modules' };
+      break;
+    case 'streams':
+      if (parts.length <= 2) return { name: 'streams', stream: a ?? null };
       break;
     case 'workers':
       if (parts.length === 1) return { name: 'workers' };
@@ -81,6 +85,8 @@ export function href(route: Route): string {
       return '#/savepoints';
     case 'modules':
       return '#/modules';
+    case 'streams':
+      return route.stream ? `#/streams/${enc(route.stream)}` : '#/streams';
     case 'workers':
       return '#/workers';
     case 'state': {
@@ -105,13 +111,14 @@ export const links = {
   checkpoint: (job: string, checkpoint: number) => href({ name: 'checkpoint', job, checkpoint }),
   savepoints: () => href({ name: 'savepoints' }),
   modules: () => href({ name: 'modules' }),
+  streams: (stream: string | null = null) => href({ name: 'streams', stream }),
   workers: () => href({ name: 'workers' }),
   state: (source: StateSource | null, operator: string | null = null, stateName: string | null = null) =>
     href({ name: 'state', source, operator, stateName }),
 };
 
 /** Which top navigation entry a route belongs to. */
-export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'state' | 'workers' | null {
+export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | null {
   switch (route.name) {
     case 'jobs':
     case 'job':
@@ -121,6 +128,8 @@ export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 's
       return 'savepoints';
     case 'modules':
       return 'modules';
+    case 'streams':
+      return 'streams';
     case 'workers':
       return 'workers';
     case 'state':
