@@ -16,6 +16,7 @@ mod kafka;
 mod logs;
 pub mod model;
 mod modules;
+mod own_tokens;
 mod savepoints;
 mod serve;
 mod streams;
@@ -119,6 +120,9 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(tenants::disable_tenant))
         .routes(routes!(tenants::enable_tenant))
         .routes(routes!(tenants::whoami))
+        .routes(routes!(own_tokens::set_settings))
+        .routes(routes!(own_tokens::list_own_tokens, own_tokens::issue_own_token))
+        .routes(routes!(own_tokens::revoke_own_token))
         .routes(routes!(modules::upload_module, modules::list_modules))
         .routes(routes!(modules::get_module, modules::delete_module))
         .routes(routes!(jobs::create_job, jobs::list_jobs))

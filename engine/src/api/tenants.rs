@@ -86,7 +86,7 @@ pub async fn set_quotas(
 }
 
 /// A JSON body that may also be empty (then the type's default).
-fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ServerError> {
+pub(super) fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ServerError> {
     if body.iter().all(u8::is_ascii_whitespace) { Ok(T::default()) } else { parse_json(body) }
 }
 

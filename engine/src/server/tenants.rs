@@ -93,6 +93,9 @@ pub struct Tenant {
     /// The Kafka connections its jobs may use, and what through them (none: no Kafka).
     #[serde(default)]
     pub kafka: Vec<KafkaGrant>,
+    /// The admin lets the tenant issue and revoke its own tokens.
+    #[serde(default)]
+    pub manage_own_tokens: bool,
 }
 
 /// Most Kafka grants of one tenant, and most prefixes of one grant.
@@ -215,6 +218,7 @@ impl Tenants {
             disabled_ms: None,
             suspended_jobs: Vec::new(),
             kafka: Vec::new(),
+            manage_own_tokens: false,
         };
         let db = self.store.database()?;
         let txn = db.begin_write().map_err(ServerError::internal)?;
@@ -250,6 +254,12 @@ impl Tenants {
 
     fn set_quotas_blocking(&self, id: &str, quotas: Quotas) -> ServerResult<Tenant> {
         self.change(id, |t| t.quotas = quotas)
+    }
+
+    /// Lets tenant `id` issue and revoke its own tokens, or not.
+    pub async fn set_manage_own_tokens(&self, id: &str, allowed: bool) -> ServerResult<Tenant> {
+        let (this, id) = (self.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || this.change(&id, |t| t.manage_own_tokens = allowed)).await?
     }
 
     /// Replaces the Kafka grants of tenant `id` (checked by [`check_kafka_grants`]).

@@ -462,6 +462,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenant/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's tokens: ids, labels and creation times, never the tokens. */
+        get: operations["list_own_tokens"];
+        put?: never;
+        /**
+         * Issues another token of the caller (at most 64 per tenant), when the admin allows it;
+         *     the token is shown only in this answer.
+         */
+        post: operations["issue_own_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenant/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revokes one of the caller's tokens, when the admin allows it: from the next request on it
+         *     answers 401 (the token of this request too).
+         */
+        delete: operations["revoke_own_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenants": {
         parameters: {
             query?: never;
@@ -568,6 +609,23 @@ export interface paths {
         get?: never;
         /** Replaces a tenant's quotas. */
         put: operations["set_quotas"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant_id}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Sets what the admin lets a tenant do itself. */
+        put: operations["set_settings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1121,6 +1179,11 @@ export interface components {
                  *     Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
                  */
                 kafka: components["schemas"]["KafkaGrant"][];
+                /**
+                 * @description The tenant may issue and revoke its own tokens (`/api/v1/tenant/tokens`). Set by the
+                 *     admin (`PUT /api/v1/tenants/{tenant_id}/settings`).
+                 */
+                manage_own_tokens?: boolean;
                 /** @description Its name. */
                 name: string;
                 /** @description Its quotas. */
@@ -2263,12 +2326,22 @@ export interface components {
              *     Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
              */
             kafka: components["schemas"]["KafkaGrant"][];
+            /**
+             * @description The tenant may issue and revoke its own tokens (`/api/v1/tenant/tokens`). Set by the
+             *     admin (`PUT /api/v1/tenants/{tenant_id}/settings`).
+             */
+            manage_own_tokens?: boolean;
             /** @description Its name. */
             name: string;
             /** @description Its quotas. */
             quotas: components["schemas"]["Quotas"];
             /** @description Jobs that were running when it was disabled; enabling resumes them. */
             suspended_jobs: string[];
+        };
+        /** @description What the admin lets a tenant do itself. */
+        TenantSettings: {
+            /** @description The tenant may issue and revoke its own tokens. */
+            manage_own_tokens: boolean;
         };
         /** @description The caller's tenant, its quotas and usage. */
         TenantView: components["schemas"]["Tenant"] & {
@@ -4144,6 +4217,146 @@ export interface operations {
             };
         };
     };
+    list_own_tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_TokenInfo"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    issue_own_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Optional: the token's label */
+        requestBody?: {
+            content: {
+                "application/json": null | components["schemas"]["NewToken"];
+            };
+        };
+        responses: {
+            /** @description The token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenBody"];
+                };
+            };
+            /** @description Bad body or label */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The admin does not let this tenant manage its tokens */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant holds the most tokens it may */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_own_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Token id */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenInfo"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The admin does not let this tenant manage its tokens */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such token of this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_tenants: {
         parameters: {
             query?: never;
@@ -4468,6 +4681,69 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["Quotas"];
+            };
+        };
+        responses: {
+            /** @description The tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Bad body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantSettings"];
             };
         };
         responses: {

@@ -28,8 +28,8 @@ pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
 pub use tenants::{
-    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantView,
-    TenantWithToken, TokenBody, TokenInfo, Usage,
+    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantSettings,
+    TenantView, TenantWithToken, TokenBody, TokenInfo, Usage,
 };
 pub use workers::Worker;
 
@@ -126,6 +126,7 @@ mod tests {
                 topic_prefixes: vec!["acme.".into()],
                 group_prefixes: vec![],
             }],
+            manage_own_tokens: true,
         });
         let spec: crate::plan::JobSpec = serde_json::from_value(json!({
             "name": "j",

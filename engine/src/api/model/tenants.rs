@@ -104,6 +104,18 @@ pub struct Tenant {
     /// The server's Kafka connections its jobs may use, and what through each (none: no
     /// Kafka). Set by the admin (`PUT /api/v1/tenants/{tenant_id}/kafka`).
     pub kafka: Vec<KafkaGrant>,
+    /// The tenant may issue and revoke its own tokens (`/api/v1/tenant/tokens`). Set by the
+    /// admin (`PUT /api/v1/tenants/{tenant_id}/settings`).
+    #[serde(default)]
+    pub manage_own_tokens: bool,
+}
+
+/// What the admin lets a tenant do itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSettings {
+    /// The tenant may issue and revoke its own tokens.
+    pub manage_own_tokens: bool,
 }
 
 /// A tenant's Kafka grants, as the admin sets them.
@@ -155,6 +167,7 @@ impl From<server::tenants::Tenant> for Tenant {
             disabled_ms: t.disabled_ms,
             suspended_jobs: t.suspended_jobs,
             kafka: t.kafka.into_iter().map(Into::into).collect(),
+            manage_own_tokens: t.manage_own_tokens,
         }
     }
 }

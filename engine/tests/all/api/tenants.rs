@@ -232,7 +232,7 @@ impl World {
             ("name", "no-such-stream".to_string()),
             ("savepoint_id", "ef".repeat(16)),
             ("operator", "no-such-operator".to_string()),
-            ("token_id", "0123456789abcdef".to_string()),
+            ("token_id", "fedcba9876543210".to_string()),
         ])
     }
 
@@ -249,6 +249,10 @@ impl World {
             ("PUT", "/api/v1/tenants/{tenant_id}/kafka") => Body::Json(json!({ "grants": [] })),
             ("POST", "/api/v1/tenants/{tenant_id}/tokens") => Body::Json(json!({ "label": "intruder" })),
             ("POST", "/api/v1/tenants/{tenant_id}/tokens/rotate") => Body::Json(json!({})),
+            ("PUT", "/api/v1/tenants/{tenant_id}/settings") => {
+                Body::Json(json!({ "manage_own_tokens": true }))
+            }
+            ("POST", "/api/v1/tenant/tokens") => Body::Json(json!({ "label": "mine" })),
             ("POST", "/api/v1/modules") => {
                 Body::Wasm { name: "intruder".into(), bytes: self.module_bytes.clone() }
             }
@@ -466,6 +470,19 @@ async fn no_tenant_reaches_another_and_no_route_is_open() {
                     assert!(!text.contains(id.as_str()), "{key} by tenant B shows A's `{id}`: {v}");
                 }
                 assert_eq!(v["data"], json!([]), "{key} by tenant B, who has nothing yet: {v}");
+            }
+            ("GET", "/api/v1/tenant/tokens") => {
+                // B's own token only.
+                let (status, v) = w.b.get(&path).await;
+                assert_eq!(status, 200, "{key} by tenant B: {v}");
+                assert_eq!(v["data"].as_array().map(Vec::len), Some(1), "{v}");
+                assert!(!v.to_string().contains(&w.token_id), "{key} by tenant B shows A's token: {v}");
+            }
+            ("POST", "/api/v1/tenant/tokens") => {
+                // The admin has not let B manage its tokens.
+                let (status, v) = w.b.send(request(&w.b, &op.method, &path, &body)).await;
+                assert_eq!(status, 403, "{key} by tenant B: {v}");
+                assert_error(&key, status, &v);
             }
             ("GET", "/api/v1/metrics") => {
                 // B's own series only: none of A's, whose job has run and counted.

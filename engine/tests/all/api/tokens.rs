@@ -360,3 +360,49 @@ async fn a_token_stored_before_token_ids_keeps_working_and_gets_an_id() {
     assert_eq!(status, 200);
     assert_eq!(whoami(&server.client(&token)).await, 401);
 }
+
+/// A tenant manages its own tokens once the admin lets it: it lists them (never the
+/// secrets), issues one, revokes another (which answers 401 at once), up to the 64 a tenant
+/// may hold; without the setting, issuing and revoking are refused with 403 and listing works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_manages_its_own_tokens_when_the_admin_lets_it() {
+    let server = TestServer::start(|_| {}).await;
+    let (id, api) = server.tenant("acme").await;
+    let admin = server.client(ADMIN);
+    let (status, list) = api.get("/api/v1/tenant/tokens").await;
+    assert_eq!(status, 200, "{list}");
+    let first = list["data"][0]["id"].as_str().unwrap().to_string();
+    assert!(!list.to_string().contains(api.token().unwrap()), "{list}");
+    let (status, v) = api.post("/api/v1/tenant/tokens", &json!({ "label": "ci" })).await;
+    assert_eq!(status, 403, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("ask the admin"), "{v}");
+    let (status, v) = api.delete(&format!("/api/v1/tenant/tokens/{first}")).await;
+    assert_eq!(status, 403, "{v}");
+
+    let (status, t) =
+        admin.put(&format!("/api/v1/tenants/{id}/settings"), &json!({ "manage_own_tokens": true })).await;
+    assert_eq!((status, &t["manage_own_tokens"]), (200, &json!(true)), "{t}");
+    let (status, issued) = api.post("/api/v1/tenant/tokens", &json!({ "label": "ci" })).await;
+    assert_eq!(status, 201, "{issued}");
+    let second = Api::new(&server.url, issued["token"].as_str().unwrap());
+    assert_eq!(whoami(&second).await, 200);
+    // The new token revokes the first: it answers 401 from the next request on.
+    let (status, v) = second.delete(&format!("/api/v1/tenant/tokens/{first}")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(whoami(&api).await, 401);
+    let (_, list) = second.get("/api/v1/tenant/tokens").await;
+    let labels: Vec<&str> =
+        list["data"].as_array().unwrap().iter().map(|t| t["label"].as_str().unwrap_or("")).collect();
+    assert_eq!(labels, ["ci"], "{list}");
+    // At most 64.
+    for _ in 1..64 {
+        let (status, v) = second.post_empty("/api/v1/tenant/tokens").await;
+        assert_eq!(status, 201, "{v}");
+    }
+    let (status, v) = second.post_empty("/api/v1/tenant/tokens").await;
+    assert_eq!(status, 409, "{v}");
+    // The admin takes the setting back.
+    admin.put(&format!("/api/v1/tenants/{id}/settings"), &json!({ "manage_own_tokens": false })).await;
+    let (status, _) = second.post_empty("/api/v1/tenant/tokens").await;
+    assert_eq!(status, 403);
+}
