@@ -113,3 +113,10 @@ test("a Kafka source's lag and watermark are shown live and move when the produc
   await screenshot(page, '12-kafka-caught-up');
   await client.post(`/api/v1/jobs/${job}/cancel`);
 });
+
+test("the tenant's page shows its Kafka grant", async () => {
+  await page.getByTestId('nav-account').click();
+  const grant = page.getByTestId('kafka-grant');
+  await grant.waitFor();
+  assert.match(await grant.innerText(), /main\s+acme\.\s+acme\./);
+});

@@ -3,7 +3,7 @@
 // in the table and the chart, a checkpoint's detail and timeline, a savepoint triggered and
 // listed, state browsed, a module uploaded, a failed job's error and exception history, its
 // operators' logs, its watermark and event-time lag live and plotted, streams tailed and
-// pushed to, an empty history, and a narrow window. Screenshots go to <target>/ui-e2e.
+// pushed to, the tenant's own page (quotas, tokens), an empty history, and a narrow window. Screenshots go to <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -294,6 +294,31 @@ test("streams are listed with their jobs, tailed live, and records pushed to one
     (await page.locator(`[data-testid="tail-record"][data-offset="${zebra.offset}"]`).count()) === 1,
   );
   await screenshot(page, '07b-streams');
+});
+
+test("a tenant's own page shows its quotas in use, and it issues and revokes tokens once the admin lets it", async () => {
+  await byTestId('nav-account').click();
+  const me = await client.get('/api/v1/tenant');
+  const jobs = page.locator('[data-testid="quota-row"][data-quota="max_jobs"]');
+  await waitFor('the jobs in use', async () => (await jobs.getByTestId('quota-used').innerText()) === String(me.usage.jobs));
+  assert.equal(await jobs.getByTestId('quota-limit').innerText(), String(me.quotas.max_jobs));
+  await byTestId('kafka-none').waitFor();
+  // The admin issues and revokes this tenant's tokens: no buttons.
+  await waitFor('the token is listed', async () => (await byTestId('token-row').count()) === 1);
+  assert.equal(await byTestId('token-issue').count(), 0);
+  await api(server.url, ADMIN).put(`/api/v1/tenants/${me.id}/settings`, { manage_own_tokens: true });
+  await page.reload();
+  await byTestId('token-label').fill('ci');
+  await byTestId('token-issue').click();
+  const issued = (await byTestId('token-issued').locator('code').innerText()).trim();
+  assert.equal((await api(server.url, issued).get('/api/v1/tenant')).id, me.id, 'the issued token signs in as this tenant');
+  const ci = page.locator('[data-testid="token-row"]', { hasText: 'ci' });
+  await waitFor('the new token is listed', async () => (await ci.count()) === 1);
+  await screenshot(page, '15-account');
+  page.once('dialog', (d) => d.accept());
+  await ci.getByTestId('token-revoke').click();
+  await waitFor('the token is gone', async () => (await byTestId('token-row').count()) === 1);
+  await assert.rejects(api(server.url, issued).get('/api/v1/tenant'), /401/);
 });
 
 test('an empty checkpoint history says so', async () => {

@@ -7,6 +7,7 @@ import { useErrors } from './errors-context';
 import { useRoute } from './hooks';
 import { errorToMessage } from './lib/errors';
 import { links, navSection } from './lib/router';
+import { AccountPage } from './pages/AccountPage';
 import { CheckpointPage } from './pages/CheckpointPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
@@ -102,9 +103,15 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
         </nav>
         <div class="who">
           {tenant && (
-            <span class="tenant" title={`tenant ${tenant.id}`}>
+            <a
+              class={`tenant${section === 'account' ? ' active' : ''}`}
+              href={links.account()}
+              data-testid="nav-account"
+              title={`tenant ${tenant.id}: quotas, Kafka grants, tokens`}
+              aria-current={section === 'account' ? 'page' : undefined}
+            >
               {tenant.name}
-            </span>
+            </a>
           )}
           {admin && (
             <span class="tenant" data-testid="signed-in-admin" title="the server's admin token">
@@ -142,6 +149,8 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
         return <ModulesPage />;
       case 'streams':
         return <StreamsPage stream={route.stream} />;
+      case 'account':
+        return <AccountPage />;
       case 'state':
         return <StatePage source={route.source} operator={route.operator} stateName={route.stateName} />;
       case 'workers':

@@ -102,6 +102,13 @@ const enc = encodeURIComponent;
 export const api = {
   tenant: (candidate?: string) =>
     call<Answer<'whoami'>>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
+  /** The caller's tenant, polled (quotas and usage). */
+  me: (signal?: AbortSignal) => call<Answer<'whoami'>>('GET', '/tenant', signal ? { signal } : {}),
+  ownTokens: (signal?: AbortSignal) =>
+    call<Answer<'list_own_tokens'>>('GET', '/tenant/tokens', signal ? { signal } : {}).then((c) => c.data),
+  issueOwnToken: (label: string) =>
+    call<Answer<'issue_own_token'>>('POST', '/tenant/tokens', { json: label.trim() ? { label: label.trim() } : {} }),
+  revokeOwnToken: (id: string) => call<Answer<'revoke_own_token'>>('DELETE', `/tenant/tokens/${enc(id)}`),
   /** The workers (admin token only). */
   workers: (signal?: AbortSignal, candidate?: string) =>
     call<Answer<'list_workers'>>('GET', '/workers', {

@@ -49,6 +49,7 @@ describe('href', () => {
     { name: 'modules' },
     { name: 'streams', stream: null },
     { name: 'streams', stream: 'my lines' },
+    { name: 'account' },
     { name: 'workers' },
     { name: 'state', source: null, operator: null, stateName: null },
     { name: 'state', source: { kind: 'checkpoint', job: 'j', checkpoint: 3 }, operator: 'my op', stateName: 'a b' },

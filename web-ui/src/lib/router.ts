@@ -9,6 +9,7 @@ export type Route =
   | { name: 'savepoints' }
   | { name: 'modules' }
   | { name: 'streams'; stream: string | null }
+  | { name: 'account' }
   | { name: 'workers' }
   | { name: 'state'; source: StateSource | null; operator: string | null; stateName: string | null }
   | { name: 'notFound'; hash: string };
@@ -47,6 +48,9 @@ export function parseHash(hash: string): Route {
       break;
     case 'streams':
       if (parts.length <= 2) return { name: 'streams', stream: a ?? null };
+      break;
+    case 'account':
+      if (parts.length === 1) return { name: 'account' };
       break;
     case 'workers':
       if (parts.length === 1) return { name: 'workers' };
@@ -87,6 +91,8 @@ export function href(route: Route): string {
       return '#/modules';
     case 'streams':
       return route.stream ? `#/streams/${enc(route.stream)}` : '#/streams';
+    case 'account':
+      return '#/account';
     case 'workers':
       return '#/workers';
     case 'state': {
@@ -112,13 +118,14 @@ export const links = {
   savepoints: () => href({ name: 'savepoints' }),
   modules: () => href({ name: 'modules' }),
   streams: (stream: string | null = null) => href({ name: 'streams', stream }),
+  account: () => href({ name: 'account' }),
   workers: () => href({ name: 'workers' }),
   state: (source: StateSource | null, operator: string | null = null, stateName: string | null = null) =>
     href({ name: 'state', source, operator, stateName }),
 };
 
 /** Which top navigation entry a route belongs to. */
-export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | null {
+export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | 'account' | null {
   switch (route.name) {
     case 'jobs':
     case 'job':
@@ -130,6 +137,8 @@ export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 's
       return 'modules';
     case 'streams':
       return 'streams';
+    case 'account':
+      return 'account';
     case 'workers':
       return 'workers';
     case 'state':
