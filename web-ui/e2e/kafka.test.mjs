@@ -1,8 +1,10 @@
 // End to end with a Kafka broker (Tansu, as in the engine's Kafka tests): a job (`feed`:
-// stream → Kafka sink) writes what the test pushes to a topic; a job reading the topic shows its consumer lag and watermark live in the operators table and the charts;
-// the lag grows while records wait, falls to zero once the source caught up and the
+// stream → Kafka sink) writes what the test pushes to a topic; a job reading the topic shows
+// its consumer lag and watermark live in the operators table and the charts; the lag grows while records wait, falls to zero once the source caught up and the
 // producer paused, and grows and falls again when the producer resumes, the watermark
-// moving on. Screenshots go to <target>/ui-e2e.
+// moving on. The tenant's page shows its grant; the admin creates a tenant with quotas and a
+// grant in the UI, which that tenant's page shows and the other's does not. Screenshots go
+// to <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -119,4 +121,52 @@ test("the tenant's page shows its Kafka grant", async () => {
   const grant = page.getByTestId('kafka-grant');
   await grant.waitFor();
   assert.match(await grant.innerText(), /main\s+acme\.\s+acme\./);
+});
+
+test('the admin creates a tenant with quotas and a Kafka grant, which its page shows and no other tenant sees', async () => {
+  await page.getByTestId('sign-out').click();
+  await page.getByTestId('token-input').fill(ADMIN);
+  await page.getByTestId('sign-in').click();
+  await page.getByTestId('nav-tenants').click();
+  await page.getByTestId('tenant-name').fill('beta');
+  await page.getByTestId('tenant-create').click();
+  const betaToken = (await page.getByTestId('tenant-token').innerText()).trim();
+  await page.getByTestId('tenant-created').getByRole('link', { name: 'beta' }).click();
+  const detail = page.getByTestId('tenant-detail');
+  await detail.waitFor();
+  await page.getByTestId('quota-max_jobs').fill('3');
+  await page.getByTestId('quota-max_storage_bytes').fill('64M');
+  await page.getByTestId('quota-save').click();
+  await page.getByTestId('quota-saved').waitFor();
+  await page.getByTestId('grant-add').click();
+  await page.getByTestId('grant-connection').fill('main');
+  await page.getByTestId('grant-topics').fill('beta.');
+  await page.getByTestId('grant-groups').fill('beta.');
+  await page.getByTestId('grants-save').click();
+  await page.getByTestId('grants-saved').waitFor();
+  // The server's connection, without its secrets, lists who is granted it.
+  const main = page.locator('[data-testid="server-kafka-row"][data-connection="main"]');
+  await waitFor('both tenants are granted main', async () =>
+    /acme, beta/.test(await main.getByTestId('server-kafka-granted').innerText()),
+  );
+  assert.match(await main.innerText(), new RegExp(broker.bootstrap.replaceAll('.', '\\.')));
+  await screenshot(page, '16-admin-tenant');
+  // Beta signs in and sees them on its own page.
+  await page.getByTestId('sign-out').click();
+  await page.getByTestId('token-input').fill(betaToken);
+  await page.getByTestId('sign-in').click();
+  await page.getByTestId('jobs-table').or(page.getByTestId('jobs-empty')).first().waitFor();
+  await page.getByTestId('nav-account').click();
+  const jobs = page.locator('[data-testid="quota-row"][data-quota="max_jobs"]');
+  await waitFor('the quota the admin set', async () => (await jobs.getByTestId('quota-limit').innerText()) === '3');
+  assert.match(await page.locator('[data-testid="quota-row"][data-quota="max_storage_bytes"]').getByTestId('quota-limit').innerText(), /64\.0 MiB/);
+  assert.match(await page.getByTestId('kafka-grant').innerText(), /main\s+beta\.\s+beta\./);
+  // Acme sees only its own grant, none of beta's.
+  await page.getByTestId('sign-out').click();
+  await page.getByTestId('token-input').fill(token);
+  await page.getByTestId('sign-in').click();
+  await page.getByTestId('nav-account').click();
+  await page.getByTestId('kafka-grant').waitFor();
+  const text = await page.getByTestId('account-kafka').innerText();
+  assert.ok(!text.includes('beta'), text);
 });

@@ -1,7 +1,8 @@
 // End to end with a worker: `weir serve` listening for workers and one real `weir worker`
 // process. The admin token signs in to the Workers page (address, slots, subtasks, heartbeat
-// age); a tenant's job page names the worker of each subtask; the workers list is not a
-// tenant's. Screenshots go to <target>/ui-e2e.
+// age) and a Server page (store, disk, process, workers, tenants); a tenant's job page names
+// the worker of each subtask; the workers list is not a tenant's. Screenshots go to
+// <target>/ui-e2e.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,6 +69,16 @@ test('the admin token shows the workers with their slots, subtasks and heartbeat
   // The admin sees no tenant's pages.
   assert.equal(await byTestId('nav-jobs').count(), 0);
   await screenshot(page, '20-workers');
+  // The server page: the store, the disk, the process, the workers and tenants.
+  await byTestId('nav-health').click();
+  const value = (key) => page.locator(`[data-testid="health-row"][data-key="${key}"]`).getByTestId('health-value');
+  await waitFor('the process figures', async () => (await value('rss').count()) === 1);
+  assert.equal(await value('store').innerText(), 'ok');
+  assert.match(await value('disk-free').innerText(), /[KMGT]iB|unknown/);
+  assert.match(await value('rss').innerText(), /MiB/);
+  await waitFor('the worker is counted', async () => (await value('workers').innerText()) === '1 of 1');
+  assert.equal(await value('tenants').innerText(), '1');
+  await screenshot(page, '22-server');
   await byTestId('sign-out').click();
 });
 

@@ -9,6 +9,7 @@ import { errorToMessage } from './lib/errors';
 import { links, navSection } from './lib/router';
 import { AccountPage } from './pages/AccountPage';
 import { CheckpointPage } from './pages/CheckpointPage';
+import { HealthPage } from './pages/HealthPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { ModulesPage } from './pages/ModulesPage';
@@ -16,6 +17,7 @@ import { SavepointsPage } from './pages/SavepointsPage';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/StatePage';
 import { StreamsPage } from './pages/StreamsPage';
+import { TenantsPage } from './pages/TenantsPage';
 import { WorkersPage } from './pages/WorkersPage';
 
 export function App() {
@@ -36,6 +38,9 @@ export function App() {
       setWho(null);
       setNotice(message);
       clearAll();
+      // The next token starts at its home: the page open now may be one it cannot see (an
+      // admin page for a tenant, a tenant's job for the admin).
+      if (window.location.hash) window.history.replaceState(null, '', window.location.pathname + window.location.search);
     },
     [clearAll],
   );
@@ -73,7 +78,7 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
   // Action errors belong to the page they were made on.
   useEffect(() => clearAll(), [route.name, 'id' in route ? route.id : null]);
 
-  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers', label: string, href: string) => (
+  const nav = (id: 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | 'tenants' | 'health', label: string, href: string) => (
     <a href={href} data-testid={`nav-${id}`} class={section === id ? 'active' : undefined} aria-current={section === id ? 'page' : undefined}>
       {label}
     </a>
@@ -90,7 +95,11 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
         </a>
         <nav class="nav">
           {admin ? (
-            nav('workers', 'Workers', links.workers())
+            <>
+              {nav('workers', 'Workers', links.workers())}
+              {nav('tenants', 'Tenants', links.tenants())}
+              {nav('health', 'Server', links.health())}
+            </>
           ) : (
             <>
               {nav('jobs', 'Jobs', links.jobs())}
@@ -133,8 +142,13 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
   // Called, not rendered as a component: a component defined in here would be a new type
   // on every render, and the page would lose its state.
   function page() {
-    // The admin token reaches the workers only (tenants' data needs their own tokens).
-    if (admin) return route.name === 'workers' || route.name === 'jobs' ? <WorkersPage /> : notFound();
+    // The admin token reaches the workers and the tenants' settings only (tenants' data
+    // needs their own tokens).
+    if (admin) {
+      if (route.name === 'tenants') return <TenantsPage tenant={route.tenant} />;
+      if (route.name === 'health') return <HealthPage />;
+      return route.name === 'workers' || route.name === 'jobs' ? <WorkersPage /> : notFound();
+    }
     if (!who) return <Loading what="who this token is" />;
     switch (route.name) {
       case 'jobs':

@@ -1,5 +1,6 @@
-//! `/api/v1/tenants/{tenant_id}/kafka` (admin: a tenant's Kafka grants) and
-//! `/api/v1/kafka/connections` (a tenant: the connections it may use).
+//! `/api/v1/tenants/{tenant_id}/kafka` (admin: a tenant's Kafka grants),
+//! `/api/v1/kafka/connections` (a tenant: the connections it may use) and
+//! `/api/v1/kafka/server-connections` (admin: the server's connections, without secrets).
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 
-use super::model::{Data, ErrorBody, KafkaGrant, KafkaGrants, Tenant};
+use super::model::{Data, ErrorBody, KafkaGrant, KafkaGrants, ServerKafkaConnection, Tenant};
 use super::{Admin, Caller, parse_json};
 use crate::server::ids::check_hex_id;
 use crate::server::tenants::check_kafka_grants;
@@ -54,4 +55,44 @@ pub async fn list_kafka_connections(
     let granted =
         tenant.kafka.into_iter().filter(|g| server.config.kafka_connections.contains_key(&g.connection));
     Ok(Json(Data::of(granted.collect::<Vec<_>>())))
+}
+
+/// The server's Kafka connections (its `kafka_connections`), for the admin: addresses, the
+/// security protocol, the SASL mechanism and user, whether TLS files are set, and the tenants
+/// granted each — never a password or a key.
+#[utoipa::path(get, path = "/api/v1/kafka/server-connections", tag = "kafka",
+    responses(
+        (status = 200, description = "The server's connections", body = Data<ServerKafkaConnection>),
+        (status = 401, description = "No or bad token", body = ErrorBody),
+        (status = 403, description = "Not the admin token", body = ErrorBody)))]
+pub async fn list_server_kafka_connections(
+    _: Admin,
+    State(server): State<Arc<Server>>,
+) -> Result<Json<Data<ServerKafkaConnection>>, ServerError> {
+    let tenants = server.tenants.list()?;
+    let data = server
+        .config
+        .kafka_connections
+        .iter()
+        .map(|(name, c)| ServerKafkaConnection {
+            name: name.clone(),
+            bootstrap_servers: c.bootstrap_servers.clone(),
+            security_protocol: serde_json::to_value(c.security_protocol)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            sasl_mechanism: c
+                .sasl_mechanism
+                .and_then(|m| serde_json::to_value(m).ok())
+                .and_then(|v| v.as_str().map(str::to_string)),
+            sasl_username: c.sasl_username.clone(),
+            tls_files: c.ssl_ca_location.is_some() || c.ssl_certificate_location.is_some(),
+            granted_to: tenants
+                .iter()
+                .filter(|t| t.kafka.iter().any(|g| &g.connection == name))
+                .map(|t| t.name.clone())
+                .collect(),
+        })
+        .collect::<Vec<_>>();
+    Ok(Json(Data::of(data)))
 }

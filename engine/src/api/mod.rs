@@ -114,6 +114,7 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(tenants::set_quotas))
         .routes(routes!(kafka::set_kafka_grants))
         .routes(routes!(kafka::list_kafka_connections))
+        .routes(routes!(kafka::list_server_kafka_connections))
         .routes(routes!(tenants::issue_token, tenants::list_tokens))
         .routes(routes!(tenants::revoke_token))
         .routes(routes!(tenants::rotate_tokens))

@@ -48,11 +48,11 @@ pub async fn list_tenants(
     Ok(Json(Data::of(server.tenants.list()?)))
 }
 
-/// One tenant.
+/// One tenant, with its usage.
 #[utoipa::path(get, path = "/api/v1/tenants/{tenant_id}", tag = "tenants",
     params(("tenant_id" = String, Path, description = "Tenant id")),
     responses(
-        (status = 200, description = "The tenant", body = Tenant),
+        (status = 200, description = "The tenant, with its usage", body = TenantView),
         (status = 401, description = "No or bad token", body = ErrorBody),
         (status = 403, description = "Not the admin token", body = ErrorBody),
         (status = 404, description = "No such tenant", body = ErrorBody)))]
@@ -60,9 +60,11 @@ pub async fn get_tenant(
     _: Admin,
     State(server): State<Arc<Server>>,
     Path(tenant_id): Path<String>,
-) -> Result<Json<Tenant>, ServerError> {
+) -> Result<Json<TenantView>, ServerError> {
     check_hex_id("tenant", &tenant_id, 16)?;
-    Ok(Json(server.tenants.get(&tenant_id)?.into()))
+    let tenant = server.tenants.get(&tenant_id)?;
+    let usage = server.usage(&tenant.id)?;
+    Ok(Json(TenantView { tenant: tenant.into(), usage: usage.into() }))
 }
 
 /// Replaces a tenant's quotas.

@@ -2,7 +2,7 @@
 
 import { ApiError, apiErrorText } from '../lib/errors';
 import { filenameFromDisposition } from '../lib/savepoints';
-import type { Answer, JobSpec, SavepointMode } from './types';
+import type { Answer, JobSpec, SavepointMode, Schemas } from './types';
 import { stateUrl, type StateQuery, type StateSource } from '../lib/state';
 
 const BASE = '/api/v1';
@@ -99,6 +99,20 @@ function upload<T>(
 
 const enc = encodeURIComponent;
 
+/** A GET outside `/api/v1` (`/healthz`, `/metrics`): its status and text, whatever the status. */
+async function rootText(path: string, signal?: AbortSignal): Promise<{ status: number; text: string }> {
+  const headers: Record<string, string> = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let res: Response;
+  try {
+    res = await fetch(path, { headers, signal: signal ?? null });
+  } catch (e) {
+    if (e instanceof DOMException && e.name === 'AbortError') throw e;
+    throw new ApiError(0, null, 'GET', path, e instanceof Error ? e.message : String(e));
+  }
+  return { status: res.status, text: await res.text() };
+}
+
 export const api = {
   tenant: (candidate?: string) =>
     call<Answer<'whoami'>>('GET', '/tenant', candidate === undefined ? {} : { token: candidate }),
@@ -109,6 +123,39 @@ export const api = {
   issueOwnToken: (label: string) =>
     call<Answer<'issue_own_token'>>('POST', '/tenant/tokens', { json: label.trim() ? { label: label.trim() } : {} }),
   revokeOwnToken: (id: string) => call<Answer<'revoke_own_token'>>('DELETE', `/tenant/tokens/${enc(id)}`),
+  /** Admin: the server's Kafka connections (no secrets). */
+  serverKafkaConnections: (signal?: AbortSignal) =>
+    call<Answer<'list_server_kafka_connections'>>('GET', '/kafka/server-connections', signal ? { signal } : {}).then((c) => c.data),
+  /** Admin: the tenants. */
+  tenants: (signal?: AbortSignal) =>
+    call<Answer<'list_tenants'>>('GET', '/tenants', signal ? { signal } : {}).then((c) => c.data),
+  adminTenant: (id: string, signal?: AbortSignal) =>
+    call<Answer<'get_tenant'>>('GET', `/tenants/${enc(id)}`, signal ? { signal } : {}),
+  createTenant: (name: string, quotas: Record<string, number> | null) =>
+    call<Answer<'create_tenant'>>('POST', '/tenants', { json: quotas ? { name, quotas } : { name } }),
+  setQuotas: (id: string, quotas: Record<string, number>) =>
+    call<Answer<'set_quotas'>>('PUT', `/tenants/${enc(id)}/quotas`, { json: quotas }),
+  setTenantSettings: (id: string, manageOwnTokens: boolean) =>
+    call<Answer<'set_settings'>>('PUT', `/tenants/${enc(id)}/settings`, { json: { manage_own_tokens: manageOwnTokens } }),
+  setKafkaGrants: (id: string, grants: { connection: string; topic_prefixes: string[]; group_prefixes: string[] }[]) =>
+    call<Answer<'set_kafka_grants'>>('PUT', `/tenants/${enc(id)}/kafka`, { json: { grants } }),
+  disableTenant: (id: string) => call<Answer<'disable_tenant'>>('POST', `/tenants/${enc(id)}/disable`),
+  enableTenant: (id: string) => call<Answer<'enable_tenant'>>('POST', `/tenants/${enc(id)}/enable`),
+  tenantTokens: (id: string, signal?: AbortSignal) =>
+    call<Answer<'list_tokens'>>('GET', `/tenants/${enc(id)}/tokens`, signal ? { signal } : {}).then((c) => c.data),
+  issueTenantToken: (id: string, label: string) =>
+    call<Answer<'issue_token'>>('POST', `/tenants/${enc(id)}/tokens`, { json: label.trim() ? { label: label.trim() } : {} }),
+  revokeTenantToken: (id: string, token: string) =>
+    call<Answer<'revoke_token'>>('DELETE', `/tenants/${enc(id)}/tokens/${enc(token)}`),
+  /** The server's health (`/healthz`: 200 when it serves, 503 with the store's state otherwise). */
+  health: (signal?: AbortSignal) =>
+    rootText('/healthz', signal).then(({ text }) => JSON.parse(text) as Schemas['Health']),
+  /** Admin: the Prometheus text of `/metrics`. */
+  serverMetrics: (signal?: AbortSignal) =>
+    rootText('/metrics', signal).then(({ status, text }) => {
+      if (status !== 200) throw new ApiError(status, apiErrorText(text), 'GET', '/metrics');
+      return text;
+    }),
   /** The workers (admin token only). */
   workers: (signal?: AbortSignal, candidate?: string) =>
     call<Answer<'list_workers'>>('GET', '/workers', {

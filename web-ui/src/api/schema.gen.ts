@@ -238,6 +238,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/kafka/server-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The server's Kafka connections (its `kafka_connections`), for the admin: addresses, the
+         *     security protocol, the SASL mechanism and user, whether TLS files are set, and the tenants
+         *     granted each — never a password or a key.
+         */
+        get: operations["list_server_kafka_connections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/metrics": {
         parameters: {
             query?: never;
@@ -528,7 +549,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One tenant. */
+        /** One tenant, with its usage. */
         get: operations["get_tenant"];
         put?: never;
         post?: never;
@@ -1129,6 +1150,26 @@ export interface components {
                 origin?: string | null;
                 /** @description Pending, completed or failed. */
                 status: components["schemas"]["SavepointStatus"];
+            }[];
+        };
+        /** @description A collection. */
+        Data_ServerKafkaConnection: {
+            /** @description The items. */
+            data: {
+                /** @description `host:port` of its brokers. */
+                bootstrap_servers: string[];
+                /** @description The names of the tenants granted it. */
+                granted_to: string[];
+                /** @description Its name (tenants' grants and jobs' `connection` name it). */
+                name: string;
+                /** @description The SASL mechanism, for the `sasl_*` protocols. */
+                sasl_mechanism?: string | null;
+                /** @description The SASL user (never the password). */
+                sasl_username?: string | null;
+                /** @description `plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`. */
+                security_protocol: string;
+                /** @description A CA or client certificate file is set (their paths and the key are not shown). */
+                tls_files: boolean;
             }[];
         };
         /** @description A collection. */
@@ -2010,6 +2051,23 @@ export interface components {
          * @enum {string}
          */
         SavepointStatus: "pending" | "completed" | "failed";
+        /** @description One of the server's Kafka connections, as the admin sees it (no secret). */
+        ServerKafkaConnection: {
+            /** @description `host:port` of its brokers. */
+            bootstrap_servers: string[];
+            /** @description The names of the tenants granted it. */
+            granted_to: string[];
+            /** @description Its name (tenants' grants and jobs' `connection` name it). */
+            name: string;
+            /** @description The SASL mechanism, for the `sasl_*` protocols. */
+            sasl_mechanism?: string | null;
+            /** @description The SASL user (never the password). */
+            sasl_username?: string | null;
+            /** @description `plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`. */
+            security_protocol: string;
+            /** @description A CA or client certificate file is set (their paths and the key are not shown). */
+            tls_files: boolean;
+        };
         /** @description Job-wide settings. */
         Settings: {
             /**
@@ -3348,6 +3406,44 @@ export interface operations {
             };
         };
     };
+    list_server_kafka_connections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server's connections */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_ServerKafkaConnection"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the admin token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     tenant_metrics: {
         parameters: {
             query?: never;
@@ -4467,13 +4563,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The tenant */
+            /** @description The tenant, with its usage */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tenant"];
+                    "application/json": components["schemas"]["TenantView"];
                 };
             };
             /** @description No or bad token */

@@ -5,7 +5,7 @@
 
 import type { components, operations } from './schema.gen';
 
-type Schemas = components['schemas'];
+export type Schemas = components['schemas'];
 
 export type JobStatus = Schemas['JobStatus'];
 export type NodeKind = Schemas['NodeKind'];

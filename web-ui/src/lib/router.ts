@@ -10,6 +10,8 @@ export type Route =
   | { name: 'modules' }
   | { name: 'streams'; stream: string | null }
   | { name: 'account' }
+  | { name: 'tenants'; tenant: string | null }
+  | { name: 'health' }
   | { name: 'workers' }
   | { name: 'state'; source: StateSource | null; operator: string | null; stateName: string | null }
   | { name: 'notFound'; hash: string };
@@ -52,6 +54,12 @@ export function parseHash(hash: string): Route {
     case 'account':
       if (parts.length === 1) return { name: 'account' };
       break;
+    case 'tenants':
+      if (parts.length <= 2) return { name: 'tenants', tenant: a ?? null };
+      break;
+    case 'health':
+      if (parts.length === 1) return { name: 'health' };
+      break;
     case 'workers':
       if (parts.length === 1) return { name: 'workers' };
       break;
@@ -93,6 +101,10 @@ export function href(route: Route): string {
       return route.stream ? `#/streams/${enc(route.stream)}` : '#/streams';
     case 'account':
       return '#/account';
+    case 'tenants':
+      return route.tenant ? `#/tenants/${enc(route.tenant)}` : '#/tenants';
+    case 'health':
+      return '#/health';
     case 'workers':
       return '#/workers';
     case 'state': {
@@ -119,13 +131,15 @@ export const links = {
   modules: () => href({ name: 'modules' }),
   streams: (stream: string | null = null) => href({ name: 'streams', stream }),
   account: () => href({ name: 'account' }),
+  tenants: (tenant: string | null = null) => href({ name: 'tenants', tenant }),
+  health: () => href({ name: 'health' }),
   workers: () => href({ name: 'workers' }),
   state: (source: StateSource | null, operator: string | null = null, stateName: string | null = null) =>
     href({ name: 'state', source, operator, stateName }),
 };
 
 /** Which top navigation entry a route belongs to. */
-export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | 'account' | null {
+export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | 'account' | 'tenants' | 'health' | null {
   switch (route.name) {
     case 'jobs':
     case 'job':
@@ -139,6 +153,10 @@ export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 's
       return 'streams';
     case 'account':
       return 'account';
+    case 'tenants':
+      return 'tenants';
+    case 'health':
+      return 'health';
     case 'workers':
       return 'workers';
     case 'state':

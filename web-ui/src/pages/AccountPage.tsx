@@ -1,10 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client';
+import { QuotaTable } from '../components/QuotaTable';
 import { Empty, Loading } from '../components/Status';
 import { useErrors } from '../errors-context';
 import { usePoll } from '../hooks';
-import { quotaRows } from '../lib/account';
-import { formatPercent, formatTime } from '../lib/format';
+import { formatTime } from '../lib/format';
 
 /** The signed-in tenant's own page: its use of every quota, its Kafka grants and its tokens. */
 export function AccountPage() {
@@ -22,41 +22,7 @@ export function AccountPage() {
           </span>
         </div>
         <h2>Quotas</h2>
-        <div class="table-wrap">
-          <table class="table" data-testid="quota-table">
-            <thead>
-              <tr>
-                <th>Quota</th>
-                <th class="num">Used</th>
-                <th class="num">Limit</th>
-                <th>Share</th>
-              </tr>
-            </thead>
-            <tbody>
-              {quotaRows(t).map((r) => (
-                <tr key={r.key} data-testid="quota-row" data-quota={r.key}>
-                  <td>{r.what}</td>
-                  <td class="num" data-testid="quota-used">
-                    {r.used ?? '—'}
-                  </td>
-                  <td class="num" data-testid="quota-limit">
-                    {r.limit}
-                  </td>
-                  <td>
-                    {r.share != null && (
-                      <span class={`pressure pressure-${r.share > 0.9 ? 'high' : r.share > 0.7 ? 'low' : 'none'}`}>
-                        <span class="pressure-bar">
-                          <span class="pressure-fill" style={{ width: `${Math.round(r.share * 100)}%` }} />
-                        </span>
-                        <span class="pressure-text">{formatPercent(r.share)}</span>
-                      </span>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <QuotaTable tenant={t} />
       </section>
       <section class="card" data-testid="account-kafka">
         <div class="card-head">

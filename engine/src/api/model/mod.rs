@@ -28,8 +28,8 @@ pub use streams::{
     AppendBody, Appended, NewRecord, NewStream, ReadBody, ReadQuery, StoredRecord, StreamInfo,
 };
 pub use tenants::{
-    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, Tenant, TenantSettings,
-    TenantView, TenantWithToken, TokenBody, TokenInfo, Usage,
+    KafkaGrant, KafkaGrants, NewTenant, NewToken, Quotas, RotateTokens, Rotated, ServerKafkaConnection,
+    Tenant, TenantSettings, TenantView, TenantWithToken, TokenBody, TokenInfo, Usage,
 };
 pub use workers::Worker;
 

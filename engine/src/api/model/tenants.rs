@@ -294,3 +294,22 @@ pub struct TenantView {
     /// Its usage.
     pub usage: Usage,
 }
+
+/// One of the server's Kafka connections, as the admin sees it (no secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ServerKafkaConnection {
+    /// Its name (tenants' grants and jobs' `connection` name it).
+    pub name: String,
+    /// `host:port` of its brokers.
+    pub bootstrap_servers: Vec<String>,
+    /// `plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`.
+    pub security_protocol: String,
+    /// The SASL mechanism, for the `sasl_*` protocols.
+    pub sasl_mechanism: Option<String>,
+    /// The SASL user (never the password).
+    pub sasl_username: Option<String>,
+    /// A CA or client certificate file is set (their paths and the key are not shown).
+    pub tls_files: bool,
+    /// The names of the tenants granted it.
+    pub granted_to: Vec<String>,
+}

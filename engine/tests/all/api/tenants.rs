@@ -37,9 +37,10 @@ impl Operation {
         format!("{} {}", self.method, self.path)
     }
 
-    /// The admin's routes: tenants and their tokens.
+    /// The admin's routes: tenants and their tokens, workers, the server's Kafka connections.
     fn is_admin(&self) -> bool {
-        ["/api/v1/tenants", "/api/v1/workers"].contains(&self.path.as_str())
+        ["/api/v1/tenants", "/api/v1/workers", "/api/v1/kafka/server-connections"]
+            .contains(&self.path.as_str())
             || self.path.starts_with("/api/v1/tenants/")
     }
 
