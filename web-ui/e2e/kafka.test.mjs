@@ -106,9 +106,11 @@ test("a Kafka source's lag and watermark are shown live and move when the produc
   assert.match(await cell.innerText(), /Kafka lag 0/);
   const mark = await watermark();
   // It resumes: behind again, then caught up with the watermark further on.
-  await produce(ticks(3000, 5000));
+  // (Enough that the lag lasts several polls: the source reads a second's worth at once
+  // after it was idle.)
+  await produce(ticks(3000, 9000));
   await waitFor('behind again', async () => (await lag()) > 0);
-  await waitFor('caught up again', async () => (await lag()) === 0 && (await watermark()) >= BASE + 4999 - 1);
+  await waitFor('caught up again', async () => (await lag()) === 0 && (await watermark()) >= BASE + 8999 - 1);
   assert.ok((await watermark()) > mark);
   // The chart saw all of it: some points behind, some caught up.
   assert.ok(Number(await chart.getAttribute('data-points')) >= 4);

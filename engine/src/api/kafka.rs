@@ -87,11 +87,15 @@ pub async fn list_server_kafka_connections(
                 .and_then(|v| v.as_str().map(str::to_string)),
             sasl_username: c.sasl_username.clone(),
             tls_files: c.ssl_ca_location.is_some() || c.ssl_certificate_location.is_some(),
-            granted_to: tenants
-                .iter()
-                .filter(|t| t.kafka.iter().any(|g| &g.connection == name))
-                .map(|t| t.name.clone())
-                .collect(),
+            granted_to: {
+                let mut names: Vec<String> = tenants
+                    .iter()
+                    .filter(|t| t.kafka.iter().any(|g| &g.connection == name))
+                    .map(|t| t.name.clone())
+                    .collect();
+                names.sort();
+                names
+            },
         })
         .collect::<Vec<_>>();
     Ok(Json(Data::of(data)))

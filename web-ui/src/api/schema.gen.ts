@@ -1158,7 +1158,7 @@ export interface components {
             data: {
                 /** @description `host:port` of its brokers. */
                 bootstrap_servers: string[];
-                /** @description The names of the tenants granted it. */
+                /** @description The names of the tenants granted it, in name order. */
                 granted_to: string[];
                 /** @description Its name (tenants' grants and jobs' `connection` name it). */
                 name: string;
@@ -2055,7 +2055,7 @@ export interface components {
         ServerKafkaConnection: {
             /** @description `host:port` of its brokers. */
             bootstrap_servers: string[];
-            /** @description The names of the tenants granted it. */
+            /** @description The names of the tenants granted it, in name order. */
             granted_to: string[];
             /** @description Its name (tenants' grants and jobs' `connection` name it). */
             name: string;

@@ -29,6 +29,7 @@ export type NodeRestore = Schemas['NodeRestore'];
 export type RestoreReport = Schemas['RestoreReport'];
 export type JobRecord = Schemas['JobRecord'];
 export type JobException = Schemas['JobException'];
+export type TokenInfo = Schemas['TokenInfo'];
 export type StoredLine = Schemas['StoredLine'];
 export type JobSummary = Schemas['JobSummary'];
 export type SubtaskLive = Schemas['SubtaskLive'];

@@ -1,8 +1,7 @@
-import { useState } from 'preact/hooks';
 import { api } from '../api/client';
 import { QuotaTable } from '../components/QuotaTable';
 import { Empty, Loading } from '../components/Status';
-import { useErrors } from '../errors-context';
+import { TokensEditor } from '../components/Tokens';
 import { usePoll } from '../hooks';
 import { formatTime } from '../lib/format';
 
@@ -73,90 +72,19 @@ function prefixes(list: string[] | undefined) {
 
 /** The tenant's tokens; issue and revoke them when the admin allows it. */
 function Tokens({ manage }: { manage: boolean }) {
-  const tokens = usePoll('own-tokens', (signal) => api.ownTokens(signal), 10_000, []);
-  const [label, setLabel] = useState('');
-  const [issued, setIssued] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const { report } = useErrors();
-
-  const issue = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    try {
-      const t = await api.issueOwnToken(label);
-      setIssued(t.token);
-      setLabel('');
-      tokens.refresh();
-    } catch (err) {
-      report(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  const revoke = async (id: string) => {
-    if (!window.confirm(`Revoke token ${id}? Clients using it are refused from their next request on (this page too, if it is this one).`)) return;
-    try {
-      await api.revokeOwnToken(id);
-      tokens.refresh();
-    } catch (err) {
-      report(err);
-    }
-  };
-
   return (
     <section class="card" data-testid="account-tokens">
       <div class="card-head wrap">
         <h2>Tokens</h2>
         <span class="muted">{manage ? 'you may issue and revoke your tokens' : 'the admin issues and revokes your tokens'}</span>
       </div>
-      {manage && (
-        <form class="toolbar wrap" onSubmit={issue}>
-          <label>
-            Label <input type="text" data-testid="token-label" value={label} onInput={(e) => setLabel(e.currentTarget.value)} placeholder="ci" />
-          </label>
-          <button type="submit" class="btn small" data-testid="token-issue" disabled={busy}>
-            {busy ? 'Issuing…' : 'Issue a token'}
-          </button>
-        </form>
-      )}
-      {issued && (
-        <p class="notice" data-testid="token-issued" role="status">
-          The new token, shown only now: <code>{issued}</code>
-        </p>
-      )}
-      {!tokens.data && <Loading what="tokens" />}
-      {tokens.data && (
-        <div class="table-wrap">
-          <table class="table" data-testid="tokens-table">
-            <thead>
-              <tr>
-                <th>Id</th>
-                <th>Label</th>
-                <th>Issued</th>
-                {manage && <th />}
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.map((t) => (
-                <tr key={t.id} data-testid="token-row" data-token-id={t.id}>
-                  <td>
-                    <code>{t.id}</code>
-                  </td>
-                  <td>{t.label ?? ''}</td>
-                  <td>{formatTime(t.created_ms)}</td>
-                  {manage && (
-                    <td>
-                      <button type="button" class="btn small ghost" data-testid="token-revoke" onClick={() => revoke(t.id)}>
-                        Revoke
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <TokensEditor
+        pollKey="own-tokens"
+        load={(signal) => api.ownTokens(signal)}
+        issue={manage ? (label) => api.issueOwnToken(label) : null}
+        revoke={manage ? (id) => api.revokeOwnToken(id) : null}
+        testid="token"
+      />
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { api } from '../api/client';
 import type { Answer } from '../api/types';
 import { QuotaTable } from '../components/QuotaTable';
 import { Empty, Loading } from '../components/Status';
+import { TokensEditor } from '../components/Tokens';
 import { useErrors } from '../errors-context';
 import { usePoll } from '../hooks';
 import { formatTime } from '../lib/format';
@@ -317,75 +318,16 @@ function GrantsForm({ tenant, onSaved }: { tenant: Tenant; onSaved: () => Promis
 }
 
 function TenantTokens({ id }: { id: string }) {
-  const tokens = usePoll(`tenant-tokens:${id}`, (signal) => api.tenantTokens(id, signal), 10_000, [id]);
-  const [label, setLabel] = useState('');
-  const [issued, setIssued] = useState<string | null>(null);
-  const { report } = useErrors();
-  const issue = async (e: Event) => {
-    e.preventDefault();
-    try {
-      setIssued((await api.issueTenantToken(id, label)).token);
-      setLabel('');
-      tokens.refresh();
-    } catch (err) {
-      report(err);
-    }
-  };
-  const revoke = async (token: string) => {
-    if (!window.confirm(`Revoke token ${token}? Its clients are refused from their next request on.`)) return;
-    try {
-      await api.revokeTenantToken(id, token);
-      tokens.refresh();
-    } catch (err) {
-      report(err);
-    }
-  };
   return (
     <div data-testid="tenant-tokens">
       <h3>Tokens</h3>
-      <form class="toolbar wrap" onSubmit={issue}>
-        <label>
-          Label <input type="text" data-testid="tenant-token-label" value={label} onInput={(e) => setLabel(e.currentTarget.value)} placeholder="ci" />
-        </label>
-        <button type="submit" class="btn small" data-testid="tenant-token-issue">
-          Issue a token
-        </button>
-      </form>
-      {issued && (
-        <p class="notice" data-testid="tenant-token-issued" role="status">
-          The new token, shown only now: <code>{issued}</code>
-        </p>
-      )}
-      {tokens.data && (
-        <div class="table-wrap">
-          <table class="table">
-            <thead>
-              <tr>
-                <th>Id</th>
-                <th>Label</th>
-                <th>Issued</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.map((t) => (
-                <tr key={t.id} data-testid="tenant-token-row">
-                  <td>
-                    <code>{t.id}</code>
-                  </td>
-                  <td>{t.label ?? ''}</td>
-                  <td>{formatTime(t.created_ms)}</td>
-                  <td>
-                    <button type="button" class="btn small ghost" onClick={() => revoke(t.id)}>
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <TokensEditor
+        pollKey={`tenant-tokens:${id}`}
+        load={(signal) => api.tenantTokens(id, signal)}
+        issue={(label) => api.issueTenantToken(id, label)}
+        revoke={(token) => api.revokeTenantToken(id, token)}
+        testid="tenant-token"
+      />
     </div>
   );
 }

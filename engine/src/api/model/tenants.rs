@@ -310,6 +310,6 @@ pub struct ServerKafkaConnection {
     pub sasl_username: Option<String>,
     /// A CA or client certificate file is set (their paths and the key are not shown).
     pub tls_files: bool,
-    /// The names of the tenants granted it.
+    /// The names of the tenants granted it, in name order.
     pub granted_to: Vec<String>,
 }
