@@ -88,6 +88,19 @@ fn main() {
 /// Builds the UI with `npm run build` into `out` (installing its packages with `npm ci`
 /// first when they are missing).
 fn build_web_ui(ui: &Path, out: &Path) {
+    // For a build of the engine alone while the UI is being edited (its every change would
+    // build the UI and the crate again): a page that says the UI was left out. Tests of the
+    // UI fail with it; CI never sets it.
+    println!("cargo:rerun-if-env-changed=WEIR_SKIP_WEB_UI");
+    if std::env::var_os("WEIR_SKIP_WEB_UI").is_some() {
+        std::fs::create_dir_all(out).unwrap();
+        std::fs::write(
+            out.join("index.html"),
+            "<!doctype html><title>Weir</title><p>This build left the web UI out (WEIR_SKIP_WEB_UI).</p>\n",
+        )
+        .unwrap();
+        return;
+    }
     // Only paths that exist: cargo reruns a build script on every build for a missing one.
     for entry in [
         "src",

@@ -13,6 +13,7 @@ import { HealthPage } from './pages/HealthPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { ModulesPage } from './pages/ModulesPage';
+import { NewJobPage } from './pages/NewJobPage';
 import { SavepointsPage } from './pages/SavepointsPage';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/StatePage';
@@ -153,6 +154,8 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
     switch (route.name) {
       case 'jobs':
         return <JobsPage />;
+      case 'newJob':
+        return <NewJobPage />;
       case 'job':
         return <JobPage id={route.id} />;
       case 'checkpoint':

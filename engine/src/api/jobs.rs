@@ -18,7 +18,7 @@ use crate::server::jobs;
 use crate::server::{Server, ServerError};
 
 /// The job with its graph, live figures and latest checkpoint.
-async fn detail(server: &Server, job: jobs::JobRecord) -> Result<JobDetail, ServerError> {
+pub(super) async fn detail(server: &Server, job: jobs::JobRecord) -> Result<JobDetail, ServerError> {
     let live = server.jobs.live(&job.id).unwrap_or_default();
     let vertices = job
         .spec

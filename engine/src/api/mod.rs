@@ -22,6 +22,7 @@ mod serve;
 mod streams;
 mod tenants;
 pub mod ui;
+mod upgrades;
 mod workers;
 
 use std::sync::Arc;
@@ -134,6 +135,8 @@ pub fn routes() -> OpenApiRouter<Arc<Server>> {
         .routes(routes!(jobs::stop_job))
         .routes(routes!(jobs::cancel_job))
         .routes(routes!(jobs::restart_job))
+        .routes(routes!(upgrades::upgrade_job))
+        .routes(routes!(upgrades::list_job_versions))
         .routes(routes!(checkpoints::list_checkpoints, checkpoints::trigger_checkpoint))
         .routes(routes!(checkpoints::get_checkpoint))
         .routes(routes!(checkpoints::checkpoint_state))

@@ -113,6 +113,7 @@ pub(crate) fn spawn_coordinator(
             events: env.events.clone(),
             faults: env.faults.clone(),
             stop: env.stop.clone(),
+            hold: env.hold.clone(),
         }
         .run(),
     )

@@ -143,4 +143,7 @@ pub enum TriggerError {
     /// Every source has ended: only the final checkpoint is still taken.
     #[error("the job is finishing")]
     Finishing,
+    /// Checkpoints are held back (an upgraded job on probation).
+    #[error("the job takes no checkpoint until its upgrade is confirmed")]
+    Held,
 }

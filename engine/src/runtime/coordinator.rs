@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use weir_store::{CheckpointMeta, CheckpointStatus, CheckpointStorage, Manifest, SubtaskState, SubtaskStats};
 
 use super::control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
+use super::env::CheckpointHold;
 use super::error::JobError;
 use super::faults::FaultInjector;
 use super::stop::StopSignal;
@@ -62,6 +63,8 @@ pub struct Coordinator {
     pub faults: Option<Arc<FaultInjector>>,
     /// The job's stop request (the final checkpoint of a stop for a savepoint is pinned).
     pub stop: Arc<StopSignal>,
+    /// Whether checkpoints but the final one are held back.
+    pub hold: Arc<CheckpointHold>,
 }
 
 /// The coordinator's bookkeeping during one run.
@@ -117,6 +120,10 @@ impl Coordinator {
                 for request in p.waiting.drain(..) {
                     let _ = request.reply.send(Err(TriggerError::Finishing));
                 }
+            } else if self.hold.held() {
+                for request in p.waiting.drain(..) {
+                    let _ = request.reply.send(Err(TriggerError::Held));
+                }
             } else if !p.waiting.is_empty() && p.pending.len() < self.settings.max_concurrent {
                 if let Some(request) = p.waiting.pop_front() {
                     let id = self.trigger(&mut p, false, request.pin).await;
@@ -133,14 +140,21 @@ impl Coordinator {
             }
             let can_trigger =
                 p.pending.len() < self.settings.max_concurrent && p.final_pending.is_none() && !finished;
-            let periodic_at = p.next_periodic.filter(|_| can_trigger).map(|t| t.max(p.last_end + min_pause));
+            let held = self.hold.held();
+            let periodic_at =
+                p.next_periodic.filter(|_| can_trigger && !held).map(|t| t.max(p.last_end + min_pause));
             let expiry = p.pending.values().map(|c| c.started + timeout).min();
             let pause_end = (finished && idle).then(|| p.last_end + min_pause);
             let wake = [periodic_at, expiry, pause_end].into_iter().flatten().min();
             tokio::select! {
                 _ = sleep_until(wake) => self.on_wake(&mut p, periodic_at).await?,
+                // Released (or held): the next periodic checkpoint is due again (or not).
+                () = self.hold.changed.notified() => {}
                 request = requests.recv(), if requests_open => match request {
                     None => requests_open = false,
+                    Some(request) if held && !finished && p.final_pending.is_none() => {
+                        let _ = request.reply.send(Err(TriggerError::Held));
+                    }
                     Some(request) if can_trigger => {
                         let id = self.trigger(&mut p, false, request.pin).await;
                         let _ = request.reply.send(Ok(id));

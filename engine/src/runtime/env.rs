@@ -40,6 +40,32 @@ pub struct RunEnv {
     pub(crate) log_rate: LogRate,
     /// The attempt running (0: the first; the job loop counts them).
     pub(crate) attempt: std::sync::atomic::AtomicU32,
+    /// Whether periodic and on-demand checkpoints are held back (see
+    /// [`RunEnv::hold_checkpoints`]).
+    pub(crate) hold: Arc<CheckpointHold>,
+}
+
+/// Whether a job takes checkpoints other than its final one: while an upgraded job is on
+/// probation, none — its output stays uncommitted, so that rolling it back to the savepoint
+/// it started from loses and doubles nothing.
+#[derive(Debug, Default)]
+pub struct CheckpointHold {
+    held: std::sync::atomic::AtomicBool,
+    /// Wakes the coordinator when the hold changes.
+    pub(crate) changed: tokio::sync::Notify,
+}
+
+impl CheckpointHold {
+    /// Whether checkpoints are held back.
+    pub fn held(&self) -> bool {
+        self.held.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Holds checkpoints back (`true`) or releases them.
+    pub fn set(&self, held: bool) {
+        self.held.store(held, std::sync::atomic::Ordering::Release);
+        self.changed.notify_one();
+    }
 }
 
 impl std::fmt::Debug for RunEnv {
@@ -68,7 +94,14 @@ impl RunEnv {
             logs: None,
             log_rate: LogRate::default(),
             attempt: std::sync::atomic::AtomicU32::new(0),
+            hold: Arc::default(),
         }
+    }
+
+    /// Takes no checkpoint but the final one while `held`: periodic checkpoints wait for
+    /// the release, on-demand ones are refused ([`TriggerError::Held`]).
+    pub fn hold_checkpoints(&self, held: bool) {
+        self.hold.set(held);
     }
 
     /// The operators' log lines go to `sink`, at most `rate` per instance.

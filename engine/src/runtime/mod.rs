@@ -50,7 +50,7 @@ pub use channel::{
 };
 pub use control::{Control, JobEvent, ToCoordinator, TriggerError, TriggerRequest};
 pub use coordinator::{Coordinator, TaskInfo};
-pub use env::{AttemptRunner, CheckpointTrigger, RunEnv};
+pub use env::{AttemptRunner, CheckpointHold, CheckpointTrigger, RunEnv};
 pub use error::{
     AttemptStep, ClusterError, DataError, FailureClass, FailureInfo, JobError, PlacementError, TaskError,
 };

@@ -1,5 +1,6 @@
 //! Savepoints seen from the engine: what a savepoint says about the job it was taken from
-//! ([`Description`]), and starting a job from one ([`restore_into`]).
+//! ([`Description`]), and starting a job from one ([`restore_into`], checked beforehand with
+//! [`check_restore`]).
 //!
 //! The store keeps a savepoint as a self-contained copy: per operator, the live entries of
 //! every scope (a key group, or one subtask's operator state) and every subtask's blob
@@ -47,5 +48,5 @@ mod store_call;
 pub use description::{DESCRIPTION_FORMAT, Description, DescriptionError, NodeDescription};
 pub use error::RestoreError;
 pub use options::RestoreOptions;
-pub use report::{NodeRestore, RestoreReport};
-pub use restore::restore_into;
+pub use report::{NodeCheck, NodeRestore, RestoreCheck, RestoreReport};
+pub use restore::{check_restore, restore_into};

@@ -11,7 +11,7 @@ use super::error::RestoreError;
 use super::first_checkpoint::write_checkpoint;
 use super::node_plan::{NodePlan, check_node, holds_state, load_node};
 use super::options::RestoreOptions;
-use super::report::{NodeRestore, RestoreReport};
+use super::report::{NodeCheck, NodeRestore, RestoreCheck, RestoreReport};
 use super::store_call::blocking;
 use crate::clock::unix_ms;
 use crate::plan::{NodeKind, Plan};
@@ -37,6 +37,41 @@ pub async fn restore_into(
         plan_nodes(store, savepoint, plan, &description, &stored_nodes, options, &mut dropped).await?;
     let (checkpoint, nodes) = write_first_checkpoint(store, job, plan, savepoint, &plans).await?;
     Ok(RestoreReport { savepoint: savepoint.id.clone(), checkpoint, nodes, dropped })
+}
+
+/// Checks that a job of `plan` could start from `savepoint` — every check [`restore_into`]
+/// makes before it writes (key groups, nodes without a place, rescaled sources, operator
+/// state of removed subtasks, state schema versions) — and says what each node would get.
+/// Writes nothing and runs no migration (a module that cannot migrate the state it claims
+/// to is found when the job starts).
+pub async fn check_restore(
+    store: &Store,
+    plan: &Plan,
+    savepoint: &SavepointInfo,
+    options: RestoreOptions,
+) -> Result<RestoreCheck, RestoreError> {
+    let description = read_description(savepoint, plan)?;
+    let stored_nodes: BTreeSet<String> = {
+        let (store, id) = (store.clone(), savepoint.id.clone());
+        blocking(move || store.savepoint_operators(&id)).await?.into_iter().collect()
+    };
+    let mut dropped = unplaced_state(store, savepoint, plan, &description, &stored_nodes, options).await?;
+    let plans =
+        plan_nodes(store, savepoint, plan, &description, &stored_nodes, options, &mut dropped).await?;
+    let nodes = plan
+        .nodes
+        .iter()
+        .zip(&plans)
+        .map(|(node, np)| NodeCheck {
+            id: node.id.clone(),
+            has_state: np.old.is_some() && holds_state(&np.blobs, &np.scopes),
+            from_parallelism: np.old.as_ref().map(|o| o.parallelism),
+            parallelism: node.parallelism,
+            state_versions: np.versions,
+            migrates: np.versions.is_some_and(|(old, new)| old != new),
+        })
+        .collect();
+    Ok(RestoreCheck { savepoint: savepoint.id.clone(), nodes, dropped })
 }
 
 /// The savepoint's description, if its key groups are the job's.

@@ -19,6 +19,7 @@ mod live;
 mod logs;
 mod record;
 mod resume;
+mod upgrade;
 
 pub(crate) use exceptions::rows_per_tenant as exception_rows;
 pub use exceptions::{ExceptionAction, JobException};
@@ -26,7 +27,10 @@ pub use live::{PartitionLag, SubtaskLive};
 pub(crate) use logs::rows_per_tenant as log_rows;
 pub use logs::{DEFAULT_LOG_BYTES, JobLogs, LogFilter, StoredLine};
 pub(crate) use record::JOBS;
-pub use record::{JobRecord, JobStatus};
+pub use record::{
+    JobRecord, JobStatus, JobVersion, MAX_VERSIONS, Upgrade, UpgradePhase, VersionModule, VersionOutcome,
+};
+pub use upgrade::{DEFAULT_GRACE_PERIOD_MS, MAX_GRACE_PERIOD_MS, UpgradeCheck, UpgradeRequest};
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
 use live::Sample;
@@ -217,7 +221,14 @@ impl JobManager {
             if job.status == JobStatus::Finished {
                 continue;
             }
-            for node in &job.spec.nodes {
+            // An upgrade in progress may go back to the old version: its modules stay too.
+            let specs: Vec<&JobSpec> = match &job.upgrade {
+                Some(u) => {
+                    [u.from_version, u.to_version].iter().filter_map(|v| job.version_spec(*v)).collect()
+                }
+                None => Vec::new(),
+            };
+            for node in job.spec.nodes.iter().chain(specs.into_iter().flat_map(|s| s.nodes.iter())) {
                 if let Some(m) = &node.module {
                     used.push((m.clone(), job.id.clone()));
                 }
@@ -280,7 +291,18 @@ impl JobManager {
             spec,
             restored_from,
             unconfirmed_resumes: 0,
+            version: 1,
+            versions: Vec::new(),
+            upgrade: None,
         };
+        let mut job = job;
+        let first = self.new_version(
+            &job.tenant,
+            1,
+            &job.spec,
+            job.restored_from.as_ref().map(|r| r.savepoint.clone()),
+        );
+        job.versions = vec![JobVersion { outcome: VersionOutcome::Current, ..first }];
         self.put(&job)?;
         tracing::info!(tenant = %job.tenant, job = %job.id, name = %job.name, "job created");
         self.start(&job, plan);
@@ -374,13 +396,26 @@ impl JobManager {
 
     /// Starts running `job` (its status is already stored as running).
     fn start(&self, job: &JobRecord, plan: Arc<Plan>) {
+        self.start_run(job, plan, false);
+    }
+
+    /// Starts running `job`, with checkpoints held back if `held` (an upgrade's probation);
+    /// returns the run's events from its start on.
+    fn start_run(
+        &self,
+        job: &JobRecord,
+        plan: Arc<Plan>,
+        held: bool,
+    ) -> tokio::sync::broadcast::Receiver<JobEvent> {
         let cluster = self.inner.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let mut env = RunEnv::new(job.id.clone(), self.inner.store.for_this_open()).with_cluster(cluster);
         let logs = self.job_logs(&job.tenant, &job.id);
         if let Some(logs) = &logs {
             env = env.with_logs(logs.clone(), crate::guest::logs::LogRate::default());
         }
+        env.hold_checkpoints(held);
         let env = Arc::new(env);
+        let probation = env.subscribe();
         let sample = Arc::new(Mutex::new(Sample::default()));
         let span = tracing::info_span!("job", tenant = %job.tenant, job = %job.id);
         let events = self.clone().watch_events(
@@ -420,6 +455,7 @@ impl JobManager {
         );
         let watcher = events_handle;
         running.insert(job.id.clone(), Running { env, plan: run_plan, task, generation, watcher, sample });
+        probation
     }
 
     /// Follows a running job: status on restarts, telemetry on checkpoints, live rates.
@@ -532,7 +568,14 @@ impl JobManager {
             }
             running.remove(id);
         }
+        if self.probation_ended(tenant, id, &result).await {
+            return;
+        }
         let outcome = self.update(tenant, id, |j| {
+            if j.upgrade.is_some() {
+                // The old version stopping for an upgrade: the upgrade records what follows.
+                return;
+            }
             j.end_ms = Some(unix_ms());
             match &result {
                 Ok(report) if report.stopped && !report.drained => j.status = JobStatus::Stopped,
@@ -571,6 +614,7 @@ impl JobManager {
 
     /// Asks job `id` to stop at a final checkpoint.
     pub async fn stop(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
+        upgrade::refuse_upgrading(&self.get(tenant, id)?, "stop it")?;
         let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
         tokio::task::spawn_blocking(move || this.stop_with(&tenant, &id, StopMode::Suspend, false)).await?
     }
@@ -627,6 +671,7 @@ impl JobManager {
     /// a checkpoint may come before the sinks committed it).
     pub async fn cancel(&self, tenant: &str, id: &str) -> ServerResult<JobRecord> {
         let job = self.get(tenant, id)?;
+        upgrade::refuse_upgrading(&job, "cancel it")?;
         if !job.status.holds_quota() {
             return Err(ServerError::Conflict(format!(
                 "job `{id}` is {}; there is nothing to cancel",
@@ -651,6 +696,7 @@ impl JobManager {
     /// Restarts job `id` from its latest checkpoint (cancelling the current run first).
     pub async fn restart(&self, tenant: &Tenant, id: &str) -> ServerResult<JobRecord> {
         let job = self.get(&tenant.id, id)?;
+        upgrade::refuse_upgrading(&job, "restart it")?;
         if job.status == JobStatus::Finished {
             return Err(ServerError::Conflict(format!(
                 "job `{id}` finished: its input ended and its output is committed; submit it again for a new run"
@@ -679,6 +725,7 @@ impl JobManager {
     /// Triggers a checkpoint of running job `id`; returns its id.
     pub async fn trigger_checkpoint(&self, tenant: &str, id: &str) -> ServerResult<u64> {
         let job = self.get(tenant, id)?;
+        upgrade::refuse_upgrading(&job, "trigger a checkpoint")?;
         let trigger =
             self.running_env(id).map(|env| env.trigger_handle()).filter(|_| job.status == JobStatus::Running);
         let Some(trigger) = trigger else {

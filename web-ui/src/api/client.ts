@@ -2,7 +2,7 @@
 
 import { ApiError, apiErrorText } from '../lib/errors';
 import { filenameFromDisposition } from '../lib/savepoints';
-import type { Answer, JobSpec, SavepointMode, Schemas } from './types';
+import type { Answer, JobSpec, SavepointMode, Schemas, UpgradeRequest } from './types';
 import { stateUrl, type StateQuery, type StateSource } from '../lib/state';
 
 const BASE = '/api/v1';
@@ -169,6 +169,12 @@ export const api = {
   stopJob: (id: string) => call<Answer<'stop_job'>>('POST', `/jobs/${enc(id)}/stop`),
   cancelJob: (id: string) => call<Answer<'cancel_job'>>('POST', `/jobs/${enc(id)}/cancel`),
   restartJob: (id: string) => call<Answer<'restart_job'>>('POST', `/jobs/${enc(id)}/restart`),
+  /** Upgrades the job (or, with `dry_run`, only checks the new version against a savepoint). */
+  upgradeJob: (id: string, request: UpgradeRequest) =>
+    call<Answer<'upgrade_job'>>('POST', `/jobs/${enc(id)}/upgrade`, { json: request }),
+  /** The job's versions, oldest first. */
+  jobVersions: (id: string, signal?: AbortSignal) =>
+    call<Answer<'list_job_versions'>>('GET', `/jobs/${enc(id)}/versions`, signal ? { signal } : {}).then((c) => c.data),
   /** The job's last 100 failures, newest first. */
   jobExceptions: (id: string, signal?: AbortSignal) =>
     call<Answer<'list_job_exceptions'>>('GET', `/jobs/${enc(id)}/exceptions`, signal ? { signal } : {}).then(
@@ -191,6 +197,8 @@ export const api = {
     const qs = q.toString();
     return call<Answer<'create_job'>>('POST', `/jobs${qs ? `?${qs}` : ''}`, { json: spec });
   },
+  /** The server's OpenAPI document (its schemas check a job spec as it is typed). */
+  openApiDocument: (signal?: AbortSignal) => call<unknown>('GET', '/openapi.json', signal ? { signal } : {}),
 
   checkpoints: (jobId: string, limit: number, signal?: AbortSignal) =>
     call<Answer<'list_checkpoints'>>('GET', `/jobs/${enc(jobId)}/checkpoints?limit=${limit}`, signal ? { signal } : {}),

@@ -218,6 +218,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/upgrade": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upgrades a running job to a new version (new modules, parallelism or settings) in one
+         *     step. Before anything stops, a savepoint of the job is checked against the new version
+         *     (422 with the reason when its state does not fit; `dry_run` answers the check and
+         *     changes nothing). Then the job stops at a savepoint, the new version starts from it on
+         *     probation (`grace_period_ms`, no checkpoint meanwhile), and if it fails to restore or
+         *     fails on probation the old version is restored from the same savepoint; the job's
+         *     `upgrade`, `error`, exceptions and version history say what happened. Answers once the
+         *     new version started (or was rolled back already); the job's `upgrade` is cleared when
+         *     the probation ends.
+         */
+        post: operations["upgrade_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's versions, oldest first: each one's spec, its operators' module digests, the
+         *     savepoint it started from, and what became of it (current, replaced, rolled back with
+         *     the reason, abandoned). The latest 20 are kept.
+         */
+        get: operations["list_job_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/kafka/connections": {
         parameters: {
             query?: never;
@@ -1065,6 +1113,32 @@ export interface components {
             })[];
         };
         /** @description A collection. */
+        Data_JobVersion: {
+            /** @description The items. */
+            data: {
+                /**
+                 * Format: int64
+                 * @description When it was submitted, unix ms.
+                 */
+                created_ms: number;
+                /** @description Per operator: the module it runs (its id is the SHA-256 digest of its bytes). */
+                modules: components["schemas"]["VersionModule"][];
+                /** @description What became of it. */
+                outcome: components["schemas"]["VersionOutcome"];
+                /** @description Why it was refused, rolled back or abandoned. */
+                reason?: string | null;
+                /** @description The savepoint it started from (an upgrade's; none for the first version). */
+                savepoint?: string | null;
+                /** @description The spec, with module references pinned to module ids. */
+                spec: components["schemas"]["JobSpec"];
+                /**
+                 * Format: int32
+                 * @description Its number (1, 2, ...).
+                 */
+                version: number;
+            }[];
+        };
+        /** @description A collection. */
         Data_KafkaGrant: {
             /** @description The items. */
             data: {
@@ -1365,7 +1439,7 @@ export interface components {
          * @description What Weir did about a failure.
          * @enum {string}
          */
-        ExceptionAction: "restarted" | "failed" | "dead_lettered" | "skipped";
+        ExceptionAction: "restarted" | "failed" | "dead_lettered" | "skipped" | "rolled_back";
         /**
          * @description Who a failure is down to, for the restart strategy and the exception history: the
          *     platform's own failures (a lost worker, the store, a Weir bug) restart the job without
@@ -1499,6 +1573,12 @@ export interface components {
              * @description Total subtasks.
              */
             subtasks: number;
+            upgrade?: null | components["schemas"]["Upgrade"];
+            /**
+             * Format: int32
+             * @description The version of the spec it runs (see `GET /jobs/{id}/versions`).
+             */
+            version: number;
         };
         /** @description A job: a graph of sources, operators and sinks, and its settings. */
         JobSpec: {
@@ -1534,6 +1614,29 @@ export interface components {
              * @description Records its sources emitted per second, last second (0 when not running).
              */
             source_records_per_second: number;
+        };
+        /** @description One version of a job: the spec it ran and the modules its operators ran. */
+        JobVersion: {
+            /**
+             * Format: int64
+             * @description When it was submitted, unix ms.
+             */
+            created_ms: number;
+            /** @description Per operator: the module it runs (its id is the SHA-256 digest of its bytes). */
+            modules: components["schemas"]["VersionModule"][];
+            /** @description What became of it. */
+            outcome: components["schemas"]["VersionOutcome"];
+            /** @description Why it was refused, rolled back or abandoned. */
+            reason?: string | null;
+            /** @description The savepoint it started from (an upgrade's; none for the first version). */
+            savepoint?: string | null;
+            /** @description The spec, with module references pinned to module ids. */
+            spec: components["schemas"]["JobSpec"];
+            /**
+             * Format: int32
+             * @description Its number (1, 2, ...).
+             */
+            version: number;
         };
         /**
          * @description What a tenant may do through one of the server's Kafka connections (names and prefixes
@@ -1672,6 +1775,33 @@ export interface components {
         NewToken: {
             /** @description What it is for: 1 to 128 bytes of text (`ci`, `grafana`, ...). */
             label?: string | null;
+        };
+        /** @description What one node of a job would get from a savepoint. */
+        NodeCheck: {
+            /**
+             * Format: int32
+             * @description Its parallelism in the savepoint (when it had the node).
+             */
+            from_parallelism?: number | null;
+            /**
+             * @description Whether the savepoint holds state for it (keyed or operator state, timers, a source
+             *     position).
+             */
+            has_state: boolean;
+            /** @description Node id. */
+            id: string;
+            /** @description Operators: the new module would migrate the state. */
+            migrates: boolean;
+            /**
+             * Format: int32
+             * @description Its parallelism in the job.
+             */
+            parallelism: number;
+            /** @description Operators: the state schema version in the savepoint and the module's. */
+            state_versions?: [
+                number,
+                number
+            ] | null;
         };
         /** @description One node of a savepoint's job. */
         NodeDescription: {
@@ -1973,6 +2103,18 @@ export interface components {
          * @enum {string}
          */
         RestartStrategy: "exponential" | "failure_rate" | "fixed";
+        /**
+         * @description What starting a job from a savepoint would do, per node, as checked before anything
+         *     stops or is written ([`check_restore`](super::check_restore)).
+         */
+        RestoreCheck: {
+            /** @description State of the savepoint that would be dropped (with `allow_non_restored_state`), described. */
+            dropped: string[];
+            /** @description Per node of the job, in spec order. */
+            nodes: components["schemas"]["NodeCheck"][];
+            /** @description The savepoint checked against. */
+            savepoint: string;
+        };
         /** @description What starting a job from a savepoint did, per node. */
         RestoreReport: {
             /**
@@ -2455,6 +2597,111 @@ export interface components {
              */
             id: number;
         };
+        /** @description An upgrade in progress. */
+        Upgrade: {
+            /** @description Whether state without a place in the new version is dropped. */
+            allow_non_restored_state: boolean;
+            /**
+             * Format: int32
+             * @description The version it upgrades from.
+             */
+            from_version: number;
+            /**
+             * Format: int64
+             * @description The probation after the new version started, ms.
+             */
+            grace_period_ms: number;
+            /** @description Where it is. */
+            phase: components["schemas"]["UpgradePhase"];
+            /**
+             * Format: int64
+             * @description When the probation ends (unix ms), once it began.
+             */
+            probation_until_ms?: number | null;
+            /**
+             * Format: int64
+             * @description The checkpoint the new version started from (written from the savepoint).
+             */
+            restore_checkpoint?: number | null;
+            /** @description Why it is rolling back. */
+            rollback_reason?: string | null;
+            /** @description The savepoint the old version stops at (once taken; both versions start from it). */
+            savepoint?: string | null;
+            /**
+             * Format: int64
+             * @description When it began, unix ms.
+             */
+            started_ms: number;
+            /**
+             * Format: int32
+             * @description The version it upgrades to.
+             */
+            to_version: number;
+        };
+        /** @description The answer to an upgrade: what the check before it found, and the job. */
+        UpgradeAnswer: {
+            /** @description What the check found. */
+            check: components["schemas"]["UpgradeCheck"];
+            /** @description Only the check was made. */
+            dry_run: boolean;
+            /** @description The job (on probation in its new version, or rolled back already). */
+            job: components["schemas"]["JobDetail"];
+        };
+        /** @description What the check before an upgrade found. */
+        UpgradeCheck: {
+            /** @description What each node gets from the savepoint the check took. */
+            check: components["schemas"]["RestoreCheck"];
+            /**
+             * Format: int32
+             * @description The version the job runs.
+             */
+            from_version: number;
+            /** @description The new spec, with module references pinned to module ids. */
+            spec: components["schemas"]["JobSpec"];
+            /**
+             * Format: int32
+             * @description The number the new version gets.
+             */
+            to_version: number;
+        };
+        /**
+         * @description Where an upgrade is.
+         * @enum {string}
+         */
+        UpgradePhase: "stopping" | "restoring" | "probation" | "rolling_back";
+        /**
+         * @description What an upgrade asks for: a new spec, or the current one with new modules and
+         *     parallelism. Node ids carry state over, as when a job starts from a savepoint.
+         */
+        UpgradeRequest: {
+            /** @description Drop the savepoint's state that has no place in the new version instead of refusing. */
+            allow_non_restored_state?: boolean;
+            /**
+             * @description Drain the old version (every event-time timer fires) instead of stopping it. Its
+             *     windows fire early: for an event-time job that reads on, stop (the default).
+             */
+            drain?: boolean;
+            /** @description Only check: take a savepoint, check it against the new version, delete it, answer. */
+            dry_run?: boolean;
+            /**
+             * Format: int64
+             * @description Probation of the new version, ms (default 10 000, at most 600 000): it takes no
+             *     checkpoint, and a failure rolls it back to the old version.
+             */
+            grace_period_ms?: number | null;
+            /**
+             * @description New modules by operator id (a module id, the name it was uploaded under, or
+             *     `builtin:<name>`).
+             */
+            modules?: {
+                [key: string]: string;
+            };
+            /** @description New parallelism by node id. */
+            parallelism?: {
+                [key: string]: number;
+            };
+            spec?: null | components["schemas"]["JobSpec"];
+        };
         /** @description The multipart form of an upload. */
         UploadForm: {
             /**
@@ -2488,6 +2735,20 @@ export interface components {
              */
             subtasks: number;
         };
+        /** @description The module of one operator in a version. */
+        VersionModule: {
+            /** @description The module id: the hex SHA-256 digest of its bytes. */
+            digest: string;
+            /** @description The name it was uploaded under (when it was known). */
+            name?: string | null;
+            /** @description The operator's node id. */
+            node: string;
+        };
+        /**
+         * @description What became of a version of a job.
+         * @enum {string}
+         */
+        VersionOutcome: "current" | "upgrading" | "replaced" | "rolled_back" | "abandoned";
         /** @description A node of the job's graph with its live figures (zero when the job is not running). */
         Vertex: {
             /**
@@ -3368,6 +3629,147 @@ export interface operations {
             };
             /** @description The job is not running */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    upgrade_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The new version */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpgradeRequest"];
+            };
+        };
+        responses: {
+            /** @description The check's answer (dry run): nothing changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpgradeAnswer"];
+                };
+            };
+            /** @description The new version runs on probation (or was rolled back: see the job) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpgradeAnswer"];
+                };
+            };
+            /** @description Invalid spec or changes */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job is not running, is being upgraded, or its savepoint failed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The new version cannot take the job's state; nothing was stopped */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A quota would be exceeded */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The server's disk is nearly full */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_job_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Data_JobVersion"];
+                };
+            };
+            /** @description No or bad token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -36,6 +36,14 @@ export type SubtaskLive = Schemas['SubtaskLive'];
 export type Vertex = Schemas['Vertex'];
 export type Edge = Schemas['Edge'];
 export type JobDetail = Schemas['JobDetail'];
+export type UpgradeRequest = Schemas['UpgradeRequest'];
+export type UpgradeAnswer = Schemas['UpgradeAnswer'];
+export type UpgradeCheck = Schemas['UpgradeCheck'];
+export type RestoreCheck = Schemas['RestoreCheck'];
+export type NodeCheck = Schemas['NodeCheck'];
+export type JobVersion = Schemas['JobVersion'];
+export type VersionOutcome = Schemas['VersionOutcome'];
+export type Upgrade = Schemas['Upgrade'];
 
 export type CheckpointView = Schemas['CheckpointView'];
 export type CheckpointType = Schemas['CheckpointType'];

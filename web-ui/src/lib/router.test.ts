@@ -10,6 +10,7 @@ describe('parseHash', () => {
   });
   it('reads job, checkpoint, savepoints and modules routes', () => {
     expect(parseHash('#/jobs/abc')).toEqual({ name: 'job', id: 'abc', section: null });
+    expect(parseHash('#/jobs/new')).toEqual({ name: 'newJob' });
     expect(parseHash('#/jobs/abc/checkpoints')).toEqual({ name: 'job', id: 'abc', section: 'checkpoints' });
     expect(parseHash('#/jobs/abc/checkpoints/12')).toEqual({ name: 'checkpoint', job: 'abc', checkpoint: 12 });
     expect(parseHash('#/savepoints')).toEqual({ name: 'savepoints' });
@@ -43,6 +44,7 @@ describe('parseHash', () => {
 describe('href', () => {
   const routes: Route[] = [
     { name: 'jobs' },
+    { name: 'newJob' },
     { name: 'job', id: 'abc', section: null },
     { name: 'checkpoint', job: 'abc', checkpoint: 7 },
     { name: 'savepoints' },
@@ -63,12 +65,14 @@ describe('href', () => {
   });
   it('builds the documented paths', () => {
     expect(links.job('abc')).toBe('#/jobs/abc');
+    expect(links.newJob()).toBe('#/jobs/new');
     expect(links.checkpoint('abc', 7)).toBe('#/jobs/abc/checkpoints/7');
     expect(links.state({ kind: 'checkpoint', job: 'j', checkpoint: 3 }, 'count')).toBe('#/state/checkpoint/j/3/count');
     expect(links.streams('lines')).toBe('#/streams/lines');
   });
   it('maps routes to the navigation', () => {
     expect(navSection({ name: 'checkpoint', job: 'a', checkpoint: 1 })).toBe('jobs');
+    expect(navSection(parseHash('#/jobs/new'))).toBe('jobs');
     expect(navSection({ name: 'notFound', hash: '#/x' })).toBeNull();
     expect(navSection(parseHash('#/workers'))).toBe('workers');
     expect(navSection(parseHash('#/streams/lines'))).toBe('streams');

@@ -4,6 +4,7 @@ import type { StateSource } from './state';
 
 export type Route =
   | { name: 'jobs' }
+  | { name: 'newJob' }
   | { name: 'job'; id: string; section: string | null }
   | { name: 'checkpoint'; job: string; checkpoint: number }
   | { name: 'savepoints' }
@@ -34,6 +35,7 @@ export function parseHash(hash: string): Route {
   switch (head) {
     case 'jobs':
       if (parts.length === 1) return { name: 'jobs' };
+      if (parts.length === 2 && a === 'new') return { name: 'newJob' };
       if (parts.length === 2) return { name: 'job', id: a!, section: null };
       if (parts.length === 3 && (b === 'checkpoints' || b === 'savepoints' || b === 'graph')) {
         return { name: 'job', id: a!, section: b };
@@ -89,6 +91,8 @@ export function href(route: Route): string {
   switch (route.name) {
     case 'jobs':
       return '#/jobs';
+    case 'newJob':
+      return '#/jobs/new';
     case 'job':
       return `#/jobs/${enc(route.id)}${route.section ? `/${route.section}` : ''}`;
     case 'checkpoint':
@@ -125,6 +129,7 @@ export function href(route: Route): string {
 
 export const links = {
   jobs: () => href({ name: 'jobs' }),
+  newJob: () => href({ name: 'newJob' }),
   job: (id: string) => href({ name: 'job', id, section: null }),
   checkpoint: (job: string, checkpoint: number) => href({ name: 'checkpoint', job, checkpoint }),
   savepoints: () => href({ name: 'savepoints' }),
@@ -142,6 +147,7 @@ export const links = {
 export function navSection(route: Route): 'jobs' | 'savepoints' | 'modules' | 'streams' | 'state' | 'workers' | 'account' | 'tenants' | 'health' | null {
   switch (route.name) {
     case 'jobs':
+    case 'newJob':
     case 'job':
     case 'checkpoint':
       return 'jobs';

@@ -7,6 +7,7 @@ import { JobLogs } from '../components/JobLogs';
 import { LiveCharts } from '../components/LiveCharts';
 import { OperatorsTable } from '../components/OperatorsTable';
 import { SavepointTrigger, SavepointsTable } from '../components/Savepoints';
+import { UpgradeCard } from '../components/Upgrade';
 import { Empty, Loading, Status } from '../components/Status';
 import { useErrors } from '../errors-context';
 import { usePoll } from '../hooks';
@@ -58,6 +59,7 @@ export function JobPage({ id }: { id: string }) {
   return (
     <div class="stack">
       <JobHeader job={j} onChange={job.refresh} />
+      <UpgradeCard job={j} modules={modules.data ?? null} onChange={job.refresh} />
       {j.restored_from && <Restored report={j.restored_from} />}
 
       <section class="card" id="graph">
@@ -329,6 +331,8 @@ function exceptionAction(action: string, delayMs?: number | null): string {
       return 'record sent to the dead letters';
     case 'skipped':
       return 'record skipped';
+    case 'rolled_back':
+      return 'upgrade rolled back to the version before';
     default:
       return 'failed';
   }

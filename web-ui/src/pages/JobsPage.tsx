@@ -15,12 +15,17 @@ export function JobsPage() {
       <div class="card-head">
         <h1>Jobs</h1>
         {list && <span class="muted">{list.length} in all · live</span>}
+        <div class="spacer" />
+        <a class="btn primary" href={links.newJob()} data-testid="new-job">
+          New job
+        </a>
       </div>
       {!list && jobs.loading && <Loading what="jobs" />}
       {list && list.length === 0 && (
         <Empty testid="jobs-empty">
-          No job yet. Create one with <code>POST /api/v1/jobs</code> (or <code>weir job submit spec.json</code>), or start one
-          from a savepoint on the <a href={links.savepoints()}>Savepoints</a> page.
+          No job yet. <a href={links.newJob()}>Create one</a> from a template or a spec of your own (or with{' '}
+          <code>weir job submit spec.json</code>), or start one from a savepoint on the <a href={links.savepoints()}>Savepoints</a>{' '}
+          page.
         </Empty>
       )}
       {list && list.length > 0 && (

@@ -65,6 +65,7 @@ function ImportSavepoint({ onImported }: { onImported: () => void }) {
           ref={input}
           type="file"
           accept=".weirsp,application/octet-stream"
+          aria-label="Savepoint file to import"
           data-testid="savepoint-import-input"
           onChange={choose}
         />

@@ -205,7 +205,7 @@ function StreamDetail({ stream, jobs, onPushed }: { stream: StreamInfo; jobs: Jo
       {records.length === 0 ? (
         <Empty testid="tail-empty">No records in partition {partition} yet.</Empty>
       ) : (
-        <div class="table-wrap tail">
+        <div class="table-wrap tail" tabIndex={0} role="region" aria-label={`Records of partition ${partition}`}>
           <table class="table" data-testid="tail-table">
             <thead>
               <tr>

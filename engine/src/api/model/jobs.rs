@@ -66,9 +66,26 @@ pub struct JobRecord {
     pub subtasks: u32,
     /// The spec as submitted, with module references pinned to module ids.
     pub spec: JobSpec,
-    /// The savepoint the job started from, and how its state was mapped.
+    /// The savepoint the job started from, and how its state was mapped (after an
+    /// upgrade: the upgrade's savepoint, for the version that runs).
     #[serde(default)]
     pub restored_from: Option<RestoreReport>,
+    /// The version of the spec it runs (see `GET /jobs/{id}/versions`).
+    pub version: u32,
+    /// The upgrade in progress.
+    #[serde(default)]
+    pub upgrade: Option<server::jobs::Upgrade>,
+}
+
+/// The answer to an upgrade: what the check before it found, and the job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UpgradeAnswer {
+    /// Only the check was made.
+    pub dry_run: bool,
+    /// What the check found.
+    pub check: server::jobs::UpgradeCheck,
+    /// The job (on probation in its new version, or rolled back already).
+    pub job: JobDetail,
 }
 
 impl From<server::jobs::JobRecord> for JobRecord {
@@ -85,6 +102,8 @@ impl From<server::jobs::JobRecord> for JobRecord {
             subtasks: j.subtasks,
             spec: j.spec,
             restored_from: j.restored_from,
+            version: j.version,
+            upgrade: j.upgrade,
         }
     }
 }

@@ -19,7 +19,9 @@ pub use checkpoints::{
     OperatorView, SubtaskView, Summary, Triggered,
 };
 pub(crate) use checkpoints::{took_unaligned, view};
-pub use jobs::{CreateQuery, Edge, JobDetail, JobRecord, JobStatus, JobSummary, SubtaskLive, Vertex};
+pub use jobs::{
+    CreateQuery, Edge, JobDetail, JobRecord, JobStatus, JobSummary, SubtaskLive, UpgradeAnswer, Vertex,
+};
 pub use modules::{Module, UploadForm, UploadQuery};
 pub use savepoints::{
     SavepointMode, SavepointRecord, SavepointStatus, StateItem, StatePage, StateQuery, TriggerSavepoint,
@@ -148,6 +150,20 @@ mod tests {
                 spec: spec.clone(),
                 restored_from: None,
                 unconfirmed_resumes: 0,
+                version: 2,
+                versions: Vec::new(),
+                upgrade: Some(server::jobs::Upgrade {
+                    from_version: 1,
+                    to_version: 2,
+                    phase: server::jobs::UpgradePhase::Probation,
+                    savepoint: Some("cd".repeat(16)),
+                    grace_period_ms: 10,
+                    probation_until_ms: Some(20),
+                    allow_non_restored_state: false,
+                    started_ms: 5,
+                    rollback_reason: None,
+                    restore_checkpoint: Some(3),
+                }),
             });
         }
         same_json::<_, SubtaskLive>(server::jobs::SubtaskLive {

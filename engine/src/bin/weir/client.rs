@@ -135,12 +135,12 @@ impl Client {
     }
 
     /// `GET path`.
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+    pub(crate) async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.request(reqwest::Method::GET, path)).await
     }
 
     /// `POST path` with a JSON body (or none).
-    async fn post<T: DeserializeOwned>(
+    pub(crate) async fn post<T: DeserializeOwned>(
         &self,
         path: &str,
         body: Option<&impl Serialize>,

@@ -1,5 +1,5 @@
-//! `weir job`: submit, list, show, stop, cancel and restart jobs on a server, and read their
-//! exception history.
+//! `weir job`: submit, list, show, stop, cancel, restart and upgrade jobs on a server, and
+//! read their exception history, logs and versions.
 
 use std::path::PathBuf;
 
@@ -7,6 +7,8 @@ use anyhow::Context as _;
 use clap::Subcommand;
 
 use crate::client::{Client, float, label, opt, print_table, time};
+
+mod upgrade;
 
 #[derive(Subcommand)]
 pub enum JobCommand {
@@ -41,6 +43,42 @@ pub enum JobCommand {
     },
     /// Restarts a job from its latest checkpoint.
     Restart {
+        /// Job id.
+        id: String,
+    },
+    /// Upgrades a running job in one step: checks a savepoint against the new version
+    /// (refused before anything stops when its state does not fit), stops the job at a
+    /// savepoint, starts the new version from it on probation, and rolls back to the old
+    /// version if the new one fails to restore or fails within the grace period. Waits for
+    /// the outcome; exits non-zero if the upgrade was refused or rolled back.
+    Upgrade {
+        /// Job id.
+        id: String,
+        /// The new spec (default: the current one, with the changes below).
+        #[arg(long, value_name = "FILE")]
+        spec: Option<PathBuf>,
+        /// A new module for an operator: `<node>=<module id, name or builtin:name>` (repeat).
+        #[arg(long = "module", value_name = "NODE=MODULE")]
+        modules: Vec<String>,
+        /// A new parallelism for a node: `<node>=<n>` (repeat).
+        #[arg(long = "parallelism", value_name = "NODE=N")]
+        parallelism: Vec<String>,
+        /// Drain the old version (every event-time timer fires) instead of stopping it.
+        #[arg(long)]
+        drain: bool,
+        /// Drop savepoint state that has no place in the new version.
+        #[arg(long)]
+        allow_non_restored_state: bool,
+        /// Probation of the new version in ms (default 10000).
+        #[arg(long, value_name = "MS")]
+        grace_period_ms: Option<u64>,
+        /// Only check the new version against a savepoint of the job; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Lists a job's versions: spec digests, the savepoint each started from, and what
+    /// became of each.
+    Versions {
         /// Job id.
         id: String,
     },
@@ -160,6 +198,45 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
         JobCommand::Restart { id } => {
             println!("job {id} {}", label(&c.job_action(&id, "restart").await?.status))
         }
+        JobCommand::Upgrade {
+            id,
+            spec,
+            modules,
+            parallelism,
+            drain,
+            allow_non_restored_state,
+            grace_period_ms,
+            dry_run,
+        } => {
+            let spec = match spec {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    Some(
+                        serde_json::from_str::<serde_json::Value>(&text)
+                            .with_context(|| format!("{} is not JSON", path.display()))?,
+                    )
+                }
+                None => None,
+            };
+            let mut body = serde_json::json!({
+                "modules": pairs(&modules, "--module", |v| Ok(serde_json::Value::from(v)))?,
+                "parallelism": pairs(&parallelism, "--parallelism", |v| {
+                    Ok(serde_json::Value::from(v.parse::<u32>().context("a parallelism is a number")?))
+                })?,
+                "drain": drain,
+                "allow_non_restored_state": allow_non_restored_state,
+                "dry_run": dry_run,
+            });
+            if let Some(spec) = spec {
+                body["spec"] = spec;
+            }
+            if let Some(ms) = grace_period_ms {
+                body["grace_period_ms"] = ms.into();
+            }
+            upgrade::run(c, &id, &body, dry_run).await?;
+        }
+        JobCommand::Versions { id } => upgrade::print_versions(c, &id).await?,
         JobCommand::Logs { id, follow, node, subtask, level } => {
             let mut query = String::new();
             for (k, v) in [("node", node), ("subtask", subtask.map(|s| s.to_string())), ("level", level)] {
@@ -221,6 +298,20 @@ pub async fn run(c: &Client, command: JobCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `NAME=VALUE` arguments of `flag` as a JSON object.
+fn pairs(
+    args: &[String],
+    flag: &str,
+    value: impl Fn(&str) -> anyhow::Result<serde_json::Value>,
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let mut out = serde_json::Map::new();
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else { anyhow::bail!("{flag} takes NODE=VALUE, not `{a}`") };
+        out.insert(k.to_string(), value(v).with_context(|| format!("{flag} {a}"))?);
+    }
+    Ok(out)
 }
 
 /// `s` for a URL's query (letters, digits and `-_.~` as they are, the rest %-encoded).

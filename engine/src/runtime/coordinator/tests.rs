@@ -54,6 +54,7 @@ fn start(store: Store, settings: CheckpointSettings) -> Run {
         events: events_tx,
         faults: None,
         stop: stop.clone(),
+        hold: Arc::default(),
     };
     let handle = tokio::spawn(coordinator.run());
     Run { controls, inbox, triggers, events, storage, stop, handle }

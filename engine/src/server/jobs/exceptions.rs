@@ -37,6 +37,9 @@ pub enum ExceptionAction {
     /// The record that broke an operator was found and skipped; the job went on from its
     /// checkpoint without it.
     Skipped,
+    /// An upgraded version failed to restore or failed on probation: the job went back to
+    /// the version before, from the upgrade's savepoint.
+    RolledBack,
 }
 
 /// One failure of a job.

@@ -90,6 +90,173 @@ pub struct JobRecord {
     /// checkpoint, or a minute of running); see `jobs/resume.rs`. Internal: not in the API.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unconfirmed_resumes: u32,
+    /// The version of the spec it runs (1 at creation; each upgrade adds one).
+    #[serde(default = "first_version")]
+    pub version: u32,
+    /// Its versions, oldest first (the latest [`MAX_VERSIONS`]; empty for a job stored
+    /// before versions were kept, whose spec is version 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<JobVersion>,
+    /// The upgrade in progress, stored at each step so that a server that goes down in the
+    /// middle of one finishes it (or rolls it back) when it starts.
+    #[serde(default)]
+    pub upgrade: Option<Upgrade>,
+}
+
+fn first_version() -> u32 {
+    1
+}
+
+/// Versions a job keeps in its history (older ones are dropped; their numbers are not reused).
+pub const MAX_VERSIONS: usize = 20;
+
+/// One version of a job: the spec it ran and the modules its operators ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct JobVersion {
+    /// Its number (1, 2, ...).
+    pub version: u32,
+    /// When it was submitted, unix ms.
+    pub created_ms: u64,
+    /// The spec, with module references pinned to module ids.
+    pub spec: JobSpec,
+    /// Per operator: the module it runs (its id is the SHA-256 digest of its bytes).
+    pub modules: Vec<VersionModule>,
+    /// The savepoint it started from (an upgrade's; none for the first version).
+    pub savepoint: Option<String>,
+    /// What became of it.
+    pub outcome: VersionOutcome,
+    /// Why it was refused, rolled back or abandoned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The module of one operator in a version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct VersionModule {
+    /// The operator's node id.
+    pub node: String,
+    /// The module id: the hex SHA-256 digest of its bytes.
+    pub digest: String,
+    /// The name it was uploaded under (when it was known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// What became of a version of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionOutcome {
+    /// The job runs it (or ran it last).
+    Current,
+    /// An upgrade to it is in progress.
+    Upgrading,
+    /// A later version replaced it.
+    Replaced,
+    /// It failed to restore or failed on probation; the job went back to the version before.
+    RolledBack,
+    /// The upgrade stopped before anything switched (its savepoint failed, or the server
+    /// went down before it stopped the old version); the old version runs on.
+    Abandoned,
+}
+
+/// Where an upgrade is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UpgradePhase {
+    /// The old version is stopping at its savepoint.
+    Stopping,
+    /// The new version's state is being written from the savepoint and it is starting.
+    Restoring,
+    /// The new version runs on probation (no checkpoint until the grace period ends).
+    Probation,
+    /// The new version failed: the old one is being restored from the same savepoint.
+    RollingBack,
+}
+
+/// An upgrade in progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Upgrade {
+    /// The version it upgrades from.
+    pub from_version: u32,
+    /// The version it upgrades to.
+    pub to_version: u32,
+    /// Where it is.
+    pub phase: UpgradePhase,
+    /// The savepoint the old version stops at (once taken; both versions start from it).
+    pub savepoint: Option<String>,
+    /// The probation after the new version started, ms.
+    pub grace_period_ms: u64,
+    /// When the probation ends (unix ms), once it began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probation_until_ms: Option<u64>,
+    /// Whether state without a place in the new version is dropped.
+    pub allow_non_restored_state: bool,
+    /// When it began, unix ms.
+    pub started_ms: u64,
+    /// Why it is rolling back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_reason: Option<String>,
+    /// The checkpoint the new version started from (written from the savepoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_checkpoint: Option<u64>,
+}
+
+impl JobRecord {
+    /// Its versions, with version 1 made up from the spec for a job stored before versions
+    /// were kept.
+    pub fn history(&self) -> Vec<JobVersion> {
+        if !self.versions.is_empty() {
+            return self.versions.clone();
+        }
+        vec![JobVersion {
+            version: self.version,
+            created_ms: self.created_ms,
+            spec: self.spec.clone(),
+            modules: Vec::new(),
+            savepoint: self.restored_from.as_ref().map(|r| r.savepoint.clone()),
+            outcome: VersionOutcome::Current,
+            reason: None,
+        }]
+    }
+
+    /// The spec of version `version`, if the history still holds it.
+    pub fn version_spec(&self, version: u32) -> Option<&JobSpec> {
+        if self.versions.is_empty() && version == self.version {
+            return Some(&self.spec);
+        }
+        self.versions.iter().find(|v| v.version == version).map(|v| &v.spec)
+    }
+
+    /// Sets the outcome (and reason) of version `version` in the history.
+    pub fn set_outcome(&mut self, version: u32, outcome: VersionOutcome, reason: Option<String>) {
+        if self.versions.is_empty() {
+            self.versions = self.history();
+        }
+        if let Some(v) = self.versions.iter_mut().find(|v| v.version == version) {
+            v.outcome = outcome;
+            if reason.is_some() {
+                v.reason = reason;
+            }
+        }
+    }
+
+    /// Adds `version` to the history, dropping the oldest beyond [`MAX_VERSIONS`] (never the
+    /// current one).
+    pub fn push_version(&mut self, version: JobVersion) {
+        if self.versions.is_empty() {
+            self.versions = self.history();
+        }
+        self.versions.push(version);
+        while self.versions.len() > MAX_VERSIONS {
+            let current = self.version;
+            match self.versions.iter().position(|v| v.version != current) {
+                Some(i) => {
+                    self.versions.remove(i);
+                }
+                None => break,
+            }
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -42,8 +42,26 @@ impl JobManager {
     /// only when the job table cannot be read at all.
     pub async fn resume_all(&self) -> ServerResult<usize> {
         let mut resumed = 0;
+        let upgrading = self.upgrading_jobs()?;
+        for (tenant, id) in &upgrading {
+            if self.is_disabled(tenant) {
+                continue;
+            }
+            // The upgrade goes on (or is rolled back), the job on exactly one version.
+            if let Err(e) = self.resume_upgrade(tenant, id).await {
+                tracing::warn!(tenant = %tenant, job = %id, "cannot go on with the job's upgrade: {e}");
+                let _ = self.update(tenant, id, |j| {
+                    j.upgrade = None;
+                    j.status = JobStatus::Failed;
+                    j.error = Some(format!("cannot go on with its upgrade after a server restart: {e}"));
+                    j.end_ms = Some(unix_ms());
+                });
+            } else {
+                resumed += 1;
+            }
+        }
         for (tenant, id) in self.active_jobs()? {
-            if self.is_disabled(&tenant) {
+            if self.is_disabled(&tenant) || upgrading.contains(&(tenant.clone(), id.clone())) {
                 continue;
             }
             let (this, t, i) = (self.clone(), tenant.clone(), id.clone());
@@ -87,6 +105,23 @@ impl JobManager {
                 Ok(job) if job.status.is_active() => out.push((tenant.to_string(), id.to_string())),
                 Ok(_) => {}
                 Err(e) => tracing::error!(tenant, job = id, "cannot read the job's record; not resumed: {e}"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// (tenant, id) of every job stored with an upgrade in progress.
+    fn upgrading_jobs(&self) -> ServerResult<Vec<(String, String)>> {
+        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
+        let t = txn.open_table(JOBS).map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in t.iter().map_err(db_err)? {
+            let (k, v) = row.map_err(db_err)?;
+            let (tenant, id) = k.value();
+            if let Ok(job) = decode_job(v.value())
+                && job.upgrade.is_some()
+            {
+                out.push((tenant.to_string(), id.to_string()));
             }
         }
         Ok(out)

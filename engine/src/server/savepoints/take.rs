@@ -69,6 +69,41 @@ impl Savepoints {
         mode: SavepointMode,
     ) -> ServerResult<SavepointRecord> {
         let job = self.jobs.get(&tenant.id, job_id)?;
+        if let Some(upgrade) = &job.upgrade {
+            return Err(ServerError::Conflict(format!(
+                "job `{job_id}` is being upgraded to version {}; take the savepoint once the upgrade ended",
+                upgrade.to_version
+            )));
+        }
+        Ok(self.begin(tenant, job_id, mode).await?.0)
+    }
+
+    /// Takes a savepoint of job `job_id` for an upgrade and waits until it completed or
+    /// failed; returns its record.
+    pub(crate) async fn take_for_upgrade(
+        &self,
+        tenant: &Tenant,
+        job_id: &str,
+        mode: SavepointMode,
+        taken: impl FnOnce(&SavepointRecord),
+    ) -> ServerResult<SavepointRecord> {
+        let (record, task) = self.begin(tenant, job_id, mode).await?;
+        taken(&record);
+        if let Some(task) = task {
+            task.await.map_err(ServerError::internal)?;
+        }
+        self.get(&tenant.id, &record.id)
+    }
+
+    /// Triggers a savepoint; returns its pending record and the task that takes it (none
+    /// when it was taken at once, of a job that is not running).
+    async fn begin(
+        &self,
+        tenant: &Tenant,
+        job_id: &str,
+        mode: SavepointMode,
+    ) -> ServerResult<(SavepointRecord, Option<tokio::task::JoinHandle<()>>)> {
+        let job = self.jobs.get(&tenant.id, job_id)?;
         let env = self.jobs.running_env(job_id);
         if env.is_some() && job.status != JobStatus::Running {
             // Restarting or stopping: its checkpoints are in flux; a savepoint waits for it.
@@ -120,14 +155,14 @@ impl Savepoints {
                 tracing::info!(parent: &span, mode = mode.as_str(), "savepoint triggered");
                 let this = self.clone();
                 let (tenant_id, pending) = (tenant.id.clone(), record.clone());
-                tokio::spawn(
+                let task = tokio::spawn(
                     async move {
                         let outcome = this.take(&pending, events).await;
                         this.finish(&tenant_id, &pending, outcome).await;
                     }
                     .instrument(span),
                 );
-                Ok(record)
+                Ok((record, Some(task)))
             }
             None if mode == SavepointMode::KeepRunning => {
                 let latest = {
@@ -144,7 +179,7 @@ impl Savepoints {
                 self.put(&record)?;
                 let outcome = self.copy(&record, meta.id).await;
                 self.finish(&tenant.id, &record, outcome.map(|_| meta.id)).await;
-                self.get(&tenant.id, &record.id)
+                Ok((self.get(&tenant.id, &record.id)?, None))
             }
             None => Err(ServerError::Conflict(format!(
                 "job `{job_id}` is {}, not running: only a `keep_running` savepoint of its latest checkpoint can be taken",

@@ -44,6 +44,70 @@ fn weir_status(url: &str, token: &str, args: &[&str], stdin: Option<&str>) -> (b
     )
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_upgrades_a_job_checks_first_and_reports_a_rollback() {
+    let server = TestServer::start(|_| {}).await;
+    let (_, api) = server.tenant("acme").await;
+    let token = api.token().unwrap().to_string();
+    let url = server.url.clone();
+    api.upload_guest("wordcount").await;
+    api.upload_guest("wordcount-v3").await;
+    api.upload_guest("faulty").await;
+    weir(&url, &token, &["stream", "create", "lines", "--partitions", "1"], None);
+    weir(&url, &token, &["stream", "push", "lines"], Some("\"a b a\"\n\"b c\"\n"));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "up-job", "wordcount");
+    let submitted = weir(&url, &token, &["job", "submit", spec.to_str().unwrap()], None);
+    let job = submitted.split_whitespace().nth(1).unwrap().to_string();
+    api.wait_job(&job, Duration::from_secs(60), |j| {
+        j["vertices"][2]["records_in"].as_u64().unwrap_or(0) >= 5
+    })
+    .await;
+
+    // A version that fails at once: the command waits, reports the rollback and fails.
+    let (ok, out, err) = weir_status(
+        &url,
+        &token,
+        &["job", "upgrade", &job, "--module", "count=faulty", "--grace-period-ms", "30000"],
+        None,
+    );
+    assert!(!ok, "{out}");
+    assert!(err.contains("rolled back") && err.contains("runs version 1"), "{out}\n{err}");
+
+    // The check alone, then the upgrade with a rescale.
+    let checked = weir(
+        &url,
+        &token,
+        &["job", "upgrade", &job, "--module", "count=wordcount-v3", "--parallelism", "count=2", "--dry-run"],
+        None,
+    );
+    assert!(checked.contains("version 1 -> 3"), "{checked}");
+    assert!(checked.contains("count: parallelism 1 -> 2, state, state migrated 0 -> 1"), "{checked}");
+    let upgraded = weir(
+        &url,
+        &token,
+        &[
+            "job",
+            "upgrade",
+            &job,
+            "--module",
+            "count=wordcount-v3",
+            "--parallelism",
+            "count=2",
+            "--grace-period-ms",
+            "200",
+        ],
+        None,
+    );
+    assert!(upgraded.contains(&format!("job {job} runs version 3 (running)")), "{upgraded}");
+    let versions = weir(&url, &token, &["job", "versions", &job], None);
+    for outcome in ["replaced", "rolled back", "current"] {
+        assert!(versions.contains(outcome), "{versions}");
+    }
+    let (ok, _, err) = weir_status(&url, &token, &["job", "upgrade", &job, "--parallelism", "nope=2"], None);
+    assert!(!ok && err.contains("no node `nope`"), "{err}");
+}
+
 /// Writes the word-count job of these tests (stream `lines` → tokenizer → `module` →
 /// stream `counts`) to `dir/job.json`.
 fn write_spec(dir: &std::path::Path, name: &str, module: &str) -> std::path::PathBuf {

@@ -270,6 +270,9 @@ impl World {
                 Body::Json(json!({ "records": [ { "value": "intrusion" } ] }))
             }
             ("POST", "/api/v1/jobs/{job_id}/savepoints") => Body::Json(json!({ "mode": "cancel" })),
+            ("POST", "/api/v1/jobs/{job_id}/upgrade") => {
+                Body::Json(json!({ "parallelism": { "out": 1 }, "grace_period_ms": 0 }))
+            }
             ("POST", "/api/v1/savepoints") => Body::Octets(self.savepoint_file.clone()),
             _ => panic!(
                 "{}: the tenant matrix has no request body for this operation; add a valid one in `World::body`",

@@ -14,6 +14,11 @@ const LONG: Duration = Duration::from_secs(120);
 /// stream `lines` → tokenizer → word count (hash) → stream `counts`, parallelism 2,
 /// checkpoints every 200 ms. Modules by id or name.
 pub fn spec(name: &str, tokenizer: &str, wordcount: &str) -> Value {
+    spec_to(name, tokenizer, wordcount, "counts")
+}
+
+/// [`spec`] writing to stream `out`.
+pub fn spec_to(name: &str, tokenizer: &str, wordcount: &str, out: &str) -> Value {
     json!({
         "name": name,
         "nodes": [
@@ -21,7 +26,7 @@ pub fn spec(name: &str, tokenizer: &str, wordcount: &str) -> Value {
             { "id": "split", "kind": "operator", "module": tokenizer, "parallelism": 2 },
             { "id": "count", "kind": "operator", "module": wordcount, "parallelism": 2 },
             { "id": "out", "kind": "sink", "connector": "stream", "parallelism": 2,
-              "config": { "stream": "counts", "partitions": 2 } }
+              "config": { "stream": out, "partitions": 2 } }
         ],
         "edges": [
             { "from": "lines", "to": "split", "partitioning": "rebalance" },
@@ -58,8 +63,13 @@ pub async fn push(api: &Api, records: Vec<Value>) {
 
 /// Each word's running counts, in the order the sink committed them.
 pub async fn output(api: &Api) -> BTreeMap<String, Vec<u64>> {
+    output_of(api, "counts").await
+}
+
+/// Each word's running counts in stream `stream`, in the order the sink committed them.
+pub async fn output_of(api: &Api, stream: &str) -> BTreeMap<String, Vec<u64>> {
     let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for (_, _, key, value) in api.read_all("counts").await {
+    for (_, _, key, value) in api.read_all(stream).await {
         seen.entry(key.as_str().unwrap().to_string()).or_default().push(value.as_u64().unwrap());
     }
     seen
@@ -67,10 +77,15 @@ pub async fn output(api: &Api) -> BTreeMap<String, Vec<u64>> {
 
 /// Waits until every word's latest count is its total over `n_lines` lines.
 pub async fn wait_output(api: &Api, n_lines: u64) {
+    wait_output_of(api, "counts", n_lines).await
+}
+
+/// [`wait_output`] of stream `stream`.
+pub async fn wait_output_of(api: &Api, stream: &str, n_lines: u64) {
     let expected = expected_counts(n_lines);
     let deadline = Instant::now() + LONG;
     loop {
-        let seen = output(api).await;
+        let seen = output_of(api, stream).await;
         if expected.iter().all(|(w, n)| seen.get(w).and_then(|c| c.iter().max()) == Some(n)) {
             return;
         }
@@ -83,8 +98,13 @@ pub async fn wait_output(api: &Api, n_lines: u64) {
 /// word's counts must rise strictly (a replayed batch would repeat or lower a count; lost state
 /// would start again low) and end at its total.
 pub async fn check_exactly_once(api: &Api, n_lines: u64) {
+    check_exactly_once_of(api, "counts", n_lines).await
+}
+
+/// [`check_exactly_once`] of stream `stream`.
+pub async fn check_exactly_once_of(api: &Api, stream: &str, n_lines: u64) {
     let expected = expected_counts(n_lines);
-    let seen = output(api).await;
+    let seen = output_of(api, stream).await;
     assert_eq!(seen.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "words differ");
     for (word, counts) in &seen {
         assert!(counts.windows(2).all(|w| w[0] < w[1]), "counts of `{word}` repeat or fall: {counts:?}");
