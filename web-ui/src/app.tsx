@@ -1,3 +1,4 @@
+import { lazy, Suspense } from 'preact/compat';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { onUnauthorized, setToken } from './api/client';
 import { forgetToken, type Identity, loadToken, saveToken, whoIs } from './auth';
@@ -7,19 +8,21 @@ import { useErrors } from './errors-context';
 import { useRoute } from './hooks';
 import { errorToMessage } from './lib/errors';
 import { links, navSection } from './lib/router';
-import { AccountPage } from './pages/AccountPage';
-import { CheckpointPage } from './pages/CheckpointPage';
-import { HealthPage } from './pages/HealthPage';
-import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
-import { ModulesPage } from './pages/ModulesPage';
-import { NewJobPage } from './pages/NewJobPage';
-import { SavepointsPage } from './pages/SavepointsPage';
 import { SignIn } from './pages/SignIn';
-import { StatePage } from './pages/StatePage';
-import { StreamsPage } from './pages/StreamsPage';
-import { TenantsPage } from './pages/TenantsPage';
-import { WorkersPage } from './pages/WorkersPage';
+
+// Every page but the first a tenant sees is its own chunk, loaded when it is opened.
+const AccountPage = lazy(() => import('./pages/AccountPage').then((m) => ({ default: m.AccountPage })));
+const CheckpointPage = lazy(() => import('./pages/CheckpointPage').then((m) => ({ default: m.CheckpointPage })));
+const HealthPage = lazy(() => import('./pages/HealthPage').then((m) => ({ default: m.HealthPage })));
+const JobPage = lazy(() => import('./pages/JobPage').then((m) => ({ default: m.JobPage })));
+const ModulesPage = lazy(() => import('./pages/ModulesPage').then((m) => ({ default: m.ModulesPage })));
+const NewJobPage = lazy(() => import('./pages/NewJobPage').then((m) => ({ default: m.NewJobPage })));
+const SavepointsPage = lazy(() => import('./pages/SavepointsPage').then((m) => ({ default: m.SavepointsPage })));
+const StatePage = lazy(() => import('./pages/StatePage').then((m) => ({ default: m.StatePage })));
+const StreamsPage = lazy(() => import('./pages/StreamsPage').then((m) => ({ default: m.StreamsPage })));
+const TenantsPage = lazy(() => import('./pages/TenantsPage').then((m) => ({ default: m.TenantsPage })));
+const WorkersPage = lazy(() => import('./pages/WorkersPage').then((m) => ({ default: m.WorkersPage })));
 
 export function App() {
   const [token, setTokenState] = useState<string | null>(() => {
@@ -135,7 +138,7 @@ function Shell({ who, onSignOut }: { who: Identity | null; onSignOut: () => void
       </header>
       <ErrorBanner />
       <main class="main">
-        {page()}
+        <Suspense fallback={<Loading what="the page" />}>{page()}</Suspense>
       </main>
     </div>
   );

@@ -27,14 +27,7 @@ pub async fn restore_into(
     savepoint: &SavepointInfo,
     options: RestoreOptions,
 ) -> Result<RestoreReport, RestoreError> {
-    let description = read_description(savepoint, plan)?;
-    let stored_nodes: BTreeSet<String> = {
-        let (store, id) = (store.clone(), savepoint.id.clone());
-        blocking(move || store.savepoint_operators(&id)).await?.into_iter().collect()
-    };
-    let mut dropped = unplaced_state(store, savepoint, plan, &description, &stored_nodes, options).await?;
-    let plans =
-        plan_nodes(store, savepoint, plan, &description, &stored_nodes, options, &mut dropped).await?;
+    let (plans, dropped) = checked_plans(store, plan, savepoint, options).await?;
     let (checkpoint, nodes) = write_first_checkpoint(store, job, plan, savepoint, &plans).await?;
     Ok(RestoreReport { savepoint: savepoint.id.clone(), checkpoint, nodes, dropped })
 }
@@ -50,14 +43,7 @@ pub async fn check_restore(
     savepoint: &SavepointInfo,
     options: RestoreOptions,
 ) -> Result<RestoreCheck, RestoreError> {
-    let description = read_description(savepoint, plan)?;
-    let stored_nodes: BTreeSet<String> = {
-        let (store, id) = (store.clone(), savepoint.id.clone());
-        blocking(move || store.savepoint_operators(&id)).await?.into_iter().collect()
-    };
-    let mut dropped = unplaced_state(store, savepoint, plan, &description, &stored_nodes, options).await?;
-    let plans =
-        plan_nodes(store, savepoint, plan, &description, &stored_nodes, options, &mut dropped).await?;
+    let (plans, dropped) = checked_plans(store, plan, savepoint, options).await?;
     let nodes = plan
         .nodes
         .iter()
@@ -72,6 +58,25 @@ pub async fn check_restore(
         })
         .collect();
     Ok(RestoreCheck { savepoint: savepoint.id.clone(), nodes, dropped })
+}
+
+/// Every check before anything is written: what each node of `plan` gets from
+/// `savepoint`, and the saved state that is dropped.
+async fn checked_plans(
+    store: &Store,
+    plan: &Plan,
+    savepoint: &SavepointInfo,
+    options: RestoreOptions,
+) -> Result<(Vec<NodePlan>, Vec<String>), RestoreError> {
+    let description = read_description(savepoint, plan)?;
+    let stored_nodes: BTreeSet<String> = {
+        let (store, id) = (store.clone(), savepoint.id.clone());
+        blocking(move || store.savepoint_operators(&id)).await?.into_iter().collect()
+    };
+    let mut dropped = unplaced_state(store, savepoint, plan, &description, &stored_nodes, options).await?;
+    let plans =
+        plan_nodes(store, savepoint, plan, &description, &stored_nodes, options, &mut dropped).await?;
+    Ok((plans, dropped))
 }
 
 /// The savepoint's description, if its key groups are the job's.

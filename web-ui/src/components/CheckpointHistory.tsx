@@ -95,7 +95,7 @@ export function CheckpointHistory({ job }: { job: JobDetail }) {
               )}
             </div>
             {summary.length > 0 ? (
-              <div class="table-wrap">
+              <div class="table-wrap" tabIndex={0}>
                 <table class="table compact">
                   <thead>
                     <tr>
@@ -128,7 +128,7 @@ export function CheckpointHistory({ job }: { job: JobDetail }) {
           </div>
           {!hasPoints(durations) && <p class="muted">The charts show completed checkpoints; none yet.</p>}
 
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table wrap-head" data-testid="checkpoints-table">
               <thead>
                 <tr>

@@ -94,7 +94,7 @@ export function JobLogs({ jobId }: { jobId: string }) {
       ) : shown.length === 0 ? (
         <Empty>No log lines{needle ? ' match' : ''}.</Empty>
       ) : (
-        <div class="table-wrap log-lines">
+        <div class="table-wrap log-lines" tabIndex={0}>
           <table class="table compact">
             <thead>
               <tr>

@@ -15,7 +15,7 @@ export function OperatorsTable({ vertices, modules }: { vertices: Vertex[]; modu
       return next;
     });
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table" data-testid="operators-table">
         <thead>
           <tr>

@@ -5,7 +5,7 @@ import { formatPercent } from '../lib/format';
 /** A tenant's use of every quota: used, limit and share. */
 export function QuotaTable({ tenant }: { tenant: Pick<TenantView, 'quotas' | 'usage'> }) {
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table" data-testid="quota-table">
         <thead>
           <tr>

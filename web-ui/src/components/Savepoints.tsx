@@ -175,7 +175,7 @@ export function SavepointsTable({
 
   return (
     <>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table" data-testid="savepoints-table">
           <thead>
             <tr>

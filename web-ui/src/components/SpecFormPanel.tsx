@@ -47,7 +47,7 @@ export function SpecFormPanel({
           onInput={(e) => onEdit({ field: 'name', name: e.currentTarget.value })}
         />
       </label>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table compact" data-testid="form-nodes">
           <thead>
             <tr>

@@ -73,7 +73,7 @@ export function TokensEditor({
       )}
       {!tokens.data && <Loading what="tokens" />}
       {tokens.data && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table" data-testid={`${testid}s-table`}>
             <thead>
               <tr>

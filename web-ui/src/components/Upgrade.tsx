@@ -85,7 +85,7 @@ export function UpgradeCard({ job, modules, onChange }: { job: JobDetail; module
       </div>
       {open && (
         <form class="stack" onSubmit={(e) => { e.preventDefault(); void run(true); }}>
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table compact">
               <thead>
                 <tr>
@@ -184,7 +184,7 @@ function Versions({ jobId, version, modules }: { jobId: string; version: number;
   if (!list) return <Loading what="the versions" />;
   if (list.length <= 1) return <Empty>Version 1 is the only one: the job was never upgraded.</Empty>;
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table class="table compact" data-testid="versions">
         <thead>
           <tr>

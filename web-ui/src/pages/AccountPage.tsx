@@ -31,7 +31,7 @@ export function AccountPage() {
         {t.kafka.length === 0 ? (
           <Empty testid="kafka-none">No Kafka grant: your jobs cannot read or write Kafka. Ask the admin for one.</Empty>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="kafka-grants">
               <thead>
                 <tr>

@@ -137,7 +137,7 @@ function OperatorsSection({ detail, job }: { detail: CheckpointDetail; job: stri
         <h2>Operators</h2>
         <span class="muted">average over subtasks, with the minimum – maximum below</span>
       </div>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table wrap-head" data-testid="checkpoint-operators-table">
           <thead>
             <tr>
@@ -210,7 +210,7 @@ function SubtasksSection({ detail, parallelism }: { detail: CheckpointDetail; pa
       <div class="card-head">
         <h2>Subtasks</h2>
       </div>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table wrap-head" data-testid="subtasks-table">
           <thead>
             <tr>

@@ -44,7 +44,7 @@ export function HealthPage() {
       </div>
       {rows.length === 0 && <Loading what="the server's health" />}
       {rows.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table" data-testid="health-table">
             <tbody>
               {rows.map(([key, what, value]) => (

@@ -214,7 +214,7 @@ function Restored({ report }: { report: RestoreReport }) {
           Savepoint state
         </a>
       </div>
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class="table compact">
           <thead>
             <tr>
@@ -289,7 +289,7 @@ function Exceptions({ jobId }: { jobId: string }) {
       ) : list.length === 0 ? (
         <Empty>No failures.</Empty>
       ) : (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table compact">
             <thead>
               <tr>

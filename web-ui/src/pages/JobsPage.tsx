@@ -29,7 +29,7 @@ export function JobsPage() {
         </Empty>
       )}
       {list && list.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table" data-testid="jobs-table">
             <thead>
               <tr>

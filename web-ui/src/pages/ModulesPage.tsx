@@ -42,7 +42,7 @@ export function ModulesPage() {
           </Empty>
         )}
         {list && list.length > 0 && (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="modules-table">
               <thead>
                 <tr>

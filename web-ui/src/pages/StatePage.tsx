@@ -289,7 +289,7 @@ function StateBrowser({ source, operator, stateName }: { source: StateSource; op
         </Empty>
       )}
       {page && page.data.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class={`table state-table${loading ? ' stale' : ''}`} data-testid="state-table">
             <thead>
               <tr>

@@ -32,7 +32,7 @@ export function StreamsPage({ stream }: { stream: string | null }) {
           <Empty testid="streams-empty">No stream yet. Create one above, then name it in a job's stream source or sink.</Empty>
         )}
         {list && list.length > 0 && (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="streams-table">
               <thead>
                 <tr>

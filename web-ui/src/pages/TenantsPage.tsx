@@ -27,7 +27,7 @@ export function TenantsPage({ tenant }: { tenant: string | null }) {
         {!list && <Loading what="tenants" />}
         {list && list.length === 0 && <Empty testid="tenants-empty">No tenant yet. Create one above; its token is shown once.</Empty>}
         {list && list.length > 0 && (
-          <div class="table-wrap">
+          <div class="table-wrap" tabIndex={0}>
             <table class="table" data-testid="tenants-table">
               <thead>
                 <tr>
@@ -78,7 +78,7 @@ function KafkaConnections() {
       {!list && <Loading what="Kafka connections" />}
       {list && list.length === 0 && <Empty testid="server-kafka-none">The server has no Kafka connection configured.</Empty>}
       {list && list.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table">
             <thead>
               <tr>

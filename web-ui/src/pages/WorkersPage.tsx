@@ -29,7 +29,7 @@ export function WorkersPage() {
         </Empty>
       )}
       {list && list.length > 0 && (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0}>
           <table class="table" data-testid="workers-table">
             <thead>
               <tr>

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::record::{JOBS, JobStatus, decode_job};
+use super::record::{JOBS, JobRecord, JobStatus, decode_job};
 use super::{JobManager, db_err};
 use crate::clock::unix_ms;
 use crate::server::error::{ServerError, ServerResult};
@@ -95,6 +95,12 @@ impl JobManager {
     /// (tenant, id) of every job stored as active. A record that does not decode is logged
     /// and left alone: it cannot be resumed, nor marked failed.
     pub(crate) fn active_jobs(&self) -> ServerResult<Vec<(String, String)>> {
+        self.stored_jobs_where(|job| job.status.is_active())
+    }
+
+    /// (tenant, id) of every stored job that `keep` keeps (records that do not decode are
+    /// logged and left out).
+    fn stored_jobs_where(&self, keep: impl Fn(&JobRecord) -> bool) -> ServerResult<Vec<(String, String)>> {
         let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
         let t = txn.open_table(JOBS).map_err(db_err)?;
         let mut out = Vec::new();
@@ -102,7 +108,7 @@ impl JobManager {
             let (k, v) = row.map_err(db_err)?;
             let (tenant, id) = k.value();
             match decode_job(v.value()) {
-                Ok(job) if job.status.is_active() => out.push((tenant.to_string(), id.to_string())),
+                Ok(job) if keep(&job) => out.push((tenant.to_string(), id.to_string())),
                 Ok(_) => {}
                 Err(e) => tracing::error!(tenant, job = id, "cannot read the job's record; not resumed: {e}"),
             }
@@ -112,19 +118,7 @@ impl JobManager {
 
     /// (tenant, id) of every job stored with an upgrade in progress.
     fn upgrading_jobs(&self) -> ServerResult<Vec<(String, String)>> {
-        let txn = self.inner.store.database()?.begin_read().map_err(db_err)?;
-        let t = txn.open_table(JOBS).map_err(db_err)?;
-        let mut out = Vec::new();
-        for row in t.iter().map_err(db_err)? {
-            let (k, v) = row.map_err(db_err)?;
-            let (tenant, id) = k.value();
-            if let Ok(job) = decode_job(v.value())
-                && job.upgrade.is_some()
-            {
-                out.push((tenant.to_string(), id.to_string()));
-            }
-        }
-        Ok(out)
+        self.stored_jobs_where(|job| job.upgrade.is_some())
     }
 
     /// Resumes one job: plans it again (held to today's limits) and starts it. A job that was
