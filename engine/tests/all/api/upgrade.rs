@@ -200,11 +200,21 @@ async fn an_upgrade_goes_on_when_its_client_goes_away() {
     let (_, api) = server.tenant("acme").await;
     let job = two_word_counts(&api).await;
     api.upload_guest("wordcount-v3").await;
-    let impatient = api
-        .request(reqwest::Method::POST, &format!("/api/v1/jobs/{job}/upgrade"))
-        .timeout(Duration::from_millis(20))
-        .json(&json!({ "modules": { "count": "wordcount-v3" }, "grace_period_ms": 300 }));
-    assert!(impatient.send().await.is_err(), "the client gave up before the answer");
+    // The request goes out whole on a connection of its own, which is closed once the
+    // upgrade has begun (the job is stopping, or the new version on probation).
+    use tokio::io::AsyncWriteExt as _;
+    let body = json!({ "modules": { "count": "wordcount-v3" }, "grace_period_ms": 3000 }).to_string();
+    let address = api.url.trim_start_matches("http://").to_string();
+    let mut connection = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!(
+        "POST /api/v1/jobs/{job}/upgrade HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        api.token().unwrap(),
+        body.len()
+    );
+    connection.write_all(request.as_bytes()).await.unwrap();
+    api.wait_job(&job, LONG, |j| !j["upgrade"].is_null()).await;
+    drop(connection);
     let upgraded = api.wait_job(&job, LONG, |j| j["version"] == 2 && j["upgrade"].is_null()).await;
     assert_eq!(upgraded["status"], "running", "{upgraded}");
     push(&api, lines(1000, 2000)).await;
