@@ -30,7 +30,10 @@ pub(crate) use record::JOBS;
 pub use record::{
     JobRecord, JobStatus, JobVersion, MAX_VERSIONS, Upgrade, UpgradePhase, VersionModule, VersionOutcome,
 };
-pub use upgrade::{DEFAULT_GRACE_PERIOD_MS, MAX_GRACE_PERIOD_MS, UpgradeCheck, UpgradeRequest};
+pub use upgrade::{
+    DEFAULT_GRACE_PERIOD_MS, MAX_GRACE_PERIOD_MS, SavepointFuture, TakenSavepoint, UpgradeCheck,
+    UpgradeRequest, UpgradeSavepoints, UpgradeStop,
+};
 
 use admission::{TenantModules, apply_quota_settings, scope_spec};
 use live::Sample;

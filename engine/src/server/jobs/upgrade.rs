@@ -41,7 +41,6 @@ use crate::plan::{JobSpec, NodeKind, Plan};
 use crate::runtime::{FailureClass, FailureInfo, JobEvent, JobReport, RunEnv, commit_latest};
 use crate::savepoint::{RestoreCheck, RestoreError, RestoreOptions, check_restore, restore_into};
 use crate::server::error::{ServerError, ServerResult};
-use crate::server::savepoints::{SavepointMode, SavepointStatus, Savepoints};
 use crate::server::tenants::Tenant;
 
 /// The probation of an upgraded job when the request names none, ms.
@@ -93,6 +92,46 @@ pub struct UpgradeCheck {
     pub spec: JobSpec,
     /// What each node gets from the savepoint the check took.
     pub check: RestoreCheck,
+}
+
+/// How an upgrade takes a savepoint: of the running job (to check against), or stopping it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpgradeStop {
+    /// The job keeps running (the savepoint the new version is checked against).
+    KeepRunning,
+    /// The job stops at the savepoint.
+    Stop,
+    /// The job drains, then stops at the savepoint.
+    Drain,
+}
+
+/// A savepoint an upgrade took: its id, and why it failed (`None`: it completed).
+#[derive(Debug, Clone)]
+pub struct TakenSavepoint {
+    /// Its id.
+    pub id: String,
+    /// Why it failed.
+    pub failure: Option<String>,
+}
+
+/// A future of the savepoints an upgrade takes.
+pub type SavepointFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = ServerResult<T>> + Send + 'a>>;
+
+/// The savepoints an upgrade takes and deletes: `server::savepoints::Savepoints`, which sits
+/// above the job manager (it stops jobs), so the job manager sees it through this.
+pub trait UpgradeSavepoints: Send + Sync {
+    /// Takes a savepoint of `job` as `how` says and waits for its outcome; `taken` gets its
+    /// id as soon as it is known.
+    fn take<'a>(
+        &'a self,
+        tenant: &'a Tenant,
+        job: &'a str,
+        how: UpgradeStop,
+        taken: Box<dyn FnOnce(&str) + Send + 'a>,
+    ) -> SavepointFuture<'a, TakenSavepoint>;
+
+    /// Deletes savepoint `id` of `tenant`.
+    fn delete<'a>(&'a self, tenant: &'a str, id: &'a str) -> SavepointFuture<'a, ()>;
 }
 
 /// Refuses a change (`what`) of a job while it is being upgraded.
@@ -179,7 +218,7 @@ impl JobManager {
     /// `dry_run`, as it is).
     pub async fn upgrade(
         &self,
-        savepoints: &Savepoints,
+        savepoints: &dyn UpgradeSavepoints,
         tenant: &Tenant,
         id: &str,
         request: UpgradeRequest,
@@ -231,24 +270,21 @@ impl JobManager {
             });
         })?;
         tracing::info!(tenant = %tenant.id, job = %id, from_version, to_version, "upgrading job");
-        let mode = if request.drain { SavepointMode::Drain } else { SavepointMode::Stop };
+        let how = if request.drain { UpgradeStop::Drain } else { UpgradeStop::Stop };
         let this = self.clone();
-        let stopped = savepoints
-            .take_for_upgrade(tenant, id, mode, |r| {
-                let named = this.update(&tenant.id, id, |j| {
-                    if let Some(u) = &mut j.upgrade {
-                        u.savepoint = Some(r.id.clone());
-                    }
-                });
-                if let Err(e) = named {
-                    tracing::warn!("cannot record the upgrade's savepoint: {e}");
+        let name = Box::new(|savepoint: &str| {
+            let named = this.update(&tenant.id, id, |j| {
+                if let Some(u) = &mut j.upgrade {
+                    u.savepoint = Some(savepoint.to_string());
                 }
-            })
-            .await;
-        let savepoint = match stopped {
-            Ok(r) if r.status == SavepointStatus::Completed => r,
-            Ok(r) => {
-                let why = r.error.unwrap_or_else(|| "it did not complete".into());
+            });
+            if let Err(e) = named {
+                tracing::warn!("cannot record the upgrade's savepoint: {e}");
+            }
+        });
+        let savepoint = match savepoints.take(tenant, id, how, name).await {
+            Ok(TakenSavepoint { id: savepoint, failure: None }) => savepoint,
+            Ok(TakenSavepoint { failure: Some(why), .. }) => {
                 return Err(self
                     .abandon(&tenant.id, id, format!("the savepoint to stop at failed: {why}"))
                     .await);
@@ -260,28 +296,27 @@ impl JobManager {
         self.end_run(id).await?;
         self.switch(&tenant.id, id).await?;
         let job = self.get(&tenant.id, id)?;
-        tracing::info!(tenant = %tenant.id, job = %id, savepoint = %savepoint.id, "upgraded job on probation");
+        tracing::info!(tenant = %tenant.id, job = %id, %savepoint, "upgraded job on probation");
         Ok((answer, job))
     }
 
     /// Takes a `keep_running` savepoint of job `id`, checks it against `plan`, deletes it.
     async fn check_against_savepoint(
         &self,
-        savepoints: &Savepoints,
+        savepoints: &dyn UpgradeSavepoints,
         tenant: &Tenant,
         id: &str,
         plan: &Plan,
         options: RestoreOptions,
     ) -> ServerResult<RestoreCheck> {
-        let probe = savepoints.take_for_upgrade(tenant, id, SavepointMode::KeepRunning, |_| {}).await?;
-        let checked = match probe.status {
-            SavepointStatus::Completed => match self.savepoint_info(&probe.id).await {
+        let probe = savepoints.take(tenant, id, UpgradeStop::KeepRunning, Box::new(|_| {})).await?;
+        let checked = match &probe.failure {
+            None => match self.savepoint_info(&probe.id).await {
                 Ok(info) => check_restore(&self.inner.store, plan, &info, options).await.map_err(refusal),
                 Err(e) => Err(e),
             },
-            _ => Err(ServerError::Conflict(format!(
-                "cannot take the savepoint to check the new version against: {}",
-                probe.error.as_deref().unwrap_or("it did not complete")
+            Some(why) => Err(ServerError::Conflict(format!(
+                "cannot take the savepoint to check the new version against: {why}"
             ))),
         };
         if let Err(e) = savepoints.delete(&tenant.id, &probe.id).await {

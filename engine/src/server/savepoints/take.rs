@@ -12,7 +12,7 @@ use crate::runtime::{JobEvent, StopMode};
 use crate::savepoint::{Description, DescriptionError};
 use crate::server::error::{ServerError, ServerResult};
 use crate::server::ids::new_id;
-use crate::server::jobs::JobStatus;
+use crate::server::jobs::{JobStatus, SavepointFuture, TakenSavepoint, UpgradeSavepoints, UpgradeStop};
 use crate::server::tenants::Tenant;
 
 /// Why a triggered savepoint failed; its message is the savepoint's `error`.
@@ -80,7 +80,7 @@ impl Savepoints {
 
     /// Takes a savepoint of job `job_id` for an upgrade and waits until it completed or
     /// failed; returns its record.
-    pub(crate) async fn take_for_upgrade(
+    async fn take_for_upgrade(
         &self,
         tenant: &Tenant,
         job_id: &str,
@@ -361,5 +361,33 @@ impl Savepoints {
             }
             (Ok(_), Err(e)) => tracing::warn!("savepoint failed: {e}"),
         }
+    }
+}
+
+impl UpgradeSavepoints for Savepoints {
+    fn take<'a>(
+        &'a self,
+        tenant: &'a Tenant,
+        job: &'a str,
+        how: UpgradeStop,
+        taken: Box<dyn FnOnce(&str) + Send + 'a>,
+    ) -> SavepointFuture<'a, TakenSavepoint> {
+        let mode = match how {
+            UpgradeStop::KeepRunning => SavepointMode::KeepRunning,
+            UpgradeStop::Stop => SavepointMode::Stop,
+            UpgradeStop::Drain => SavepointMode::Drain,
+        };
+        Box::pin(async move {
+            let record = self.take_for_upgrade(tenant, job, mode, |r| taken(&r.id)).await?;
+            let failure = match record.status {
+                SavepointStatus::Completed => None,
+                _ => Some(record.error.unwrap_or_else(|| "it did not complete".into())),
+            };
+            Ok(TakenSavepoint { id: record.id, failure })
+        })
+    }
+
+    fn delete<'a>(&'a self, tenant: &'a str, id: &'a str) -> SavepointFuture<'a, ()> {
+        Box::pin(Savepoints::delete(self, tenant, id))
     }
 }

@@ -2,7 +2,7 @@
 //! real sockets. Workers registering, lost and refused; the data plane between workers;
 //! checkpoint chunks in an S3-protocol server; jobs on workers exactly once across killed
 //! workers; Kafka on workers; mutual TLS on every connection; operators' logs and watermarks
-//! from workers.
+//! from workers; upgrading a job on workers.
 
 mod data;
 mod jobs;
@@ -10,5 +10,6 @@ mod kafka;
 mod objects;
 mod observing;
 mod tls;
+mod upgrade;
 mod worker_kills;
 mod workers;
