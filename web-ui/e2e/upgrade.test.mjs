@@ -91,7 +91,7 @@ test('a version that fails at once is rolled back to the old one, and the page s
   await page.reload();
   await waitFor('the history shows it', async () => /rolled back/.test(await byTestId('versions').innerText()));
   assert.match(await byTestId('job-error').innerText(), /rolled back/);
-  await screenshot(page, '20-upgrade-rolled-back');
+  await screenshot(page, '30-upgrade-rolled-back');
 });
 
 test('an upgrade to a new module version is checked, confirmed, and carries the state over', async () => {
@@ -104,7 +104,7 @@ test('an upgrade to a new module version is checked, confirmed, and carries the 
   // The check's answer is shown before anything stops.
   assert.match(await answer.innerText(), /count: state carried over, migrated v0 → v1/);
   assert.equal((await jobVersion()).version, 1);
-  await screenshot(page, '21-upgrade-check');
+  await screenshot(page, '31-upgrade-check');
   await confirmUpgrade();
   await waitFor('upgraded', async () => {
     const j = await jobVersion();
@@ -116,7 +116,7 @@ test('an upgrade to a new module version is checked, confirmed, and carries the 
   await page.reload();
   await waitFor('the history shows it', async () => /current/.test(await byTestId('versions').innerText()));
   assert.match(await byTestId('job-restored-from').innerText(), /migrated/);
-  await screenshot(page, '22-upgraded');
+  await screenshot(page, '32-upgraded');
 });
 
 test('a version whose state does not fit is refused before anything stops', async () => {
@@ -134,7 +134,7 @@ test('a version whose state does not fit is refused before anything stops', asyn
   const after = await jobVersion();
   assert.equal(after.version, before.version);
   assert.equal(after.start_ms, before.start_ms);
-  await screenshot(page, '23-upgrade-refused');
+  await screenshot(page, '33-upgrade-refused');
 });
 
 test('a job rescales from 2 to 3 subtasks with its state', async () => {
@@ -155,5 +155,5 @@ test('a job rescales from 2 to 3 subtasks with its state', async () => {
   assert.equal(detail.vertices.find((v) => v.id === 'count').parallelism, 3);
   await page.reload();
   await byTestId('versions').waitFor();
-  await screenshot(page, '24-rescaled');
+  await screenshot(page, '34-rescaled');
 });

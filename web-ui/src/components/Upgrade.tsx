@@ -205,7 +205,8 @@ function Versions({ jobId, version, modules }: { jobId: string; version: number;
               <td>
                 {v.modules.map((m) => (
                   <div key={m.node} title={m.digest}>
-                    {m.node}: {m.name ?? moduleLabel(m.digest, modules)} <code>{m.digest.slice(0, 8)}</code>
+                    {m.node}: {m.name ?? moduleLabel(m.digest, modules)}
+                    {/^[0-9a-f]{64}$/.test(m.digest) && <code> {m.digest.slice(0, 8)}</code>}
                   </div>
                 ))}
               </td>
