@@ -246,8 +246,8 @@ impl JobManager {
         let (spec, plan) = self.plan(&tenant.id, spec).await?;
         self.check_counts(tenant, Some(id), plan.subtask_count(), buffered_bytes(&plan.spec))?;
         let check = self.check_against_savepoint(savepoints, tenant, id, &plan, options).await?;
-        let to_version =
-            job.history().iter().map(|v| v.version).max().unwrap_or(job.version).max(job.version) + 1;
+        // The history holds the current version: numbers of dropped or rolled-back ones are not reused.
+        let to_version = job.history().iter().map(|v| v.version).max().unwrap_or(job.version) + 1;
         let answer = UpgradeCheck { from_version: job.version, to_version, spec: spec.clone(), check };
         if request.dry_run {
             return Ok((answer, self.get(&tenant.id, id)?));
@@ -469,8 +469,7 @@ impl JobManager {
                 v.savepoint = Some(savepoint_id.clone());
             }
         })?;
-        self.start_probation(tenant, id, plan, u.to_version, u.grace_period_ms);
-        Ok(())
+        self.start_probation(tenant, id, plan, u.to_version, u.grace_period_ms)
     }
 
     /// Starts the new version of job `id` on probation and watches it.
@@ -481,13 +480,14 @@ impl JobManager {
         plan: Arc<Plan>,
         to_version: u32,
         grace_period_ms: u64,
-    ) {
-        let Ok(job) = self.get(tenant, id) else { return };
+    ) -> ServerResult<()> {
+        let job = self.get(tenant, id)?;
         let events = self.start_run(&job, plan, grace_period_ms > 0);
         let (this, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
         tokio::spawn(
             async move { this.watch_probation(&tenant, &id, to_version, events, grace_period_ms).await },
         );
+        Ok(())
     }
 
     /// Confirms the upgrade when the grace period ends; rolls it back if the new version
@@ -691,8 +691,7 @@ impl JobManager {
                     }
                     j.start_ms = Some(unix_ms());
                 })?;
-                self.start_probation(tenant, id, plan, u.to_version, u.grace_period_ms);
-                Ok(())
+                self.start_probation(tenant, id, plan, u.to_version, u.grace_period_ms)
             }
             UpgradePhase::RollingBack => {
                 let why = u.rollback_reason.clone().unwrap_or_default();
